@@ -1,0 +1,53 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "ivy",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "ivy", targets: ["IvyCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // Pure: models, ids, time parsing, settings rules, paths. No I/O, no GRDB, no networking.
+        .target(name: "IvyCore"),
+        // The only GRDB importer: library.db, migrations, change-capture triggers, audio files.
+        .target(
+            name: "IvyStore",
+            dependencies: [
+                "IvyCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // The `ivy` executable: the only ArgumentParser importer.
+        .executableTarget(
+            name: "IvyCLI",
+            dependencies: [
+                "IvyCore",
+                "IvyStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "IvyCoreTests", dependencies: ["IvyCore"]),
+        .testTarget(
+            name: "IvyStoreTests",
+            dependencies: [
+                "IvyCore", "IvyStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // Drives the built `ivy` binary as a user would; depends on IvyCLI so it is built first.
+        .testTarget(
+            name: "IvyCLITests",
+            dependencies: [
+                "IvyCLI",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+    ]
+)

@@ -1,0 +1,193 @@
+import ArgumentParser
+import IvyCore
+import IvyStore
+
+struct BookCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "book",
+        abstract: "Add, list, show, change, archive and delete books.",
+        subcommands: [Add.self, List.self, Show.self, Update.self, Archive.self, Unarchive.self, Delete.self]
+    )
+}
+
+/// The JSON form of a book in `--json` output: seconds for times of play, ms for timestamps.
+struct BookJSON: Encodable {
+    let book: Book
+
+    enum CodingKeys: String, CodingKey {
+        case id, title, artist, artwork, position, hidden, uri
+        case createdAt = "created_at", updatedAt = "updated_at"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(book.id, forKey: .id)
+        try container.encode(book.title, forKey: .title)
+        try container.encode(book.artist, forKey: .artist)
+        try container.encode(book.artwork, forKey: .artwork)
+        try container.encode(book.position, forKey: .position)
+        try container.encode(book.hidden, forKey: .hidden)
+        try container.encode(book.uri, forKey: .uri)
+        try container.encode(book.createdAt, forKey: .createdAt)
+        try container.encode(book.updatedAt, forKey: .updatedAt)
+    }
+}
+
+extension BookCommand {
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a book and print its id.")
+
+        @OptionGroup var global: GlobalOptions
+        @Option(help: "The book's title (required, not empty).") var title: String
+        @Option(help: "The author or narrator.") var artist: String?
+        @Option(help: "Where the cover art is (a URL or path).") var artwork: String?
+        @Option(help: "Where listening stands: seconds or H:MM:SS (default 0).") var position: String?
+
+        func validate() throws {
+            if title.trimmingSpaces().isEmpty { throw ValidationError("the title is empty; give the book a title with --title") }
+            _ = try seconds(position, option: "--position")
+        }
+
+        func run() throws {
+            let context = try global.context()
+            let book = try context.library().addBook(
+                id: context.ids.next(), title: title,
+                artist: artist.flatMap { $0.isEmpty ? nil : $0 },
+                artwork: artwork.flatMap { $0.isEmpty ? nil : $0 },
+                position: try seconds(position, option: "--position") ?? 0)
+            context.output.line(book.id)
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List books (archived and deleted ones only with --all).")
+
+        @OptionGroup var global: GlobalOptions
+        @Flag(help: "Include archived and deleted books.") var all = false
+        @Flag(help: "Print one JSON array.") var json = false
+
+        func run() throws {
+            let context = try global.context()
+            let books = try context.library().books(includeHidden: all)
+            let output = context.output
+            if json { return try output.json(books.map(BookJSON.init)) }
+            guard !books.isEmpty else {
+                return output.line(all ? "No books yet; add one with `ivy book add --title TITLE`." : "No books to show; `ivy book list --all` includes archived ones, `ivy book add --title TITLE` adds one.")
+            }
+            var headers = ["ID", "TITLE", "ARTIST", "POSITION"]
+            if all { headers.append("ARCHIVED") }
+            output.table(headers, books.map { book in
+                var row = [book.id, Display.cell(book.title), Display.cell(book.artist, limit: 30), TimeText.clock(book.position)]
+                if all { row.append(book.hidden ? "yes" : "no") }
+                return row
+            })
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show one book.")
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The book's id.") var id: String
+        @Flag(help: "Print one JSON object.") var json = false
+
+        func run() throws {
+            let context = try global.context()
+            let id = try checkedID(id, kind: .book)
+            guard let book = try context.library().book(id: id) else { throw StoreError.bookNotFound(id: id) }
+            if json { return try context.output.json(BookJSON(book: book)) }
+            context.output.fields([
+                ("id", book.id),
+                ("title", book.title),
+                ("artist", Display.optional(book.artist)),
+                ("artwork", Display.optional(book.artwork)),
+                ("position", TimeText.clock(book.position)),
+                ("archived", book.hidden ? "yes" : "no"),
+                ("uri", Display.optional(book.uri)),
+                ("created", Display.date(book.createdAt)),
+                ("updated", Display.date(book.updatedAt)),
+            ])
+        }
+    }
+
+    struct Update: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Change a book's title, artist, artwork or position.",
+            discussion: "An empty --artist or --artwork clears it. Changing nothing writes nothing.")
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The book's id.") var id: String
+        @Option(help: "A new title (not empty).") var title: String?
+        @Option(help: "A new artist; empty clears it.") var artist: String?
+        @Option(help: "New cover art; empty clears it.") var artwork: String?
+        @Option(help: "A new position: seconds or H:MM:SS.") var position: String?
+
+        func validate() throws {
+            _ = try checkedID(id, kind: .book)
+            if let title, title.trimmingSpaces().isEmpty { throw ValidationError("the title is empty; give --title a title") }
+            _ = try seconds(position, option: "--position")
+            if title == nil, artist == nil, artwork == nil, position == nil {
+                throw ValidationError("nothing to change; give --title, --artist, --artwork or --position")
+            }
+        }
+
+        func run() throws {
+            let context = try global.context()
+            let changes = BookChanges(
+                title: title, artist: clearable(artist), artwork: clearable(artwork),
+                position: try seconds(position, option: "--position"))
+            try change(book: id, changes, context: context, done: "updated")
+        }
+    }
+
+    struct Archive: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Archive a book: hide it from lists on every device.")
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The book's id.") var id: String
+
+        func validate() throws { _ = try checkedID(id, kind: .book) }
+
+        func run() throws {
+            try change(book: id, BookChanges(hidden: true), context: try global.context(), done: "archived")
+        }
+    }
+
+    struct Unarchive: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Bring an archived or deleted book back into lists.",
+            discussion: "If another device changes the same book before this change reaches it, the merge keeps the book hidden: hidden wins.")
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The book's id.") var id: String
+
+        func validate() throws { _ = try checkedID(id, kind: .book) }
+
+        func run() throws {
+            try change(book: id, BookChanges(hidden: false), context: try global.context(), done: "unarchived")
+        }
+    }
+
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete a book: hide it and forget its local file.",
+            discussion: "Books are never removed from the database or from Drive, so every device learns of the deletion; its clips stay.")
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The book's id.") var id: String
+
+        func validate() throws { _ = try checkedID(id, kind: .book) }
+
+        func run() throws {
+            try change(book: id, BookChanges(hidden: true, uri: .some(nil)), context: try global.context(), done: "deleted")
+        }
+    }
+}
+
+private func change(book id: String, _ changes: BookChanges, context: Context, done: String) throws {
+    let result = try context.library().updateBook(id: id, changes)
+    context.output.line(result.changed ? "\(done) \(id)" : "unchanged \(id)")
+}

@@ -1,0 +1,170 @@
+import ArgumentParser
+import IvyCore
+import IvyStore
+
+struct ClipCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clip",
+        abstract: "Add, list, show, change and delete clips (bookmarks with a note and an MP3).",
+        subcommands: [Add.self, List.self, Show.self, Update.self, Delete.self]
+    )
+}
+
+struct ClipJSON: Encodable {
+    let clip: Clip
+
+    enum CodingKeys: String, CodingKey {
+        case id, bookID = "book_id", start, duration, note, transcription
+        case createdAt = "created_at", updatedAt = "updated_at"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(clip.id, forKey: .id)
+        try container.encode(clip.bookID, forKey: .bookID)
+        try container.encode(clip.start, forKey: .start)
+        try container.encode(clip.duration, forKey: .duration)
+        try container.encode(clip.note, forKey: .note)
+        try container.encode(clip.transcription, forKey: .transcription)
+        try container.encode(clip.createdAt, forKey: .createdAt)
+        try container.encode(clip.updatedAt, forKey: .updatedAt)
+    }
+}
+
+extension ClipCommand {
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a clip to a book and print its id.",
+            discussion: "The audio must be an MP3 of at most 50 MB (52,428,800 bytes); ivy keeps its own copy.")
+
+        @OptionGroup var global: GlobalOptions
+        @Option(help: "The id of the book the clip belongs to.") var book: String
+        @Option(help: "Where the clip starts in the book: seconds or H:MM:SS.") var start: String
+        @Option(help: "How long the clip is: seconds or H:MM:SS.") var duration: String
+        @Option(help: ArgumentHelp("The clip's MP3.", valueName: "FILE")) var audio: String
+        @Option(help: "A note to keep with the clip.") var note: String?
+        @Option(help: "A transcription of the clip.") var transcription: String?
+
+        func validate() throws {
+            _ = try checkedID(book, kind: .book)
+            _ = try seconds(start, option: "--start")
+            _ = try seconds(duration, option: "--duration")
+        }
+
+        func run() throws {
+            let context = try global.context()
+            let clip = try context.library().addClip(
+                id: context.ids.next(), bookID: book,
+                start: try seconds(start, option: "--start") ?? 0,
+                duration: try seconds(duration, option: "--duration") ?? 0,
+                note: note.flatMap { $0.isEmpty ? nil : $0 },
+                transcription: transcription.flatMap { $0.isEmpty ? nil : $0 },
+                audio: audio)
+            context.output.line(clip.id)
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List clips, of every book or of one.")
+
+        @OptionGroup var global: GlobalOptions
+        @Option(help: "Only the clips of this book.") var book: String?
+        @Flag(help: "Print one JSON array.") var json = false
+
+        func validate() throws {
+            if let book { _ = try checkedID(book, kind: .book) }
+        }
+
+        func run() throws {
+            let context = try global.context()
+            let library = try context.library()
+            if let book, try library.book(id: book) == nil { throw StoreError.bookNotFound(id: book) }
+            let clips = try library.clips(bookID: book)
+            let output = context.output
+            if json { return try output.json(clips.map(ClipJSON.init)) }
+            guard !clips.isEmpty else {
+                return output.line("No clips yet; add one with `ivy clip add --book ID --start S --duration D --audio FILE`.")
+            }
+            output.table(["ID", "BOOK", "START", "DURATION", "NOTE"], clips.map { clip in
+                [clip.id, clip.bookID, TimeText.clock(clip.start), TimeText.clock(clip.duration), Display.cell(clip.note)]
+            })
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show one clip.")
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The clip's id.") var id: String
+        @Flag(help: "Print one JSON object.") var json = false
+
+        func validate() throws { _ = try checkedID(id, kind: .clip) }
+
+        func run() throws {
+            let context = try global.context()
+            let library = try context.library()
+            guard let clip = try library.clip(id: id) else { throw StoreError.clipNotFound(id: id) }
+            if json { return try context.output.json(ClipJSON(clip: clip)) }
+            context.output.fields([
+                ("id", clip.id),
+                ("book", clip.bookID),
+                ("start", TimeText.clock(clip.start)),
+                ("duration", TimeText.clock(clip.duration)),
+                ("note", Display.optional(clip.note)),
+                ("transcription", Display.optional(clip.transcription)),
+                ("audio", library.audioPath(clipID: clip.id)),
+                ("created", Display.date(clip.createdAt)),
+                ("updated", Display.date(clip.updatedAt)),
+            ])
+        }
+    }
+
+    struct Update: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Change a clip's note, times, transcription or audio.",
+            discussion: "An empty --note or --transcription clears it. Changing nothing writes nothing.")
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The clip's id.") var id: String
+        @Option(help: "A new note; empty clears it.") var note: String?
+        @Option(help: "A new start: seconds or H:MM:SS.") var start: String?
+        @Option(help: "A new duration: seconds or H:MM:SS.") var duration: String?
+        @Option(help: "A new transcription; empty clears it.") var transcription: String?
+        @Option(help: ArgumentHelp("New audio: an MP3 of at most 50 MB.", valueName: "FILE")) var audio: String?
+
+        func validate() throws {
+            _ = try checkedID(id, kind: .clip)
+            _ = try seconds(start, option: "--start")
+            _ = try seconds(duration, option: "--duration")
+            if note == nil, start == nil, duration == nil, transcription == nil, audio == nil {
+                throw ValidationError("nothing to change; give --note, --start, --duration, --transcription or --audio")
+            }
+        }
+
+        func run() throws {
+            let context = try global.context()
+            let changes = ClipChanges(
+                start: try seconds(start, option: "--start"),
+                duration: try seconds(duration, option: "--duration"),
+                note: clearable(note), transcription: clearable(transcription))
+            let result = try context.library().updateClip(id: id, changes, audio: audio)
+            context.output.line(result.changed ? "updated \(id)" : "unchanged \(id)")
+        }
+    }
+
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete a clip and its audio; the next sync deletes it on Drive too.")
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The clip's id.") var id: String
+
+        func validate() throws { _ = try checkedID(id, kind: .clip) }
+
+        func run() throws {
+            let context = try global.context()
+            try context.library().deleteClip(id: id)
+            context.output.line("deleted \(id)")
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import ArgumentParser
+import IvyCore
+import IvyStore
+
+struct ConfigCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "config",
+        abstract: "Read and change settings.",
+        discussion: """
+            Keys: \(SettingKey.allCases.map { "\($0.rawValue) — \($0.summary)" }.joined(separator: "; ")).
+            """,
+        subcommands: [List.self, Get.self, Set.self, Unset.self]
+    )
+}
+
+/// Validates a key name, listing the known ones when it is not one of them.
+func settingKey(_ name: String) throws -> SettingKey {
+    guard let key = SettingKey(rawValue: name) else {
+        throw ValidationError("unknown key '\(name)'; known keys: \(SettingKey.allCases.map(\.rawValue).joined(separator: ", "))")
+    }
+    return key
+}
+
+/// The client secret is a credential: only whether it is set is ever shown.
+func shown(_ key: SettingKey, _ value: String?) -> String {
+    guard let value else { return "" }
+    return key.isSecret ? "(set)" : value
+}
+
+extension ConfigCommand {
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show every setting and its value.")
+
+        @OptionGroup var global: GlobalOptions
+
+        func run() throws {
+            let context = try global.context()
+            let rows = try context.library().settings().map { entry in
+                [entry.key.rawValue, entry.value.map { shown(entry.key, $0) } ?? "-", entry.isDefault ? "default" : "set"]
+            }
+            context.output.table(["KEY", "VALUE", "SOURCE"], rows)
+        }
+    }
+
+    struct Get: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print one setting's value (nothing when it has none).")
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The key.") var key: String
+
+        func validate() throws { _ = try settingKey(key) }
+
+        func run() throws {
+            let context = try global.context()
+            let key = try settingKey(key)
+            if let value = try context.library().setting(key) {
+                context.output.line(shown(key, value))
+            }
+        }
+    }
+
+    struct Set: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Change a setting.")
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The key.") var key: String
+        @Argument(help: "The new value.") var value: String
+
+        func validate() throws {
+            let key = try settingKey(key)
+            if case .failure(let error) = key.normalize(value) { throw ValidationError(error.message) }
+        }
+
+        func run() throws {
+            let context = try global.context()
+            let key = try settingKey(key)
+            let stored = try context.library().setSetting(key, to: value)
+            context.output.line("\(key.rawValue) = \(shown(key, stored))")
+        }
+    }
+
+    struct Unset: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Forget a setting's value, so its default applies.")
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The key.") var key: String
+
+        func validate() throws {
+            let key = try settingKey(key)
+            if key.isReadOnly { throw ValidationError("\(key.rawValue) is recorded by ivy and cannot be changed") }
+        }
+
+        func run() throws {
+            let context = try global.context()
+            let key = try settingKey(key)
+            try context.library().unsetSetting(key)
+            context.output.line(key.defaultValue.map { "\(key.rawValue) = \($0) (default)" } ?? "\(key.rawValue) unset")
+        }
+    }
+}

@@ -1,0 +1,27 @@
+import ArgumentParser
+import IvyCore
+
+/// Parses a time option given as seconds or H:MM:SS / MM:SS, or says exactly what is accepted.
+func seconds(_ text: String?, option: String) throws -> Double? {
+    guard let text else { return nil }
+    do {
+        return try TimeText.seconds(from: text)
+    } catch {
+        throw ValidationError(
+            "invalid \(option) '\(text)': give seconds (2700 or 2700.5) or H:MM:SS / MM:SS, not negative")
+    }
+}
+
+/// An id argument: checked for shape before anything looks it up.
+func checkedID(_ id: String, kind: EntityKind) throws -> String {
+    guard EntityID.isValid(id) else {
+        throw ValidationError("'\(id)' is not a \(kind.rawValue) id: ids are lowercase UUIDs such as 3f2a9c1e-…; `ivy \(kind.rawValue) list` shows them")
+    }
+    return id
+}
+
+/// Optional text options: an empty value clears the field.
+func clearable(_ text: String?) -> String?? {
+    guard let text else { return nil }
+    return .some(text.isEmpty ? nil : text)
+}

@@ -1,0 +1,49 @@
+/// The kinds of entity that ivy stores and syncs; the raw values are the
+/// `entity_type` values of the queue and manifest tables.
+package enum EntityKind: String, Sendable, CaseIterable, Codable {
+    case book
+    case clip
+}
+
+/// Rules for entity ids. Other devices only accept Drive file names whose id part
+/// matches `^[a-f0-9-]+$`, so an id outside that alphabet would be silently ignored
+/// by every other device: it is rejected everywhere instead.
+package enum EntityID {
+    package static func isValid(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.allSatisfy { byte in
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "f"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+                || byte == UInt8(ascii: "-")
+        }
+    }
+}
+
+/// Makes new entity ids. Injected so tests can produce predictable ids.
+package struct IDGenerator: Sendable {
+    private let make: @Sendable () -> String
+
+    package init(_ make: @escaping @Sendable () -> String) {
+        self.make = make
+    }
+
+    /// Lowercase UUIDs: Foundation's `uuidString` is upper case, which the id rule rejects.
+    package static let uuid = IDGenerator { UUIDText.random() }
+
+    package func next() -> String { make() }
+}
+
+/// A random version-4 UUID in lowercase text, without Foundation.
+enum UUIDText {
+    static func random() -> String {
+        var generator = SystemRandomNumberGenerator()
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        let hex = bytes.map { byte in
+            let text = String(byte, radix: 16)
+            return text.count == 1 ? "0" + text : text
+        }
+        let groups = [0..<4, 4..<6, 6..<8, 8..<10, 10..<16].map { hex[$0].joined() }
+        return groups.joined(separator: "-")
+    }
+}

@@ -1,0 +1,81 @@
+/// The keys of the `settings` table that a user may read with `ivy config`.
+package enum SettingKey: String, Sendable, CaseIterable {
+    case syncEnabled = "sync_enabled"
+    case autoSyncCooldown = "auto_sync_cooldown"
+    case concurrency
+    case clientID = "client_id"
+    case clientSecret = "client_secret"
+    case lastSyncTime = "last_sync_time"
+    case lastError = "last_error"
+
+    /// Keys that ivy records itself; `ivy config set` refuses them.
+    package var isReadOnly: Bool {
+        self == .lastSyncTime || self == .lastError
+    }
+
+    /// Values never printed: the client secret is a credential.
+    package var isSecret: Bool { self == .clientSecret }
+
+    package var defaultValue: String? {
+        switch self {
+        case .syncEnabled: "true"
+        case .autoSyncCooldown: "300"
+        case .concurrency: "8"
+        case .clientID, .clientSecret, .lastSyncTime, .lastError: nil
+        }
+    }
+
+    package var summary: String {
+        switch self {
+        case .syncEnabled: "whether `ivy sync --auto` runs at all (true or false)"
+        case .autoSyncCooldown: "seconds `ivy sync --auto` waits after a sync before syncing again"
+        case .concurrency: "Drive requests in flight at once (1 to 32)"
+        case .clientID: "OAuth client id of a \"TVs and Limited Input devices\" client"
+        case .clientSecret: "OAuth client secret of that client (never printed)"
+        case .lastSyncTime: "when the last sync finished, in ms since the epoch (set by ivy)"
+        case .lastError: "the last sync's error, if any (set by ivy)"
+        }
+    }
+
+    /// The canonical stored form of `value`, or an error message that says what is accepted.
+    package func normalize(_ value: String) -> Result<String, SettingError> {
+        let trimmed = value.trimmingSpaces()
+        switch self {
+        case .syncEnabled:
+            switch trimmed.lowercased() {
+            case "true", "yes", "on", "1": return .success("true")
+            case "false", "no", "off", "0": return .success("false")
+            default: return .failure(SettingError(key: self, value: value, expected: "true or false"))
+            }
+        case .autoSyncCooldown:
+            guard let seconds = Int(trimmed), seconds >= 0, seconds <= 31_536_000 else {
+                return .failure(SettingError(key: self, value: value, expected: "a whole number of seconds from 0 to 31536000"))
+            }
+            return .success(String(seconds))
+        case .concurrency:
+            guard let count = Int(trimmed), (1...32).contains(count) else {
+                return .failure(SettingError(key: self, value: value, expected: "a whole number from 1 to 32"))
+            }
+            return .success(String(count))
+        case .clientID, .clientSecret:
+            guard !trimmed.isEmpty, !trimmed.contains(where: \.isWhitespace) else {
+                return .failure(SettingError(key: self, value: isSecret ? "…" : value, expected: "a non-empty value without spaces"))
+            }
+            return .success(trimmed)
+        case .lastSyncTime, .lastError:
+            return .failure(SettingError(key: self, value: value, expected: "nothing: ivy records this key itself"))
+        }
+    }
+}
+
+package struct SettingError: Error, Equatable, Sendable {
+    package let key: SettingKey
+    package let value: String
+    package let expected: String
+
+    package var message: String {
+        key.isReadOnly
+            ? "\(key.rawValue) is recorded by ivy and cannot be set"
+            : "invalid value '\(value)' for \(key.rawValue): expected \(expected)"
+    }
+}

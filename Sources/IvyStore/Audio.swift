@@ -1,0 +1,53 @@
+import Foundation
+import IvyCore
+
+/// Clip audio on disk: validated before anything is written, copied in through a
+/// temporary file that is renamed into place, so an interrupted copy leaves no partial MP3.
+enum AudioFiles {
+    /// Checks that `path` is a regular MP3 file within the size cap.
+    static func validate(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            if errno == ENOENT { throw StoreError.audioMissing(path: path) }
+            throw StoreError.audioUnreadable(path: path, reason: String(cString: strerror(errno)))
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw StoreError.audioNotAFile(path: path) }
+        let size = Int64(info.st_size)
+        guard size <= AudioRules.maximumBytes else { throw StoreError.audioTooLarge(path: path, bytes: size) }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw StoreError.audioUnreadable(path: path, reason: "permission denied")
+        }
+        defer { try? handle.close() }
+        let header = (try? handle.read(upToCount: AudioRules.sniffLength)) ?? Data()
+        guard AudioRules.looksLikeMP3(header) else { throw StoreError.audioNotMP3(path: path) }
+    }
+
+    /// Copies `source` to a hidden temporary file in `directory`, flushed to disk.
+    static func stage(_ source: String, in directory: String) throws -> String {
+        try Directories.ensurePrivate(directory)
+        let temporary = directory + "/.incoming-\(UUID().uuidString.lowercased()).mp3"
+        do {
+            try FileManager.default.copyItem(atPath: source, toPath: temporary)
+            let descriptor = open(temporary, O_RDONLY)
+            if descriptor >= 0 {
+                fsync(descriptor)
+                close(descriptor)
+            }
+            return temporary
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw StoreError.audioCopyFailed(path: directory, reason: error.localizedDescription)
+        }
+    }
+
+    /// Atomically puts a staged file at `destination`, replacing any file there.
+    static func place(_ staged: String, at destination: String) throws {
+        if rename(staged, destination) != 0 {
+            throw StoreError.audioCopyFailed(path: destination, reason: String(cString: strerror(errno)))
+        }
+    }
+
+    static func remove(_ path: String) {
+        _ = unlink(path)
+    }
+}

@@ -1,0 +1,59 @@
+import GRDB
+import IvyCore
+
+extension LibraryDatabase {
+    /// Books by title; archived (hidden) books only when `includeHidden`.
+    package func books(includeHidden: Bool) throws -> [Book] {
+        try read { db in
+            let filter = includeHidden ? "" : "WHERE hidden = 0"
+            return try Row.fetchAll(db, sql: "SELECT * FROM books \(filter) ORDER BY title COLLATE NOCASE, created_at, id")
+                .map(Book.init(row:))
+        }
+    }
+
+    package func book(id: String) throws -> Book? {
+        try read { db in try Self.book(id: id, in: db) }
+    }
+
+    static func book(id: String, in db: Database) throws -> Book? {
+        try Row.fetchOne(db, sql: "SELECT * FROM books WHERE id = ?", arguments: [id]).map(Book.init(row:))
+    }
+
+    /// Adds a book with a fresh id; the trigger queues its upload.
+    package func addBook(
+        id: String, title: String, artist: String?, artwork: String?, position: Double
+    ) throws -> Book {
+        try Self.checkTitle(title)
+        try Self.checkTime(position, field: "position")
+        let now = clock.now()
+        let book = Book(
+            id: id, title: title, artist: artist, artwork: artwork, position: position,
+            createdAt: now, updatedAt: now)
+        try write { db in try db.execute(sql: Book.upsertSQL, arguments: book.arguments) }
+        return book
+    }
+
+    /// Applies `changes`. When they leave the book as it was, nothing is written
+    /// (so nothing is queued) and `changed` is false.
+    @discardableResult
+    package func updateBook(id: String, _ changes: BookChanges) throws -> (book: Book, changed: Bool) {
+        if let title = changes.title { try Self.checkTitle(title) }
+        if let position = changes.position { try Self.checkTime(position, field: "position") }
+        return try write { db in
+            guard let current = try Self.book(id: id, in: db) else { throw StoreError.bookNotFound(id: id) }
+            var updated = changes.applied(to: current)
+            guard updated != current else { return (current, false) }
+            updated.updatedAt = Timestamp.next(now: clock.now(), previous: current.updatedAt)
+            try db.execute(sql: Book.upsertSQL, arguments: updated.arguments)
+            return (updated, true)
+        }
+    }
+
+    static func checkTitle(_ title: String) throws {
+        if title.trimmingSpaces().isEmpty { throw StoreError.emptyTitle }
+    }
+
+    static func checkTime(_ value: Double, field: String) throws {
+        if !value.isFinite || value < 0 { throw StoreError.invalidTime(field: field, value: value) }
+    }
+}

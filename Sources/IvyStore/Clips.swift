@@ -1,0 +1,109 @@
+import GRDB
+import IvyCore
+
+extension LibraryDatabase {
+    /// Clips of one book, or of all books, in book and start order.
+    package func clips(bookID: String? = nil) throws -> [Clip] {
+        try read { db in
+            if let bookID {
+                return try Row.fetchAll(
+                    db, sql: "SELECT * FROM clips WHERE book_id = ? ORDER BY start, created_at, id", arguments: [bookID]
+                ).map(Clip.init(row:))
+            }
+            return try Row.fetchAll(db, sql: "SELECT * FROM clips ORDER BY book_id, start, created_at, id")
+                .map(Clip.init(row:))
+        }
+    }
+
+    package func clip(id: String) throws -> Clip? {
+        try read { db in try Self.clip(id: id, in: db) }
+    }
+
+    static func clip(id: String, in db: Database) throws -> Clip? {
+        try Row.fetchOne(db, sql: "SELECT * FROM clips WHERE id = ?", arguments: [id]).map(Clip.init(row:))
+    }
+
+    /// Adds a clip of an existing book with its audio. Everything is checked before anything
+    /// is written; the audio is in place exactly when the row is committed.
+    package func addClip(
+        id: String, bookID: String, start: Double, duration: Double,
+        note: String?, transcription: String?, audio source: String
+    ) throws -> Clip {
+        try Self.checkTime(start, field: "start")
+        try Self.checkTime(duration, field: "duration")
+        guard try book(id: bookID) != nil else { throw StoreError.bookNotFound(id: bookID) }
+        try AudioFiles.validate(source)
+        let now = clock.now()
+        let clip = Clip(
+            id: id, bookID: bookID, start: start, duration: duration, note: note,
+            transcription: transcription, createdAt: now, updatedAt: now)
+        let destination = audioPath(clipID: id)
+        try withStagedAudio(source) { staged in
+            try write { db in
+                guard try Self.book(id: bookID, in: db) != nil else { throw StoreError.bookNotFound(id: bookID) }
+                try db.execute(sql: Clip.upsertSQL, arguments: clip.arguments)
+                try AudioFiles.place(staged, at: destination)
+            }
+        } onCommitFailure: {
+            AudioFiles.remove(destination)
+        }
+        return clip
+    }
+
+    /// Applies `changes` and, with `audio`, replaces the clip's MP3. Unchanged fields and no
+    /// new audio write nothing; new audio always counts as a change.
+    @discardableResult
+    package func updateClip(id: String, _ changes: ClipChanges, audio source: String? = nil) throws -> (clip: Clip, changed: Bool) {
+        if let start = changes.start { try Self.checkTime(start, field: "start") }
+        if let duration = changes.duration { try Self.checkTime(duration, field: "duration") }
+        guard try clip(id: id) != nil else { throw StoreError.clipNotFound(id: id) }
+        if let source { try AudioFiles.validate(source) }
+
+        func apply(_ db: Database) throws -> (clip: Clip, changed: Bool) {
+            guard let current = try Self.clip(id: id, in: db) else { throw StoreError.clipNotFound(id: id) }
+            var updated = changes.applied(to: current)
+            guard updated != current || source != nil else { return (current, false) }
+            updated.updatedAt = Timestamp.next(now: clock.now(), previous: current.updatedAt)
+            try db.execute(sql: Clip.upsertSQL, arguments: updated.arguments)
+            return (updated, true)
+        }
+
+        guard let source else { return try write(apply) }
+        var result: (clip: Clip, changed: Bool)?
+        try withStagedAudio(source) { staged in
+            result = try write { db in
+                let outcome = try apply(db)
+                try AudioFiles.place(staged, at: audioPath(clipID: id))
+                return outcome
+            }
+        } onCommitFailure: {}
+        guard let result else { throw StoreError.clipNotFound(id: id) }
+        return result
+    }
+
+    /// Deletes a clip and its audio; the trigger queues the remote delete.
+    package func deleteClip(id: String) throws {
+        let deleted = try write { db in
+            try db.execute(sql: "DELETE FROM clips WHERE id = ?", arguments: [id])
+            return db.changesCount > 0
+        }
+        guard deleted else { throw StoreError.clipNotFound(id: id) }
+        AudioFiles.remove(audioPath(clipID: id))
+    }
+
+    /// Stages `source`, runs `body` with the staged path, and removes the staging file
+    /// whatever happens. `onCommitFailure` undoes a rename done inside a transaction that
+    /// then failed to commit.
+    private func withStagedAudio(
+        _ source: String, _ body: (String) throws -> Void, onCommitFailure: () -> Void
+    ) throws {
+        let staged = try AudioFiles.stage(source, in: paths.audioDirectory)
+        defer { AudioFiles.remove(staged) }
+        do {
+            try body(staged)
+        } catch {
+            onCommitFailure()
+            throw error
+        }
+    }
+}

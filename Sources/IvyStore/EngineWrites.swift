@@ -1,0 +1,38 @@
+import GRDB
+import IvyCore
+
+/// Writes made by the sync engine when it applies remote changes. They must not be
+/// queued for upload again, so they run with change capture paused.
+package struct EngineWriter {
+    let db: Database
+
+    /// Inserts or replaces a book exactly as given (timestamps included).
+    package func save(_ book: Book) throws {
+        try db.execute(sql: Book.upsertSQL, arguments: book.arguments)
+    }
+
+    /// Inserts or replaces a clip exactly as given (timestamps included).
+    package func save(_ clip: Clip) throws {
+        try db.execute(sql: Clip.upsertSQL, arguments: clip.arguments)
+    }
+
+    package func deleteClip(id: String) throws {
+        try db.execute(sql: "DELETE FROM clips WHERE id = ?", arguments: [id])
+    }
+}
+
+extension LibraryDatabase {
+    /// Runs `body` in one transaction whose writes to books and clips do not enter the queue.
+    ///
+    /// The marker row is inserted and deleted inside the transaction, so no other
+    /// connection ever sees it: a program writing at the same time still has its change
+    /// captured. If `body` throws, the whole transaction, marker included, rolls back.
+    package func applyingRemoteChanges<T>(_ body: (EngineWriter) throws -> T) throws -> T {
+        try write { db in
+            try db.execute(sql: "INSERT INTO sync_applying (engine) VALUES (1)")
+            let result = try body(EngineWriter(db: db))
+            try db.execute(sql: "DELETE FROM sync_applying")
+            return result
+        }
+    }
+}

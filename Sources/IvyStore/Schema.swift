@@ -1,0 +1,148 @@
+import GRDB
+
+/// The library's migrations. Shipped migrations are never edited: a change is a new one.
+enum Schema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: library, queue, manifest, settings") { db in
+            try db.execute(sql: v1)
+        }
+        return migrator
+    }
+
+    /// Milliseconds since the epoch inside SQL, for rows written by triggers.
+    private static let nowMilliseconds = "CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
+
+    /// Triggers skip their work while the sync engine applies remote changes: it inserts
+    /// the one row of `sync_applying` at the start of its transaction and deletes it before
+    /// the commit, so no other connection ever sees it.
+    private static let captureEnabled = "NOT EXISTS (SELECT 1 FROM sync_applying)"
+
+    /// Replaces the entity's queue row (a newer change resets attempts). Delete-then-insert
+    /// rather than INSERT OR REPLACE: the outer statement's conflict policy overrides a
+    /// trigger's, so an UPSERT into books would turn OR REPLACE back into ABORT.
+    private static func enqueue(_ kind: String, id: String, operation: String) -> String {
+        """
+        DELETE FROM sync_queue WHERE entity_type = '\(kind)' AND entity_id = \(id);
+                INSERT INTO sync_queue (entity_type, entity_id, operation, attempts, last_error, queued_at)
+                VALUES ('\(kind)', \(id), '\(operation)', 0, NULL, \(nowMilliseconds));
+        """
+    }
+
+    private static func idRules(table: String, kind: String) -> String {
+        """
+        CREATE TRIGGER \(table)_id_valid BEFORE INSERT ON \(table)
+        WHEN NEW.id IS NULL OR NEW.id = '' OR NEW.id GLOB '*[^a-f0-9-]*'
+        BEGIN
+            SELECT RAISE(ABORT, 'invalid \(kind) id: ids must match ^[a-f0-9-]+$ (lowercase UUIDs)');
+        END;
+        CREATE TRIGGER \(table)_id_fixed BEFORE UPDATE OF id ON \(table)
+        WHEN NEW.id IS NOT OLD.id
+        BEGIN
+            SELECT RAISE(ABORT, '\(kind) ids cannot change: insert a new \(kind) instead');
+        END;
+        """
+    }
+
+    /// Queue capture. An UPDATE that leaves every synced column as it was enqueues nothing;
+    /// `books.uri` is a path on this device, never synced, so it is not among them.
+    private static func capture(table: String, kind: String, columns: [String]) -> String {
+        let changed = columns.map { "OLD.\($0) IS NOT NEW.\($0)" }.joined(separator: " OR ")
+        return """
+            CREATE TRIGGER \(table)_capture_insert AFTER INSERT ON \(table)
+            WHEN \(captureEnabled)
+            BEGIN
+                \(enqueue(kind, id: "NEW.id", operation: "upsert"))
+            END;
+            CREATE TRIGGER \(table)_capture_update AFTER UPDATE ON \(table)
+            WHEN \(captureEnabled) AND (\(changed))
+            BEGIN
+                \(enqueue(kind, id: "NEW.id", operation: "upsert"))
+            END;
+            CREATE TRIGGER \(table)_capture_delete AFTER DELETE ON \(table)
+            WHEN \(captureEnabled)
+            BEGIN
+                \(enqueue(kind, id: "OLD.id", operation: "delete"))
+            END;
+            """
+    }
+
+    private static let v1 = """
+        CREATE TABLE books (
+            id TEXT PRIMARY KEY NOT NULL,
+            title TEXT NOT NULL,
+            artist TEXT,
+            artwork TEXT,
+            position REAL NOT NULL DEFAULT 0,
+            hidden INTEGER NOT NULL DEFAULT 0,
+            uri TEXT,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL
+        );
+        CREATE TABLE clips (
+            id TEXT PRIMARY KEY NOT NULL,
+            book_id TEXT NOT NULL,
+            start REAL NOT NULL,
+            duration REAL NOT NULL,
+            note TEXT,
+            transcription TEXT,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL
+        );
+        CREATE INDEX clips_by_book ON clips(book_id);
+
+        -- Keys of backup JSON that this version of ivy does not know, kept so that a
+        -- round trip through ivy never drops what a newer app wrote.
+        CREATE TABLE backup_extras (
+            entity_type TEXT NOT NULL CHECK (entity_type IN ('book','clip')),
+            entity_id TEXT NOT NULL,
+            json TEXT NOT NULL,
+            PRIMARY KEY (entity_type, entity_id)
+        );
+
+        CREATE TABLE sync_queue (
+            entity_type TEXT NOT NULL CHECK (entity_type IN ('book','clip')),
+            entity_id TEXT NOT NULL,
+            operation TEXT NOT NULL CHECK (operation IN ('upsert','delete')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            queued_at INTEGER NOT NULL,
+            UNIQUE (entity_type, entity_id)
+        );
+
+        CREATE TABLE sync_manifest (
+            entity_type TEXT NOT NULL CHECK (entity_type IN ('book','clip')),
+            entity_id TEXT NOT NULL,
+            local_updated_at INTEGER,
+            remote_updated_at INTEGER,
+            remote_file_id TEXT,
+            remote_mp3_file_id TEXT,
+            synced_at INTEGER,
+            PRIMARY KEY (entity_type, entity_id)
+        );
+
+        CREATE TABLE settings (
+            key TEXT PRIMARY KEY NOT NULL,
+            value TEXT
+        );
+
+        CREATE TABLE sync_applying (
+            engine INTEGER PRIMARY KEY CHECK (engine = 1)
+        );
+
+        \(idRules(table: "books", kind: "book"))
+        \(idRules(table: "clips", kind: "clip"))
+        CREATE TRIGGER clips_book_id_valid BEFORE INSERT ON clips
+        WHEN NEW.book_id IS NULL OR NEW.book_id = '' OR NEW.book_id GLOB '*[^a-f0-9-]*'
+        BEGIN
+            SELECT RAISE(ABORT, 'invalid book id for clip: ids must match ^[a-f0-9-]+$ (lowercase UUIDs)');
+        END;
+        CREATE TRIGGER clips_book_id_valid_update BEFORE UPDATE OF book_id ON clips
+        WHEN NEW.book_id IS NULL OR NEW.book_id = '' OR NEW.book_id GLOB '*[^a-f0-9-]*'
+        BEGIN
+            SELECT RAISE(ABORT, 'invalid book id for clip: ids must match ^[a-f0-9-]+$ (lowercase UUIDs)');
+        END;
+        \(capture(table: "books", kind: "book", columns: ["title", "artist", "artwork", "position", "hidden", "created_at", "updated_at"]))
+        \(capture(table: "clips", kind: "clip", columns: ["book_id", "start", "duration", "note", "transcription", "created_at", "updated_at"]))
+        """
+}

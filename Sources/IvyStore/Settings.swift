@@ -1,0 +1,60 @@
+import GRDB
+import IvyCore
+
+extension LibraryDatabase {
+    /// The stored value of `key`, or its default.
+    package func setting(_ key: SettingKey) throws -> String? {
+        try read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [key.rawValue])
+        } ?? key.defaultValue
+    }
+
+    /// Every known key with its value (or default) and whether it was set explicitly.
+    package func settings() throws -> [(key: SettingKey, value: String?, isDefault: Bool)] {
+        let stored = try read { db in
+            try Row.fetchAll(db, sql: "SELECT key, value FROM settings").reduce(into: [String: String?]()) { values, row in
+                values[row["key"]] = row["value"] as String?
+            }
+        }
+        return SettingKey.allCases.map { key in
+            if let value = stored[key.rawValue] { return (key, value, false) }
+            return (key, key.defaultValue, true)
+        }
+    }
+
+    /// Stores `value` for `key` after checking it; returns the stored (normalized) form.
+    @discardableResult
+    package func setSetting(_ key: SettingKey, to value: String) throws -> String {
+        let normalized: String
+        switch key.normalize(value) {
+        case .success(let value): normalized = value
+        case .failure(let error): throw StoreError.invalidSetting(message: error.message)
+        }
+        try storeSetting(key.rawValue, normalized)
+        return normalized
+    }
+
+    /// Forgets an explicitly set value, so the default applies again.
+    package func unsetSetting(_ key: SettingKey) throws {
+        try write { db in
+            try db.execute(sql: "DELETE FROM settings WHERE key = ?", arguments: [key.rawValue])
+        }
+    }
+
+    /// For ivy's own records (`last_sync_time`, `last_error`, ...), without user validation.
+    package func recordSetting(_ key: SettingKey, _ value: String?) throws {
+        try storeSetting(key.rawValue, value)
+    }
+
+    private func storeSetting(_ key: String, _ value: String?) throws {
+        try write { db in
+            if let value {
+                try db.execute(
+                    sql: "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    arguments: [key, value])
+            } else {
+                try db.execute(sql: "DELETE FROM settings WHERE key = ?", arguments: [key])
+            }
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import IvyCore
+
+/// Everything the store can refuse, worded to read well after "Error: " and to name the fix.
+package enum StoreError: LocalizedError, Equatable {
+    case notADatabase(path: String)
+    case newerSchema(path: String)
+    case cannotOpen(path: String, reason: String)
+    case cannotCreateDirectory(path: String, reason: String)
+    case bookNotFound(id: String)
+    case clipNotFound(id: String)
+    case emptyTitle
+    case invalidTime(field: String, value: Double)
+    case audioMissing(path: String)
+    case audioNotAFile(path: String)
+    case audioUnreadable(path: String, reason: String)
+    case audioNotMP3(path: String)
+    case audioTooLarge(path: String, bytes: Int64)
+    case audioCopyFailed(path: String, reason: String)
+    case database(path: String, message: String)
+    case invalidSetting(message: String)
+
+    package var errorDescription: String? {
+        switch self {
+        case .notADatabase(let path):
+            "\(path) is not an SQLite database, so ivy will not touch it; move it aside or point IVY_HOME (or --home) at another directory"
+        case .newerSchema(let path):
+            "\(path) was written by a newer version of ivy; install that version (or newer) to use this library"
+        case .cannotOpen(let path, let reason):
+            "cannot open the library \(path): \(reason)"
+        case .cannotCreateDirectory(let path, let reason):
+            "cannot create \(path): \(reason); check its permissions or choose another home with --home"
+        case .bookNotFound(let id):
+            "no book with id \(id); `ivy book list --all` shows every book"
+        case .clipNotFound(let id):
+            "no clip with id \(id); `ivy clip list` shows every clip"
+        case .emptyTitle:
+            "the title is empty; give the book a title with --title"
+        case .invalidTime(let field, let value):
+            "\(field) must be a finite number of seconds, 0 or more (got \(value))"
+        case .audioMissing(let path):
+            "audio file \(path) does not exist; check the path given to --audio"
+        case .audioNotAFile(let path):
+            "audio file \(path) is not a regular file; give --audio an MP3 file"
+        case .audioUnreadable(let path, let reason):
+            "cannot read audio file \(path): \(reason)"
+        case .audioNotMP3(let path):
+            "audio file \(path) is not an MP3 (no ID3 tag or MPEG frame at its start); convert it to MP3 first"
+        case .audioTooLarge(let path, let bytes):
+            "audio file \(path) is \(AudioRules.grouped(bytes)) bytes; clip audio is limited to 50 MB (\(AudioRules.grouped(AudioRules.maximumBytes)) bytes): cut a shorter clip"
+        case .audioCopyFailed(let path, let reason):
+            "cannot copy the audio into \(path): \(reason); nothing was changed"
+        case .invalidSetting(let message):
+            message
+        case .database(let path, let message):
+            "the library \(path) refused the change: \(message)"
+        }
+    }
+}

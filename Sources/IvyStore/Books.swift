@@ -20,6 +20,7 @@ extension LibraryDatabase {
     }
 
     /// Adds a book with a fresh id; the trigger queues its upload.
+    @discardableResult
     package func addBook(
         id: String, title: String, artist: String?, artwork: String?, position: Double
     ) throws -> Book {

@@ -25,6 +25,7 @@ extension LibraryDatabase {
 
     /// Adds a clip of an existing book with its audio. Everything is checked before anything
     /// is written; the audio is in place exactly when the row is committed.
+    @discardableResult
     package func addClip(
         id: String, bookID: String, start: Double, duration: Double,
         note: String?, transcription: String?, audio source: String

@@ -70,8 +70,10 @@ package final class LibraryDatabase: Sendable {
         case let error as StoreError: error
         case let error as DatabaseError:
             StoreError.database(path: paths.database, message: error.message ?? "\(error.resultCode)")
+        case let error as RowDecodingError:
+            StoreError.database(path: paths.database, message: "unreadable row: \(error)")
         default:
-            StoreError.database(path: paths.database, message: "\(error)")
+            error
         }
     }
 

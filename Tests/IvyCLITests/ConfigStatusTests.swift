@@ -1,0 +1,174 @@
+import Foundation
+import GRDB
+import Testing
+
+@Suite("ivy config and ivy status")
+struct ConfigStatusTests {
+    let ivy: IvyHome
+    init() throws { ivy = try IvyHome() }
+
+    @Test("list shows every key with its default; set, get and unset round-trip")
+    func roundTrip() throws {
+        let list = try ivy.run("config", "list").stdout
+        for key in ["sync_enabled", "auto_sync_cooldown", "concurrency", "client_id", "client_secret", "last_sync_time", "last_error"] {
+            #expect(list.contains(key))
+        }
+        #expect(try ivy.run("config", "get", "auto_sync_cooldown").stdout == "300\n")
+        #expect(try ivy.run("config", "set", "sync_enabled", "no").stdout == "sync_enabled = false\n")
+        #expect(try ivy.run("config", "get", "sync_enabled").stdout == "false\n")
+        #expect(try ivy.run("config", "unset", "sync_enabled").status == 0)
+        #expect(try ivy.run("config", "get", "sync_enabled").stdout == "true\n")
+        #expect(try ivy.run("config", "get", "client_id").stdout == "")
+    }
+
+    @Test("the client secret is stored but never printed")
+    func secretHidden() throws {
+        let secret = "GOCSPX-very-secret-value"
+        let set = try ivy.run("config", "set", "client_secret", secret)
+        let get = try ivy.run("config", "get", "client_secret")
+        let list = try ivy.run("config", "list")
+        for result in [set, get, list] {
+            #expect(!result.stdout.contains(secret) && !result.stderr.contains(secret))
+        }
+        #expect(get.stdout == "(set)\n")
+        #expect(try ivy.sql("SELECT value FROM settings WHERE key = 'client_secret'").first?["value"] == secret)
+    }
+
+    @Test("unknown keys, bad values and ivy's own keys are refused", arguments: [
+        (["config", "get", "colour"], "unknown key 'colour'"),
+        (["config", "set", "colour", "red"], "known keys"),
+        (["config", "set", "auto_sync_cooldown", "soon"], "whole number"),
+        (["config", "set", "sync_enabled", "perhaps"], "true or false"),
+        (["config", "set", "concurrency", "0"], "1 to 32"),
+        (["config", "set", "last_sync_time", "5"], "recorded by ivy"),
+        (["config", "unset", "last_error"], "recorded by ivy"),
+    ])
+    func refused(arguments: [String], message: String) throws {
+        let result = try ivy.run(arguments)
+        #expect(result.status == 64)
+        #expect(result.stderr.contains(message), "stderr: \(result.stderr)")
+        if FileManager.default.fileExists(atPath: ivy.home + "/library.db") {
+            #expect(try ivy.count("SELECT count(*) FROM settings") == 0)
+        }
+    }
+
+    @Test("status reports the local state, as JSON with the documented keys")
+    func status() throws {
+        let book = try ivy.id("book", "add", "--title", "Dune")
+        _ = try ivy.id("book", "add", "--title", "Emma")
+        try ivy.execute("UPDATE sync_queue SET attempts = 3, last_error = 'offline' WHERE entity_id = '\(book)'")
+        try ivy.execute("INSERT INTO sync_manifest (entity_type, entity_id) VALUES ('book', '\(book)')")
+        try ivy.execute("INSERT INTO settings (key, value) VALUES ('last_sync_time', '1795000000000'), ('last_error', 'Drive is full')")
+        let object = try #require(try ivy.run("status", "--json").json() as? [String: Any])
+        #expect(Set(object.keys) == ["authenticated", "account", "pending", "failed", "last_sync", "last_error", "manifest_entries"])
+        #expect(object["authenticated"] as? Bool == false)
+        #expect(object["account"] is NSNull)
+        #expect(object["pending"] as? Int == 1)
+        #expect(object["failed"] as? Int == 1)
+        #expect(object["manifest_entries"] as? Int == 1)
+        #expect(object["last_sync"] as? String == "2026-11-18T11:06:40Z")
+        #expect(object["last_error"] as? String == "Drive is full")
+        let human = try ivy.run("status").stdout
+        #expect(human.contains("failed            1"))
+        #expect(human.contains("last error        Drive is full"))
+    }
+}
+
+@Suite("Home directory and database file")
+struct HomeTests {
+    let ivy: IvyHome
+    init() throws { ivy = try IvyHome() }
+
+    @Test("--home wins over IVY_HOME, before or after the command name")
+    func homeOption() throws {
+        let other = ivy.path + "/other"
+        #expect(try ivy.run("--home", other, "book", "add", "--title", "A").status == 0)
+        #expect(try ivy.run("book", "add", "--title", "B", "--home", other).status == 0)
+        #expect(FileManager.default.fileExists(atPath: other + "/library.db"))
+        #expect(try ivy.run("book", "list", "--home", other).lines.count == 3)
+        #expect(try ivy.run("book", "list").stdout.contains("No books"))
+    }
+
+    @Test("without IVY_HOME, files follow XDG with private directories")
+    func xdgLayout() throws {
+        var environment = ivy.environment
+        environment["IVY_HOME"] = nil
+        environment["XDG_DATA_HOME"] = ivy.path + "/data"
+        ivy.environment = environment
+        let book = try ivy.id("book", "add", "--title", "Dune")
+        _ = try ivy.id("clip", "add", "--book", book, "--start", "0", "--duration", "1", "--audio", try ivy.mp3("a.mp3"))
+        let data = ivy.path + "/data/ivy"
+        #expect(FileManager.default.fileExists(atPath: data + "/library.db"))
+        for directory in [data, data + "/audio"] {
+            let mode = try FileManager.default.attributesOfItem(atPath: directory)[.posixPermissions] as? Int
+            #expect(mode == 0o700, "\(directory)")
+        }
+        // The standard fallback: ~/.local/share when XDG_DATA_HOME is unset.
+        environment["XDG_DATA_HOME"] = nil
+        ivy.environment = environment
+        _ = try ivy.id("book", "add", "--title", "Emma")
+        #expect(FileManager.default.fileExists(atPath: ivy.path + "/.local/share/ivy/library.db"))
+    }
+
+    @Test("a library.db that is not SQLite is named in the error and left as it was")
+    func notSQLite() throws {
+        try FileManager.default.createDirectory(atPath: ivy.home, withIntermediateDirectories: true)
+        let content = Data(String(repeating: "my notes, not a database\n", count: 300).utf8)
+        _ = FileManager.default.createFile(atPath: ivy.home + "/library.db", contents: content)
+        let result = try ivy.run("book", "add", "--title", "Dune")
+        #expect(result.status == 1)
+        #expect(result.stderr.contains(ivy.home + "/library.db") && result.stderr.contains("not an SQLite database"))
+        #expect(FileManager.default.contents(atPath: ivy.home + "/library.db") == content)
+        let entries = try FileManager.default.contentsOfDirectory(atPath: ivy.home)
+        #expect(entries == ["library.db"])
+    }
+
+    @Test("a library.db from a newer ivy is refused, not migrated")
+    func newerSchema() throws {
+        _ = try ivy.id("book", "add", "--title", "Dune")
+        try ivy.execute("INSERT INTO grdb_migrations (identifier) VALUES ('v2: from a newer ivy')")
+        let result = try ivy.run("book", "list")
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("newer version of ivy") && result.stderr.contains("library.db"))
+    }
+
+    @Test("books written by another program are listed")
+    func externalWriter() throws {
+        _ = try ivy.run("status")
+        try ivy.execute("INSERT INTO books (id, title, position, created_at, updated_at) VALUES ('abc-123', 'From elsewhere', 61, 1, 1)")
+        let list = try ivy.run("book", "list")
+        #expect(list.stdout.contains("From elsewhere") && list.stdout.contains("0:01:01"))
+        let refused = try ivy.run("status")
+        #expect(refused.status == 0)
+    }
+}
+
+@Suite("Help and version")
+struct HelpTests {
+    static let commands: [[String]] = [
+        [], ["book"], ["book", "add"], ["book", "list"], ["book", "show"], ["book", "update"], ["book", "archive"],
+        ["book", "unarchive"], ["book", "delete"], ["clip"], ["clip", "add"], ["clip", "list"], ["clip", "show"],
+        ["clip", "update"], ["clip", "delete"], ["config"], ["config", "list"], ["config", "get"], ["config", "set"],
+        ["config", "unset"], ["status"],
+    ]
+
+    @Test("every command has --help", arguments: commands)
+    func help(command: [String]) throws {
+        let result = try IvyHome().run(command + ["--help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("USAGE:"))
+    }
+
+    @Test("--version prints the version")
+    func version() throws {
+        let result = try IvyHome().run("--version")
+        #expect(result.status == 0)
+        #expect(result.stdout.range(of: #"^\d+\.\d+\.\d+\n$"#, options: .regularExpression) != nil)
+    }
+
+    @Test("an unknown command is a usage error")
+    func unknownCommand() throws {
+        let result = try IvyHome().run("frobnicate")
+        #expect(result.status == 64)
+    }
+}

@@ -1,25 +1,6 @@
 import GRDB
 import IvyCore
 
-/// An item of the sync queue: what changed locally and still has to reach Drive.
-package struct QueueItem: Sendable, Equatable {
-    package enum Operation: String, Sendable {
-        case upsert, delete
-    }
-
-    package var kind: EntityKind
-    package var entityID: String
-    package var operation: Operation
-    package var attempts: Int
-    package var lastError: String?
-    package var queuedAt: Milliseconds
-
-    /// Items are retried until this many attempts; then they wait for `ivy retry-failed`.
-    package static let maximumAttempts = 3
-
-    package var hasFailed: Bool { attempts >= Self.maximumAttempts }
-}
-
 /// The local part of `ivy status`.
 package struct LocalStatus: Sendable, Equatable {
     package var pending: Int

@@ -1,0 +1,243 @@
+import Foundation
+
+/// A book as stored on Drive in `book_<id>.json`: the entity's synced fields with
+/// timestamps in ms and the position in seconds, plus any keys ivy does not know.
+package struct BookBackup: Sendable, Equatable {
+    package var id: String
+    package var title: String
+    package var artist: String?
+    package var artwork: String?
+    package var position: Double
+    package var hidden: Bool
+    package var createdAt: Milliseconds
+    package var updatedAt: Milliseconds
+    /// Keys written by another app that ivy keeps and writes back unchanged.
+    package var extras: [String: JSONValue]
+
+    package init(
+        id: String, title: String, artist: String? = nil, artwork: String? = nil, position: Double = 0,
+        hidden: Bool = false, createdAt: Milliseconds, updatedAt: Milliseconds, extras: [String: JSONValue] = [:]
+    ) {
+        self.id = id
+        self.title = title
+        self.artist = artist
+        self.artwork = artwork
+        self.position = position
+        self.hidden = hidden
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.extras = extras
+    }
+
+    /// The synced part of a local book (its `uri` belongs to this device only).
+    package init(_ book: Book, extras: [String: JSONValue] = [:]) {
+        self.init(
+            id: book.id, title: book.title, artist: book.artist, artwork: book.artwork, position: book.position,
+            hidden: book.hidden, createdAt: book.createdAt, updatedAt: book.updatedAt, extras: extras)
+    }
+
+    /// The local book with these synced fields, keeping the device's own `uri`.
+    package func book(uri: String?) -> Book {
+        Book(
+            id: id, title: title, artist: artist, artwork: artwork, position: position, hidden: hidden, uri: uri,
+            createdAt: createdAt, updatedAt: updatedAt)
+    }
+
+    static let knownKeys: Set<String> = ["id", "title", "artist", "artwork", "position", "hidden", "created_at", "updated_at"]
+}
+
+/// A clip as stored on Drive in `clip_<id>.json` (its audio is `clip_<id>.mp3`).
+package struct ClipBackup: Sendable, Equatable {
+    package var id: String
+    package var bookID: String
+    package var start: Double
+    package var duration: Double
+    package var note: String?
+    package var transcription: String?
+    package var createdAt: Milliseconds
+    package var updatedAt: Milliseconds
+    package var extras: [String: JSONValue]
+
+    package init(
+        id: String, bookID: String, start: Double, duration: Double, note: String? = nil, transcription: String? = nil,
+        createdAt: Milliseconds, updatedAt: Milliseconds, extras: [String: JSONValue] = [:]
+    ) {
+        self.id = id
+        self.bookID = bookID
+        self.start = start
+        self.duration = duration
+        self.note = note
+        self.transcription = transcription
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.extras = extras
+    }
+
+    package init(_ clip: Clip, extras: [String: JSONValue] = [:]) {
+        self.init(
+            id: clip.id, bookID: clip.bookID, start: clip.start, duration: clip.duration, note: clip.note,
+            transcription: clip.transcription, createdAt: clip.createdAt, updatedAt: clip.updatedAt, extras: extras)
+    }
+
+    package var clip: Clip {
+        Clip(
+            id: id, bookID: bookID, start: start, duration: duration, note: note, transcription: transcription,
+            createdAt: createdAt, updatedAt: updatedAt)
+    }
+
+    static let knownKeys: Set<String> = [
+        "id", "book_id", "start", "duration", "note", "transcription", "created_at", "updated_at",
+    ]
+}
+
+/// Why a backup file could not be read. The caller reports it and skips the file;
+/// local data is never overwritten by something that failed to decode.
+package struct BackupDecodingError: Error, Equatable, Sendable, CustomStringConvertible {
+    package let fileName: String
+    package let reason: String
+    package var description: String { "\(fileName): \(reason)" }
+}
+
+/// Reading and writing backup JSON. Encoding sorts keys, so identical content is identical bytes.
+package enum BackupCodec {
+    package static func encode(_ book: BookBackup) -> Data {
+        var object = book.extras
+        object["id"] = .string(book.id)
+        object["title"] = .string(book.title)
+        object["artist"] = book.artist.map(JSONValue.string) ?? .null
+        object["artwork"] = book.artwork.map(JSONValue.string) ?? .null
+        object["position"] = .number(book.position)
+        object["hidden"] = .bool(book.hidden)
+        object["created_at"] = .number(Double(book.createdAt))
+        object["updated_at"] = .number(Double(book.updatedAt))
+        return serialize(object)
+    }
+
+    package static func encode(_ clip: ClipBackup) -> Data {
+        var object = clip.extras
+        object["id"] = .string(clip.id)
+        object["book_id"] = .string(clip.bookID)
+        object["start"] = .number(clip.start)
+        object["duration"] = .number(clip.duration)
+        object["note"] = clip.note.map(JSONValue.string) ?? .null
+        object["transcription"] = clip.transcription.map(JSONValue.string) ?? .null
+        object["created_at"] = .number(Double(clip.createdAt))
+        object["updated_at"] = .number(Double(clip.updatedAt))
+        return serialize(object)
+    }
+
+    /// Decodes `book_<expectedID>.json`. A missing `hidden` means false; a missing
+    /// `created_at` means `updated_at`.
+    package static func decodeBook(_ data: Data, expectedID: String) throws(BackupDecodingError) -> BookBackup {
+        let file = "book_\(expectedID).json"
+        let fields = try Fields(data, file: file)
+        let id = try fields.string("id")
+        guard id == expectedID else { throw BackupDecodingError(fileName: file, reason: "its id \(id) does not match the file name") }
+        let title = try fields.string("title")
+        let updatedAt = try fields.milliseconds("updated_at")
+        let book = BookBackup(
+            id: id, title: title, artist: try fields.optionalString("artist"), artwork: try fields.optionalString("artwork"),
+            position: try fields.optionalSeconds("position") ?? 0, hidden: try fields.optionalBool("hidden") ?? false,
+            createdAt: try fields.optionalMilliseconds("created_at") ?? updatedAt, updatedAt: updatedAt,
+            extras: fields.unknown(known: BookBackup.knownKeys))
+        return book
+    }
+
+    package static func decodeClip(_ data: Data, expectedID: String) throws(BackupDecodingError) -> ClipBackup {
+        let file = "clip_\(expectedID).json"
+        let fields = try Fields(data, file: file)
+        let id = try fields.string("id")
+        guard id == expectedID else { throw BackupDecodingError(fileName: file, reason: "its id \(id) does not match the file name") }
+        let bookID = try fields.string("book_id")
+        guard EntityID.isValid(bookID) else { throw BackupDecodingError(fileName: file, reason: "its book_id \(bookID) is not a valid id") }
+        let updatedAt = try fields.milliseconds("updated_at")
+        return ClipBackup(
+            id: id, bookID: bookID, start: try fields.seconds("start"), duration: try fields.seconds("duration"),
+            note: try fields.optionalString("note"), transcription: try fields.optionalString("transcription"),
+            createdAt: try fields.optionalMilliseconds("created_at") ?? updatedAt, updatedAt: updatedAt,
+            extras: fields.unknown(known: ClipBackup.knownKeys))
+    }
+
+    private static func serialize(_ object: [String: JSONValue]) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding a tree of JSONValue cannot fail: every case maps to plain JSON.
+        return (try? encoder.encode(JSONValue.object(object))) ?? Data("{}".utf8)
+    }
+
+    /// Typed access to a decoded object, with errors that name the file and the key.
+    private struct Fields {
+        let object: [String: JSONValue]
+        let file: String
+
+        init(_ data: Data, file: String) throws(BackupDecodingError) {
+            self.file = file
+            let value: JSONValue
+            do {
+                value = try JSONDecoder().decode(JSONValue.self, from: data)
+            } catch {
+                throw BackupDecodingError(fileName: file, reason: "not valid JSON")
+            }
+            guard case .object(let object) = value else {
+                throw BackupDecodingError(fileName: file, reason: "not a JSON object")
+            }
+            self.object = object
+        }
+
+        func fail(_ key: String, _ expected: String) -> BackupDecodingError {
+            BackupDecodingError(fileName: file, reason: "\"\(key)\" must be \(expected)")
+        }
+
+        func string(_ key: String) throws(BackupDecodingError) -> String {
+            guard case .string(let value)? = object[key], !value.isEmpty else { throw fail(key, "a non-empty string") }
+            return value
+        }
+
+        func optionalString(_ key: String) throws(BackupDecodingError) -> String? {
+            switch object[key] {
+            case nil, .null?: return nil
+            case .string(let value)?: return value.isEmpty ? nil : value
+            default: throw fail(key, "a string or null")
+            }
+        }
+
+        func optionalBool(_ key: String) throws(BackupDecodingError) -> Bool? {
+            switch object[key] {
+            case nil, .null?: return nil
+            case .bool(let value)?: return value
+            default: throw fail(key, "true or false")
+            }
+        }
+
+        func seconds(_ key: String) throws(BackupDecodingError) -> Double {
+            guard let value = try optionalSeconds(key) else { throw fail(key, "a number of seconds") }
+            return value
+        }
+
+        func optionalSeconds(_ key: String) throws(BackupDecodingError) -> Double? {
+            switch object[key] {
+            case nil, .null?: return nil
+            case .number(let value)? where value.isFinite && value >= 0: return value
+            default: throw fail(key, "a number of seconds, 0 or more")
+            }
+        }
+
+        func milliseconds(_ key: String) throws(BackupDecodingError) -> Milliseconds {
+            guard let value = try optionalMilliseconds(key) else { throw fail(key, "a time in milliseconds") }
+            return value
+        }
+
+        func optionalMilliseconds(_ key: String) throws(BackupDecodingError) -> Milliseconds? {
+            switch object[key] {
+            case nil, .null?: return nil
+            case .number(let value)? where value.isFinite && value.rounded() == value && abs(value) < 9e15:
+                return Milliseconds(value)
+            default: throw fail(key, "a whole number of milliseconds")
+            }
+        }
+
+        func unknown(known: Set<String>) -> [String: JSONValue] {
+            object.filter { !known.contains($0.key) }
+        }
+    }
+}

@@ -1,0 +1,228 @@
+/// What a sync does to one entity.
+package enum SyncAction: String, Sendable, CaseIterable, Codable {
+    /// Local → Drive (replacing any files of that name).
+    case upload
+    /// Drive → local.
+    case download
+    /// Both changed: download, merge, write locally, upload the result.
+    case merge
+    /// Delete the entity's files on Drive (a clip deleted here).
+    case deleteRemote = "delete_remote"
+    /// Delete the local entity (a clip deleted on another device).
+    case deleteLocal = "delete_local"
+}
+
+/// One decision of the plan, with the reason shown by `ivy sync --dry-run` and the log.
+package struct PlannedAction: Sendable, Equatable {
+    package var key: EntityKey
+    package var action: SyncAction
+    package var reason: String
+    /// The entity's files seen on Drive: what to fetch for a download or merge, what to
+    /// delete before an upload creates the new file, what a remote delete removes.
+    package var remote: RemoteEntity?
+
+    package init(key: EntityKey, action: SyncAction, reason: String, remote: RemoteEntity? = nil) {
+        self.key = key
+        self.action = action
+        self.reason = reason
+        self.remote = remote
+    }
+}
+
+/// An entity that needed an action but will not get it in this sync, and why.
+package struct HeldAction: Sendable, Equatable {
+    package var key: EntityKey
+    package var action: SyncAction
+    package var reason: String
+}
+
+/// An entity left alone on purpose, and why (an incomplete clip on Drive, a listing
+/// that stopped early).
+package struct SkippedEntity: Sendable, Equatable {
+    package var key: EntityKey
+    package var reason: String
+}
+
+package struct StaleFile: Sendable, Equatable {
+    package var key: EntityKey
+    package var file: RemoteFile
+}
+
+/// Everything one sync will do, decided before anything touches the network.
+package struct SyncPlan: Sendable, Equatable {
+    package var actions: [PlannedAction] = []
+    /// Older files sharing a name with an entity's current file, to delete.
+    package var staleDuplicates: [StaleFile] = []
+    /// Manifest rows whose entity is gone on both sides.
+    package var manifestCleanup: [EntityKey] = []
+    /// Queue items with nothing left to push (entity gone, never synced).
+    package var droppedQueueItems: [EntityKey] = []
+    /// Failed items held back from pushes, and deletions held by the safety valve.
+    package var held: [HeldAction] = []
+    package var skipped: [SkippedEntity] = []
+    /// Why local deletions were held back, when they were.
+    package var deletionsHeldReason: String?
+
+    package init() {}
+
+    package func actions(_ action: SyncAction, _ kind: EntityKind? = nil) -> [PlannedAction] {
+        actions.filter { $0.action == action && (kind == nil || $0.key.kind == kind) }
+    }
+
+    package var isEmpty: Bool {
+        actions.isEmpty && staleDuplicates.isEmpty && manifestCleanup.isEmpty && droppedQueueItems.isEmpty
+    }
+}
+
+/// Everything the planner reads. Pure data: no database, network or clock.
+package struct PlanInput: Sendable {
+    package var local: LocalSnapshot
+    package var remote: RemoteListing
+    package var manifest: [EntityKey: ManifestEntry]
+    package var queue: [EntityKey: QueueItem]
+    /// `--allow-deletes`: overrides the safety valve.
+    package var allowLocalDeletes: Bool
+    /// False when the Ivy folder on Drive is not the one this library last synced with.
+    package var folderIsRecorded: Bool
+
+    package init(
+        local: LocalSnapshot, remote: RemoteListing, manifest: [ManifestEntry] = [], queue: [QueueItem] = [],
+        allowLocalDeletes: Bool = false, folderIsRecorded: Bool = true
+    ) {
+        self.local = local
+        self.remote = remote
+        self.manifest = Dictionary(manifest.map { ($0.key, $0) }, uniquingKeysWith: { $1 })
+        self.queue = Dictionary(queue.map { ($0.key, $0) }, uniquingKeysWith: { $1 })
+        self.allowLocalDeletes = allowLocalDeletes
+        self.folderIsRecorded = folderIsRecorded
+    }
+}
+
+/// Turns local state, the Drive listing, the manifest and the queue into a plan.
+///
+/// Three-way: the manifest says what both sides looked like when they last agreed, so
+/// comparing each side with it tells who changed. Queued edits go through the same rules
+/// as everything else: never pushed blindly over a change made on another device.
+package enum SyncPlanner {
+    /// The safety valve lets a sync delete this many clips locally whatever the share.
+    package static let deletionFloor = 10
+
+    package static func plan(_ input: PlanInput) -> SyncPlan {
+        var plan = SyncPlan()
+        let keys = Set(input.local.keys).union(input.remote.entities.keys).union(input.manifest.keys).union(input.queue.keys)
+        for key in keys.sorted() {
+            decide(key, input, into: &plan)
+        }
+        applySafetyValve(input, to: &plan)
+        return plan
+    }
+
+    private static func decide(_ key: EntityKey, _ input: PlanInput, into plan: inout SyncPlan) {
+        let localUpdatedAt = input.local.updatedAt(key)
+        let remote = input.remote.entities[key]
+        let manifest = input.manifest[key]
+        let queued = input.queue[key]
+        let complete = remote?.isComplete == true ? remote : nil
+        let listingComplete = input.remote.isComplete
+
+        let localChanged: Bool = {
+            guard let localUpdatedAt else { return false }
+            guard let manifest else { return true }
+            return localUpdatedAt > (manifest.localUpdatedAt ?? .min) || queued?.operation == .upsert
+        }()
+        let remoteChanged: Bool = {
+            guard let json = complete?.json, let manifest else { return false }
+            guard let recorded = manifest.remoteUpdatedAt else { return true }
+            // Drive replaces a file by delete-then-create, so a new file id is a change too.
+            return json.modifiedTime > recorded || (manifest.remoteFileID.map { $0 != json.id } ?? false)
+        }()
+
+        func act(_ action: SyncAction, _ reason: String) {
+            let isPush = action == .upload || action == .merge || action == .deleteRemote
+            if isPush, let queued, queued.hasFailed {
+                plan.held.append(HeldAction(
+                    key: key, action: action,
+                    reason: "failed \(queued.attempts) times (\(queued.lastError ?? "unknown error")); `ivy retry-failed` tries again"))
+                return
+            }
+            plan.actions.append(PlannedAction(key: key, action: action, reason: reason, remote: remote))
+        }
+        func skip(_ reason: String) { plan.skipped.append(SkippedEntity(key: key, reason: reason)) }
+
+        // Stale duplicates go with the entity's upload or remote delete when it has one.
+        defer {
+            let replaced = plan.actions.last.map { $0.key == key && ($0.action == .upload || $0.action == .merge || $0.action == .deleteRemote) } ?? false
+            if !replaced, let remote {
+                plan.staleDuplicates += remote.stale.map { StaleFile(key: key, file: $0) }
+            }
+        }
+
+        switch (localUpdatedAt != nil, complete != nil) {
+        case (true, true):
+            guard manifest != nil else {
+                return act(.merge, "on both sides with no sync record (same id made on two devices, or the record was reset)")
+            }
+            switch (localChanged, remoteChanged) {
+            case (true, true): act(.merge, "changed here and on Drive since the last sync")
+            case (true, false): act(.upload, "changed here")
+            case (false, true): act(.download, "changed on Drive")
+            case (false, false): break
+            }
+
+        case (true, false):
+            if remote != nil {
+                // Only part of a clip is on Drive (an upload in progress or interrupted).
+                if manifest == nil { return act(.upload, "only part of it is on Drive; uploading it whole") }
+                if localChanged { return act(.upload, "changed here; Drive has only part of it") }
+                return skip("incomplete on Drive (JSON or MP3 missing); left alone")
+            }
+            guard let _ = manifest else { return act(.upload, "new here") }
+            guard listingComplete else { return skip("not in an incomplete Drive listing; decided on a full listing") }
+            if key.kind == .book { return act(.upload, "missing on Drive; books are never deleted, so it is restored") }
+            if localChanged { return act(.upload, "deleted on Drive but changed here since: an edit beats a delete") }
+            act(.deleteLocal, "deleted on another device")
+
+        case (false, true):
+            if key.kind == .book {
+                return act(.download, manifest == nil ? "new on Drive" : "missing here; books are never deleted, so it is restored")
+            }
+            if manifest != nil {
+                if remoteChanged { return act(.download, "changed on Drive after it was deleted here: an edit beats a delete") }
+                return act(.deleteRemote, "deleted here")
+            }
+            if queued?.operation == .delete { return act(.deleteRemote, "deleted here (queued delete)") }
+            act(.download, "new on Drive")
+
+        case (false, false):
+            if remote != nil {
+                if key.kind == .clip, manifest != nil || queued?.operation == .delete {
+                    return act(.deleteRemote, "deleted here; removing what is left of it on Drive")
+                }
+                return skip("incomplete on Drive (JSON or MP3 missing); left alone")
+            }
+            // Gone on both sides. Without a full listing the remote may still exist unseen.
+            guard listingComplete || manifest == nil else { return }
+            if manifest != nil { plan.manifestCleanup.append(key) }
+            if queued != nil { plan.droppedQueueItems.append(key) }
+        }
+    }
+
+    /// Holds back local deletions when there are suspiciously many, or when the Drive
+    /// folder is not the one this library synced with, unless the caller allows them.
+    private static func applySafetyValve(_ input: PlanInput, to plan: inout SyncPlan) {
+        let deletions = plan.actions(.deleteLocal)
+        guard !deletions.isEmpty, !input.allowLocalDeletes else { return }
+        let known = input.manifest.keys.filter { $0.kind == .clip }.count
+        let reason: String
+        if !input.folderIsRecorded {
+            reason = "the Ivy folder on Drive is not the one this library last synced with"
+        } else if deletions.count > deletionFloor, deletions.count * 2 > known {
+            reason = "\(deletions.count) of the \(known) clips this library synced would be deleted here"
+        } else {
+            return
+        }
+        plan.deletionsHeldReason = "\(reason); nothing was deleted locally. Check Drive, then run `ivy sync --allow-deletes` to delete them"
+        plan.actions.removeAll { $0.action == .deleteLocal }
+        plan.held += deletions.map { HeldAction(key: $0.key, action: .deleteLocal, reason: reason) }
+    }
+}

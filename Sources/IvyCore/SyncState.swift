@@ -1,0 +1,165 @@
+/// An item of the sync queue: what changed locally and still has to reach Drive.
+/// It says *what* changed; the planner decides *how* to push it.
+package struct QueueItem: Sendable, Equatable {
+    package enum Operation: String, Sendable {
+        case upsert, delete
+    }
+
+    package var kind: EntityKind
+    package var entityID: String
+    package var operation: Operation
+    package var attempts: Int
+    package var lastError: String?
+    package var queuedAt: Milliseconds
+
+    /// Items are retried until this many attempts; then they wait for `ivy retry-failed`.
+    package static let maximumAttempts = 3
+
+    package init(
+        kind: EntityKind, entityID: String, operation: Operation, attempts: Int = 0, lastError: String? = nil,
+        queuedAt: Milliseconds = 0
+    ) {
+        self.kind = kind
+        self.entityID = entityID
+        self.operation = operation
+        self.attempts = attempts
+        self.lastError = lastError
+        self.queuedAt = queuedAt
+    }
+
+    package var key: EntityKey { EntityKey(kind, entityID) }
+    package var hasFailed: Bool { attempts >= Self.maximumAttempts }
+}
+
+/// What local and remote looked like when they last agreed, for one entity.
+/// `remoteUpdatedAt` is Drive's own `modifiedTime` of the JSON file ivy last wrote or
+/// read, so later comparisons use one clock.
+package struct ManifestEntry: Sendable, Equatable {
+    package var key: EntityKey
+    package var localUpdatedAt: Milliseconds?
+    package var remoteUpdatedAt: Milliseconds?
+    package var remoteFileID: String?
+    package var remoteMP3FileID: String?
+    package var syncedAt: Milliseconds?
+
+    package init(
+        key: EntityKey, localUpdatedAt: Milliseconds?, remoteUpdatedAt: Milliseconds?, remoteFileID: String? = nil,
+        remoteMP3FileID: String? = nil, syncedAt: Milliseconds? = nil
+    ) {
+        self.key = key
+        self.localUpdatedAt = localUpdatedAt
+        self.remoteUpdatedAt = remoteUpdatedAt
+        self.remoteFileID = remoteFileID
+        self.remoteMP3FileID = remoteMP3FileID
+        self.syncedAt = syncedAt
+    }
+}
+
+/// A file seen in the Drive listing (metadata only).
+package struct RemoteFile: Sendable, Hashable {
+    package var id: String
+    package var name: String
+    package var modifiedTime: Milliseconds
+    package var createdTime: Milliseconds?
+    package var size: Int64?
+    package var md5: String?
+
+    package init(
+        id: String, name: String, modifiedTime: Milliseconds, createdTime: Milliseconds? = nil, size: Int64? = nil,
+        md5: String? = nil
+    ) {
+        self.id = id
+        self.name = name
+        self.modifiedTime = modifiedTime
+        self.createdTime = createdTime
+        self.size = size
+        self.md5 = md5
+    }
+}
+
+/// The files of one entity on Drive. Several files may share a name: the newest is
+/// current, the others are stale duplicates.
+package struct RemoteEntity: Sendable, Equatable {
+    package var key: EntityKey
+    package var json: RemoteFile?
+    package var mp3: RemoteFile?
+    package var stale: [RemoteFile]
+
+    package init(key: EntityKey, json: RemoteFile?, mp3: RemoteFile? = nil, stale: [RemoteFile] = []) {
+        self.key = key
+        self.json = json
+        self.mp3 = mp3
+        self.stale = stale
+    }
+
+    /// A clip is complete only with both its JSON and its MP3.
+    package var isComplete: Bool { json != nil && (key.kind == .book || mp3 != nil) }
+
+    /// Every file of this entity: what an upload replaces or a remote delete removes.
+    package var allFiles: [RemoteFile] { [json, mp3].compactMap { $0 } + stale }
+}
+
+/// The remote files grouped by entity, and whether every page was read.
+package struct RemoteListing: Sendable, Equatable {
+    package var entities: [EntityKey: RemoteEntity]
+    /// Files whose names are not ivy's: left alone.
+    package var ignored: [RemoteFile]
+    /// False when the listing stopped early: then nothing may be deleted locally.
+    package var isComplete: Bool
+
+    package init(entities: [EntityKey: RemoteEntity] = [:], ignored: [RemoteFile] = [], isComplete: Bool = true) {
+        self.entities = entities
+        self.ignored = ignored
+        self.isComplete = isComplete
+    }
+
+    /// Groups listed files by the name rules; of several files with one name the newest
+    /// (`modifiedTime`, then `createdTime`, then id) is current.
+    package init(files: [RemoteFile], isComplete: Bool) {
+        var byName: [EntityFileName: [RemoteFile]] = [:]
+        var ignored: [RemoteFile] = []
+        for file in files {
+            if let parsed = EntityFileName(parsing: file.name) {
+                byName[parsed, default: []].append(file)
+            } else {
+                ignored.append(file)
+            }
+        }
+        var entities: [EntityKey: RemoteEntity] = [:]
+        for (name, candidates) in byName {
+            let ordered = candidates.sorted { a, b in
+                (a.modifiedTime, a.createdTime ?? 0, a.id) > (b.modifiedTime, b.createdTime ?? 0, b.id)
+            }
+            var entity = entities[name.key] ?? RemoteEntity(key: name.key, json: nil)
+            switch name.format {
+            case .json: entity.json = ordered.first
+            case .mp3: entity.mp3 = ordered.first
+            }
+            entity.stale += ordered.dropFirst()
+            entities[name.key] = entity
+        }
+        self.init(entities: entities, ignored: ignored.sorted { $0.id < $1.id }, isComplete: isComplete)
+    }
+}
+
+/// The local entities a plan is made from.
+package struct LocalSnapshot: Sendable, Equatable {
+    package var books: [String: Book]
+    package var clips: [String: Clip]
+
+    package init(books: [Book] = [], clips: [Clip] = []) {
+        self.books = Dictionary(books.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+        self.clips = Dictionary(clips.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+    }
+
+    package func updatedAt(_ key: EntityKey) -> Milliseconds? {
+        switch key.kind {
+        case .book: books[key.id]?.updatedAt
+        case .clip: clips[key.id]?.updatedAt
+        }
+    }
+
+    package var keys: [EntityKey] {
+        books.keys.map { EntityKey(.book, $0) } + clips.keys.map { EntityKey(.clip, $0) }
+    }
+}

@@ -1,0 +1,214 @@
+import Foundation
+import IvyCore
+
+/// An in-memory Drive for planner scenarios: files with Drive's own clock and ids,
+/// several files per name allowed, as on the real service.
+final class SimulatedDrive {
+    struct StoredFile {
+        var file: RemoteFile
+        var content: Data
+    }
+
+    private(set) var files: [String: StoredFile] = [:]
+    private var tick: Milliseconds = 1_000_000
+    private var nextID = 0
+
+    func list() -> [RemoteFile] { files.values.map(\.file).sorted { $0.id < $1.id } }
+
+    @discardableResult
+    func create(name: String, content: Data) -> RemoteFile {
+        tick += 7
+        nextID += 1
+        let file = RemoteFile(id: "f\(nextID)", name: name, modifiedTime: tick, createdTime: tick, size: Int64(content.count))
+        files[file.id] = StoredFile(file: file, content: content)
+        return file
+    }
+
+    func delete(_ id: String) { files[id] = nil }
+    func content(_ id: String) -> Data? { files[id]?.content }
+
+    /// How many files carry each name: more than one is a duplicate.
+    var namesWithDuplicates: [String] {
+        Dictionary(grouping: files.values, by: \.file.name).filter { $0.value.count > 1 }.keys.sorted()
+    }
+}
+
+/// One device's library, manifest and queue, with the user's edits queued the way the
+/// database triggers queue them, and a sync that carries out plans as the engine does.
+final class SimulatedDevice {
+    let name: String
+    var books: [String: Book] = [:]
+    var clips: [String: Clip] = [:]
+    var audio: [String: String] = [:]
+    var extras: [EntityKey: [String: JSONValue]] = [:]
+    var manifest: [EntityKey: ManifestEntry] = [:]
+    var queue: [EntityKey: QueueItem] = [:]
+    var clock: Milliseconds
+    var lastPlan = SyncPlan()
+
+    init(_ name: String, clock: Milliseconds = 1_000) {
+        self.name = name
+        self.clock = clock
+    }
+
+    private func now() -> Milliseconds {
+        clock += 13
+        return clock
+    }
+
+    private func enqueue(_ key: EntityKey, _ operation: QueueItem.Operation) {
+        queue[key] = QueueItem(kind: key.kind, entityID: key.id, operation: operation, queuedAt: clock)
+    }
+
+    // MARK: the user's edits
+
+    func addBook(_ id: String, title: String, position: Double = 0) {
+        let at = now()
+        books[id] = Book(id: id, title: title, position: position, createdAt: at, updatedAt: at)
+        enqueue(EntityKey(.book, id), .upsert)
+    }
+
+    func editBook(_ id: String, _ change: (inout Book) -> Void) {
+        guard var book = books[id] else { return }
+        let before = book
+        change(&book)
+        guard book != before else { return }
+        book.updatedAt = Timestamp.next(now: now(), previous: before.updatedAt)
+        books[id] = book
+        enqueue(EntityKey(.book, id), .upsert)
+    }
+
+    func addClip(_ id: String, book: String, note: String? = nil, start: Double = 0) {
+        let at = now()
+        clips[id] = Clip(id: id, bookID: book, start: start, duration: 5, note: note, createdAt: at, updatedAt: at)
+        audio[id] = "audio of \(id) from \(name)"
+        enqueue(EntityKey(.clip, id), .upsert)
+    }
+
+    func editClip(_ id: String, _ change: (inout Clip) -> Void) {
+        guard var clip = clips[id] else { return }
+        let before = clip
+        change(&clip)
+        guard clip != before else { return }
+        clip.updatedAt = Timestamp.next(now: now(), previous: before.updatedAt)
+        clips[id] = clip
+        enqueue(EntityKey(.clip, id), .upsert)
+    }
+
+    func deleteClip(_ id: String) {
+        guard clips.removeValue(forKey: id) != nil else { return }
+        audio[id] = nil
+        enqueue(EntityKey(.clip, id), .delete)
+    }
+
+    // MARK: sync
+
+    var snapshot: LocalSnapshot { LocalSnapshot(books: Array(books.values), clips: Array(clips.values)) }
+
+    func plan(with drive: SimulatedDrive, complete: Bool = true, allowDeletes: Bool = true) -> SyncPlan {
+        SyncPlanner.plan(PlanInput(
+            local: snapshot, remote: RemoteListing(files: drive.list(), isComplete: complete),
+            manifest: Array(manifest.values), queue: Array(queue.values), allowLocalDeletes: allowDeletes))
+    }
+
+    /// Plans and carries out one sync, as the engine does, with no failures.
+    @discardableResult
+    func sync(with drive: SimulatedDrive, allowDeletes: Bool = true) -> SyncPlan {
+        let plan = plan(with: drive, allowDeletes: allowDeletes)
+        lastPlan = plan
+        let syncedAt = now()
+        for action in plan.actions {
+            let key = action.key
+            switch action.action {
+            case .upload:
+                upload(key, replacing: action.remote, drive: drive, at: syncedAt)
+            case .download:
+                download(key, from: action.remote, drive: drive, at: syncedAt)
+                queue[key] = nil
+            case .merge:
+                merge(key, remote: action.remote, drive: drive, at: syncedAt)
+            case .deleteRemote:
+                action.remote?.allFiles.forEach { drive.delete($0.id) }
+                manifest[key] = nil
+                queue[key] = nil
+            case .deleteLocal:
+                clips[key.id] = nil
+                audio[key.id] = nil
+                manifest[key] = nil
+            }
+        }
+        plan.staleDuplicates.forEach { drive.delete($0.file.id) }
+        plan.manifestCleanup.forEach { manifest[$0] = nil }
+        plan.droppedQueueItems.forEach { queue[$0] = nil }
+        return plan
+    }
+
+    private func upload(_ key: EntityKey, replacing remote: RemoteEntity?, drive: SimulatedDrive, at syncedAt: Milliseconds) {
+        remote?.allFiles.forEach { drive.delete($0.id) }
+        switch key.kind {
+        case .book:
+            guard let book = books[key.id] else { return }
+            let json = drive.create(name: "book_\(key.id).json", content: BackupCodec.encode(BookBackup(book, extras: extras[key] ?? [:])))
+            manifest[key] = ManifestEntry(key: key, localUpdatedAt: book.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id, syncedAt: syncedAt)
+        case .clip:
+            guard let clip = clips[key.id] else { return }
+            let json = drive.create(name: "clip_\(key.id).json", content: BackupCodec.encode(ClipBackup(clip, extras: extras[key] ?? [:])))
+            let mp3 = drive.create(name: "clip_\(key.id).mp3", content: Data((audio[key.id] ?? "").utf8))
+            manifest[key] = ManifestEntry(
+                key: key, localUpdatedAt: clip.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
+                remoteMP3FileID: mp3.id, syncedAt: syncedAt)
+        }
+        queue[key] = nil
+    }
+
+    private func download(_ key: EntityKey, from remote: RemoteEntity?, drive: SimulatedDrive, at syncedAt: Milliseconds) {
+        guard let json = remote?.json, let data = drive.content(json.id) else { return }
+        switch key.kind {
+        case .book:
+            guard let backup = try? BackupCodec.decodeBook(data, expectedID: key.id) else { return }
+            books[key.id] = backup.book(uri: books[key.id]?.uri)
+            extras[key] = backup.extras
+            manifest[key] = ManifestEntry(key: key, localUpdatedAt: backup.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id, syncedAt: syncedAt)
+        case .clip:
+            guard let backup = try? BackupCodec.decodeClip(data, expectedID: key.id), let mp3 = remote?.mp3,
+                let sound = drive.content(mp3.id)
+            else { return }
+            clips[key.id] = backup.clip
+            audio[key.id] = String(decoding: sound, as: UTF8.self)
+            extras[key] = backup.extras
+            manifest[key] = ManifestEntry(
+                key: key, localUpdatedAt: backup.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
+                remoteMP3FileID: mp3.id, syncedAt: syncedAt)
+        }
+    }
+
+    private func merge(_ key: EntityKey, remote: RemoteEntity?, drive: SimulatedDrive, at syncedAt: Milliseconds) {
+        guard let json = remote?.json, let data = drive.content(json.id) else { return }
+        let mergedAt = now()
+        switch key.kind {
+        case .book:
+            guard let local = books[key.id], let theirs = try? BackupCodec.decodeBook(data, expectedID: key.id) else { return }
+            let merged = Merge.book(local: BookBackup(local, extras: extras[key] ?? [:]), remote: theirs, now: mergedAt)
+            books[key.id] = merged.book(uri: local.uri)
+            extras[key] = merged.extras
+        case .clip:
+            guard let local = clips[key.id], let theirs = try? BackupCodec.decodeClip(data, expectedID: key.id) else { return }
+            let merged = Merge.clip(local: ClipBackup(local, extras: extras[key] ?? [:]), remote: theirs, now: mergedAt)
+            clips[key.id] = merged.clip
+            extras[key] = merged.extras
+        }
+        upload(key, replacing: remote, drive: drive, at: syncedAt)
+    }
+
+    /// What must agree across devices: every synced field and the audio (`extras` is
+    /// compared on its own: a dictionary's printed order is not stable).
+    var library: String {
+        let bookLines = books.values.sorted { $0.id < $1.id }.map {
+            "book \($0.id) \($0.title) \($0.artist ?? "-") \($0.position) \($0.hidden) \($0.updatedAt)"
+        }
+        let clipLines = clips.values.sorted { $0.id < $1.id }.map {
+            "clip \($0.id) \($0.bookID) \($0.start) \($0.duration) [\($0.note ?? "")] \($0.transcription ?? "-") \($0.updatedAt) \(audio[$0.id] ?? "no audio")"
+        }
+        return (bookLines + clipLines).joined(separator: "\n")
+    }
+}

@@ -6,12 +6,15 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "ivy", targets: ["IvyCLI"]),
+        .executable(name: "ivy-emulator", targets: ["IvyEmulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // Pure: models, ids, time parsing, settings rules, paths. No I/O, no GRDB, no networking.
@@ -34,6 +37,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A loopback fake of Google's OAuth device flow and Drive v3, for tests, benchmarks
+        // and trying ivy without a Google account.
+        .target(
+            name: "GoogleEmulator",
+            dependencies: [
+                "IvyCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "IvyEmulator",
+            dependencies: [
+                "GoogleEmulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "GoogleEmulatorTests", dependencies: ["GoogleEmulator"]),
         .testTarget(
             name: "IvyCoreTests",
             dependencies: [

@@ -1,0 +1,102 @@
+import Foundation
+
+/// The control API under `/_emulator/`: what tests, benchmarks and `ivy-emulator approve`
+/// use to play the user and the weather.
+extension EmulatorState {
+    func handleControl(_ request: EmulatedRequest) -> EmulatorReply {
+        let segments = request.path.split(separator: "/").dropFirst().map(String.init)
+        let body = request.jsonBody ?? [:]
+        func failure(_ error: EmulatorControlError) -> EmulatorReply { .json(400, ["error": error.description]) }
+        let ok = EmulatorReply.json(200, ["ok": true])
+        do {
+            switch (request.method, segments) {
+            case ("GET", ["pending"]):
+                return .json(200, ["user_codes": pendingUserCodes()])
+            case ("POST", ["approve"]):
+                try approve(userCode: body["user_code"] as? String, email: body["email"] as? String)
+                return ok
+            case ("POST", ["deny"]):
+                try deny(userCode: body["user_code"] as? String)
+                return ok
+            case ("POST", ["revoke"]):
+                revoke(refreshToken: body["refresh_token"] as? String, email: body["email"] as? String)
+                return ok
+            case ("POST", ["latency"]):
+                setLatency(milliseconds: body["milliseconds"] as? Int ?? 0)
+                return ok
+            case ("POST", ["write-limit"]):
+                guard let rate = body["writes_per_second"] as? Double, let burst = body["burst"] as? Double else {
+                    return .json(400, ["error": "give writes_per_second and burst"])
+                }
+                setWriteLimit(WriteLimit(writesPerSecond: rate, burst: burst, status: body["status"] as? Int ?? 403))
+                return ok
+            case ("DELETE", ["write-limit"]):
+                setWriteLimit(nil)
+                return ok
+            case ("POST", ["faults"]):
+                guard let rule = try? JSONDecoder().decode(FaultRule.self, from: request.body) else {
+                    return .json(400, ["error": "a fault rule is JSON with method, pathContains, nth, probability, times, status, reason, retryAfterSeconds, delayMilliseconds, dropAfterBytes"])
+                }
+                addFault(rule)
+                return ok
+            case ("DELETE", ["faults"]):
+                clearFaults()
+                return ok
+            case ("GET", ["requests"]):
+                let encoder = JSONEncoder()
+                encoder.dateEncodingStrategy = .millisecondsSince1970
+                let data = (try? encoder.encode(requests)) ?? Data("[]".utf8)
+                return EmulatorReply(status: 200, headers: ["Content-Type": "application/json"], body: data)
+            case ("DELETE", ["requests"]):
+                clearRequests()
+                return ok
+            case ("GET", ["files"]):
+                let listed = dump(email: request.query["email"]).map { file -> [String: Any] in
+                    var object = fileJSON(file)
+                    object["owner"] = file.owner
+                    object["content"] = file.content.base64EncodedString()
+                    return object
+                }
+                return .json(200, ["files": listed])
+            case ("POST", ["files"]):
+                guard let email = body["email"] as? String, let name = body["name"] as? String else {
+                    return .json(400, ["error": "give email and name (and parents, content as base64, mimeType)"])
+                }
+                let content = (body["content"] as? String).flatMap { Data(base64Encoded: $0) } ?? Data()
+                let file = putFile(
+                    email: email, name: name, parents: body["parents"] as? [String] ?? ["root"], content: content,
+                    mimeType: body["mimeType"] as? String ?? "application/octet-stream")
+                return .json(200, fileJSON(file))
+            case ("POST", _) where segments.count == 3 && segments[0] == "files" && segments[2] == "corrupt":
+                let content = (body["content"] as? String).flatMap { Data(base64Encoded: $0) } ?? Data("{not json".utf8)
+                try corruptFile(id: segments[1], content: content)
+                return ok
+            case ("POST", _) where segments.count == 3 && segments[0] == "files" && segments[2] == "trash":
+                try trash(id: segments[1])
+                return ok
+            case ("POST", ["clock"]):
+                advanceClock(by: body["advance_seconds"] as? Double ?? 0)
+                return ok
+            case ("POST", ["config"]):
+                if let seconds = body["token_lifetime"] as? Int { setTokenLifetime(seconds: seconds) }
+                if let cap = body["page_size_cap"] as? Int { setPageSizeCap(cap) }
+                setDeviceCode(lifetime: body["device_code_lifetime"] as? Int, interval: body["poll_interval"] as? Int)
+                return ok
+            case ("POST", ["accounts"]):
+                guard let email = body["email"] as? String else { return .json(400, ["error": "give email"]) }
+                addAccount(EmulatedAccount(email: email))
+                return ok
+            case ("POST", ["clients"]):
+                guard let id = body["id"] as? String, let secret = body["secret"] as? String else {
+                    return .json(400, ["error": "give id and secret"])
+                }
+                addClient(EmulatedClient(id: id, secret: secret))
+                return ok
+            default:
+                return .json(404, ["error": "no control endpoint \(request.method) \(request.path)"])
+            }
+        } catch {
+            return failure(error)
+        }
+    }
+}

@@ -1,0 +1,334 @@
+import Foundation
+import IvyCore
+
+/// What the emulator answers: a status, headers and a body, or a dropped connection.
+package struct EmulatorReply: Sendable {
+    package var status: Int
+    package var headers: [String: String]
+    package var body: Data
+    /// Close the connection after sending this many bytes of the body.
+    package var dropAfterBytes: Int?
+
+    package init(status: Int, headers: [String: String] = [:], body: Data = Data(), dropAfterBytes: Int? = nil) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.dropAfterBytes = dropAfterBytes
+    }
+
+    package static func json(_ status: Int, _ object: [String: Any], headers: [String: String] = [:]) -> EmulatorReply {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        var all = headers
+        all["Content-Type"] = "application/json; charset=UTF-8"
+        return EmulatorReply(status: status, headers: all, body: data)
+    }
+
+    /// Drive's error envelope: `{"error":{"code","message","errors":[{"domain","reason","message"}],"status"}}`.
+    package static func driveError(_ status: Int, reason: String, message: String, headers: [String: String] = [:]) -> EmulatorReply {
+        let domain = ["userRateLimitExceeded", "rateLimitExceeded", "dailyLimitExceeded"].contains(reason) ? "usageLimits" : "global"
+        let canonical: String =
+            switch status {
+            case 400: "INVALID_ARGUMENT"
+            case 401: "UNAUTHENTICATED"
+            case 403: "PERMISSION_DENIED"
+            case 404: "NOT_FOUND"
+            case 409: "ALREADY_EXISTS"
+            case 429: "RESOURCE_EXHAUSTED"
+            case 503: "UNAVAILABLE"
+            default: "INTERNAL"
+            }
+        return json(status, [
+            "error": [
+                "code": status, "message": message, "status": canonical,
+                "errors": [["domain": domain, "reason": reason, "message": message]],
+            ] as [String: Any]
+        ], headers: headers)
+    }
+
+    /// OAuth endpoints answer with a flat body: `{"error","error_description"}`.
+    package static func oauthError(_ status: Int, _ error: String, _ description: String) -> EmulatorReply {
+        json(status, ["error": error, "error_description": description])
+    }
+}
+
+/// A reply can be thrown where a handler gives up early.
+extension EmulatorReply: Error {}
+
+/// A sign-in in progress: the device code a client polls with and the user code a person enters.
+struct DeviceSession: Sendable, Codable {
+    enum Decision: Sendable, Codable, Equatable {
+        case pending, approved(email: String), denied
+    }
+
+    var deviceCode: String
+    var userCode: String
+    var clientID: String
+    var scope: String
+    var expiresAt: Date
+    var interval: Int
+    var lastPoll: Date?
+    var decision: Decision
+}
+
+struct RefreshGrant: Sendable, Codable {
+    var email: String
+    var clientID: String
+    var scope: String
+    var revoked: Bool
+}
+
+struct AccessGrant: Sendable, Codable {
+    var email: String
+    var refreshToken: String
+    var expiresAt: Date
+}
+
+/// The metadata of a file being created.
+struct NewFile: Sendable {
+    var id: String?
+    var name: String
+    var mimeType: String?
+    var parents: [String]
+}
+
+struct UploadSession: Sendable {
+    var email: String
+    var metadata: NewFile
+    var total: Int?
+    var received: Data
+    var createdAt: Date
+    var completedFileID: String?
+}
+
+/// The emulator's whole state: accounts, clients, sign-ins, tokens, every Drive, upload
+/// sessions, and the knobs tests turn (latency, write limit, faults, clock, page size).
+package actor EmulatorState {
+    package var accounts: [EmulatedAccount]
+    package var clients: [EmulatedClient]
+    /// Seconds an access token lives; tests shorten it to force refreshes.
+    package var tokenLifetime: Int = 3599
+    /// Seconds a device code lives, and the polling interval it asks for.
+    package var deviceCodeLifetime: Int = 1800
+    package var pollInterval: Int = 5
+    /// The most files one list page returns, whatever pageSize asks for.
+    package var pageSizeCap: Int = 1000
+    package var latencyMilliseconds: Int = 0
+    package private(set) var writeLimit: WriteLimit?
+    package private(set) var faults: [FaultRule] = []
+    package private(set) var requests: [LoggedRequest] = []
+
+    var devices: [String: DeviceSession] = [:]
+    var refreshTokens: [String: RefreshGrant] = [:]
+    var accessTokens: [String: AccessGrant] = [:]
+    var files: [String: DriveFile] = [:]
+    var reservedIDs: Set<String> = []
+    var uploads: [String: UploadSession] = [:]
+    private var faultMatches: [Int: Int] = [:]
+    private var faultFirings: [Int: Int] = [:]
+    private var bucket: (tokens: Double, updated: Date)?
+    private var clockOffset: TimeInterval = 0
+    private var counter: UInt64 = 0
+    private var random = SystemRandomNumberGenerator()
+
+    package init(accounts: [EmulatedAccount], clients: [EmulatedClient]) {
+        self.accounts = accounts
+        self.clients = clients
+    }
+
+    // MARK: clock and ids
+
+    /// The emulator's clock: real time plus whatever tests have advanced it by, in whole ms.
+    package func now() -> Date {
+        let seconds = Date().timeIntervalSince1970 + clockOffset
+        return Date(timeIntervalSince1970: (seconds * 1000).rounded(.down) / 1000)
+    }
+
+    /// Moves the emulator's clock forward, to expire codes and tokens without waiting.
+    package func advanceClock(by seconds: TimeInterval) { clockOffset += seconds }
+
+    func token(_ prefix: String, length: Int = 32) -> String {
+        counter += 1
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+        let tail = String((0..<length).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &random)] })
+        return prefix + String(counter, radix: 36) + tail
+    }
+
+    func newFileID() -> String { token("1", length: 27) }
+
+    // MARK: control
+
+    package func setLatency(milliseconds: Int) { latencyMilliseconds = max(0, milliseconds) }
+    package func setTokenLifetime(seconds: Int) { tokenLifetime = max(1, seconds) }
+    package func setPageSizeCap(_ cap: Int) { pageSizeCap = max(1, cap) }
+    package func setDeviceCode(lifetime: Int? = nil, interval: Int? = nil) {
+        if let lifetime { deviceCodeLifetime = lifetime }
+        if let interval { pollInterval = interval }
+    }
+
+    package func setWriteLimit(_ limit: WriteLimit?) {
+        writeLimit = limit
+        bucket = limit.map { ($0.burst, now()) }
+    }
+
+    package func addFault(_ rule: FaultRule) { faults.append(rule) }
+
+    package func clearFaults() {
+        faults = []
+        faultMatches = [:]
+        faultFirings = [:]
+    }
+
+    package func clearRequests() { requests = [] }
+
+    package func addAccount(_ account: EmulatedAccount) {
+        if !accounts.contains(where: { $0.email == account.email }) { accounts.append(account) }
+    }
+
+    package func addClient(_ client: EmulatedClient) {
+        clients.removeAll { $0.id == client.id }
+        clients.append(client)
+    }
+
+    /// The user codes of sign-ins waiting for a person.
+    package func pendingUserCodes() -> [String] {
+        let time = now()
+        return devices.values.filter { $0.decision == .pending && $0.expiresAt > time }.map(\.userCode).sorted()
+    }
+
+    /// A person approves a sign-in, choosing the account. With no code given, the only pending one.
+    package func approve(userCode: String?, email: String?) throws(EmulatorControlError) {
+        let key = try pendingDevice(userCode)
+        let chosen = email ?? accounts.first?.email
+        guard let chosen, accounts.contains(where: { $0.email == chosen }) else {
+            throw EmulatorControlError("no account \(email ?? "") in the emulator")
+        }
+        devices[key]?.decision = .approved(email: chosen)
+    }
+
+    package func deny(userCode: String?) throws(EmulatorControlError) {
+        let key = try pendingDevice(userCode)
+        devices[key]?.decision = .denied
+    }
+
+    private func pendingDevice(_ userCode: String?) throws(EmulatorControlError) -> String {
+        let time = now()
+        let pending = devices.filter { $0.value.decision == .pending && $0.value.expiresAt > time }
+        if let userCode {
+            guard let match = pending.first(where: { $0.value.userCode == userCode }) else {
+                throw EmulatorControlError("no pending sign-in with code \(userCode)")
+            }
+            return match.key
+        }
+        guard pending.count == 1, let only = pending.first else {
+            throw EmulatorControlError(pending.isEmpty ? "no sign-in is waiting" : "\(pending.count) sign-ins are waiting; name the code")
+        }
+        return only.key
+    }
+
+    /// Revokes a refresh token (and its access tokens), or every token of an account.
+    package func revoke(refreshToken: String? = nil, email: String? = nil) {
+        for (token, grant) in refreshTokens where token == refreshToken || grant.email == email {
+            refreshTokens[token]?.revoked = true
+            accessTokens = accessTokens.filter { $0.value.refreshToken != token }
+        }
+    }
+
+    /// Every file of one account (or of all), content included.
+    package func dump(email: String? = nil) -> [DriveFile] {
+        files.values.filter { email == nil || $0.owner == email }.sorted { ($0.createdTime, $0.id) < ($1.createdTime, $1.id) }
+    }
+
+    /// Puts a file straight into a Drive, as if some client had created it.
+    @discardableResult
+    package func putFile(
+        email: String, name: String, parents: [String], content: Data, mimeType: String = "application/octet-stream",
+        modifiedTime: Date? = nil
+    ) -> DriveFile {
+        let time = now()
+        let file = DriveFile(
+            id: newFileID(), name: name, mimeType: mimeType, parents: parents, owner: email, createdTime: time,
+            modifiedTime: modifiedTime ?? time, content: content, explicitlyTrashed: false)
+        files[file.id] = file
+        return file
+    }
+
+    /// Replaces a file's content in place (bad remote input for tests), keeping its id.
+    package func corruptFile(id: String, content: Data) throws(EmulatorControlError) {
+        guard files[id] != nil else { throw EmulatorControlError("no file \(id)") }
+        files[id]?.content = content
+        files[id]?.modifiedTime = now()
+    }
+
+    package func trash(id: String) throws(EmulatorControlError) {
+        guard files[id] != nil else { throw EmulatorControlError("no file \(id)") }
+        files[id]?.explicitlyTrashed = true
+    }
+
+    /// True when the file or any folder above it is trashed.
+    func isTrashed(_ file: DriveFile) -> Bool {
+        var current: DriveFile? = file
+        var seen: Set<String> = []
+        while let item = current, seen.insert(item.id).inserted {
+            if item.explicitlyTrashed { return true }
+            current = item.parents.first.flatMap { files[$0] }
+        }
+        return false
+    }
+
+    // MARK: per-request machinery
+
+    func log(_ entry: LoggedRequest) { requests.append(entry) }
+
+    /// The first fault rule that fires for this request, counting matches as it goes.
+    func fault(method: String, target: String) -> FaultRule? {
+        for (index, rule) in faults.enumerated() {
+            if let wanted = rule.method, wanted.uppercased() != method { continue }
+            if let part = rule.pathContains, !target.contains(part) { continue }
+            if let times = rule.times, faultFirings[index, default: 0] >= times { continue }
+            faultMatches[index, default: 0] += 1
+            let fires: Bool
+            if let nth = rule.nth {
+                fires = faultMatches[index] == nth
+            } else {
+                fires = Double.random(in: 0..<1, using: &random) < (rule.probability ?? 1)
+            }
+            if fires {
+                faultFirings[index, default: 0] += 1
+                return rule
+            }
+        }
+        return nil
+    }
+
+    /// Takes one write from the token bucket; false when over Drive's sustained rate.
+    func admitWrite() -> Bool {
+        guard let limit = writeLimit, let current = bucket else { return true }
+        let time = now()
+        let refilled = min(limit.burst, current.tokens + time.timeIntervalSince(current.updated) * limit.writesPerSecond)
+        guard refilled >= 1 else {
+            bucket = (refilled, time)
+            return false
+        }
+        bucket = (refilled - 1, time)
+        return true
+    }
+
+    /// The account behind a bearer token, or why there is none.
+    func account(bearer header: String?) -> Result<String, EmulatorReply> {
+        let unauthorized = EmulatorReply.driveError(
+            401, reason: "authError",
+            message: "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
+            headers: ["WWW-Authenticate": "Bearer realm=\"https://accounts.google.com/\", error=\"invalid_token\""])
+        guard let header, header.hasPrefix("Bearer ") else { return .failure(unauthorized) }
+        let token = String(header.dropFirst("Bearer ".count))
+        guard let grant = accessTokens[token], grant.expiresAt > now(), refreshTokens[grant.refreshToken]?.revoked == false else {
+            return .failure(unauthorized)
+        }
+        return .success(grant.email)
+    }
+}
+
+package struct EmulatorControlError: Error, Sendable, CustomStringConvertible {
+    package let description: String
+    init(_ description: String) { self.description = description }
+}

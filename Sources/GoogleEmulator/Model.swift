@@ -1,0 +1,120 @@
+import Foundation
+import IvyCore
+
+/// A Google account of the emulator, with a Drive of its own.
+package struct EmulatedAccount: Sendable, Codable, Equatable {
+    package var email: String
+    package var permissionID: String
+    package var displayName: String
+
+    package init(email: String, permissionID: String? = nil, displayName: String? = nil) {
+        self.email = email
+        self.permissionID = permissionID ?? String(UInt64(bitPattern: Int64(email.hashValue)) % 1_000_000_000_000)
+        self.displayName = displayName ?? String(email.prefix { $0 != "@" }).capitalized
+    }
+}
+
+/// An OAuth client ("TVs and Limited Input devices") the emulator accepts.
+package struct EmulatedClient: Sendable, Codable, Equatable {
+    package var id: String
+    package var secret: String
+
+    package init(id: String, secret: String) {
+        self.id = id
+        self.secret = secret
+    }
+}
+
+/// A file (or folder) in an account's Drive.
+package struct DriveFile: Sendable, Codable, Equatable {
+    package static let folderType = "application/vnd.google-apps.folder"
+
+    package var id: String
+    package var name: String
+    package var mimeType: String
+    package var parents: [String]
+    package var owner: String
+    package var createdTime: Date
+    package var modifiedTime: Date
+    package var content: Data
+    package var explicitlyTrashed: Bool
+
+    package var isFolder: Bool { mimeType == Self.folderType }
+    package var size: Int { content.count }
+    package var md5: String { MD5.hex(content) }
+}
+
+/// Everything the emulator answered, for tests and benchmarks to count.
+package struct LoggedRequest: Sendable, Codable, Equatable {
+    package var method: String
+    package var path: String
+    package var query: String
+    package var status: Int
+    package var account: String?
+    package var start: Date
+    package var end: Date
+}
+
+/// A rule that makes matching requests fail the way Google's servers sometimes do.
+package struct FaultRule: Sendable, Codable, Equatable {
+    /// HTTP method to match, or nil for any.
+    package var method: String?
+    /// Substring of the path (with the query) to match, or nil for any.
+    package var pathContains: String?
+    /// Fail only the nth matching request (1-based), or nil for every one (subject to `probability`).
+    package var nth: Int?
+    /// Chance of failing a matching request when `nth` is nil (1 = always).
+    package var probability: Double?
+    /// How many times the rule may fire in all; nil for no limit.
+    package var times: Int?
+    /// Status to answer with (Google's error body for it); nil when only delaying or dropping.
+    package var status: Int?
+    /// Drive error reason (`userRateLimitExceeded`, `backendError`, `storageQuotaExceeded`, ...).
+    package var reason: String?
+    package var retryAfterSeconds: Int?
+    /// Extra delay before answering, in milliseconds.
+    package var delayMilliseconds: Int?
+    /// Drop the connection after this many bytes (of the request body for uploads, else of the response).
+    package var dropAfterBytes: Int?
+
+    package init(
+        method: String? = nil, pathContains: String? = nil, nth: Int? = nil, probability: Double? = nil,
+        times: Int? = nil, status: Int? = nil, reason: String? = nil, retryAfterSeconds: Int? = nil,
+        delayMilliseconds: Int? = nil, dropAfterBytes: Int? = nil
+    ) {
+        self.method = method
+        self.pathContains = pathContains
+        self.nth = nth
+        self.probability = probability
+        self.times = times
+        self.status = status
+        self.reason = reason
+        self.retryAfterSeconds = retryAfterSeconds
+        self.delayMilliseconds = delayMilliseconds
+        self.dropAfterBytes = dropAfterBytes
+    }
+}
+
+/// Drive's sustained write limit, as a token bucket.
+package struct WriteLimit: Sendable, Codable, Equatable {
+    package var writesPerSecond: Double
+    package var burst: Double
+    /// 403 (`userRateLimitExceeded`) or 429 (`rateLimitExceeded`).
+    package var status: Int
+
+    package init(writesPerSecond: Double, burst: Double, status: Int = 403) {
+        self.writesPerSecond = writesPerSecond
+        self.burst = burst
+        self.status = status
+    }
+}
+
+/// RFC 3339 with milliseconds, as Drive writes times.
+package enum RFC3339 {
+    package static func string(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: date)
+    }
+}

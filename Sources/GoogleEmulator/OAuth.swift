@@ -1,0 +1,111 @@
+import Foundation
+
+/// Google's OAuth 2.0 device authorization grant, refresh and revocation.
+extension EmulatorState {
+    static let deviceGrant = "urn:ietf:params:oauth:grant-type:device_code"
+
+    func handleDeviceCode(_ request: EmulatedRequest) -> EmulatorReply {
+        let form = request.form
+        guard let clientID = form["client_id"], clients.contains(where: { $0.id == clientID }) else {
+            return .oauthError(401, "invalid_client", "The OAuth client was not found.")
+        }
+        guard let scope = form["scope"], !scope.isEmpty else {
+            return .oauthError(400, "invalid_scope", "Missing required parameter: scope")
+        }
+        let allowed: Set<String> = ["openid", "email", "profile", "https://www.googleapis.com/auth/drive.file", "https://www.googleapis.com/auth/drive.appdata"]
+        if let bad = scope.split(separator: " ").map(String.init).first(where: { !allowed.contains($0) }) {
+            return .oauthError(400, "invalid_scope", "Invalid device flow scope: \(bad)")
+        }
+        let letters = Array("BCDFGHJKLMNPQRSTVWXZ")
+        var generator = SystemRandomNumberGenerator()
+        let half = { String((0..<4).map { _ in letters[Int.random(in: 0..<letters.count, using: &generator)] }) }
+        let session = DeviceSession(
+            deviceCode: token("AH-1Ng", length: 40), userCode: "\(half())-\(half())", clientID: clientID, scope: scope,
+            expiresAt: now().addingTimeInterval(TimeInterval(deviceCodeLifetime)), interval: pollInterval, lastPoll: nil,
+            decision: .pending)
+        devices[session.deviceCode] = session
+        return .json(200, [
+            "device_code": session.deviceCode, "user_code": session.userCode,
+            "verification_url": "\(request.headers["x-emulator-base"] ?? "https://www.google.com")/device",
+            "expires_in": deviceCodeLifetime, "interval": pollInterval,
+        ])
+    }
+
+    func handleToken(_ request: EmulatedRequest) -> EmulatorReply {
+        let form = request.form
+        guard let clientID = form["client_id"], let client = clients.first(where: { $0.id == clientID }),
+            form["client_secret"] == client.secret
+        else {
+            return .oauthError(401, "invalid_client", "Unauthorized")
+        }
+        switch form["grant_type"] {
+        case Self.deviceGrant: return pollDevice(form["device_code"] ?? "", clientID: clientID)
+        case "refresh_token": return refresh(form["refresh_token"] ?? "", clientID: clientID)
+        default: return .oauthError(400, "unsupported_grant_type", "Invalid grant_type: \(form["grant_type"] ?? "")")
+        }
+    }
+
+    private func pollDevice(_ code: String, clientID: String) -> EmulatorReply {
+        guard var session = devices[code], session.clientID == clientID else {
+            return .oauthError(400, "invalid_grant", "Malformed auth code.")
+        }
+        let time = now()
+        guard session.expiresAt > time else {
+            devices[code] = nil
+            return .oauthError(400, "expired_token", "The device code has expired.")
+        }
+        // Polling faster than the interval: Google answers slow_down (and RFC 8628 adds 5 s).
+        if let last = session.lastPoll, time.timeIntervalSince(last) < Double(session.interval) - 0.05 {
+            session.lastPoll = time
+            session.interval += 5
+            devices[code] = session
+            return .oauthError(403, "slow_down", "Forbidden")
+        }
+        session.lastPoll = time
+        devices[code] = session
+        switch session.decision {
+        case .pending:
+            return .oauthError(428, "authorization_pending", "Precondition Required")
+        case .denied:
+            devices[code] = nil
+            return .oauthError(403, "access_denied", "Forbidden")
+        case .approved(let email):
+            devices[code] = nil
+            let refreshToken = token("1//0g", length: 48)
+            refreshTokens[refreshToken] = RefreshGrant(email: email, clientID: clientID, scope: session.scope, revoked: false)
+            let access = issueAccessToken(email: email, refreshToken: refreshToken)
+            return .json(200, [
+                "access_token": access, "expires_in": tokenLifetime, "refresh_token": refreshToken,
+                "scope": session.scope, "token_type": "Bearer",
+            ])
+        }
+    }
+
+    private func refresh(_ refreshToken: String, clientID: String) -> EmulatorReply {
+        guard let grant = refreshTokens[refreshToken], !grant.revoked, grant.clientID == clientID else {
+            return .oauthError(400, "invalid_grant", "Token has been expired or revoked.")
+        }
+        let access = issueAccessToken(email: grant.email, refreshToken: refreshToken)
+        return .json(200, ["access_token": access, "expires_in": tokenLifetime, "scope": grant.scope, "token_type": "Bearer"])
+    }
+
+    private func issueAccessToken(email: String, refreshToken: String) -> String {
+        let access = token("ya29.a0", length: 60)
+        accessTokens[access] = AccessGrant(
+            email: email, refreshToken: refreshToken, expiresAt: now().addingTimeInterval(TimeInterval(tokenLifetime)))
+        return access
+    }
+
+    /// Revoking either token of a pair revokes both, as Google does.
+    func handleRevoke(_ request: EmulatedRequest) -> EmulatorReply {
+        let token = request.form["token"] ?? ""
+        if refreshTokens[token] != nil {
+            revoke(refreshToken: token)
+        } else if let grant = accessTokens[token] {
+            revoke(refreshToken: grant.refreshToken)
+        } else {
+            return .oauthError(400, "invalid_token", "Token expired or revoked")
+        }
+        return .json(200, [:])
+    }
+}

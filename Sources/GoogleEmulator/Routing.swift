@@ -1,0 +1,67 @@
+import Foundation
+
+extension EmulatorState {
+    /// Routes one request: OAuth, the control API, or Drive behind bearer auth.
+    package func handle(_ request: EmulatedRequest, baseURL: String) -> (reply: EmulatorReply, account: String?) {
+        let path = request.path
+        switch (request.method, path) {
+        case ("POST", "/device/code"):
+            var withBase = request
+            withBase.headers["x-emulator-base"] = baseURL
+            return (handleDeviceCode(withBase), nil)
+        case ("POST", "/token"): return (handleToken(request), nil)
+        case ("POST", "/revoke"): return (handleRevoke(request), nil)
+        case ("GET", "/device"): return (devicePage(), nil)
+        default: break
+        }
+        if path.hasPrefix("/_emulator/") { return (handleControl(request), nil) }
+        guard path.hasPrefix("/drive/v3/") || path.hasPrefix("/upload/drive/v3/") else {
+            return (.driveError(404, reason: "notFound", message: "No such endpoint: \(request.method) \(path)"), nil)
+        }
+        let email: String
+        switch account(bearer: request.headers["authorization"]) {
+        case .success(let found): email = found
+        case .failure(let reply): return (reply, nil)
+        }
+        return (drive(request, email: email, baseURL: baseURL), email)
+    }
+
+    private func drive(_ request: EmulatedRequest, email: String, baseURL: String) -> EmulatorReply {
+        let segments = request.path.split(separator: "/").map(String.init)
+        let route = segments.joined(separator: "/")
+        switch (request.method, route) {
+        case ("GET", "drive/v3/about"): return handleAbout(request, email: email)
+        case ("GET", "drive/v3/files"): return handleList(request, email: email)
+        case ("POST", "drive/v3/files"): return handleCreateMetadata(request, email: email)
+        case ("GET", "drive/v3/files/generateIds"): return handleGenerateIDs(request)
+        case ("POST", "upload/drive/v3/files"):
+            switch request.query["uploadType"] {
+            case "multipart": return handleMultipart(request, email: email)
+            case "resumable": return handleStartResumable(request, email: email, baseURL: baseURL)
+            default: return Self.invalid("uploadType must be multipart or resumable here.")
+            }
+        case ("PUT", "upload/drive/v3/files"): return handleResumablePut(request, email: email)
+        default: break
+        }
+        if segments.count == 4, segments[0...2] == ["drive", "v3", "files"] {
+            let id = segments[3]
+            switch request.method {
+            case "GET": return handleGet(request, id: id, email: email)
+            case "PATCH": return handlePatch(request, id: id, email: email)
+            case "DELETE": return handleDelete(id: id, email: email)
+            default: break
+            }
+        }
+        return .driveError(404, reason: "notFound", message: "No such endpoint: \(request.method) \(request.path)")
+    }
+
+    private func devicePage() -> EmulatorReply {
+        let codes = pendingUserCodes()
+        let text = """
+            <html><body><h1>ivy-emulator sign-in</h1>
+            <p>This is a fake Google. Approve a sign-in with <code>ivy-emulator approve</code>.</p>
+            <p>Waiting: \(codes.isEmpty ? "none" : codes.joined(separator: ", "))</p></body></html>
+            """
+        return EmulatorReply(status: 200, headers: ["Content-Type": "text/html; charset=UTF-8"], body: Data(text.utf8))
+    }
+}

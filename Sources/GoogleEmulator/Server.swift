@@ -1,0 +1,171 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// The emulator as a running server on 127.0.0.1: one base URL serves the OAuth
+/// endpoints, Drive, uploads and the control API.
+package final class GoogleEmulator: Sendable {
+    package static let defaultAccounts = [
+        EmulatedAccount(email: "alice@example.com", permissionID: "04871234567890123456"),
+        EmulatedAccount(email: "bob@example.com", permissionID: "09998765432109876543"),
+    ]
+    package static let defaultClient = EmulatedClient(id: "ivy-emulator.apps.googleusercontent.com", secret: "emulator-secret")
+
+    package let state: EmulatorState
+    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    package let baseURL: URL
+    private let server: Task<Void, any Error>
+
+    private init(state: EmulatorState, baseURL: URL, server: Task<Void, any Error>) {
+        self.state = state
+        self.baseURL = baseURL
+        self.server = server
+    }
+
+    /// Starts listening on 127.0.0.1 (port 0 picks a free one) and returns once it accepts connections.
+    package static func start(
+        port: Int = 0, accounts: [EmulatedAccount] = defaultAccounts, clients: [EmulatedClient] = [defaultClient],
+        state existing: EmulatorState? = nil
+    ) async throws -> GoogleEmulator {
+        let state = existing ?? EmulatorState(accounts: accounts, clients: clients)
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let application = Application(
+            responder: EmulatorResponder(state: state),
+            configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: port), serverName: nil),
+            onServerRunning: { channel in
+                continuation.yield(channel.localAddress?.port ?? 0)
+                continuation.finish()
+            },
+            logger: Logger(label: "ivy-emulator", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+        let server = Task {
+            defer { continuation.finish() }
+            try await application.run()
+        }
+        var bound: Int?
+        for await port in ports { bound = port }
+        guard let bound, bound > 0, let url = URL(string: "http://127.0.0.1:\(bound)") else {
+            server.cancel()
+            _ = await server.result
+            throw EmulatorStartError(port: port)
+        }
+        return GoogleEmulator(state: state, baseURL: url, server: server)
+    }
+
+    /// Stops accepting and closes every connection; returns when the server is down.
+    package func stop() async {
+        server.cancel()
+        _ = await server.result
+    }
+}
+
+package struct EmulatorStartError: Error, CustomStringConvertible {
+    package let port: Int
+    package var description: String { "could not listen on 127.0.0.1:\(port); is the port in use?" }
+}
+
+/// An error that makes the server close the connection mid-response, as a flaky network would.
+struct DroppedConnection: Error {}
+
+/// The bridge from Hummingbird to the emulator's handlers: latency, faults, logging.
+struct EmulatorResponder: HTTPResponder {
+    typealias Context = BasicRequestContext
+    let state: EmulatorState
+
+    /// More than any body ivy sends (MP3s are capped at 50 MB).
+    static let bodyLimit = 128 * 1024 * 1024
+
+    func respond(to request: Request, context: Context) async throws -> Response {
+        let started = await state.now()
+        let method = request.method.rawValue
+        let path = request.uri.path
+        let rawQuery = request.uri.query ?? ""
+        var headers: [String: String] = [:]
+        for field in request.headers { headers[field.name.canonicalName.lowercased()] = field.value }
+        let isControl = path.hasPrefix("/_emulator/")
+
+        if !isControl {
+            let latency = await state.latencyMilliseconds
+            if latency > 0 { try await Task.sleep(for: .milliseconds(latency)) }
+        }
+        let fault = isControl ? nil : await state.fault(method: method, target: rawQuery.isEmpty ? path : path + "?" + rawQuery)
+        if let delay = fault?.delayMilliseconds, delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
+
+        // A drop on a request with a body cuts the upload short: keep what arrived, then hang up.
+        let expectsBody = Int(headers["content-length"] ?? "0").map { $0 > 0 } ?? true
+        var body = Data()
+        var truncated = false
+        if let limit = fault?.dropAfterBytes, expectsBody, ["PUT", "POST", "PATCH"].contains(method) {
+            for try await buffer in request.body {
+                body.append(contentsOf: buffer.readableBytesView)
+                if body.count >= limit {
+                    body = body.prefix(limit)
+                    truncated = true
+                    break
+                }
+            }
+        } else if fault?.status == nil {
+            let collected = try await request.body.collect(upTo: Self.bodyLimit)
+            body = Data(collected.readableBytesView)
+        }
+
+        let reply: EmulatorReply
+        var account: String?
+        if let fault, let status = fault.status, !truncated {
+            var extra: [String: String] = [:]
+            if let seconds = fault.retryAfterSeconds { extra["Retry-After"] = String(seconds) }
+            reply = .driveError(status, reason: fault.reason ?? Self.defaultReason(status), message: "Injected fault.", headers: extra)
+        } else {
+            var emulated = EmulatedRequest(method: method, path: path, query: Self.queryItems(rawQuery), headers: headers, body: body)
+            emulated.truncated = truncated
+            let base = "http://\(request.head.authority ?? headers["host"] ?? "127.0.0.1")"
+            (reply, account) = await state.handle(emulated, baseURL: base)
+        }
+        let drop = truncated ? 0 : fault?.dropAfterBytes
+        await state.log(LoggedRequest(
+            method: method, path: path, query: rawQuery, status: drop == nil ? reply.status : 0, account: account,
+            start: started, end: await state.now()))
+        return Self.response(reply, dropAfter: drop)
+    }
+
+    static func defaultReason(_ status: Int) -> String {
+        switch status {
+        case 403: "userRateLimitExceeded"
+        case 429: "rateLimitExceeded"
+        case 401: "authError"
+        case 404: "notFound"
+        case 500...599: "backendError"
+        default: "invalid"
+        }
+    }
+
+    static func queryItems(_ raw: String) -> [String: String] {
+        var items: [String: String] = [:]
+        for pair in raw.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            guard let key = parts.first?.formDecoded else { continue }
+            items[key] = (parts.count > 1 ? parts[1] : "").formDecoded ?? ""
+        }
+        return items
+    }
+
+    static func response(_ reply: EmulatorReply, dropAfter: Int?) -> Response {
+        var fields = HTTPFields()
+        for (name, value) in reply.headers {
+            if let field = HTTPField.Name(name) { fields[field] = value }
+        }
+        let status = HTTPResponse.Status(code: reply.status)
+        guard let dropAfter else {
+            fields[.contentLength] = String(reply.body.count)
+            return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: reply.body)))
+        }
+        // Promise the whole body, send part of it, then fail the write: the connection closes.
+        fields[.contentLength] = String(max(reply.body.count, dropAfter + 1))
+        let part = reply.body.prefix(dropAfter)
+        return Response(status: status, headers: fields, body: ResponseBody { writer in
+            if !part.isEmpty { try await writer.write(ByteBuffer(bytes: part)) }
+            throw DroppedConnection()
+        })
+    }
+}

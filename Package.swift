@@ -55,7 +55,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "GoogleEmulatorTests", dependencies: ["GoogleEmulator"]),
+        .testTarget(name: "GoogleEmulatorTests", dependencies: ["GoogleEmulator", "IvyCore"]),
         .testTarget(
             name: "IvyCoreTests",
             dependencies: [

@@ -6,7 +6,7 @@ enum Masking {
         do {
             return .success(try FieldMask.parse(fields).apply(toJSONObject: object))
         } catch {
-            return .failure(.driveError(400, reason: "invalidParameter", message: "Invalid field selection \(fields): \(error.message)"))
+            return .failure(.driveError(400, reason: "invalidParameter", message: error.message))
         }
     }
 }

@@ -123,9 +123,12 @@ struct EmulatorResponder: HTTPResponder {
             (reply, account) = await state.handle(emulated, baseURL: base)
         }
         let drop = truncated ? 0 : fault?.dropAfterBytes
-        await state.log(LoggedRequest(
+        // The control API is the test talking, not ivy: it stays out of the log.
+        if !isControl {
+            await state.log(LoggedRequest(
             method: method, path: path, query: rawQuery, status: drop == nil ? reply.status : 0, account: account,
-            start: started, end: await state.now()))
+                start: started, end: await state.now()))
+        }
         return Self.response(reply, dropAfter: drop)
     }
 

@@ -1,0 +1,46 @@
+import Foundation
+import Testing
+
+@Suite("The ivy-emulator executable")
+struct ExecutableTests {
+    static let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        .deletingLastPathComponent().appendingPathComponent("ivy-emulator")
+
+    @Test("prints its loopback URL first, keeps the Drive in --state, and stops cleanly on SIGTERM")
+    func lifecycle() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("emulator-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let stateFile = directory.appendingPathComponent("state.json").path
+
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = ["--port", "0", "--state", stateFile]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        var firstLine = Data()
+        while !firstLine.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            firstLine.append(chunk)
+        }
+        let url = String(decoding: firstLine.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+        #expect(url.range(of: #"^http://127\.0\.0\.1:\d+$"#, options: .regularExpression) != nil, "first line: \(url)")
+
+        let (data, _) = try await URLSession.shared.data(from: try #require(URL(string: url + "/_emulator/pending")))
+        #expect(String(decoding: data, as: UTF8.self).contains("user_codes"))
+
+        process.terminate()
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        #expect(FileManager.default.fileExists(atPath: stateFile))
+    }
+}
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif

@@ -27,12 +27,15 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // HTTP over URLSession, Google's OAuth device flow, the token file and refresher, Drive v3.
+        .target(name: "IvyGoogle", dependencies: ["IvyCore"]),
         // The `ivy` executable: the only ArgumentParser importer.
         .executableTarget(
             name: "IvyCLI",
             dependencies: [
                 "IvyCore",
                 "IvyStore",
+                "IvyGoogle",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -56,6 +59,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "GoogleEmulatorTests", dependencies: ["GoogleEmulator", "IvyCore"]),
+        .testTarget(name: "IvyGoogleTests", dependencies: ["IvyGoogle", "IvyCore", "GoogleEmulator"]),
         .testTarget(
             name: "IvyCoreTests",
             dependencies: [

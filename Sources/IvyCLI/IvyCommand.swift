@@ -1,10 +1,11 @@
 import ArgumentParser
 import Foundation
 import IvyCore
+import IvyGoogle
 import IvyStore
 
 @main
-struct IvyCommand: ParsableCommand {
+struct IvyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ivy",
         abstract: "Keep an audiobook library of books and clips, backed up to Google Drive.",
@@ -14,7 +15,9 @@ struct IvyCommand: ParsableCommand {
             follows the XDG base directories.
             """,
         version: IvyVersion.current,
-        subcommands: [BookCommand.self, ClipCommand.self, ConfigCommand.self, StatusCommand.self]
+        subcommands: [
+            BookCommand.self, ClipCommand.self, LoginCommand.self, LogoutCommand.self, StatusCommand.self, ConfigCommand.self,
+        ]
     )
 
     @OptionGroup var global: GlobalOptions
@@ -42,19 +45,44 @@ struct GlobalOptions: ParsableArguments {
         }
         return Context(
             paths: paths,
+            environment: environment,
             clock: WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) },
             ids: .uuid,
-            output: Output(environment: environment))
+            output: Output(environment: environment),
+            stdinIsTerminal: isatty(STDIN_FILENO) == 1)
     }
 }
 
 struct Context {
     let paths: IvyPaths
+    let environment: [String: String]
     let clock: WallClock
     let ids: IDGenerator
     let output: Output
+    let stdinIsTerminal: Bool
 
     func library() throws -> LibraryDatabase {
         try LibraryDatabase(paths: paths, clock: clock)
+    }
+
+    var google: GoogleEffects {
+        GoogleEffects(transport: URLSessionTransport(), clock: clock, sleep: { try await Task.sleep(for: $0) })
+    }
+
+    var tokenStore: TokenStore {
+        let output = output
+        return TokenStore(path: paths.tokenFile, warn: { output.error("warning: \($0)") })
+    }
+
+    func endpoints() throws -> GoogleEndpoints {
+        try GoogleEndpoints.from(environment: environment)
+    }
+
+    /// IVY_CLIENT_ID and IVY_CLIENT_SECRET, else `client_id` and `client_secret` from `ivy config`.
+    func credentials(_ library: LibraryDatabase) throws -> ClientCredentials {
+        let id = try environment["IVY_CLIENT_ID"].flatMap { $0.isEmpty ? nil : $0 } ?? library.setting(.clientID)
+        let secret = try environment["IVY_CLIENT_SECRET"].flatMap { $0.isEmpty ? nil : $0 } ?? library.setting(.clientSecret)
+        guard let id, let secret else { throw GoogleError.missingCredentials }
+        return ClientCredentials(id: id, secret: secret)
     }
 }

@@ -14,6 +14,11 @@ struct Output {
         print(text)
     }
 
+    /// Pushes buffered standard output out now (before a long wait).
+    func flush() {
+        fflush(nil)
+    }
+
     func error(_ text: String) {
         FileHandle.standardError.write(Data((text + "\n").utf8))
     }

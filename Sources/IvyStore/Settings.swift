@@ -46,6 +46,10 @@ extension LibraryDatabase {
         try storeSetting(key.rawValue, value)
     }
 
+    func recordSetting(rawKey: String, _ value: String?) throws {
+        try storeSetting(rawKey, value)
+    }
+
     private func storeSetting(_ key: String, _ value: String?) throws {
         try write { db in
             if let value {

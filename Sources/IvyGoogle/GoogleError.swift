@@ -1,0 +1,69 @@
+import Foundation
+
+/// Errors of the Google clients, worded to read after "Error: " and to name the fix.
+/// None of them ever carries a token or the client secret.
+package enum GoogleError: LocalizedError, Equatable, Sendable {
+    case badEndpoint(String)
+    case missingCredentials
+    case invalidClient
+    case accessDenied
+    case codeExpired
+    /// The refresh token was revoked or expired: signed out until `ivy login`.
+    case signedOut(reason: String)
+    case notSignedIn
+    /// Google answered with an error; `reason` is Drive's `errors[0].reason` or the OAuth `error`.
+    case http(status: Int, reason: String?, message: String)
+    case network(String)
+    case unexpectedResponse(String)
+
+    package var errorDescription: String? {
+        switch self {
+        case .badEndpoint(let message): message
+        case .missingCredentials:
+            """
+            no OAuth client configured. In the Google Cloud project of the Ivy app, create an OAuth client of type \
+            "TVs and Limited Input devices" (APIs & Services > Credentials > Create credentials > OAuth client ID), \
+            then give it to ivy: `ivy config set client_id ID` and `ivy config set client_secret SECRET` \
+            (or set IVY_CLIENT_ID and IVY_CLIENT_SECRET). It must be the same project as the app: \
+            drive.file only shows files made by that project.
+            """
+        case .invalidClient:
+            "Google does not accept the OAuth client (invalid_client); check client_id and client_secret, and that the client's type is \"TVs and Limited Input devices\""
+        case .accessDenied: "the sign-in was denied in the browser; run `ivy login` to try again"
+        case .codeExpired: "the sign-in code expired before it was approved; run `ivy login` again"
+        case .signedOut(let reason): "signed out: \(reason); run `ivy login`"
+        case .notSignedIn: "not signed in; run `ivy login`"
+        case .http(let status, let reason, let message):
+            "Google answered \(status)\(reason.map { " (\($0))" } ?? ""): \(message)"
+        case .network(let message): "cannot reach Google: \(message); check the network and try again"
+        case .unexpectedResponse(let message): "unexpected answer from Google: \(message)"
+        }
+    }
+
+    /// Reads Drive's `{"error":{"code","message","errors":[{"reason"}]}}` or OAuth's flat `{"error","error_description"}`.
+    static func from(_ response: HTTPResponse) -> GoogleError {
+        let json = response.json
+        if let envelope = json?["error"] as? [String: Any] {
+            let reason = (envelope["errors"] as? [[String: Any]])?.first?["reason"] as? String
+            return .http(status: response.status, reason: reason, message: envelope["message"] as? String ?? "no message")
+        }
+        if let code = json?["error"] as? String {
+            return .http(status: response.status, reason: code, message: json?["error_description"] as? String ?? code)
+        }
+        return .http(status: response.status, reason: nil, message: HTTPStatusText.text(response.status))
+    }
+}
+
+enum HTTPStatusText {
+    static func text(_ status: Int) -> String {
+        switch status {
+        case 400: "bad request"
+        case 401: "unauthorized"
+        case 403: "forbidden"
+        case 404: "not found"
+        case 429: "too many requests"
+        case 500...599: "server error"
+        default: "HTTP \(status)"
+        }
+    }
+}

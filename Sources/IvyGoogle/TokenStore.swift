@@ -1,0 +1,116 @@
+import Foundation
+import IvyCore
+
+/// What `token.json` holds. Never printed: only whether a refresh token exists and when
+/// the access token expires are shown.
+package struct StoredToken: Codable, Sendable, Equatable {
+    package var accessToken: String?
+    package var refreshToken: String?
+    /// Absolute expiry of the access token, ms since the epoch.
+    package var expiresAt: Milliseconds?
+    package var scope: String?
+    package var clientID: String
+    package var email: String
+    package var permissionID: String
+    /// Set when Google refused the refresh token: the user must sign in again.
+    package var signedOutReason: String?
+
+    package init(
+        accessToken: String?, refreshToken: String?, expiresAt: Milliseconds?, scope: String?, clientID: String,
+        email: String, permissionID: String, signedOutReason: String? = nil
+    ) {
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+        self.expiresAt = expiresAt
+        self.scope = scope
+        self.clientID = clientID
+        self.email = email
+        self.permissionID = permissionID
+        self.signedOutReason = signedOutReason
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case accessToken = "access_token", refreshToken = "refresh_token", expiresAt = "expires_at", scope
+        case clientID = "client_id", email, permissionID = "permission_id", signedOutReason = "signed_out_reason"
+    }
+
+    package var isSignedIn: Bool { refreshToken != nil && signedOutReason == nil }
+}
+
+/// The token file: written atomically, mode 0600 from the moment it exists, in a 0700 directory.
+package struct TokenStore: Sendable {
+    package let path: String
+    /// Where warnings go (a loose mode tightened, a corrupt file ignored).
+    private let warn: @Sendable (String) -> Void
+
+    package init(path: String, warn: @escaping @Sendable (String) -> Void) {
+        self.path = path
+        self.warn = warn
+    }
+
+    /// The stored token, or nil when there is none or it cannot be read (with a warning).
+    package func load() -> StoredToken? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        if info.st_mode & 0o077 != 0 {
+            warn("\(path) was readable by others (mode \(String(info.st_mode & 0o777, radix: 8))); tightened to 0600")
+            chmod(path, 0o600)
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            warn("cannot read \(path); treating this as signed out")
+            return nil
+        }
+        do {
+            return try JSONDecoder().decode(StoredToken.self, from: data)
+        } catch {
+            warn("\(path) is damaged; treating this as signed out (run `ivy login`)")
+            return nil
+        }
+    }
+
+    /// Replaces the file atomically: a temporary file created 0600, synced, renamed over.
+    package func save(_ token: StoredToken) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        try PrivateDirectory.ensure(directory)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = try encoder.encode(token)
+        let temporary = directory + "/.token-\(UUID().uuidString).tmp"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard descriptor >= 0 else { throw TokenFileError(path: temporary, errno: errno) }
+        let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        let synced = fsync(descriptor) == 0
+        close(descriptor)
+        guard written == data.count, synced, rename(temporary, path) == 0 else {
+            let error = TokenFileError(path: path, errno: errno)
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    package func delete() {
+        unlink(path)
+    }
+}
+
+package struct TokenFileError: LocalizedError {
+    let path: String
+    let errno: Int32
+    package var errorDescription: String? {
+        "cannot write \(path): \(String(cString: strerror(errno))); check the permissions of its directory"
+    }
+}
+
+/// Creates a directory (and parents) with mode 0700 for the directory itself.
+package enum PrivateDirectory {
+    package static func ensure(_ path: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return }
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty, !FileManager.default.fileExists(atPath: parent) {
+            try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        }
+        if mkdir(path, 0o700) != 0, errno != EEXIST { throw TokenFileError(path: path, errno: errno) }
+        chmod(path, 0o700)
+    }
+}

@@ -1,0 +1,56 @@
+import GRDB
+import IvyCore
+
+/// Settings ivy keeps for itself, never shown by `ivy config`.
+package enum InternalSetting: String, Sendable, CaseIterable {
+    /// The Google account (Drive permission id) the manifest belongs to.
+    case accountPermissionID = "account_permission_id"
+    case accountEmail = "account_email"
+    /// Drive folder ids remembered across runs, validated once per sync.
+    case ivyFolderID = "folder_ivy_id"
+    case booksFolderID = "folder_books_id"
+    case clipsFolderID = "folder_clips_id"
+}
+
+extension LibraryDatabase {
+    package func internalSetting(_ key: InternalSetting) throws -> String? {
+        try read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [key.rawValue])
+        }
+    }
+
+    package func setInternalSetting(_ key: InternalSetting, _ value: String?) throws {
+        try recordSetting(rawKey: key.rawValue, value)
+    }
+
+    /// Records that this library syncs with `permissionID`. Signing in as another account
+    /// forgets the manifest and the folder ids (the queue stays): the next sync uploads the
+    /// whole library to the new account. Returns true when that reset happened.
+    @discardableResult
+    package func bindAccount(permissionID: String, email: String) throws -> Bool {
+        try write { db in
+            let current = try String.fetchOne(
+                db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [InternalSetting.accountPermissionID.rawValue])
+            let switched = current != nil && current != permissionID
+            if switched { try Self.clearManifest(db) }
+            for (key, value) in [(InternalSetting.accountPermissionID, permissionID), (.accountEmail, email)] {
+                try db.execute(
+                    sql: "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    arguments: [key.rawValue, value])
+            }
+            return switched
+        }
+    }
+
+    /// Forgets what was synced: the manifest and the remembered Drive folders. Queued
+    /// changes stay, and the next sync compares everything afresh.
+    package func resetManifest() throws {
+        try write { db in try Self.clearManifest(db) }
+    }
+
+    static func clearManifest(_ db: Database) throws {
+        try db.execute(sql: "DELETE FROM sync_manifest")
+        let folders = [InternalSetting.ivyFolderID, .booksFolderID, .clipsFolderID].map(\.rawValue)
+        try db.execute(sql: "DELETE FROM settings WHERE key IN (?, ?, ?)", arguments: StatementArguments(folders))
+    }
+}

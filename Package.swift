@@ -79,6 +79,7 @@ let package = Package(
             name: "IvyCLITests",
             dependencies: [
                 "IvyCLI",
+                "GoogleEmulator",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -22,11 +22,17 @@ struct ExecutableTests {
         try process.run()
         defer { if process.isRunning { process.terminate() } }
 
-        var firstLine = Data()
-        while !firstLine.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            firstLine.append(chunk)
+        // Blocking reads stay off Swift's cooperative threads, which in-process emulators need.
+        let firstLine = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data, any Error>) in
+            DispatchQueue.global().async {
+                var line = Data()
+                while !line.contains(UInt8(ascii: "\n")) {
+                    let chunk = output.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    line.append(chunk)
+                }
+                continuation.resume(returning: line)
+            }
         }
         let url = String(decoding: firstLine.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
         #expect(url.range(of: #"^http://127\.0\.0\.1:\d+$"#, options: .regularExpression) != nil, "first line: \(url)")
@@ -35,7 +41,12 @@ struct ExecutableTests {
         #expect(String(decoding: data, as: UTF8.self).contains("user_codes"))
 
         process.terminate()
-        process.waitUntilExit()
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                process.waitUntilExit()
+                continuation.resume()
+            }
+        }
         #expect(process.terminationReason == .exit && process.terminationStatus == 0)
         #expect(FileManager.default.fileExists(atPath: stateFile))
     }

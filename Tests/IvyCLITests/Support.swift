@@ -16,7 +16,8 @@ struct RunResult {
 }
 
 /// The built `ivy` binary run in a fresh home, as a user would run it.
-final class IvyHome {
+/// (`@unchecked`: its environment is set up before any concurrent use.)
+final class IvyHome: @unchecked Sendable {
     let path: String
     var environment: [String: String]
 
@@ -73,6 +74,18 @@ final class IvyHome {
             stderr: String(decoding: FileManager.default.contents(atPath: err) ?? Data(), as: UTF8.self))
     }
 
+    /// Runs `ivy` on a GCD thread: waiting on a subprocess must not block Swift's few
+    /// cooperative threads, which an in-process emulator needs to answer that subprocess.
+    @discardableResult
+    func runAsync(_ arguments: String..., environment extra: [String: String] = [:]) async throws -> RunResult {
+        try await runAsync(arguments, environment: extra)
+    }
+
+    @discardableResult
+    func runAsync(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> RunResult {
+        try await offCooperativePool { try self.run(arguments, environment: extra) }
+    }
+
     /// Runs a command that must succeed and returns its output's first line.
     func id(_ arguments: String...) throws -> String {
         let result = try run(arguments)
@@ -102,5 +115,12 @@ final class IvyHome {
 
     func count(_ query: String) throws -> Int {
         try DatabaseQueue(path: home + "/library.db").read { db in try Int.fetchOne(db, sql: query) ?? -1 }
+    }
+}
+
+/// Runs blocking work (subprocess waits, pipe reads) on a GCD thread and awaits it.
+func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
     }
 }

@@ -1,0 +1,213 @@
+import Foundation
+import GoogleEmulator
+import GRDB
+import Testing
+
+/// `ivy` runs as a subprocess; the emulator runs in this test process on a loopback port.
+final class SignInHarness {
+    let emulator: GoogleEmulator
+    let ivy: IvyHome
+
+    init(emulator: GoogleEmulator) throws {
+        self.emulator = emulator
+        ivy = try IvyHome()
+        let url = emulator.baseURL.absoluteString
+        ivy.environment.merge([
+            "IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url,
+            "IVY_CLIENT_ID": GoogleEmulator.defaultClient.id, "IVY_CLIENT_SECRET": GoogleEmulator.defaultClient.secret,
+        ]) { $1 }
+    }
+
+    /// Runs `ivy login`, reads its output until the code shows, decides as `decide`, and waits for the end.
+    func login(decide: @escaping @Sendable (EmulatorState, String) async throws -> Void = { state, code in
+        try await state.approve(userCode: code, email: "alice@example.com")
+    }) async throws -> RunResult {
+        await emulator.state.setDeviceCode(interval: 0)
+        let process = Process()
+        process.executableURL = IvyHome.binary
+        process.arguments = ["login"]
+        process.environment = ivy.environment
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let code = try await offCooperativePool { () -> (Data, String?) in
+            var seen = Data()
+            while true {
+                let chunk = out.fileHandleForReading.availableData
+                if chunk.isEmpty { return (seen, nil) }
+                seen.append(chunk)
+                let text = String(decoding: seen, as: UTF8.self)
+                if let match = text.firstMatch(of: /\b([A-Z]{4}-[A-Z]{4})\b/) { return (seen, String(match.1)) }
+            }
+        }
+        if let userCode = code.1 { try await decide(emulator.state, userCode) }
+        let (rest, errors) = try await offCooperativePool { () -> (Data, Data) in
+            let rest = out.fileHandleForReading.readDataToEndOfFile()
+            let errors = err.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (rest, errors)
+        }
+        return RunResult(
+            status: process.terminationStatus, stdout: String(decoding: code.0 + rest, as: UTF8.self),
+            stderr: String(decoding: errors, as: UTF8.self))
+    }
+
+    var tokenFile: String { ivy.home + "/token.json" }
+
+    func storedToken() throws -> [String: Any] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: tokenFile))
+        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+    }
+}
+
+func withSignIn(_ body: (SignInHarness) async throws -> Void) async throws {
+    let emulator = try await GoogleEmulator.start()
+    do {
+        try await body(try SignInHarness(emulator: emulator))
+    } catch {
+        await emulator.stop()
+        throw error
+    }
+    await emulator.stop()
+}
+
+@Suite("ivy login, logout and status against the emulator")
+struct LoginTests {
+    @Test("login prints the URL and code, waits for approval, saves a private token file and names the account")
+    func login() async throws {
+        try await withSignIn { harness in
+            let result = try await harness.login()
+            #expect(result.status == 0, "stderr: \(result.stderr) stdout: \(result.stdout)")
+            #expect(result.stdout.contains(harness.emulator.baseURL.absoluteString + "/device"))
+            #expect(result.stdout.contains("30 minutes"))
+            #expect(result.stdout.hasSuffix("Signed in as alice@example.com\n"))
+            let mode = try FileManager.default.attributesOfItem(atPath: harness.tokenFile)[.posixPermissions] as? Int
+            #expect(mode == 0o600)
+            let token = try harness.storedToken()
+            #expect(token["email"] as? String == "alice@example.com")
+            #expect(token["permission_id"] as? String == "04871234567890123456")
+            #expect(token["refresh_token"] is String && token["expires_at"] is Int)
+            let status = try #require(try await harness.ivy.runAsync("status", "--json").json() as? [String: Any])
+            #expect(status["authenticated"] as? Bool == true)
+            #expect(status["account"] as? String == "alice@example.com")
+            #expect(status["refresh_token_present"] as? Bool == true)
+            #expect(status["access_token_expires"] is String)
+        }
+    }
+
+    @Test("a denied sign-in exits nonzero, says so, and writes no token")
+    func denied() async throws {
+        try await withSignIn { harness in
+            let result = try await harness.login { state, code in try await state.deny(userCode: code) }
+            #expect(result.status == 1)
+            #expect(result.stderr.contains("denied") && result.stderr.contains("ivy login"))
+            #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
+        }
+    }
+
+    @Test("without an OAuth client, login explains how to create one")
+    func missingClient() async throws {
+        try await withSignIn { harness in
+            harness.ivy.environment["IVY_CLIENT_ID"] = nil
+            harness.ivy.environment["IVY_CLIENT_SECRET"] = nil
+            let result = try await harness.ivy.runAsync("login")
+            #expect(result.status == 1)
+            #expect(result.stderr.contains("TVs and Limited Input devices") && result.stderr.contains("ivy config set client_id"))
+        }
+    }
+
+    @Test("plain http to a non-loopback host is refused before any request")
+    func insecureEndpoint() async throws {
+        try await withSignIn { harness in
+            let result = try await harness.ivy.runAsync(["login"], environment: ["IVY_OAUTH_URL": "http://oauth2.googleapis.com"])
+            #expect(result.status == 1 && result.stderr.contains("https://"))
+            #expect(await harness.emulator.state.requests.isEmpty)
+        }
+    }
+
+    @Test("the client id and secret can come from ivy config")
+    func configCredentials() async throws {
+        try await withSignIn { harness in
+            harness.ivy.environment["IVY_CLIENT_ID"] = nil
+            harness.ivy.environment["IVY_CLIENT_SECRET"] = nil
+            try await harness.ivy.runAsync("config", "set", "client_id", GoogleEmulator.defaultClient.id)
+            try await harness.ivy.runAsync("config", "set", "client_secret", GoogleEmulator.defaultClient.secret)
+            #expect(try await harness.login().status == 0)
+        }
+    }
+
+    @Test("logout revokes at Google and deletes the token file")
+    func logout() async throws {
+        try await withSignIn { harness in
+            _ = try await harness.login()
+            let refresh = try #require(try harness.storedToken()["refresh_token"] as? String)
+            let result = try await harness.ivy.runAsync("logout")
+            #expect(result.status == 0 && result.stdout == "Signed out of alice@example.com\n")
+            #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
+            #expect(await harness.emulator.state.requests.contains { $0.path == "/revoke" && $0.status == 200 })
+            _ = refresh
+            #expect(try await harness.ivy.runAsync("logout").stdout == "Not signed in.\n")
+        }
+    }
+
+    @Test("logout with Google unreachable still deletes the token, with a warning")
+    func logoutOffline() async throws {
+        try await withSignIn { harness in
+            _ = try await harness.login()
+            await harness.emulator.stop()
+            let result = try await harness.ivy.runAsync("logout")
+            #expect(result.status == 0)
+            #expect(result.stderr.contains("warning: could not reach Google"))
+            #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
+        }
+    }
+
+    @Test("signing in as a different account resets the manifest and folder ids but keeps the queue")
+    func accountSwitch() async throws {
+        try await withSignIn { harness in
+            _ = try await harness.login()
+            _ = try harness.ivy.id("book", "add", "--title", "Dune")
+            try harness.ivy.execute("INSERT INTO sync_manifest (entity_type, entity_id) VALUES ('book', 'abc')")
+            try harness.ivy.execute("INSERT INTO settings (key, value) VALUES ('folder_ivy_id', 'F1')")
+            let same = try await harness.login()
+            #expect(!same.stdout.contains("different Google account"))
+            #expect(try harness.ivy.count("SELECT count(*) FROM sync_manifest") == 1)
+            let other = try await harness.login { state, code in try await state.approve(userCode: code, email: "bob@example.com") }
+            #expect(other.stdout.contains("different Google account") && other.stdout.contains("bob@example.com"))
+            #expect(try harness.ivy.count("SELECT count(*) FROM sync_manifest") == 0)
+            #expect(try harness.ivy.count("SELECT count(*) FROM settings WHERE key = 'folder_ivy_id'") == 0)
+            #expect(try harness.ivy.count("SELECT count(*) FROM sync_queue") == 1)
+        }
+    }
+
+    @Test("a damaged token file means signed out, with a warning, never a crash")
+    func corruptToken() async throws {
+        try await withSignIn { harness in
+            _ = try await harness.login()
+            try Data("garbage".utf8).write(to: URL(fileURLWithPath: harness.tokenFile))
+            let status = try await harness.ivy.runAsync("status", "--json")
+            #expect(status.status == 0)
+            #expect(status.stderr.contains("damaged"))
+            #expect((try status.json() as? [String: Any])?["authenticated"] as? Bool == false)
+        }
+    }
+
+    @Test("tokens and the client secret never appear in anything ivy prints")
+    func noSecretsPrinted() async throws {
+        try await withSignIn { harness in
+            var printed = [try await harness.login()]
+            let token = try harness.storedToken()
+            printed.append(try await harness.ivy.runAsync("status"))
+            printed.append(try await harness.ivy.runAsync("status", "--json"))
+            printed.append(try await harness.ivy.runAsync("config", "list"))
+            printed.append(try await harness.ivy.runAsync("logout"))
+            let everything = printed.map { $0.stdout + $0.stderr }.joined()
+            for secret in [token["access_token"] as? String, token["refresh_token"] as? String, GoogleEmulator.defaultClient.secret] {
+                let secret = try #require(secret)
+                #expect(!everything.contains(secret))
+            }
+        }
+    }
+}

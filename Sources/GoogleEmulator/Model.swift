@@ -53,6 +53,8 @@ package struct LoggedRequest: Sendable, Codable, Equatable {
     package var account: String?
     package var start: Date
     package var end: Date
+    /// Bytes of request body that arrived.
+    package var bytes: Int = 0
 }
 
 /// A rule that makes matching requests fail the way Google's servers sometimes do.

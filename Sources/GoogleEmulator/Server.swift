@@ -127,7 +127,7 @@ struct EmulatorResponder: HTTPResponder {
         if !isControl {
             await state.log(LoggedRequest(
             method: method, path: path, query: rawQuery, status: drop == nil ? reply.status : 0, account: account,
-                start: started, end: await state.now()))
+                start: started, end: await state.now(), bytes: body.count))
         }
         return Self.response(reply, dropAfter: drop)
     }

@@ -71,6 +71,8 @@ package final class URLSessionTransport: HTTPTransport {
             (data, response) = try await session.data(for: urlRequest)
         case .data(let body):
             (data, response) = try await session.upload(for: urlRequest, from: body)
+        case .file(let url, let range) where range.lowerBound == 0 && range.upperBound == FileSlice.size(of: url):
+            (data, response) = try await session.upload(for: urlRequest, fromFile: url)
         case .file(let url, let range):
             let slice = try FileSlice.temporaryCopy(of: url, range: range)
             defer { try? FileManager.default.removeItem(at: slice) }
@@ -106,6 +108,10 @@ package final class URLSessionTransport: HTTPTransport {
 /// tail is copied to a temporary file in bounded chunks (never read whole into memory).
 enum FileSlice {
     static let chunk = 1 << 20
+
+    static func size(of file: URL) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? NSNumber)?.int64Value ?? -1
+    }
 
     static func temporaryCopy(of source: URL, range: Range<Int64>) throws -> URL {
         let target = FileManager.default.temporaryDirectory.appendingPathComponent("ivy-upload-\(UUID().uuidString)")

@@ -1,0 +1,78 @@
+import Foundation
+
+/// A Drive failure, typed by what to do about it. Keeps the HTTP status and Drive's reason
+/// for the log; the message says what a person can do.
+package struct DriveError: LocalizedError, Equatable, Sendable {
+    package enum Kind: String, Sendable {
+        case rateLimited, server, network, driveFull, notFound, forbidden, badRequest, unauthorized
+        case fileTooLarge, integrity, unexpected
+    }
+
+    package var kind: Kind
+    package var status: Int?
+    package var reason: String?
+    package var message: String
+
+    package init(_ kind: Kind, status: Int? = nil, reason: String? = nil, message: String) {
+        self.kind = kind
+        self.status = status
+        self.reason = reason
+        self.message = message
+    }
+
+    /// Worth trying again later (the same request may succeed).
+    package var isRetryable: Bool {
+        [.rateLimited, .server, .network, .integrity].contains(kind)
+    }
+
+    package var errorDescription: String? {
+        switch kind {
+        case .driveFull: "your Google Drive is full (storageQuotaExceeded); free some space, then run `ivy retry-failed` and `ivy sync`"
+        case .rateLimited: "Google Drive is rate limiting ivy (\(reason ?? "429")); the next sync tries again"
+        case .unauthorized: "Google refused the sign-in (401); run `ivy login`"
+        default: message
+        }
+    }
+
+    static func from(_ response: HTTPResponse, context: String) -> DriveError {
+        let parsed = GoogleError.from(response)
+        guard case .http(let status, let reason, let message) = parsed else {
+            return DriveError(.unexpected, status: response.status, message: "\(context): unexpected answer \(response.status)")
+        }
+        let text = "\(context): Drive answered \(status)\(reason.map { " \($0)" } ?? ""): \(message)"
+        switch (status, reason) {
+        case (429, _), (403, "userRateLimitExceeded"?), (403, "rateLimitExceeded"?):
+            return DriveError(.rateLimited, status: status, reason: reason, message: text)
+        case (403, "storageQuotaExceeded"?), (403, "quotaExceeded"?):
+            return DriveError(.driveFull, status: status, reason: reason, message: text)
+        case (500...599, _): return DriveError(.server, status: status, reason: reason, message: text)
+        case (404, _): return DriveError(.notFound, status: status, reason: reason, message: text)
+        case (401, _): return DriveError(.unauthorized, status: status, reason: reason, message: text)
+        case (403, _): return DriveError(.forbidden, status: status, reason: reason, message: text)
+        default: return DriveError(.badRequest, status: status, reason: reason, message: text)
+        }
+    }
+}
+
+/// How often and how long to retry: exponential backoff with full jitter, honouring
+/// Retry-After, bounded in attempts and in total time.
+package struct RetryPolicy: Sendable {
+    package var maxAttempts: Int
+    package var baseDelay: Duration
+    package var maxDelay: Duration
+    package var maxTotal: Duration
+
+    package init(maxAttempts: Int = 6, baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(32), maxTotal: Duration = .seconds(180)) {
+        self.maxAttempts = maxAttempts
+        self.baseDelay = baseDelay
+        self.maxDelay = maxDelay
+        self.maxTotal = maxTotal
+    }
+
+    /// The wait before retry number `attempt` (1-based).
+    func delay(attempt: Int, retryAfter: Duration?, random: Double) -> Duration {
+        if let retryAfter { return retryAfter }
+        let ceiling = min(maxDelay, baseDelay * (1 << min(attempt - 1, 20)))
+        return ceiling * random
+    }
+}

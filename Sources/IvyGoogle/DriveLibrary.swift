@@ -1,0 +1,280 @@
+import Foundation
+import IvyCore
+
+/// Concurrent callers of "ensure the folders" await one in-flight lookup-or-creation,
+/// so two parts of one sync never create twin folders.
+actor FolderCache {
+    private var task: Task<DriveFolders, any Error>?
+
+    func folders(_ resolve: @escaping @Sendable () async throws -> DriveFolders) async throws -> DriveFolders {
+        let current = task ?? Task { try await resolve() }
+        task = current
+        do {
+            return try await current.value
+        } catch {
+            task = nil
+            throw error
+        }
+    }
+
+    func forget() { task = nil }
+}
+
+extension DriveClient {
+    static let folderQuery =
+        "mimeType = '\(folderType)' and trashed = false and ((name = 'Ivy' and 'root' in parents) or name = 'books' or name = 'clips')"
+
+    /// `My Drive/Ivy/books` and `My Drive/Ivy/clips`, created when missing. One list request
+    /// finds every twin; concurrent callers share it.
+    package func folders() async throws -> DriveFolders {
+        try await folderCache.folders { [self] in try await self.resolveFolders() }
+    }
+
+    private func resolveFolders() async throws -> DriveFolders {
+        let found = try await list(query: Self.folderQuery)
+        guard found.complete else { throw DriveError(.server, message: "looking up the Ivy folders: the listing stopped early") }
+        var folders = Self.structure(found.files)
+        if folders.ivy.isEmpty { folders.ivy = [try await createFolder("Ivy", parent: nil)] }
+        if folders.books.isEmpty { folders.books = [try await createFolder("books", parent: folders.ivy[0])] }
+        if folders.clips.isEmpty { folders.clips = [try await createFolder("clips", parent: folders.ivy[0])] }
+        return folders
+    }
+
+    /// Which listed folders form ivy's tree; twins are kept, oldest first.
+    static func structure(_ entries: [(file: RemoteFile, mimeType: String, parents: [String])]) -> DriveFolders {
+        func oldestFirst(_ list: [(file: RemoteFile, mimeType: String, parents: [String])]) -> [String] {
+            list.sorted { ($0.file.createdTime ?? 0, $0.file.id) < ($1.file.createdTime ?? 0, $1.file.id) }.map(\.file.id)
+        }
+        let folders = entries.filter { $0.mimeType == folderType }
+        let ivy = oldestFirst(folders.filter { $0.file.name == "Ivy" })
+        let ivySet = Set(ivy)
+        let inside = folders.filter { $0.parents.contains { ivySet.contains($0) } }
+        return DriveFolders(
+            ivy: ivy, books: oldestFirst(inside.filter { $0.file.name == "books" }),
+            clips: oldestFirst(inside.filter { $0.file.name == "clips" }))
+    }
+
+    private func createFolder(_ name: String, parent: String?) async throws -> String {
+        let id = try await ids.next()
+        var metadata: [String: Any] = ["id": id, "name": name, "mimeType": Self.folderType]
+        if let parent { metadata["parents"] = [parent] }
+        let request = HTTPRequest(
+            method: "POST", url: http.url("drive/v3/files", ["fields": "id"]),
+            headers: ["Content-Type": "application/json; charset=UTF-8"],
+            body: .data(try JSONSerialization.data(withJSONObject: metadata)))
+        do {
+            _ = try await http.execute(request, context: "creating the \(name) folder")
+        } catch let error as DriveError where error.status == 409 {
+            // A retried create whose first answer was lost: the folder is there.
+        }
+        return id
+    }
+
+    // MARK: listing
+
+    /// Every page of a query; `complete` is false when a page could not be read.
+    func list(query: String) async throws -> (files: [(file: RemoteFile, mimeType: String, parents: [String])], complete: Bool) {
+        var entries: [(file: RemoteFile, mimeType: String, parents: [String])] = []
+        var pageToken: String?
+        repeat {
+            var parameters = [
+                "q": query, "pageSize": "1000", "fields": "nextPageToken,files(\(Self.fileFields))",
+            ]
+            parameters["pageToken"] = pageToken
+            let response: HTTPResponse
+            do {
+                response = try await http.execute(HTTPRequest(method: "GET", url: http.url("drive/v3/files", parameters)), context: "listing Drive")
+            } catch let error as DriveError where !entries.isEmpty && error.isRetryable {
+                return (entries, false)
+            }
+            let page = try http.json(response, context: "listing Drive")
+            for object in page["files"] as? [[String: Any]] ?? [] {
+                guard let file = Self.remoteFile(object) else { continue }
+                entries.append((file, object["mimeType"] as? String ?? "", object["parents"] as? [String] ?? []))
+            }
+            pageToken = page["nextPageToken"] as? String
+        } while pageToken != nil
+        return (entries, true)
+    }
+
+    static func remoteFile(_ object: [String: Any]) -> RemoteFile? { DriveRequester.remoteFile(object) }
+
+    /// The whole library on Drive. With folder ids remembered from the last sync, one query
+    /// both lists the files and re-validates the folders (a no-op sync of up to 1,000 files
+    /// costs one request); when the folders changed (trashed, gone, twins) it resolves them
+    /// again and lists every books and clips folder.
+    package func listLibrary(remembered: DriveFolders?) async throws -> DriveListing {
+        if let remembered, !remembered.books.isEmpty, !remembered.clips.isEmpty {
+            let parents = (remembered.books + remembered.clips).map { "'\($0)' in parents" }.joined(separator: " or ")
+            let combined = try await list(query: "(\(Self.folderQuery)) or ((\(parents)) and trashed = false)")
+            let found = Self.structure(combined.files)
+            if combined.complete, found == remembered {
+                let folderIDs = Set(remembered.books + remembered.clips)
+                let files = combined.files.filter { $0.mimeType != Self.folderType && $0.parents.contains { folderIDs.contains($0) } }
+                return DriveListing(folders: remembered, files: files.map(\.file), isComplete: true)
+            }
+            await folderCache.forget()
+        }
+        let folders = try await folders()
+        let parents = (folders.books + folders.clips).map { "'\($0)' in parents" }.joined(separator: " or ")
+        let listed = try await list(query: "(\(parents)) and trashed = false")
+        let files = listed.files.filter { $0.mimeType != Self.folderType }.map(\.file)
+        return DriveListing(folders: folders, files: files, isComplete: listed.complete)
+    }
+
+    // MARK: uploads
+
+    /// Delete-then-create: removes the files of that name seen in this sync's listing
+    /// (404 counts as gone), then creates the new one with a pre-generated id.
+    package func uploadJSON(name: String, data: Data, folder: String, replacing: [RemoteFile]) async throws -> UploadedFile {
+        for file in replacing { try await delete(file.id) }
+        let id = try await ids.next()
+        let boundary = "ivy-\(UUID().uuidString)"
+        let metadata = try JSONSerialization.data(withJSONObject: ["id": id, "name": name, "parents": [folder], "mimeType": "application/json"])
+        var body = Data("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8)
+        body.append(metadata)
+        body.append(Data("\r\n--\(boundary)\r\nContent-Type: application/json\r\n\r\n".utf8))
+        body.append(data)
+        body.append(Data("\r\n--\(boundary)--\r\n".utf8))
+        let request = HTTPRequest(
+            method: "POST", url: http.url("upload/drive/v3/files", ["uploadType": "multipart", "fields": "id,name,size,md5Checksum,modifiedTime"]),
+            headers: ["Content-Type": "multipart/related; boundary=\(boundary)"], body: .data(body))
+        do {
+            return try http.uploaded(try await http.execute(request, context: "uploading \(name)"), context: "uploading \(name)")
+        } catch let error as DriveError where error.status == 409 {
+            return try await existing(id, context: "uploading \(name)")
+        }
+    }
+
+    /// Uploads an MP3 through a resumable session, streamed from disk. After a dropped
+    /// connection or a 5xx it asks the session what arrived and sends only the rest; an
+    /// expired session starts over. Over the 50 MB cap it fails before any request.
+    package func uploadMP3(name: String, file: URL, folder: String, replacing: [RemoteFile]) async throws -> UploadedFile {
+        let size = try Self.fileSize(file)
+        guard size <= AudioRules.maximumBytes else {
+            throw DriveError(.fileTooLarge, message: "\(file.path) is \(AudioRules.grouped(size)) bytes; clip audio is limited to 50 MB (\(AudioRules.grouped(AudioRules.maximumBytes)) bytes)")
+        }
+        for old in replacing { try await delete(old.id) }
+        let id = try await ids.next()
+        let context = "uploading \(name)"
+        var sessions = 0
+        var failures = 0
+        while true {
+            sessions += 1
+            let session = try await startSession(id: id, name: name, folder: folder, size: size, context: context)
+            var offset: Int64 = 0
+            var needsStatus = false
+            sessionLoop: while true {
+                let response: HTTPResponse
+                do {
+                    if needsStatus {
+                        response = try await http.attempt(HTTPRequest(
+                            method: "PUT", url: session, headers: ["Content-Range": "bytes */\(size)", "Content-Length": "0"], body: .data(Data())))
+                    } else {
+                        let range = size == 0 ? "bytes */0" : "bytes \(offset)-\(size - 1)/\(size)"
+                        response = try await http.attempt(HTTPRequest(
+                            method: "PUT", url: session, headers: ["Content-Range": range, "Content-Type": "audio/mpeg"],
+                            body: .file(file, range: offset..<size)))
+                    }
+                } catch let error as DriveError where error.isRetryable {
+                    failures += 1
+                    guard failures <= http.policy.maxAttempts else { throw error }
+                    try await http.sleep(http.policy.delay(attempt: failures, retryAfter: nil, random: Double.random(in: 0...1)))
+                    needsStatus = true
+                    continue
+                }
+                switch response.status {
+                case 200, 201:
+                    await http.pacer.succeeded()
+                    return try http.uploaded(response, context: context)
+                case 308:
+                    offset = response.headers["range"].flatMap(Self.confirmedBytes) ?? 0
+                    needsStatus = false
+                case 404, 410:
+                    break sessionLoop
+                case 409:
+                    return try await existing(id, context: context)
+                default:
+                    let error = DriveError.from(response, context: context)
+                    failures += 1
+                    guard error.isRetryable, failures <= http.policy.maxAttempts else { throw error }
+                    try await http.sleep(http.policy.delay(attempt: failures, retryAfter: nil, random: Double.random(in: 0...1)))
+                    needsStatus = true
+                }
+            }
+            guard sessions < 3 else { throw DriveError(.server, message: "\(context): the upload session expired three times") }
+        }
+    }
+
+    private func startSession(id: String, name: String, folder: String, size: Int64, context: String) async throws -> URL {
+        let metadata = try JSONSerialization.data(withJSONObject: ["id": id, "name": name, "parents": [folder], "mimeType": "audio/mpeg"])
+        let request = HTTPRequest(
+            method: "POST", url: http.url("upload/drive/v3/files", ["uploadType": "resumable", "fields": "id,name,size,md5Checksum,modifiedTime"]),
+            headers: [
+                "Content-Type": "application/json; charset=UTF-8", "X-Upload-Content-Type": "audio/mpeg",
+                "X-Upload-Content-Length": String(size),
+            ],
+            body: .data(metadata))
+        let response = try await http.execute(request, context: context)
+        guard let location = response.headers["location"], let url = URL(string: location) else {
+            throw DriveError(.unexpected, message: "\(context): the upload session has no Location")
+        }
+        return url
+    }
+
+    /// `bytes=0-42` means 43 bytes arrived.
+    static func confirmedBytes(_ header: String) -> Int64? {
+        header.split(separator: "-").last.flatMap { Int64($0) }.map { $0 + 1 }
+    }
+
+    static func fileSize(_ file: URL) throws -> Int64 {
+        let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
+        return (attributes[.size] as? NSNumber)?.int64Value ?? 0
+    }
+
+    // MARK: downloads
+
+    /// A small file (backup JSON) into memory, refusing anything over `limit` bytes.
+    package func downloadData(_ file: RemoteFile, limit: Int = 1 << 20) async throws -> Data {
+        if let size = file.size, size > limit {
+            throw DriveError(.fileTooLarge, message: "\(file.name) is \(AudioRules.grouped(size)) bytes, more than a backup file can be")
+        }
+        let response = try await http.execute(
+            HTTPRequest(method: "GET", url: http.url("drive/v3/files/\(file.id)", ["alt": "media"])), context: "downloading \(file.name)")
+        guard response.body.count <= limit else {
+            throw DriveError(.fileTooLarge, message: "\(file.name) is larger than a backup file can be")
+        }
+        return response.body
+    }
+
+    /// An MP3 streamed to a temporary file beside `destination`, its size and md5 checked,
+    /// then renamed into place. Over the 50 MB cap it is refused before downloading.
+    package func downloadFile(_ file: RemoteFile, to destination: URL) async throws {
+        if let size = file.size, size > AudioRules.maximumBytes {
+            throw DriveError(.fileTooLarge, message: "\(file.name) on Drive is \(AudioRules.grouped(size)) bytes, over the 50 MB clip limit; it was not downloaded")
+        }
+        let temporary = destination.deletingLastPathComponent().appendingPathComponent(".download-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: temporary) }
+        _ = try await http.execute(
+            HTTPRequest(method: "GET", url: http.url("drive/v3/files/\(file.id)", ["alt": "media"])),
+            context: "downloading \(file.name)", download: temporary)
+        let size = try Self.fileSize(temporary)
+        if let expected = file.size, expected != size {
+            throw DriveError(.integrity, message: "downloading \(file.name): got \(size) bytes, Drive listed \(expected)")
+        }
+        if let md5 = file.md5, try Self.md5(of: temporary) != md5 {
+            throw DriveError(.integrity, message: "downloading \(file.name): the content does not match Drive's checksum")
+        }
+        guard rename(temporary.path, destination.path) == 0 else {
+            throw DriveError(.unexpected, message: "cannot move the download to \(destination.path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    static func md5(of file: URL) throws -> String {
+        let handle = try FileHandle(forReadingFrom: file)
+        defer { try? handle.close() }
+        var digest = MD5()
+        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { digest.update(chunk) }
+        return digest.finalize()
+    }
+}

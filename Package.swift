@@ -29,6 +29,11 @@ let package = Package(
         ),
         // HTTP over URLSession, Google's OAuth device flow, the token file and refresher, Drive v3.
         .target(name: "IvyGoogle", dependencies: ["IvyCore"]),
+        // The sync engine: lock, gate, list, plan, execute, record, report.
+        .target(
+            name: "IvySync",
+            dependencies: ["IvyCore", "IvyStore", "IvyGoogle", .product(name: "Logging", package: "swift-log")]
+        ),
         // The `ivy` executable: the only ArgumentParser importer.
         .executableTarget(
             name: "IvyCLI",
@@ -36,6 +41,7 @@ let package = Package(
                 "IvyCore",
                 "IvyStore",
                 "IvyGoogle",
+                "IvySync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -60,6 +66,13 @@ let package = Package(
         ),
         .testTarget(name: "GoogleEmulatorTests", dependencies: ["GoogleEmulator", "IvyCore"]),
         .testTarget(name: "IvyGoogleTests", dependencies: ["IvyGoogle", "IvyCore", "GoogleEmulator"]),
+        .testTarget(
+            name: "IvySyncTests",
+            dependencies: [
+                "IvySync", "IvyGoogle", "IvyStore", "IvyCore", "GoogleEmulator",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "IvyCoreTests",
             dependencies: [

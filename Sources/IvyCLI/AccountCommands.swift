@@ -18,7 +18,12 @@ struct LoginCommand: AsyncParsableCommand {
 
     func run() async throws {
         let context = try global.context()
-        let library = try context.library()
+        try await Self.signIn(context, library: try context.library())
+    }
+
+    /// The device flow, the account from Drive, the token file and the account binding.
+    @discardableResult
+    static func signIn(_ context: Context, library: LibraryDatabase) async throws -> StoredToken {
         let credentials = try context.credentials(library)
         let endpoints = try context.endpoints()
         let effects = context.google
@@ -39,9 +44,10 @@ struct LoginCommand: AsyncParsableCommand {
         context.output.flush()
         let tokens = try await flow.waitForApproval(authorization)
         let account = try await DriveAccount.fetch(drive: endpoints.drive, accessToken: tokens.accessToken, transport: effects.transport)
-        try context.tokenStore.save(StoredToken(
+        let token = StoredToken(
             accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt, scope: tokens.scope,
-            clientID: credentials.id, email: account.email, permissionID: account.permissionID))
+            clientID: credentials.id, email: account.email, permissionID: account.permissionID)
+        try context.tokenStore.save(token)
         if try library.bindAccount(permissionID: account.permissionID, email: account.email) {
             context.output.line("""
                 This library last synced with a different Google account. It has forgotten what it synced there; \
@@ -49,6 +55,7 @@ struct LoginCommand: AsyncParsableCommand {
                 """)
         }
         context.output.line("Signed in as \(account.email)")
+        return token
     }
 }
 

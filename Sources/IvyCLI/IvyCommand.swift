@@ -3,6 +3,8 @@ import Foundation
 import IvyCore
 import IvyGoogle
 import IvyStore
+import IvySync
+import Logging
 
 @main
 struct IvyCommand: AsyncParsableCommand {
@@ -16,7 +18,8 @@ struct IvyCommand: AsyncParsableCommand {
             """,
         version: IvyVersion.current,
         subcommands: [
-            BookCommand.self, ClipCommand.self, LoginCommand.self, LogoutCommand.self, StatusCommand.self, ConfigCommand.self,
+            BookCommand.self, ClipCommand.self, SyncCommand.self, LoginCommand.self, LogoutCommand.self, StatusCommand.self,
+            QueueCommand.self, RetryFailedCommand.self, ResetManifestCommand.self, ConfigCommand.self,
         ]
     )
 
@@ -72,6 +75,13 @@ struct Context {
     var tokenStore: TokenStore {
         let output = output
         return TokenStore(path: paths.tokenFile, warn: { output.error("warning: \($0)") })
+    }
+
+    /// swift-log into the state directory's ivy.log.
+    func logger() -> Logger {
+        let path = paths.logFile
+        try? PrivateDirectory.ensure(paths.stateDirectory)
+        return Logger(label: "ivy", factory: { _ in FileLogHandler(path: path) })
     }
 
     func endpoints() throws -> GoogleEndpoints {

@@ -22,12 +22,15 @@ struct StatusCommand: ParsableCommand {
         let lastSync: String?
         let lastError: String?
         let manifestEntries: Int
+        let nextAutoSync: String?
+        let orphanClips: Int
 
         enum CodingKeys: String, CodingKey {
             case authenticated, account, pending, failed
             case accessTokenExpires = "access_token_expires", refreshToken = "refresh_token_present"
             case signedOutReason = "signed_out_reason"
             case lastSync = "last_sync", lastError = "last_error", manifestEntries = "manifest_entries"
+            case nextAutoSync = "next_auto_sync", orphanClips = "orphan_clips"
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -42,20 +45,27 @@ struct StatusCommand: ParsableCommand {
             try container.encode(lastSync, forKey: .lastSync)
             try container.encode(lastError, forKey: .lastError)
             try container.encode(manifestEntries, forKey: .manifestEntries)
+            try container.encode(nextAutoSync, forKey: .nextAutoSync)
+            try container.encode(orphanClips, forKey: .orphanClips)
         }
     }
 
     func run() throws {
         let context = try global.context()
-        let local = try context.library().localStatus()
+        let library = try context.library()
+        let local = try library.localStatus()
         let token = context.tokenStore.load()
+        let enabled = try library.setting(.syncEnabled) == "true"
+        let cooldown = Milliseconds(try library.setting(.autoSyncCooldown).flatMap { Int($0) } ?? 300) * 1000
+        let next: String? =
+            if !enabled || token?.isSignedIn != true { nil } else { Display.date(max(context.clock.now(), (local.lastSyncTime ?? 0) + cooldown)) }
         let report = Report(
             authenticated: token?.isSignedIn ?? false, account: token?.email,
             accessTokenExpires: token?.expiresAt.map(Display.date), refreshToken: token?.refreshToken != nil,
             signedOutReason: token?.signedOutReason,
             pending: local.pending, failed: local.failed,
             lastSync: local.lastSyncTime.map(Display.date), lastError: local.lastError,
-            manifestEntries: local.manifestEntries)
+            manifestEntries: local.manifestEntries, nextAutoSync: next, orphanClips: try library.orphanClipCount())
         if json { return try context.output.json(report) }
         context.output.fields([
             ("authenticated", report.authenticated ? "yes" : (report.signedOutReason.map { "no: \($0); run `ivy login`" } ?? "no; run `ivy login`")),
@@ -67,6 +77,8 @@ struct StatusCommand: ParsableCommand {
             ("last sync", report.lastSync ?? "never"),
             ("last error", Display.optional(report.lastError)),
             ("manifest entries", String(report.manifestEntries)),
+            ("next auto sync", report.nextAutoSync ?? (enabled ? "when signed in" : "never (sync_enabled is false)")),
+            ("orphan clips", String(report.orphanClips)),
         ])
     }
 }

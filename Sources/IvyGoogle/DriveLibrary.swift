@@ -227,7 +227,7 @@ extension DriveClient {
         header.split(separator: "-").last.flatMap { Int64($0) }.map { $0 + 1 }
     }
 
-    static func fileSize(_ file: URL) throws -> Int64 {
+    package static func fileSize(_ file: URL) throws -> Int64 {
         let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
         return (attributes[.size] as? NSNumber)?.int64Value ?? 0
     }
@@ -270,7 +270,7 @@ extension DriveClient {
         }
     }
 
-    static func md5(of file: URL) throws -> String {
+    package static func md5(of file: URL) throws -> String {
         let handle = try FileHandle(forReadingFrom: file)
         defer { try? handle.close() }
         var digest = MD5()

@@ -1,0 +1,156 @@
+import Foundation
+import GRDB
+import IvyCore
+
+/// What the sync engine reads and records: the manifest, queue settlement, failures,
+/// unknown backup keys and the remembered Drive folders.
+extension LibraryDatabase {
+    package func manifestEntries() throws -> [ManifestEntry] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM sync_manifest").compactMap { row in
+                let kind: String = try row.decode(forColumn: "entity_type")
+                guard let entityKind = EntityKind(rawValue: kind) else { return nil }
+                return ManifestEntry(
+                    key: EntityKey(entityKind, try row.decode(forColumn: "entity_id")),
+                    localUpdatedAt: try row.decode(forColumn: "local_updated_at"),
+                    remoteUpdatedAt: try row.decode(forColumn: "remote_updated_at"),
+                    remoteFileID: try row.decode(forColumn: "remote_file_id"),
+                    remoteMP3FileID: try row.decode(forColumn: "remote_mp3_file_id"),
+                    syncedAt: try row.decode(forColumn: "synced_at"))
+            }
+        }
+    }
+
+    /// Records what both sides looked like after an operation finished, and settles the
+    /// entity's queue item unless a newer change was queued meanwhile.
+    package func recordSynced(_ entry: ManifestEntry, queuedAt: Milliseconds?) throws {
+        try write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO sync_manifest (entity_type, entity_id, local_updated_at, remote_updated_at, remote_file_id, remote_mp3_file_id, synced_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (entity_type, entity_id) DO UPDATE SET
+                        local_updated_at = excluded.local_updated_at, remote_updated_at = excluded.remote_updated_at,
+                        remote_file_id = excluded.remote_file_id, remote_mp3_file_id = excluded.remote_mp3_file_id,
+                        synced_at = excluded.synced_at
+                    """,
+                arguments: [
+                    entry.key.kind.rawValue, entry.key.id, entry.localUpdatedAt, entry.remoteUpdatedAt, entry.remoteFileID,
+                    entry.remoteMP3FileID, entry.syncedAt,
+                ])
+            try Self.settle(entry.key, queuedAt: queuedAt, db)
+        }
+    }
+
+    /// Forgets an entity that is gone on both sides now.
+    package func forgetSynced(_ key: EntityKey, queuedAt: Milliseconds?) throws {
+        try write { db in
+            try db.execute(
+                sql: "DELETE FROM sync_manifest WHERE entity_type = ? AND entity_id = ?", arguments: [key.kind.rawValue, key.id])
+            try Self.settle(key, queuedAt: queuedAt, db)
+        }
+    }
+
+    /// Removes manifest rows whose entity is still missing locally (read afresh now).
+    package func cleanUpManifest(_ keys: [EntityKey]) throws {
+        try write { db in
+            for key in keys {
+                let table = key.kind == .book ? "books" : "clips"
+                let exists = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(table) WHERE id = ?)", arguments: [key.id]) ?? false
+                guard !exists else { continue }
+                try db.execute(
+                    sql: "DELETE FROM sync_manifest WHERE entity_type = ? AND entity_id = ?", arguments: [key.kind.rawValue, key.id])
+            }
+        }
+    }
+
+    package func dropQueueItem(_ key: EntityKey, queuedAt: Milliseconds?) throws {
+        try write { db in try Self.settle(key, queuedAt: queuedAt, db) }
+    }
+
+    /// A queue item is removed only if it is the one the sync read: a change made during
+    /// the sync replaced it (newer `queued_at`) and must stay for the next one.
+    static func settle(_ key: EntityKey, queuedAt: Milliseconds?, _ db: Database) throws {
+        guard let queuedAt else { return }
+        try db.execute(
+            sql: "DELETE FROM sync_queue WHERE entity_type = ? AND entity_id = ? AND queued_at <= ?",
+            arguments: [key.kind.rawValue, key.id, queuedAt])
+    }
+
+    /// Counts a failed operation against the entity's queue item, creating one when there
+    /// is none, so every failure is counted. A non-retryable failure fails the item at once.
+    package func recordFailure(_ key: EntityKey, operation: QueueItem.Operation, message: String, retryable: Bool) throws {
+        try write { db in
+            let now = clock.now()
+            let attempts = retryable ? "attempts + 1" : "max(attempts, \(QueueItem.maximumAttempts))"
+            try db.execute(
+                sql: """
+                    INSERT INTO sync_queue (entity_type, entity_id, operation, attempts, last_error, queued_at)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (entity_type, entity_id) DO UPDATE SET attempts = \(attempts), last_error = excluded.last_error
+                    """,
+                arguments: [key.kind.rawValue, key.id, operation.rawValue, retryable ? 1 : QueueItem.maximumAttempts, message, now])
+        }
+    }
+
+    /// Failed items become pending again; returns how many.
+    package func retryFailed() throws -> Int {
+        try write { db in
+            try db.execute(sql: "UPDATE sync_queue SET attempts = 0 WHERE attempts >= ?", arguments: [QueueItem.maximumAttempts])
+            return db.changesCount
+        }
+    }
+
+    /// Clips whose book is not in the library (it failed to decode, or comes later).
+    package func orphanClipCount() throws -> Int {
+        try read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM clips WHERE book_id NOT IN (SELECT id FROM books)") ?? 0
+        }
+    }
+
+    // MARK: unknown backup keys
+
+    package func extras(_ key: EntityKey) throws -> [String: JSONValue] {
+        try read { db in
+            guard let text = try String.fetchOne(
+                db, sql: "SELECT json FROM backup_extras WHERE entity_type = ? AND entity_id = ?", arguments: [key.kind.rawValue, key.id])
+            else { return [:] }
+            return (try? JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8))) ?? [:]
+        }
+    }
+
+    // MARK: remembered folders
+
+    /// Drive folder ids as kept between syncs: each a list, oldest first (twins included).
+    package func rememberedFolders() throws -> (ivy: [String], books: [String], clips: [String])? {
+        let values = try [InternalSetting.ivyFolderID, .booksFolderID, .clipsFolderID].map { try internalSetting($0) }
+        guard let ivy = values[0], let books = values[1], let clips = values[2] else { return nil }
+        func split(_ text: String) -> [String] { text.split(separator: ",").map(String.init) }
+        return (split(ivy), split(books), split(clips))
+    }
+
+    package func rememberFolders(ivy: [String], books: [String], clips: [String]) throws {
+        try setInternalSetting(.ivyFolderID, ivy.joined(separator: ","))
+        try setInternalSetting(.booksFolderID, books.joined(separator: ","))
+        try setInternalSetting(.clipsFolderID, clips.joined(separator: ","))
+    }
+}
+
+extension EngineWriter {
+    package func saveExtras(_ key: EntityKey, _ extras: [String: JSONValue]) throws {
+        if extras.isEmpty {
+            try db.execute(
+                sql: "DELETE FROM backup_extras WHERE entity_type = ? AND entity_id = ?", arguments: [key.kind.rawValue, key.id])
+            return
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let text = String(decoding: try encoder.encode(extras), as: UTF8.self)
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO backup_extras (entity_type, entity_id, json) VALUES (?, ?, ?)",
+            arguments: [key.kind.rawValue, key.id, text])
+    }
+
+    package func book(id: String) throws -> Book? { try LibraryDatabase.book(id: id, in: db) }
+    package func clip(id: String) throws -> Clip? { try LibraryDatabase.clip(id: id, in: db) }
+}

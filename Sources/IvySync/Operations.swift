@@ -1,0 +1,296 @@
+import Foundation
+import IvyCore
+import IvyGoogle
+import IvyStore
+
+/// A remote file that cannot be used: reported and skipped, never applied.
+struct UnusableRemote: Error {
+    let file: String
+    let reason: String
+}
+
+/// An operation that cannot succeed by trying again (audio missing, over the cap).
+struct PermanentFailure: Error {
+    let message: String
+}
+
+/// The local entity changed while the sync ran: leave it for the next sync.
+struct ChangedDuringSync: Error {}
+
+extension SyncEngine {
+    func perform(_ action: PlannedAction, _ context: Context) async throws -> Outcome {
+        let key = action.key
+        do {
+            switch action.action {
+            case .upload: return try await upload(action, context)
+            case .download: return try await download(action, context)
+            case .merge: return try await merge(action, context)
+            case .deleteRemote:
+                for file in action.remote?.allFiles ?? [] { try await drive.delete(file.id) }
+                try library.forgetSynced(key, queuedAt: context.queue[key]?.queuedAt)
+                return Outcome(key: key, result: .done(.deleteRemote, conflict: false))
+            case .deleteLocal:
+                let expected = context.snapshot.updatedAt(key)
+                try library.applyingRemoteChanges { writer in
+                    guard try writer.clip(id: key.id)?.updatedAt == expected else { throw ChangedDuringSync() }
+                    try writer.deleteClip(id: key.id)
+                    try writer.saveExtras(key, [:])
+                }
+                unlink(library.audioPath(clipID: key.id))
+                try library.forgetSynced(key, queuedAt: nil)
+                return Outcome(key: key, result: .done(.deleteLocal, conflict: false))
+            }
+        } catch let error as GoogleError {
+            throw error
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch is ChangedDuringSync {
+            return Outcome(key: key, result: .nothing)
+        } catch let unusable as UnusableRemote {
+            return Outcome(key: key, result: .skipped(unusable.file, unusable.reason))
+        } catch {
+            let (message, retryable): (String, Bool) =
+                switch error {
+                case let drive as DriveError: (drive.localizedDescription, drive.isRetryable)
+                case let permanent as PermanentFailure: (permanent.message, false)
+                default: (error.localizedDescription, true)
+                }
+            let exists = context.snapshot.updatedAt(key) != nil
+            try? library.recordFailure(key, operation: exists ? .upsert : .delete, message: message, retryable: retryable)
+            return Outcome(key: key, result: .failed(message))
+        }
+    }
+
+    // MARK: upload
+
+    private func upload(_ action: PlannedAction, _ context: Context) async throws -> Outcome {
+        let key = action.key
+        switch key.kind {
+        case .book:
+            guard let book = try library.book(id: key.id) else { return Outcome(key: key, result: .nothing) }
+            let backup = BookBackup(book, extras: try library.extras(key))
+            try await push(book: backup, replacing: action.remote, context)
+        case .clip:
+            guard let clip = try library.clip(id: key.id) else { return Outcome(key: key, result: .nothing) }
+            let bytes = try await push(clip: ClipBackup(clip, extras: try library.extras(key)), replacing: action.remote, context)
+            return Outcome(key: key, result: .done(.upload, conflict: false), bytes: bytes, bytesUp: bytes)
+        }
+        return Outcome(key: key, result: .done(.upload, conflict: false))
+    }
+
+    /// Uploads a book's JSON over whatever files of its name exist, and records it.
+    private func push(book: BookBackup, replacing remote: RemoteEntity?, _ context: Context) async throws {
+        let key = EntityKey(.book, book.id)
+        let uploaded = try await drive.uploadJSON(
+            name: "book_\(book.id).json", data: BackupCodec.encode(book), folder: context.folders.books[0],
+            replacing: remote?.allFiles ?? [])
+        try library.recordSynced(
+            ManifestEntry(key: key, localUpdatedAt: book.updatedAt, remoteUpdatedAt: uploaded.modifiedTime, remoteFileID: uploaded.id, syncedAt: clock.now()),
+            queuedAt: context.queue[key]?.queuedAt)
+    }
+
+    /// Uploads a clip: JSON, then the MP3 (kept when Drive already has the same bytes). If
+    /// the MP3 fails, the new JSON is deleted again so Drive never holds half a clip.
+    /// Returns the MP3 bytes sent.
+    private func push(clip: ClipBackup, replacing remote: RemoteEntity?, _ context: Context) async throws -> Int64 {
+        let key = EntityKey(.clip, clip.id)
+        let audio = URL(fileURLWithPath: library.audioPath(clipID: clip.id))
+        guard FileManager.default.fileExists(atPath: audio.path) else {
+            throw PermanentFailure(message: "the clip's audio \(audio.path) is missing; replace it with `ivy clip update \(clip.id) --audio FILE`")
+        }
+        let size = try DriveClient.fileSize(audio)
+        guard size <= AudioRules.maximumBytes else {
+            throw PermanentFailure(message: "\(audio.path) is \(AudioRules.grouped(size)) bytes, over the 50 MB clip limit; replace it with a shorter clip")
+        }
+        let files = remote?.allFiles ?? []
+        let jsonName = "clip_\(clip.id).json", mp3Name = "clip_\(clip.id).mp3"
+        var keptMP3: RemoteFile?
+        if let current = remote?.mp3, current.size == size, let md5 = current.md5, try DriveClient.md5(of: audio) == md5,
+            !files.contains(where: { $0.name == mp3Name && $0.id != current.id })
+        {
+            keptMP3 = current
+        }
+        let json = try await drive.uploadJSON(
+            name: jsonName, data: BackupCodec.encode(clip), folder: context.folders.clips[0],
+            replacing: files.filter { $0.name == jsonName })
+        let mp3ID: String
+        if let keptMP3 {
+            mp3ID = keptMP3.id
+        } else {
+            do {
+                mp3ID = try await drive.uploadMP3(
+                    name: mp3Name, file: audio, folder: context.folders.clips[0], replacing: files.filter { $0.name == mp3Name }
+                ).id
+            } catch {
+                await rollBack(json.id)
+                throw error
+            }
+        }
+        try library.recordSynced(
+            ManifestEntry(
+                key: key, localUpdatedAt: clip.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
+                remoteMP3FileID: mp3ID, syncedAt: clock.now()),
+            queuedAt: context.queue[key]?.queuedAt)
+        return keptMP3 == nil ? size : 0
+    }
+
+    /// Deletes a clip JSON whose MP3 did not make it; tried up to three times.
+    private func rollBack(_ id: String) async {
+        for attempt in 1...3 {
+            do {
+                try await drive.delete(id)
+                return
+            } catch {
+                logger.warning("rolling back a clip JSON failed", metadata: ["attempt": "\(attempt)", "error": "\(error.localizedDescription)"])
+            }
+        }
+    }
+
+    // MARK: download
+
+    private func fetchBook(_ remote: RemoteEntity?) async throws -> (BookBackup, RemoteFile) {
+        guard let json = remote?.json else { throw UnusableRemote(file: "book", reason: "no JSON on Drive") }
+        let data = try await drive.downloadData(json)
+        guard let id = EntityFileName(parsing: json.name)?.key.id else { throw UnusableRemote(file: json.name, reason: "not a book file") }
+        do {
+            return (try BackupCodec.decodeBook(data, expectedID: id), json)
+        } catch {
+            throw UnusableRemote(file: json.name, reason: error.reason)
+        }
+    }
+
+    private func fetchClip(_ remote: RemoteEntity?) async throws -> (ClipBackup, RemoteFile, RemoteFile) {
+        guard let json = remote?.json, let mp3 = remote?.mp3 else { throw UnusableRemote(file: "clip", reason: "incomplete on Drive") }
+        let data = try await drive.downloadData(json)
+        guard let id = EntityFileName(parsing: json.name)?.key.id else { throw UnusableRemote(file: json.name, reason: "not a clip file") }
+        let backup: ClipBackup
+        do {
+            backup = try BackupCodec.decodeClip(data, expectedID: id)
+        } catch {
+            throw UnusableRemote(file: json.name, reason: error.reason)
+        }
+        if let size = mp3.size, size > AudioRules.maximumBytes {
+            throw UnusableRemote(file: mp3.name, reason: "\(AudioRules.grouped(size)) bytes, over the 50 MB clip limit")
+        }
+        return (backup, json, mp3)
+    }
+
+    private func download(_ action: PlannedAction, _ context: Context) async throws -> Outcome {
+        let key = action.key
+        let expected = context.snapshot.updatedAt(key)
+        switch key.kind {
+        case .book:
+            let (book, json) = try await fetchBook(action.remote)
+            try library.applyingRemoteChanges { writer in
+                let current = try writer.book(id: key.id)
+                guard current?.updatedAt == expected else { throw ChangedDuringSync() }
+                try writer.save(book.book(uri: current?.uri))
+                try writer.saveExtras(key, book.extras)
+            }
+            try library.recordSynced(
+                ManifestEntry(key: key, localUpdatedAt: book.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id, syncedAt: clock.now()),
+                queuedAt: context.queue[key]?.queuedAt)
+            return Outcome(key: key, result: .done(.download, conflict: false))
+        case .clip:
+            let (clip, json, mp3) = try await fetchClip(action.remote)
+            let bytes = try await fetchAudio(mp3, clipID: key.id)
+            try library.applyingRemoteChanges { writer in
+                guard try writer.clip(id: key.id)?.updatedAt == expected else { throw ChangedDuringSync() }
+                try writer.save(clip.clip)
+                try writer.saveExtras(key, clip.extras)
+            }
+            try library.recordSynced(
+                ManifestEntry(
+                    key: key, localUpdatedAt: clip.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
+                    remoteMP3FileID: mp3.id, syncedAt: clock.now()),
+                queuedAt: context.queue[key]?.queuedAt)
+            return Outcome(key: key, result: .done(.download, conflict: false), bytes: bytes, bytesDown: bytes)
+        }
+    }
+
+    /// The MP3 into `audio/<id>.mp3` through a checked temporary file.
+    private func fetchAudio(_ mp3: RemoteFile, clipID: String) async throws -> Int64 {
+        try PrivateDirectory.ensure(library.paths.audioDirectory)
+        try await drive.downloadFile(mp3, to: URL(fileURLWithPath: library.audioPath(clipID: clipID)))
+        return mp3.size ?? 0
+    }
+
+    // MARK: merge
+
+    private func merge(_ action: PlannedAction, _ context: Context) async throws -> Outcome {
+        let key = action.key
+        let now = clock.now()
+        let expected = context.snapshot.updatedAt(key)
+        do {
+            switch key.kind {
+            case .book:
+                let (remote, json) = try await fetchBook(action.remote)
+                guard let local = try library.book(id: key.id), local.updatedAt == expected else { return Outcome(key: key, result: .nothing) }
+                let mine = BookBackup(local, extras: try library.extras(key))
+                let merged = Merge.book(local: mine, remote: remote, now: now)
+                try library.applyingRemoteChanges { writer in
+                    guard try writer.book(id: key.id)?.updatedAt == expected else { throw ChangedDuringSync() }
+                    try writer.save(merged.book(uri: local.uri))
+                    try writer.saveExtras(key, merged.extras)
+                }
+                if Self.sameContent(merged, remote) {
+                    try library.recordSynced(
+                        ManifestEntry(key: key, localUpdatedAt: merged.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id, syncedAt: now),
+                        queuedAt: context.queue[key]?.queuedAt)
+                } else {
+                    try await push(book: merged, replacing: action.remote, context)
+                }
+                return Outcome(key: key, result: .done(.merge, conflict: !Self.sameContent(mine, remote)))
+            case .clip:
+                let (remote, json, mp3) = try await fetchClip(action.remote)
+                guard let local = try library.clip(id: key.id), local.updatedAt == expected else { return Outcome(key: key, result: .nothing) }
+                let mine = ClipBackup(local, extras: try library.extras(key))
+                let merged = Merge.clip(local: mine, remote: remote, now: now)
+                var bytes: Int64 = 0
+                if !FileManager.default.fileExists(atPath: library.audioPath(clipID: key.id)) {
+                    bytes += try await fetchAudio(mp3, clipID: key.id)
+                }
+                try library.applyingRemoteChanges { writer in
+                    guard try writer.clip(id: key.id)?.updatedAt == expected else { throw ChangedDuringSync() }
+                    try writer.save(merged.clip)
+                    try writer.saveExtras(key, merged.extras)
+                }
+                if Self.sameContent(merged, remote) {
+                    try library.recordSynced(
+                        ManifestEntry(
+                            key: key, localUpdatedAt: merged.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
+                            remoteMP3FileID: mp3.id, syncedAt: now),
+                        queuedAt: context.queue[key]?.queuedAt)
+                } else {
+                    bytes += try await push(clip: merged, replacing: action.remote, context)
+                }
+                return Outcome(key: key, result: .done(.merge, conflict: !Self.sameContent(mine, remote)), bytes: bytes)
+            }
+        } catch let unusable as UnusableRemote {
+            // The Drive copy cannot be read: keep the local one, replace the broken file with it.
+            let outcome = try await upload(action, context)
+            var reported = outcome
+            if case .done = outcome.result { reported.result = .done(.upload, conflict: false) }
+            logger.warning("replaced an unreadable Drive file", metadata: ["file": "\(unusable.file)", "reason": "\(unusable.reason)"])
+            return reported
+        }
+    }
+
+    static func sameContent(_ a: BookBackup, _ b: BookBackup) -> Bool {
+        var left = a, right = b
+        left.updatedAt = 0
+        right.updatedAt = 0
+        left.createdAt = 0
+        right.createdAt = 0
+        return left == right
+    }
+
+    static func sameContent(_ a: ClipBackup, _ b: ClipBackup) -> Bool {
+        var left = a, right = b
+        left.updatedAt = 0
+        right.updatedAt = 0
+        left.createdAt = 0
+        right.createdAt = 0
+        return left == right
+    }
+}

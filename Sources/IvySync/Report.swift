@@ -1,0 +1,74 @@
+import IvyCore
+
+/// What one sync did, for the summary line, `--json` and the log.
+package struct SyncReport: Sendable, Encodable {
+    package struct Count: Sendable, Encodable, Equatable {
+        package var books = 0
+        package var clips = 0
+
+        mutating func add(_ kind: EntityKind) {
+            if kind == .book { books += 1 } else { clips += 1 }
+        }
+
+        package var total: Int { books + clips }
+    }
+
+    package struct Problem: Sendable, Encodable, Equatable {
+        package var entity: String
+        package var reason: String
+    }
+
+    package var dryRun = false
+    package var uploaded = Count()
+    package var downloaded = Count()
+    package var merged = Count()
+    package var deletedRemote = Count()
+    package var deletedLocal = Count()
+    package var staleDuplicatesDeleted = 0
+    /// Entities merged because both sides changed, by "kind id".
+    package var conflicts: [String] = []
+    package var failures: [Problem] = []
+    /// Remote files that could not be used (bad JSON, wrong id, too large, incomplete clip).
+    package var skipped: [Problem] = []
+    /// Actions held back (failed items, the safety valve).
+    package var held: [Problem] = []
+    package var deletionsHeld: String?
+    package var orphanClips = 0
+    package var bytesUploaded: Int64 = 0
+    package var bytesDownloaded: Int64 = 0
+    package var requests = 0
+    package var durationMilliseconds: Int64 = 0
+    /// `--dry-run`: every planned action with its reason.
+    package var plan: [Problem] = []
+
+    package init() {}
+
+    enum CodingKeys: String, CodingKey {
+        case dryRun = "dry_run", uploaded, downloaded, merged, deletedRemote = "deleted_remote", deletedLocal = "deleted_local"
+        case staleDuplicatesDeleted = "stale_duplicates_deleted", conflicts, failures, skipped, held
+        case deletionsHeld = "deletions_held", orphanClips = "orphan_clips", bytesUploaded = "bytes_uploaded"
+        case bytesDownloaded = "bytes_downloaded", requests, durationMilliseconds = "duration_ms", plan
+    }
+
+    package var hasFailures: Bool { !failures.isEmpty }
+
+    /// One line for people: what moved, what failed, what it cost.
+    package var summary: String {
+        var parts: [String] = []
+        func add(_ count: Count, _ verb: String) {
+            guard count.total > 0 else { return }
+            parts.append("\(count.total) \(verb)")
+        }
+        add(uploaded, "uploaded")
+        add(downloaded, "downloaded")
+        add(merged, "merged")
+        add(deletedRemote, "deleted on Drive")
+        add(deletedLocal, "deleted here")
+        let what = parts.isEmpty ? "nothing to do" : parts.joined(separator: ", ")
+        var line = "\(dryRun ? "Would sync" : "Synced"): \(what); \(requests) requests in \(Double(durationMilliseconds) / 1000) s"
+        if !failures.isEmpty { line += "; \(failures.count) failed (see `ivy queue`)" }
+        if !skipped.isEmpty { line += "; \(skipped.count) Drive files skipped" }
+        if orphanClips > 0 { line += "; \(orphanClips) clips without their book" }
+        return line
+    }
+}

@@ -1,0 +1,187 @@
+import Foundation
+import IvyCore
+import IvyGoogle
+import IvyStore
+import Logging
+import Synchronization
+
+package struct SyncOptions: Sendable {
+    package var dryRun = false
+    package var allowDeletes = false
+    package init(dryRun: Bool = false, allowDeletes: Bool = false) {
+        self.dryRun = dryRun
+        self.allowDeletes = allowDeletes
+    }
+}
+
+/// Where a sync stands, for the live progress line.
+package struct SyncProgress: Sendable {
+    package var phase: String
+    package var done: Int
+    package var total: Int
+    package var bytes: Int64
+}
+
+/// Turns the store, the planner and merge, and the Drive client into one safe sync:
+/// list, plan, then carry out the plan with every finished operation recorded at once.
+package final class SyncEngine: Sendable {
+    let library: LibraryDatabase
+    let drive: DriveClient
+    let clock: WallClock
+    let logger: Logger
+    let progress: @Sendable (SyncProgress) -> Void
+    /// Operations carried out at the same time; the Drive client caps requests in flight.
+    static let window = 16
+
+    package init(
+        library: LibraryDatabase, drive: DriveClient, clock: WallClock, logger: Logger,
+        progress: @escaping @Sendable (SyncProgress) -> Void = { _ in }
+    ) {
+        self.library = library
+        self.drive = drive
+        self.clock = clock
+        self.logger = logger
+        self.progress = progress
+    }
+
+    package func run(_ options: SyncOptions) async throws -> SyncReport {
+        let started = clock.now()
+        var report = SyncReport()
+        report.dryRun = options.dryRun
+        progress(SyncProgress(phase: "listing Drive", done: 0, total: 0, bytes: 0))
+
+        let remembered = try library.rememberedFolders().map { DriveFolders(ivy: $0.ivy, books: $0.books, clips: $0.clips) }
+        let listing = try await drive.listLibrary(remembered: remembered)
+        let folderIsRecorded = remembered.map { $0.ivy.first == listing.folders.ivy.first } ?? true
+        if !options.dryRun {
+            try library.rememberFolders(ivy: listing.folders.ivy, books: listing.folders.books, clips: listing.folders.clips)
+        }
+
+        let queue = try library.queueItems()
+        let snapshot = LocalSnapshot(books: try library.books(includeHidden: true), clips: try library.clips())
+        let remote = RemoteListing(files: listing.files, isComplete: listing.isComplete)
+        let plan = SyncPlanner.plan(PlanInput(
+            local: snapshot, remote: remote, manifest: try library.manifestEntries(), queue: queue,
+            allowLocalDeletes: options.allowDeletes, folderIsRecorded: folderIsRecorded))
+
+        report.held = plan.held.map { .init(entity: "\($0.key)", reason: "\($0.action.rawValue) held back: \($0.reason)") }
+        report.deletionsHeld = plan.deletionsHeldReason
+        report.skipped = plan.skipped.map { .init(entity: "\($0.key)", reason: $0.reason) }
+            + remote.ignored.map { .init(entity: $0.name, reason: "not an ivy file name; left alone") }
+        if !listing.isComplete { report.skipped.append(.init(entity: "Drive listing", reason: "stopped early; nothing was deleted locally")) }
+
+        if options.dryRun {
+            report.plan = plan.actions.map { .init(entity: "\($0.key)", reason: "\($0.action.rawValue): \($0.reason)") }
+                + plan.staleDuplicates.map { .init(entity: $0.file.name, reason: "delete stale duplicate \($0.file.id)") }
+            for action in plan.actions { report.count(action.action, action.key.kind) }
+            report.requests = drive.requestCount
+            report.durationMilliseconds = clock.now() - started
+            return report
+        }
+
+        let context = Context(
+            folders: listing.folders, queue: Dictionary(queue.map { ($0.key, $0) }, uniquingKeysWith: { $1 }), snapshot: snapshot,
+            syncStarted: started)
+        let total = plan.actions.count + plan.staleDuplicates.count
+        let done = Mutex((count: 0, bytes: Int64(0)))
+        let tick: @Sendable (Int64) -> Void = { [progress] bytes in
+            let state = done.withLock { value in
+                value.count += 1
+                value.bytes += bytes
+                return value
+            }
+            progress(SyncProgress(phase: "syncing", done: state.count, total: total, bytes: state.bytes))
+        }
+
+        let outcomes = try await withThrowingTaskGroup(of: Outcome.self) { group in
+            var results: [Outcome] = []
+            var pending = plan.actions[...]
+            func launch() {
+                guard let action = pending.popFirst() else { return }
+                group.addTask { [self] in
+                    let outcome = try await self.perform(action, context)
+                    tick(outcome.bytes)
+                    return outcome
+                }
+            }
+            for _ in 0..<Self.window { launch() }
+            while let outcome = try await group.next() {
+                results.append(outcome)
+                launch()
+            }
+            return results
+        }
+        for outcome in outcomes { report.add(outcome) }
+
+        for stale in plan.staleDuplicates {
+            do {
+                try await drive.delete(stale.file.id)
+                report.staleDuplicatesDeleted += 1
+            } catch let error as GoogleError {
+                throw error
+            } catch {
+                report.failures.append(.init(entity: stale.file.name, reason: "deleting a stale duplicate: \(error.localizedDescription)"))
+            }
+            tick(0)
+        }
+        try library.cleanUpManifest(plan.manifestCleanup)
+        for key in plan.droppedQueueItems { try library.dropQueueItem(key, queuedAt: context.queue[key]?.queuedAt) }
+
+        report.orphanClips = try library.orphanClipCount()
+        report.requests = drive.requestCount
+        report.durationMilliseconds = clock.now() - started
+        try library.recordSetting(.lastSyncTime, String(clock.now()))
+        try library.recordSetting(.lastError, report.failures.first.map { "\($0.entity): \($0.reason)" })
+        for failure in report.failures { logger.error("sync failure", metadata: ["entity": "\(failure.entity)", "reason": "\(failure.reason)"]) }
+        for skipped in report.skipped { logger.warning("skipped", metadata: ["entity": "\(skipped.entity)", "reason": "\(skipped.reason)"]) }
+        return report
+    }
+
+    struct Context: Sendable {
+        let folders: DriveFolders
+        let queue: [EntityKey: QueueItem]
+        let snapshot: LocalSnapshot
+        let syncStarted: Milliseconds
+    }
+}
+
+/// How one planned action ended.
+struct Outcome: Sendable {
+    enum Result: Sendable {
+        case done(SyncAction, conflict: Bool)
+        case failed(String)
+        case skipped(String, String)
+        case nothing
+    }
+
+    var key: EntityKey
+    var result: Result
+    var bytes: Int64 = 0
+    var bytesUp: Int64 = 0
+    var bytesDown: Int64 = 0
+}
+
+extension SyncReport {
+    mutating func count(_ action: SyncAction, _ kind: EntityKind) {
+        switch action {
+        case .upload: uploaded.add(kind)
+        case .download: downloaded.add(kind)
+        case .merge: merged.add(kind)
+        case .deleteRemote: deletedRemote.add(kind)
+        case .deleteLocal: deletedLocal.add(kind)
+        }
+    }
+
+    mutating func add(_ outcome: Outcome) {
+        bytesUploaded += outcome.bytesUp
+        bytesDownloaded += outcome.bytesDown
+        switch outcome.result {
+        case .done(let action, let conflict):
+            count(action, outcome.key.kind)
+            if conflict { conflicts.append("\(outcome.key)") }
+        case .failed(let reason): failures.append(.init(entity: "\(outcome.key)", reason: reason))
+        case .skipped(let file, let reason): skipped.append(.init(entity: file, reason: reason))
+        case .nothing: break
+        }
+    }
+}

@@ -123,6 +123,7 @@ package actor EmulatorState {
     var files: [String: DriveFile] = [:]
     var reservedIDs: Set<String> = []
     var uploads: [String: UploadSession] = [:]
+    private var requestWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     private var faultMatches: [Int: Int] = [:]
     private var faultFirings: [Int: Int] = [:]
     private var bucket: (tokens: Double, updated: Date)?
@@ -277,7 +278,19 @@ package actor EmulatorState {
 
     // MARK: per-request machinery
 
-    func log(_ entry: LoggedRequest) { requests.append(entry) }
+    func log(_ entry: LoggedRequest) {
+        requests.append(entry)
+        let ready = requestWaiters.filter { $0.count <= requests.count }
+        requestWaiters.removeAll { $0.count <= requests.count }
+        ready.forEach { $0.continuation.resume() }
+    }
+
+    /// Returns once the log holds at least `count` requests: how a test acts at a chosen
+    /// moment of a sync without sleeping.
+    package func waitForRequests(count: Int) async {
+        if requests.count >= count { return }
+        await withCheckedContinuation { requestWaiters.append((count, $0)) }
+    }
 
     /// The first fault rule that fires for this request, counting matches as it goes.
     func fault(method: String, target: String) -> FaultRule? {

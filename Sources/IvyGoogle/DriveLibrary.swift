@@ -103,7 +103,9 @@ extension DriveClient {
     /// both lists the files and re-validates the folders (a no-op sync of up to 1,000 files
     /// costs one request); when the folders changed (trashed, gone, twins) it resolves them
     /// again and lists every books and clips folder.
-    package func listLibrary(remembered: DriveFolders?) async throws -> DriveListing {
+    /// With `createFolders` false (a dry run) missing folders are not created: the listing
+    /// covers what exists.
+    package func listLibrary(remembered: DriveFolders?, createFolders: Bool = true) async throws -> DriveListing {
         if let remembered, !remembered.books.isEmpty, !remembered.clips.isEmpty {
             let parents = (remembered.books + remembered.clips).map { "'\($0)' in parents" }.joined(separator: " or ")
             let combined = try await list(query: "(\(Self.folderQuery)) or ((\(parents)) and trashed = false)")
@@ -115,7 +117,14 @@ extension DriveClient {
             }
             await folderCache.forget()
         }
-        let folders = try await folders()
+        let folders: DriveFolders
+        if createFolders {
+            folders = try await self.folders()
+        } else {
+            let found = try await list(query: Self.folderQuery)
+            folders = Self.structure(found.files)
+            guard !(folders.books + folders.clips).isEmpty else { return DriveListing(folders: folders, files: [], isComplete: found.complete) }
+        }
         let parents = (folders.books + folders.clips).map { "'\($0)' in parents" }.joined(separator: " or ")
         let listed = try await list(query: "(\(parents)) and trashed = false")
         let files = listed.files.filter { $0.mimeType != Self.folderType }.map(\.file)

@@ -227,7 +227,10 @@ extension SyncEngine {
                 let (remote, json) = try await fetchBook(action.remote)
                 guard let local = try library.book(id: key.id), local.updatedAt == expected else { return Outcome(key: key, result: .nothing) }
                 let mine = BookBackup(local, extras: try library.extras(key))
-                let merged = Merge.book(local: mine, remote: remote, now: now)
+                // When the merge changes nothing of Drive's copy, adopt it exactly (its updated_at
+                // included) so every device ends with identical rows.
+                let combined = Merge.book(local: mine, remote: remote, now: now)
+                let merged = Self.sameContent(combined, remote) ? remote : combined
                 try library.applyingRemoteChanges { writer in
                     guard try writer.book(id: key.id)?.updatedAt == expected else { throw ChangedDuringSync() }
                     try writer.save(merged.book(uri: local.uri))
@@ -245,7 +248,8 @@ extension SyncEngine {
                 let (remote, json, mp3) = try await fetchClip(action.remote)
                 guard let local = try library.clip(id: key.id), local.updatedAt == expected else { return Outcome(key: key, result: .nothing) }
                 let mine = ClipBackup(local, extras: try library.extras(key))
-                let merged = Merge.clip(local: mine, remote: remote, now: now)
+                let combined = Merge.clip(local: mine, remote: remote, now: now)
+                let merged = Self.sameContent(combined, remote) ? remote : combined
                 var bytes: Int64 = 0
                 if !FileManager.default.fileExists(atPath: library.audioPath(clipID: key.id)) {
                     bytes += try await fetchAudio(mp3, clipID: key.id)

@@ -51,7 +51,7 @@ package final class SyncEngine: Sendable {
         progress(SyncProgress(phase: "listing Drive", done: 0, total: 0, bytes: 0))
 
         let remembered = try library.rememberedFolders().map { DriveFolders(ivy: $0.ivy, books: $0.books, clips: $0.clips) }
-        let listing = try await drive.listLibrary(remembered: remembered)
+        let listing = try await drive.listLibrary(remembered: remembered, createFolders: !options.dryRun)
         let folderIsRecorded = remembered.map { $0.ivy.first == listing.folders.ivy.first } ?? true
         if !options.dryRun {
             try library.rememberFolders(ivy: listing.folders.ivy, books: listing.folders.books, clips: listing.folders.clips)

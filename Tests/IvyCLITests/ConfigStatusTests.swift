@@ -150,7 +150,7 @@ struct HelpTests {
         [], ["book"], ["book", "add"], ["book", "list"], ["book", "show"], ["book", "update"], ["book", "archive"],
         ["book", "unarchive"], ["book", "delete"], ["clip"], ["clip", "add"], ["clip", "list"], ["clip", "show"],
         ["clip", "update"], ["clip", "delete"], ["config"], ["config", "list"], ["config", "get"], ["config", "set"],
-        ["config", "unset"], ["status"],
+        ["config", "unset"], ["status"], ["login"], ["logout"], ["sync"], ["queue"], ["retry-failed"], ["reset-manifest"],
     ]
 
     @Test("every command has --help", arguments: commands)

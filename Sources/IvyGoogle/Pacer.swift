@@ -85,7 +85,7 @@ package actor IDPool {
     private let batch: Int
     private let fetch: @Sendable (Int) async throws -> [String]
 
-    package init(batch: Int = 100, fetch: @escaping @Sendable (Int) async throws -> [String]) {
+    package init(batch: Int = 1000, fetch: @escaping @Sendable (Int) async throws -> [String]) {
         self.batch = batch
         self.fetch = fetch
     }

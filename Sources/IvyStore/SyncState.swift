@@ -24,7 +24,10 @@ extension LibraryDatabase {
     /// Records what both sides looked like after an operation finished, and settles the
     /// entity's queue item unless a newer change was queued meanwhile.
     package func recordSynced(_ entry: ManifestEntry, queuedAt: Milliseconds?) throws {
-        try write { db in
+        try write { db in try Self.recordSynced(entry, queuedAt: queuedAt, db) }
+    }
+
+    static func recordSynced(_ entry: ManifestEntry, queuedAt: Milliseconds?, _ db: Database) throws {
             try db.execute(
                 sql: """
                     INSERT INTO sync_manifest (entity_type, entity_id, local_updated_at, remote_updated_at, remote_file_id, remote_mp3_file_id, synced_at)
@@ -38,8 +41,7 @@ extension LibraryDatabase {
                     entry.key.kind.rawValue, entry.key.id, entry.localUpdatedAt, entry.remoteUpdatedAt, entry.remoteFileID,
                     entry.remoteMP3FileID, entry.syncedAt,
                 ])
-            try Self.settle(entry.key, queuedAt: queuedAt, db)
-        }
+            try settle(entry.key, queuedAt: queuedAt, db)
     }
 
     /// Forgets an entity that is gone on both sides now.
@@ -152,5 +154,10 @@ extension EngineWriter {
     }
 
     package func book(id: String) throws -> Book? { try LibraryDatabase.book(id: id, in: db) }
+
+    /// Records the manifest in the same transaction as the change it describes.
+    package func recordSynced(_ entry: ManifestEntry, queuedAt: Milliseconds?) throws {
+        try LibraryDatabase.recordSynced(entry, queuedAt: queuedAt, db)
+    }
     package func clip(id: String) throws -> Clip? { try LibraryDatabase.clip(id: id, in: db) }
 }

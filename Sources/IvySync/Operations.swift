@@ -181,29 +181,31 @@ extension SyncEngine {
         switch key.kind {
         case .book:
             let (book, json) = try await fetchBook(action.remote)
+            let synced = clock.now()
             try library.applyingRemoteChanges { writer in
                 let current = try writer.book(id: key.id)
                 guard current?.updatedAt == expected else { throw ChangedDuringSync() }
                 try writer.save(book.book(uri: current?.uri))
                 try writer.saveExtras(key, book.extras)
+                try writer.recordSynced(
+                    ManifestEntry(key: key, localUpdatedAt: book.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id, syncedAt: synced),
+                    queuedAt: context.queue[key]?.queuedAt)
             }
-            try library.recordSynced(
-                ManifestEntry(key: key, localUpdatedAt: book.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id, syncedAt: clock.now()),
-                queuedAt: context.queue[key]?.queuedAt)
             return Outcome(key: key, result: .done(.download, conflict: false))
         case .clip:
             let (clip, json, mp3) = try await fetchClip(action.remote)
             let bytes = try await fetchAudio(mp3, clipID: key.id)
+            let synced = clock.now()
             try library.applyingRemoteChanges { writer in
                 guard try writer.clip(id: key.id)?.updatedAt == expected else { throw ChangedDuringSync() }
                 try writer.save(clip.clip)
                 try writer.saveExtras(key, clip.extras)
+                try writer.recordSynced(
+                    ManifestEntry(
+                        key: key, localUpdatedAt: clip.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
+                        remoteMP3FileID: mp3.id, syncedAt: synced),
+                    queuedAt: context.queue[key]?.queuedAt)
             }
-            try library.recordSynced(
-                ManifestEntry(
-                    key: key, localUpdatedAt: clip.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
-                    remoteMP3FileID: mp3.id, syncedAt: clock.now()),
-                queuedAt: context.queue[key]?.queuedAt)
             return Outcome(key: key, result: .done(.download, conflict: false), bytes: bytes, bytesDown: bytes)
         }
     }

@@ -9,16 +9,20 @@ Usage: scripts/install.sh [--uninstall] [--help]
 Builds ivy (swift build -c release --product ivy) and installs
   $PREFIX/bin/ivy
   $PREFIX/share/man/man1/ivy.1
-Running it again replaces both.
+  $PREFIX/share/bash-completion/completions/ivy
+  $PREFIX/share/zsh/site-functions/_ivy
+  $PREFIX/share/fish/vendor_completions.d/ivy.fish
+Running it again replaces them.
 
 Options:
-  --uninstall   Remove both files instead.
+  --uninstall   Remove those files instead.
   -h, --help    Show this help.
 
 Environment:
   PREFIX          Where to install (default: $HOME/.local).
   IVY_BUILD_PATH  Build directory, passed to swift build as --scratch-path
                   (default: the package's .build).
+  IVY_BINARY      Install this already built ivy instead of building one.
 EOF
 }
 
@@ -35,9 +39,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 prefix="${PREFIX:-$HOME/.local}"
 binary="$prefix/bin/ivy"
 manpage="$prefix/share/man/man1/ivy.1"
+bash_completion="$prefix/share/bash-completion/completions/ivy"
+zsh_completion="$prefix/share/zsh/site-functions/_ivy"
+fish_completion="$prefix/share/fish/vendor_completions.d/ivy.fish"
 
 if "$uninstall"; then
-    for file in "$binary" "$manpage"; do
+    for file in "$binary" "$manpage" "$bash_completion" "$zsh_completion" "$fish_completion"; do
         if [ -e "$file" ] || [ -L "$file" ]; then
             rm -f "$file"
             echo "removed $file"
@@ -48,23 +55,40 @@ if "$uninstall"; then
     exit 0
 fi
 
-build=(swift build -c release --product ivy --package-path "$root")
-if [ -n "${IVY_BUILD_PATH:-}" ]; then
-    build+=(--scratch-path "$IVY_BUILD_PATH")
+if [ -n "${IVY_BINARY:-}" ]; then
+    built="$IVY_BINARY"
+else
+    build=(swift build -c release --product ivy --package-path "$root")
+    if [ -n "${IVY_BUILD_PATH:-}" ]; then
+        build+=(--scratch-path "$IVY_BUILD_PATH")
+    fi
+    echo "building: ${build[*]}"
+    "${build[@]}"
+    built="$("${build[@]}" --show-bin-path)/ivy"
 fi
-echo "building: ${build[*]}"
-"${build[@]}"
-built="$("${build[@]}" --show-bin-path)/ivy"
 if [ ! -x "$built" ]; then
     echo "install.sh: the build did not produce $built" >&2
     exit 1
 fi
 
-install -d -m 0755 "$prefix/bin" "$prefix/share/man/man1"
+install -d -m 0755 "$prefix/bin" "$prefix/share/man/man1" "$(dirname "$bash_completion")" \
+    "$(dirname "$zsh_completion")" "$(dirname "$fish_completion")"
 install -m 0755 "$built" "$binary"
 install -m 0644 "$root/man/ivy.1" "$manpage"
-echo "installed $binary"
-echo "installed $manpage"
+# Completions come from the parser itself, so they always match the commands.
+for shell in bash zsh fish; do
+    case "$shell" in
+        bash) target="$bash_completion" ;;
+        zsh) target="$zsh_completion" ;;
+        fish) target="$fish_completion" ;;
+    esac
+    "$built" --generate-completion-script "$shell" > "$target.tmp"
+    chmod 0644 "$target.tmp"
+    mv "$target.tmp" "$target"
+done
+for file in "$binary" "$manpage" "$bash_completion" "$zsh_completion" "$fish_completion"; do
+    echo "installed $file"
+done
 
 case ":${PATH}:" in
     *":$prefix/bin:"*) ;;

@@ -1,8 +1,14 @@
 import Foundation
 
+/// A backup entity: its content plus when it was created and last written.
+package protocol StampedBackup: Equatable {
+    var createdAt: Milliseconds { get set }
+    var updatedAt: Milliseconds { get set }
+}
+
 /// A book as stored on Drive in `book_<id>.json`: the entity's synced fields with
 /// timestamps in ms and the position in seconds, plus any keys ivy does not know.
-package struct BookBackup: Sendable, Equatable {
+package struct BookBackup: Sendable, StampedBackup {
     package var id: String
     package var title: String
     package var artist: String?
@@ -47,7 +53,7 @@ package struct BookBackup: Sendable, Equatable {
 }
 
 /// A clip as stored on Drive in `clip_<id>.json` (its audio is `clip_<id>.mp3`).
-package struct ClipBackup: Sendable, Equatable {
+package struct ClipBackup: Sendable, StampedBackup {
     package var id: String
     package var bookID: String
     package var start: Double

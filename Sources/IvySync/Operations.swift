@@ -282,21 +282,11 @@ extension SyncEngine {
         }
     }
 
-    static func sameContent(_ a: BookBackup, _ b: BookBackup) -> Bool {
+    /// Equal apart from when each side was written.
+    static func sameContent<Backup: StampedBackup>(_ a: Backup, _ b: Backup) -> Bool {
         var left = a, right = b
-        left.updatedAt = 0
-        right.updatedAt = 0
-        left.createdAt = 0
-        right.createdAt = 0
-        return left == right
-    }
-
-    static func sameContent(_ a: ClipBackup, _ b: ClipBackup) -> Bool {
-        var left = a, right = b
-        left.updatedAt = 0
-        right.updatedAt = 0
-        left.createdAt = 0
-        right.createdAt = 0
+        (left.createdAt, left.updatedAt) = (0, 0)
+        (right.createdAt, right.updatedAt) = (0, 0)
         return left == right
     }
 }

@@ -207,11 +207,5 @@ extension DriveClient {
 
 /// Drive's RFC 3339 times with milliseconds.
 package enum DriveTime {
-    package static func milliseconds(_ text: String) -> Milliseconds? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return Milliseconds((date.timeIntervalSince1970 * 1000).rounded()) }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text).map { Milliseconds($0.timeIntervalSince1970 * 1000) }
-    }
+    package static func milliseconds(_ text: String) -> Milliseconds? { RFC3339Time.milliseconds(text) }
 }

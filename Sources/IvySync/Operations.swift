@@ -55,8 +55,12 @@ extension SyncEngine {
                 case let permanent as PermanentFailure: (permanent.message, false)
                 default: (error.localizedDescription, true)
                 }
-            let exists = context.snapshot.updatedAt(key) != nil
-            try? library.recordFailure(key, operation: exists ? .upsert : .delete, message: message, retryable: retryable)
+            // Only a push has a local change to retry. A failed download or local delete is
+            // reported and planned afresh next time: a queue row would turn it into a push.
+            if [.upload, .merge, .deleteRemote].contains(action.action) {
+                let exists = context.snapshot.updatedAt(key) != nil
+                try? library.recordFailure(key, operation: exists ? .upsert : .delete, message: message, retryable: retryable)
+            }
             return Outcome(key: key, result: .failed(message))
         }
     }
@@ -194,7 +198,9 @@ extension SyncEngine {
             return Outcome(key: key, result: .done(.download, conflict: false))
         case .clip:
             let (clip, json, mp3) = try await fetchClip(action.remote)
-            let bytes = try await fetchAudio(mp3, clipID: key.id)
+            let audioKept = context.manifest[key]?.remoteMP3FileID == mp3.id
+                && FileManager.default.fileExists(atPath: library.audioPath(clipID: key.id))
+            let bytes = audioKept ? 0 : try await fetchAudio(mp3, clipID: key.id)
             let synced = clock.now()
             try library.applyingRemoteChanges { writer in
                 guard try writer.clip(id: key.id)?.updatedAt == expected else { throw ChangedDuringSync() }
@@ -253,7 +259,11 @@ extension SyncEngine {
                 let combined = Merge.clip(local: mine, remote: remote, now: now)
                 let merged = Self.sameContent(combined, remote) ? remote : combined
                 var bytes: Int64 = 0
-                if !FileManager.default.fileExists(atPath: library.audioPath(clipID: key.id)) {
+                // Drive's MP3 is a new file since the last sync: another device replaced the
+                // audio, and the newer recording wins over the copy here.
+                let recorded = context.manifest[key]?.remoteMP3FileID
+                let remoteAudioChanged = recorded != nil && recorded != mp3.id
+                if remoteAudioChanged || !FileManager.default.fileExists(atPath: library.audioPath(clipID: key.id)) {
                     bytes += try await fetchAudio(mp3, clipID: key.id)
                 }
                 try library.applyingRemoteChanges { writer in

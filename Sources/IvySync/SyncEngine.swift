@@ -60,8 +60,9 @@ package final class SyncEngine: Sendable {
         let queue = try library.queueItems()
         let snapshot = LocalSnapshot(books: try library.books(includeHidden: true), clips: try library.clips())
         let remote = RemoteListing(files: listing.files, isComplete: listing.isComplete)
+        let manifest = try library.manifestEntries()
         let plan = SyncPlanner.plan(PlanInput(
-            local: snapshot, remote: remote, manifest: try library.manifestEntries(), queue: queue,
+            local: snapshot, remote: remote, manifest: manifest, queue: queue,
             allowLocalDeletes: options.allowDeletes, folderIsRecorded: folderIsRecorded))
 
         report.held = plan.held.map { .init(entity: "\($0.key)", reason: "\($0.action.rawValue) held back: \($0.reason)") }
@@ -81,7 +82,7 @@ package final class SyncEngine: Sendable {
 
         let context = Context(
             folders: listing.folders, queue: Dictionary(queue.map { ($0.key, $0) }, uniquingKeysWith: { $1 }), snapshot: snapshot,
-            syncStarted: started)
+            manifest: Dictionary(manifest.map { ($0.key, $0) }, uniquingKeysWith: { $1 }), syncStarted: started)
         let total = plan.actions.count + plan.staleDuplicates.count
         let done = Mutex((count: 0, bytes: Int64(0)))
         let tick: @Sendable (Int64) -> Void = { [progress] bytes in
@@ -141,6 +142,7 @@ package final class SyncEngine: Sendable {
         let folders: DriveFolders
         let queue: [EntityKey: QueueItem]
         let snapshot: LocalSnapshot
+        let manifest: [EntityKey: ManifestEntry]
         let syncStarted: Milliseconds
     }
 }

@@ -1,0 +1,123 @@
+import Foundation
+import GoogleEmulator
+import IvyCore
+import IvyStore
+import IvySync
+import Testing
+
+@Suite("Failures, retries and rate limits")
+struct FailureTests {
+    @Test("an upload that keeps failing is counted once per sync, fails at 3 attempts, is held back, and goes up after retry-failed")
+    func queueFailsThenRetries() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let book = try a.addBook("Offline book")
+            let key = EntityKey(.book, book.id)
+            #expect(try a.library.queueItems().map(\.key) == [key])
+            await world.state.addFault(FaultRule(method: "POST", pathContains: "/upload", status: 500))
+
+            for attempt in 1...3 {
+                let sleepsBefore = a.sleeps.count
+                let report = try await a.sync()
+                #expect(report.uploaded.total == 0)
+                #expect(report.failures.map(\.entity) == ["book \(book.id)"], "sync \(attempt)")
+                let item = try #require(try a.library.queueItems().first)
+                #expect(item.attempts == attempt, "each sync counts one failed attempt, whatever the client retried")
+                #expect(item.lastError?.contains("500") == true, "\(item.lastError ?? "no error")")
+                // The client retried 5xx up to 6 attempts, waiting (virtually) between them.
+                #expect(a.sleeps.count - sleepsBefore == 5, "sync \(attempt): \(a.sleeps.count - sleepsBefore) retry waits")
+            }
+            let status = try a.library.localStatus()
+            #expect(status.failed == 1 && status.pending == 0)
+            #expect(try a.library.queueItems().first!.attempts >= 3)
+            #expect(status.lastError?.contains("book \(book.id)") == true)
+
+            await world.state.clearRequests()
+            let held = try await a.sync()
+            #expect(held.held.map(\.entity) == ["book \(book.id)"])
+            #expect(held.failures.isEmpty && held.uploaded.total == 0)
+            #expect(await world.requests().filter { $0.path.contains("/upload") }.isEmpty, "a failed item is not even tried")
+            #expect(try a.library.queueItems().first?.attempts == 3, "holding back is not another failure")
+
+            #expect(try a.library.retryFailed() == 1)
+            #expect(try a.library.localStatus().pending == 1)
+            await world.state.clearFaults()
+            let retried = try await a.sync()
+            #expect(retried.uploaded.pair == [1, 0] && retried.failures.isEmpty && retried.held.isEmpty)
+            #expect(try a.library.queueItems().isEmpty)
+            #expect(try a.library.localStatus().failed == 0)
+            #expect(await world.names() == ["book_\(book.id).json"])
+        }
+    }
+
+    @Test("a clip whose MP3 upload fails because Drive is full leaves no clip JSON on Drive and fails at once")
+    func mp3FailureRollsBack() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let book = try a.addBook("Dune")
+            let clip = try a.addClip(to: book, note: "spice")
+            await world.state.addFault(FaultRule(method: "PUT", pathContains: "/upload", status: 403, reason: "storageQuotaExceeded"))
+
+            let report = try await a.sync()
+            #expect(report.uploaded.pair == [1, 0])
+            let failure = try #require(report.failures.first)
+            #expect(report.failures.count == 1 && failure.entity == "clip \(clip.id)")
+            #expect(failure.reason.contains("Drive is full"), "\(failure.reason)")
+
+            let onDrive = await world.names()
+            #expect(onDrive == ["book_\(book.id).json"], "no half clip on Drive: \(onDrive)")
+            let log = await world.requests()
+            #expect(log.contains { $0.method == "POST" && $0.query.contains("uploadType=multipart") && $0.status == 200 },
+                "the clip JSON was created before the MP3")
+            #expect(log.contains { $0.method == "DELETE" }, "and deleted again when the MP3 failed")
+            #expect(log.filter { $0.method == "PUT" }.count == 1, "a full Drive is not retried")
+
+            let item = try #require(try a.library.queueItems().first { $0.key == EntityKey(.clip, clip.id) })
+            #expect(item.attempts >= QueueItem.maximumAttempts, "failed at once: \(item.attempts) attempts")
+            #expect(item.lastError?.contains("Drive is full") == true)
+            #expect(try a.library.localStatus().failed == 1)
+            #expect(try a.clip(clip.id) != nil && a.audio(clip.id) != nil, "nothing local is lost")
+
+            // Held until retry-failed; then, with space on Drive, it goes up whole.
+            #expect(try await a.sync().held.map(\.entity) == ["clip \(clip.id)"])
+            await world.state.clearFaults()
+            #expect(try a.library.retryFailed() == 1)
+            #expect(try await a.sync().uploaded.pair == [0, 1])
+            #expect(await world.names() == ["book_\(book.id).json", "clip_\(clip.id).json", "clip_\(clip.id).mp3"].sorted())
+        }
+    }
+
+    @Test("a sync under Drive's write limit and with a few 5xx answers still converges without duplicates")
+    func rateLimitsAndServerErrors() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            var books: [Book] = []
+            for index in 0..<30 { books.append(try a.addBook("Book \(index)", position: Double(index))) }
+            let clip = try a.addClip(to: books[0], note: "one clip too")
+            await world.state.setWriteLimit(WriteLimit(writesPerSecond: 20, burst: 5))
+            await world.state.addFault(FaultRule(method: "POST", pathContains: "/upload", times: 3, status: 503))
+            await world.state.addFault(FaultRule(method: "GET", pathContains: "generateIds", times: 1, status: 503))
+
+            let report = try await a.sync()
+            #expect(report.failures.isEmpty, "\(report.failures)")
+            #expect(report.uploaded.pair == [30, 1])
+            let log = await world.requests()
+            #expect(log.contains { $0.status == 403 }, "the write limit was reached")
+            #expect(log.filter { $0.status == 503 }.count == 4)
+            #expect(!a.sleeps.isEmpty, "the client backed off (in virtual time)")
+            #expect(try a.library.queueItems().isEmpty)
+
+            let names = await world.names()
+            #expect(names.count == 32 && Set(names).count == 32, "one file per name")
+            let folders = await world.state.dump(email: alice).filter(\.isFolder).map(\.name).sorted()
+            #expect(folders == ["Ivy", "books", "clips"])
+
+            let b = try await world.device("b")
+            let downloaded = try await b.sync()
+            #expect(downloaded.downloaded.pair == [30, 1] && downloaded.failures.isEmpty)
+            #expect(try a.snapshot() == b.snapshot())
+            #expect(b.audio(clip.id) == a.audio(clip.id))
+            #expect(try await a.sync().transferredNothing)
+        }
+    }
+}

@@ -1,0 +1,276 @@
+import Foundation
+import GoogleEmulator
+import IvyCore
+import IvyGoogle
+import IvyStore
+import IvySync
+import Logging
+import Synchronization
+import Testing
+
+let alice = "alice@example.com"
+let bob = "bob@example.com"
+/// Bob's Drive permission id in the emulator's default accounts.
+let bobPermissionID = "09998765432109876543"
+
+/// The libraries' clock: starts at the real time and moves 1 ms on with every read, so
+/// successive writes (on any device) always get later `updated_at` values, and a write
+/// made later in a test is the later write for last-write-wins.
+final class TestClock: Sendable {
+    private let value = Mutex(Milliseconds(Date().timeIntervalSince1970 * 1000))
+
+    var clock: WallClock {
+        WallClock { [self] in
+            value.withLock { now in
+                now += 1
+                return now
+            }
+        }
+    }
+}
+
+/// One emulated Google shared by every device of a test, and a temporary directory for
+/// their homes and audio. Made only by `withWorld`, which always stops the emulator.
+final class World: Sendable {
+    let emulator: GoogleEmulator
+    let clock = TestClock()
+    let directory: String
+    let transport = URLSessionTransport()
+    let credentials = ClientCredentials(id: GoogleEmulator.defaultClient.id, secret: GoogleEmulator.defaultClient.secret)
+
+    fileprivate init(emulator: GoogleEmulator) {
+        self.emulator = emulator
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("ivy-sync-\(UUID().uuidString)").path
+    }
+
+    var state: EmulatorState { emulator.state }
+    var endpoints: GoogleEndpoints { GoogleEndpoints(oauth: emulator.baseURL, drive: emulator.baseURL) }
+
+    /// A new device with an empty library, signed in as `email` (like `ivy login`).
+    func device(_ name: String, as email: String = alice) async throws -> Device {
+        let device = try Device(name: name, world: self)
+        try await device.signIn(as: email)
+        return device
+    }
+
+    /// The files (folders excluded) in one account's Drive, content included.
+    func files(_ email: String = alice) async -> [DriveFile] {
+        await state.dump(email: email).filter { !$0.isFolder }
+    }
+
+    func names(_ email: String = alice) async -> [String] {
+        await files(email).map(\.name).sorted()
+    }
+
+    /// The one file called `name` on Drive, failing the test when there is not exactly one.
+    func file(_ name: String, _ email: String = alice) async throws -> DriveFile {
+        let matches = await files(email).filter { $0.name == name }
+        #expect(matches.count == 1, "expected one \(name) on Drive, found \(matches.count)")
+        return try #require(matches.first)
+    }
+
+    /// The decoded content of a backup JSON on Drive.
+    func json(_ name: String, _ email: String = alice) async throws -> [String: Any] {
+        let file = try await file(name, email)
+        return try #require(try JSONSerialization.jsonObject(with: file.content) as? [String: Any])
+    }
+
+    /// The id of ivy's `books` or `clips` folder.
+    func folderID(_ name: String, _ email: String = alice) async throws -> String {
+        let folders = await state.dump(email: email).filter { $0.isFolder && $0.name == name }
+        #expect(folders.count == 1)
+        return try #require(folders.first?.id)
+    }
+
+    /// Replaces a Drive file's content in place, its modified time moved on.
+    func corrupt(_ name: String, content: Data = Data("{not json".utf8), _ email: String = alice) async throws {
+        let file = try await file(name, email)
+        // Keeps the new modifiedTime strictly after the one recorded in the manifests.
+        await state.advanceClock(by: 0.002)
+        try await state.corruptFile(id: file.id, content: content)
+    }
+
+    /// Requests the emulator logged since the last `clearRequests`, control calls excluded.
+    func requests() async -> [LoggedRequest] {
+        await state.requests.filter { !$0.path.hasPrefix("/_emulator/") }
+    }
+}
+
+/// Runs `body` with a fresh emulator and temporary directory; the emulator is stopped and
+/// the directory removed whether or not `body` throws.
+func withWorld(_ body: (World) async throws -> Void) async throws {
+    let world = World(emulator: try await GoogleEmulator.start())
+    defer { try? FileManager.default.removeItem(atPath: world.directory) }
+    do {
+        await world.state.setDeviceCode(interval: 0)
+        try await body(world)
+    } catch {
+        await world.emulator.stop()
+        throw error
+    }
+    await world.emulator.stop()
+}
+
+/// Everything a device holds that must agree across devices: rows and audio bytes.
+struct LibrarySnapshot: Equatable {
+    var books: [Book]
+    var clips: [Clip]
+    var audio: [String: Data]
+}
+
+/// One machine running ivy: its own IVY_HOME and library, signed in to the shared emulator.
+/// Each `sync` builds a fresh Drive client and engine, as one `ivy sync` process does.
+final class Device: Sendable {
+    let name: String
+    let world: World
+    let paths: IvyPaths
+    let library: LibraryDatabase
+    private let provider = Mutex<TokenProvider?>(nil)
+    private let recordedSleeps = Mutex<[Duration]>([])
+
+    init(name: String, world: World) throws {
+        self.name = name
+        self.world = world
+        paths = try IvyPaths.resolve(home: world.directory + "/" + name, environment: [:], workingDirectory: "/")
+        library = try LibraryDatabase(paths: paths, clock: world.clock.clock)
+    }
+
+    /// The retry and pacing waits the Drive client asked for. None is really waited: each
+    /// moves the emulator's clock on instead, so rate limits refill in virtual time.
+    var sleeps: [Duration] { recordedSleeps.withLock { $0 } }
+
+    private var retrySleep: @Sendable (Duration) async throws -> Void {
+        { [self] duration in
+            recordedSleeps.withLock { $0.append(duration) }
+            let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+            await world.state.advanceClock(by: seconds)
+        }
+    }
+
+    /// The device-code sign-in done in-process: the person approves `email` on the first poll.
+    /// Binds the library to the account as `ivy login` does; returns whether that reset the manifest.
+    @discardableResult
+    func signIn(as email: String) async throws -> Bool {
+        let store = TokenStore(path: paths.tokenFile, warn: { _ in })
+        let instant: @Sendable (Duration) async throws -> Void = { _ in }
+        let authorization = try await DeviceFlow(
+            endpoints: world.endpoints, credentials: world.credentials,
+            effects: GoogleEffects(transport: world.transport, clock: world.clock.clock, sleep: instant)
+        ).start()
+        let state = world.state
+        let approving: @Sendable (Duration) async throws -> Void = { _ in
+            try? await state.approve(userCode: authorization.userCode, email: email)
+        }
+        let flow = DeviceFlow(
+            endpoints: world.endpoints, credentials: world.credentials,
+            effects: GoogleEffects(transport: world.transport, clock: world.clock.clock, sleep: approving))
+        let tokens = try await flow.waitForApproval(authorization)
+        let account = try await DriveAccount.fetch(drive: world.endpoints.drive, accessToken: tokens.accessToken, transport: world.transport)
+        #expect(account.email == email)
+        let token = StoredToken(
+            accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt, scope: tokens.scope,
+            clientID: world.credentials.id, email: account.email, permissionID: account.permissionID)
+        try store.save(token)
+        let signedIn = TokenProvider(
+            token: token, store: store, endpoints: world.endpoints, credentials: world.credentials,
+            effects: GoogleEffects(transport: world.transport, clock: world.clock.clock, sleep: instant))
+        provider.withLock { $0 = signedIn }
+        return try library.bindAccount(permissionID: account.permissionID, email: account.email)
+    }
+
+    func sync(_ options: SyncOptions = .init()) async throws -> SyncReport {
+        let tokens = try #require(provider.withLock { $0 }, "\(name) is not signed in")
+        let drive = DriveClient(
+            drive: world.endpoints.drive, authorized: AuthorizedTransport(tokens: tokens, transport: world.transport),
+            concurrency: 8, sleep: retrySleep)
+        let engine = SyncEngine(
+            library: library, drive: drive, clock: world.clock.clock,
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        return try await engine.run(options)
+    }
+
+    // MARK: library
+
+    @discardableResult
+    func addBook(_ title: String, position: Double = 0) throws -> Book {
+        try library.addBook(id: UUID().uuidString.lowercased(), title: title, artist: nil, artwork: nil, position: position)
+    }
+
+    /// A clip with its own audio: a small file starting with an ID3 tag, unique bytes.
+    @discardableResult
+    func addClip(to book: Book, note: String? = nil, start: Double = 0) throws -> Clip {
+        let id = UUID().uuidString.lowercased()
+        let source = world.directory + "/incoming-\(id).mp3"
+        var bytes = Data("ID3".utf8)
+        for round in 0..<64 { bytes.append(Data("\(id)-\(round);".utf8)) }
+        try FileManager.default.createDirectory(atPath: world.directory, withIntermediateDirectories: true)
+        try bytes.write(to: URL(fileURLWithPath: source))
+        defer { try? FileManager.default.removeItem(atPath: source) }
+        return try library.addClip(id: id, bookID: book.id, start: start, duration: 30, note: note, transcription: nil, audio: source)
+    }
+
+    func book(_ id: String) throws -> Book? { try library.book(id: id) }
+    func clip(_ id: String) throws -> Clip? { try library.clip(id: id) }
+
+    @discardableResult
+    func edit(book id: String, _ changes: BookChanges) throws -> Book {
+        let result = try library.updateBook(id: id, changes)
+        #expect(result.changed)
+        return result.book
+    }
+
+    @discardableResult
+    func edit(clip id: String, _ changes: ClipChanges) throws -> Clip {
+        let result = try library.updateClip(id: id, changes)
+        #expect(result.changed)
+        return result.clip
+    }
+
+    func audio(_ clipID: String) -> Data? {
+        FileManager.default.contents(atPath: library.audioPath(clipID: clipID))
+    }
+
+    func snapshot() throws -> LibrarySnapshot {
+        let clips = try library.clips().sorted { $0.id < $1.id }
+        return LibrarySnapshot(
+            books: try library.books(includeHidden: true).sorted { $0.id < $1.id }, clips: clips,
+            audio: Dictionary(uniqueKeysWithValues: clips.map { ($0.id, audio($0.id) ?? Data()) }))
+    }
+}
+
+extension SyncReport {
+    /// Nothing moved in either direction.
+    var transferredNothing: Bool {
+        uploaded.total == 0 && downloaded.total == 0 && merged.total == 0 && deletedRemote.total == 0 && deletedLocal.total == 0
+            && bytesUploaded == 0 && bytesDownloaded == 0
+    }
+
+    var skippedEntities: Set<String> { Set(skipped.map(\.entity)) }
+
+    func skipReason(_ entity: String) -> String? { skipped.first { $0.entity == entity }?.reason }
+}
+
+/// Two devices of alice's sharing one synced library: a book (position 1:30:00) and a clip without a note.
+struct SyncedPair {
+    let a: Device
+    let b: Device
+    let book: Book
+    let clip: Clip
+
+    init(_ world: World) async throws {
+        a = try await world.device("a")
+        b = try await world.device("b")
+        book = try a.addBook("Dune", position: 5400)
+        clip = try a.addClip(to: book, start: 120)
+        let first = try await a.sync()
+        #expect(first.uploaded.pair == [1, 1] && first.failures.isEmpty)
+        let second = try await b.sync()
+        #expect(second.downloaded.pair == [1, 1] && second.failures.isEmpty)
+        #expect(try a.snapshot() == b.snapshot())
+    }
+}
+
+extension SyncReport.Count {
+    /// `[books, clips]`, for comparisons in expectations.
+    var pair: [Int] { [books, clips] }
+}

@@ -91,3 +91,20 @@ struct AudioRulesTests {
         #expect(AudioRules.grouped(1000) == "1,000")
     }
 }
+
+@Suite("RFC 3339 times from Drive")
+struct RFC3339Tests {
+    @Test("Drive's times read as epoch milliseconds", arguments: [
+        ("1970-01-01T00:00:00.000Z", Milliseconds(0)), ("2026-11-22T06:46:09.123Z", 1_795_329_969_123),
+        ("2026-11-22T06:46:09Z", 1_795_329_969_000), ("2026-11-22T07:46:09.5+01:00", 1_795_329_969_500),
+        ("2000-02-29T23:59:59.999Z", 951_868_799_999), ("2026-11-22T06:46:09.123456Z", 1_795_329_969_123),
+    ])
+    func parse(text: String, expected: Milliseconds) {
+        #expect(RFC3339Time.milliseconds(text) == expected)
+    }
+
+    @Test("malformed times are nil", arguments: ["", "2026-11-22", "2026-13-01T00:00:00Z", "2026-11-22T06:46:09", "2026-11-22T06:46:09.Z", "x026-11-22T06:46:09Z"])
+    func malformed(text: String) {
+        #expect(RFC3339Time.milliseconds(text) == nil)
+    }
+}

@@ -19,7 +19,7 @@ final class SignInHarness {
     }
 
     /// Runs `ivy login`, reads its output until the code shows, decides as `decide`, and waits for the end.
-    func login(decide: @escaping @Sendable (EmulatorState, String) async throws -> Void = { state, code in
+    func login(interrupt: Bool = false, decide: @escaping @Sendable (EmulatorState, String) async throws -> Void = { state, code in
         try await state.approve(userCode: code, email: "alice@example.com")
     }) async throws -> RunResult {
         await emulator.state.setDeviceCode(interval: 0)
@@ -42,7 +42,13 @@ final class SignInHarness {
                 if let match = text.firstMatch(of: /\b([A-Z]{4}-[A-Z]{4})\b/) { return (seen, String(match.1)) }
             }
         }
-        if let userCode = code.1 { try await decide(emulator.state, userCode) }
+        if let userCode = code.1 {
+            if interrupt {
+                kill(process.processIdentifier, SIGINT)
+            } else {
+                try await decide(emulator.state, userCode)
+            }
+        }
         let (rest, errors) = try await offCooperativePool { () -> (Data, Data) in
             let rest = out.fileHandleForReading.readDataToEndOfFile()
             let errors = err.fileHandleForReading.readDataToEndOfFile()
@@ -182,6 +188,16 @@ struct LoginTests {
         }
     }
 
+    @Test("Ctrl-C while waiting for approval ends the sign-in and writes nothing")
+    func interrupted() async throws {
+        try await withSignIn { harness in
+            let result = try await harness.login(interrupt: true)
+            #expect(result.status != 0)
+            #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
+            #expect(try harness.ivy.count("SELECT count(*) FROM settings WHERE key = 'account_permission_id'") == 0)
+        }
+    }
+
     @Test("a damaged token file means signed out, with a warning, never a crash")
     func corruptToken() async throws {
         try await withSignIn { harness in
@@ -202,8 +218,11 @@ struct LoginTests {
             printed.append(try await harness.ivy.runAsync("status"))
             printed.append(try await harness.ivy.runAsync("status", "--json"))
             printed.append(try await harness.ivy.runAsync("config", "list"))
+            printed.append(try await harness.ivy.runAsync("sync"))
             printed.append(try await harness.ivy.runAsync("logout"))
-            let everything = printed.map { $0.stdout + $0.stderr }.joined()
+            let log = (try? String(contentsOfFile: harness.ivy.home + "/ivy.log", encoding: .utf8)) ?? ""
+            #expect(log.contains("sync finished"))
+            let everything = printed.map { $0.stdout + $0.stderr }.joined() + log
             for secret in [token["access_token"] as? String, token["refresh_token"] as? String, GoogleEmulator.defaultClient.secret] {
                 let secret = try #require(secret)
                 #expect(!everything.contains(secret))

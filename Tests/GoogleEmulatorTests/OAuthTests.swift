@@ -39,12 +39,13 @@ struct OAuthTests {
     @Test("polling faster than the interval answers slow_down")
     func slowDown() async throws {
         try await withEmulator { google in
-            await google.state.setDeviceCode(interval: 5)
+            // A long interval, so a loaded machine cannot make the second poll late enough by itself.
+            await google.state.setDeviceCode(interval: 30)
             let deviceCode = try #require(try await google.deviceCode().json["device_code"] as? String)
             #expect(try await google.poll(deviceCode).status == 428)
             let fast = try await google.poll(deviceCode)
             #expect(fast.status == 403 && fast.oauthError == "slow_down")
-            await google.state.advanceClock(by: 11)
+            await google.state.advanceClock(by: 36)
             #expect(try await google.poll(deviceCode).oauthError == "authorization_pending")
         }
     }
@@ -79,14 +80,14 @@ struct OAuthTests {
     @Test("refresh grants new access tokens with the configured lifetime; expired tokens get 401")
     func refresh() async throws {
         try await withEmulator { google in
-            await google.state.setTokenLifetime(seconds: 2)
+            // Expiry comes from the emulator's clock, moved by hand: no race with real time.
+            await google.state.setTokenLifetime(seconds: 120)
             let tokens = try await google.signIn()
             #expect(try await google.request("GET", "/drive/v3/about?fields=user", token: tokens.access).status == 200)
-            await google.state.advanceClock(by: 3)
+            await google.state.advanceClock(by: 121)
             let expired = try await google.request("GET", "/drive/v3/about?fields=user", token: tokens.access)
             #expect(expired.status == 401 && expired.driveReason == "authError")
             #expect(expired.header("WWW-Authenticate")?.contains("invalid_token") == true)
-            // A lifetime long enough that a loaded machine cannot outlast it before the next request.
             await google.state.setTokenLifetime(seconds: 3600)
             let refreshed = try await google.form("/token", [
                 "client_id": EmulatorClient.client.id, "client_secret": EmulatorClient.client.secret,

@@ -52,16 +52,16 @@ struct DeviceFlowTests {
     @Test("slow_down adds 5 seconds to the interval for this and later polls")
     func slowDown() async throws {
         try await withGoogle { google in
-            await google.state.setDeviceCode(interval: 5)
-            // The first wait is cut short (2 s pass on the emulator's clock): its poll is too early.
+            await google.state.setDeviceCode(interval: 30)
+            // The second wait is cut short (5 s pass on the emulator's clock): its poll is too early.
             let sleeper = Sleeper { [state = google.state] index, duration in
                 let seconds = Double(duration.components.seconds)
-                await state.advanceClock(by: index == 2 ? 2 : seconds)
+                await state.advanceClock(by: index == 2 ? 5 : seconds)
                 if index == 4 { try? await state.approve(userCode: nil, email: "alice@example.com") }
             }
             let flow = google.flow(sleeper)
             _ = try await flow.waitForApproval(try await flow.start())
-            #expect(sleeper.durations == [5, 5, 10, 10])
+            #expect(sleeper.durations == [30, 30, 35, 35])
         }
     }
 

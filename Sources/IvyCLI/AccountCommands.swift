@@ -76,10 +76,8 @@ struct LogoutCommand: AsyncParsableCommand {
         }
         if let revocable = token.refreshToken ?? token.accessToken {
             do {
-                let url = try context.endpoints().oauth.appendingPathComponent("revoke")
-                let response = try await context.google.transport.send(HTTPRequest(
-                    method: "POST", url: url, headers: ["Content-Type": "application/x-www-form-urlencoded"],
-                    body: .data(Data("token=\(revocable.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")".utf8))))
+                let response = try await DeviceFlow.revoke(
+                    revocable, endpoints: try context.endpoints(), transport: context.google.transport)
                 if response.status != 200, response.status != 400 {
                     context.output.error("warning: Google answered \(response.status) to the revocation; the sign-in may stay listed in your Google account's third-party access")
                 }

@@ -56,7 +56,7 @@ struct StatusCommand: ParsableCommand {
         let local = try library.localStatus()
         let token = context.tokenStore.load()
         let enabled = try library.setting(.syncEnabled) == "true"
-        let cooldown = Milliseconds(try library.setting(.autoSyncCooldown).flatMap { Int($0) } ?? 300) * 1000
+        let cooldown = Milliseconds(try library.number(.autoSyncCooldown)) * 1000
         let next: String? =
             if !enabled || token?.isSignedIn != true { nil } else { Display.date(max(context.clock.now(), (local.lastSyncTime ?? 0) + cooldown)) }
         let report = Report(

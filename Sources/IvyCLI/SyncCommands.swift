@@ -37,7 +37,7 @@ struct SyncCommand: AsyncParsableCommand {
 
         if auto {
             guard try library.setting(.syncEnabled) == "true" else { return }
-            let cooldown = Milliseconds(try library.setting(.autoSyncCooldown).flatMap { Int($0) } ?? 300) * 1000
+            let cooldown = Milliseconds(try library.number(.autoSyncCooldown)) * 1000
             if let last = try library.localStatus().lastSyncTime, context.clock.now() - last < cooldown { return }
             guard store.load()?.isSignedIn == true else { return }
         }
@@ -65,7 +65,7 @@ struct SyncCommand: AsyncParsableCommand {
         let effects = context.google
         let provider = TokenProvider(
             token: token, store: store, endpoints: endpoints, credentials: try context.credentials(library), effects: effects)
-        let concurrency = try library.setting(.concurrency).flatMap { Int($0) } ?? 8
+        let concurrency = try library.number(.concurrency)
         let drive = DriveClient(
             drive: endpoints.drive, authorized: AuthorizedTransport(tokens: provider, transport: effects.transport), concurrency: concurrency)
         let live = !auto && !json && isatty(STDERR_FILENO) == 1

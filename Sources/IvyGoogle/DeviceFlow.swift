@@ -95,6 +95,12 @@ package struct DeviceFlow: Sendable {
         }
     }
 
+    /// Revokes a token (either of a pair revokes both). Google answers 200, or 400 for a
+    /// token it no longer knows; both mean the sign-in is gone.
+    package static func revoke(_ token: String, endpoints: GoogleEndpoints, transport: any HTTPTransport) async throws -> HTTPResponse {
+        try await FormPost.send(transport, endpoints.oauth.appendingPathComponent("revoke"), ["token": token])
+    }
+
     func post(_ path: String, _ fields: [String: String]) async throws -> HTTPResponse {
         try await FormPost.send(effects.transport, endpoints.oauth.appendingPathComponent(path), fields)
     }

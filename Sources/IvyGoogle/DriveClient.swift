@@ -93,7 +93,17 @@ final class DriveRequester: Sendable {
     /// A rate-limit answer slows the pacer for everyone.
     func attempt(_ request: HTTPRequest, download file: URL? = nil) async throws -> HTTPResponse {
         await limiter.acquire()
-        defer { Task { await limiter.release() } }
+        let outcome: Result<HTTPResponse, any Error>
+        do {
+            outcome = .success(try await paced(request, download: file))
+        } catch {
+            outcome = .failure(error)
+        }
+        await limiter.release()
+        return try outcome.get()
+    }
+
+    private func paced(_ request: HTTPRequest, download file: URL?) async throws -> HTTPResponse {
         let pace = try await pacer.wait()
         requests.withLock { $0 += 1 }
         do {

@@ -9,6 +9,11 @@ extension LibraryDatabase {
         } ?? key.defaultValue
     }
 
+    /// A whole-number setting (`auto_sync_cooldown`, `concurrency`), its default when unset.
+    package func number(_ key: SettingKey) throws -> Int {
+        try setting(key).flatMap { Int($0) } ?? key.defaultValue.flatMap { Int($0) } ?? 0
+    }
+
     /// Every known key with its value (or default) and whether it was set explicitly.
     package func settings() throws -> [(key: SettingKey, value: String?, isDefault: Bool)] {
         let stored = try read { db in

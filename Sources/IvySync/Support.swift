@@ -1,4 +1,5 @@
 import Foundation
+import IvyGoogle
 import Logging
 import Synchronization
 
@@ -17,7 +18,7 @@ package final class SyncLock: Sendable {
 
     package static func acquire(path: String) throws -> Outcome {
         let directory = (path as NSString).deletingLastPathComponent
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try PrivateDirectory.ensure(directory)
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])

@@ -1,41 +1,84 @@
 /// Field-by-field merges of an entity changed on two sides. Deterministic (both
 /// devices reach the same result), idempotent, and stamped with the injected `now`.
+///
+/// Three-way: with the *base* (the content both sides last agreed on) a field changed on
+/// one side only takes that side's value, so a rewind or an unarchive made on one device
+/// survives an edit of another field elsewhere. Only a field changed on both sides (or
+/// every differing field, without a base) is resolved by the rules.
 package enum Merge {
+    /// A merged entity and the fields that both sides changed to different values.
+    package struct Merged<Value: Sendable & Equatable>: Sendable, Equatable {
+        package var value: Value
+        /// Names of the fields resolved by a rule rather than taken from one side.
+        package var conflicts: [String]
+    }
+
     /// Position: the furthest. Hidden: hidden wins. Title, artist, artwork: the later
     /// write, ties broken by comparing the values so both devices pick the same one.
-    package static func book(local: BookBackup, remote: BookBackup, now: Milliseconds) -> BookBackup {
+    package static func book(
+        local: BookBackup, remote: BookBackup, base: BookBackup? = nil, now: Milliseconds
+    ) -> BookBackup {
+        bookMerge(local: local, remote: remote, base: base, now: now).value
+    }
+
+    package static func bookMerge(
+        local: BookBackup, remote: BookBackup, base: BookBackup?, now: Milliseconds
+    ) -> Merged<BookBackup> {
         let localWins = laterWrite(local.updatedAt, remote.updatedAt) {
             compare(
                 [local.title, local.artist ?? "", local.artwork ?? "", canonical(.object(local.extras))],
                 [remote.title, remote.artist ?? "", remote.artwork ?? "", canonical(.object(remote.extras))])
         }
-        let winner = localWins ? local : remote
-        return BookBackup(
-            id: local.id, title: winner.title, artist: winner.artist, artwork: winner.artwork,
-            position: max(local.position, remote.position), hidden: local.hidden || remote.hidden,
+        var fields = Fields(base: base != nil)
+        func later<T>(_ mine: T, _ theirs: T) -> T { localWins ? mine : theirs }
+        let merged = BookBackup(
+            id: local.id,
+            title: fields.pick("title", local.title, remote.title, base?.title, rule: later),
+            artist: fields.pick("artist", local.artist, remote.artist, base?.artist, rule: later),
+            artwork: fields.pick("artwork", local.artwork, remote.artwork, base?.artwork, rule: later),
+            position: fields.pick("position", local.position, remote.position, base?.position, rule: max),
+            hidden: fields.pick("hidden", local.hidden, remote.hidden, base?.hidden) { $0 || $1 },
             createdAt: min(local.createdAt, remote.createdAt), updatedAt: now,
-            extras: extras(local.extras, remote.extras, localWins: localWins))
+            extras: fields.extras(local.extras, remote.extras, base?.extras, localWins: localWins))
+        return Merged(value: merged, conflicts: fields.conflicts)
     }
 
     /// Note: both kept, with a dated conflict marker, unless one already holds the other.
-    /// Start, duration: the later write. Transcription: a present one wins over none.
-    package static func clip(local: ClipBackup, remote: ClipBackup, now: Milliseconds) -> ClipBackup {
+    /// Book, start, duration: the later write. Transcription: a present one wins over none.
+    package static func clip(
+        local: ClipBackup, remote: ClipBackup, base: ClipBackup? = nil, now: Milliseconds
+    ) -> ClipBackup {
+        clipMerge(local: local, remote: remote, base: base, now: now).value
+    }
+
+    package static func clipMerge(
+        local: ClipBackup, remote: ClipBackup, base: ClipBackup?, now: Milliseconds
+    ) -> Merged<ClipBackup> {
         let localWins = laterWrite(local.updatedAt, remote.updatedAt) {
             compare(
-                [local.bookID, "\(local.start)", "\(local.duration)", local.transcription ?? "", canonical(.object(local.extras))],
-                [remote.bookID, "\(remote.start)", "\(remote.duration)", remote.transcription ?? "", canonical(.object(remote.extras))])
+                [local.bookID, "\(local.start)", "\(local.duration)", local.transcription ?? "",
+                 canonical(.object(local.extras))],
+                [remote.bookID, "\(remote.start)", "\(remote.duration)", remote.transcription ?? "",
+                 canonical(.object(remote.extras))])
         }
-        let winner = localWins ? local : remote
-        let transcription: String? =
-            switch (local.transcription, remote.transcription) {
-            case (nil, let other), (let other, nil): other
-            case (let mine?, let theirs?): mine == theirs ? mine : winner.transcription
-            }
-        return ClipBackup(
-            id: local.id, bookID: winner.bookID, start: winner.start, duration: winner.duration,
-            note: note(local: local.note, remote: remote.note, now: now), transcription: transcription,
+        var fields = Fields(base: base != nil)
+        func later<T>(_ mine: T, _ theirs: T) -> T { localWins ? mine : theirs }
+        let merged = ClipBackup(
+            id: local.id,
+            bookID: fields.pick("book_id", local.bookID, remote.bookID, base?.bookID, rule: later),
+            start: fields.pick("start", local.start, remote.start, base?.start, rule: later),
+            duration: fields.pick("duration", local.duration, remote.duration, base?.duration, rule: later),
+            note: fields.pick("note", local.note, remote.note, base?.note) { note(local: $0, remote: $1, now: now) },
+            transcription: fields.pick("transcription", local.transcription, remote.transcription, base?.transcription) {
+                mine, theirs in
+                switch (mine, theirs) {
+                case (nil, let other), (let other, nil): other
+                case (let mine?, let theirs?): localWins ? mine : theirs
+                }
+            },
             createdAt: min(local.createdAt, remote.createdAt), updatedAt: now,
-            extras: extras(local.extras, remote.extras, localWins: localWins))
+            extras: fields.extras(local.extras, remote.extras, base?.extras, localWins: localWins))
+        return Merged(value: merged, conflicts: fields.conflicts)
     }
 
     /// Equal, or one side empty: the non-empty one. One side already containing the
@@ -50,6 +93,108 @@ package enum Merge {
     /// `--- Conflict (Nov 22, 2026) ---`, in UTC so every device writes the same line.
     package static func conflictMarker(_ now: Milliseconds) -> String {
         "--- Conflict (\(CivilDate(milliseconds: now).shortText)) ---"
+    }
+
+    // MARK: audio
+
+    /// Which clip audio a merge keeps.
+    package enum AudioChoice: Sendable, Equatable {
+        /// Both sides hold the same bytes, or only this device changed them: keep (and upload) the local file.
+        case local
+        /// Take Drive's file.
+        case remote
+    }
+
+    /// What is known of a clip's audio on each side when a merge runs.
+    package struct AudioState: Sendable, Equatable {
+        /// md5 of the local file; nil when there is none.
+        package var localMD5: String?
+        package var localUpdatedAt: Milliseconds
+        /// Drive's md5 and file id of the current MP3.
+        package var remoteMD5: String?
+        package var remoteFileID: String
+        package var remoteUpdatedAt: Milliseconds
+        /// md5 and Drive file id of the audio both sides last agreed on; nil when unknown.
+        package var baseMD5: String?
+        package var baseFileID: String?
+
+        package init(
+            localMD5: String?, localUpdatedAt: Milliseconds, remoteMD5: String?, remoteFileID: String,
+            remoteUpdatedAt: Milliseconds, baseMD5: String?, baseFileID: String?
+        ) {
+            self.localMD5 = localMD5
+            self.localUpdatedAt = localUpdatedAt
+            self.remoteMD5 = remoteMD5
+            self.remoteFileID = remoteFileID
+            self.remoteUpdatedAt = remoteUpdatedAt
+            self.baseMD5 = baseMD5
+            self.baseFileID = baseFileID
+        }
+    }
+
+    /// Audio is a field too. Changed on one side only: that side's file. Changed on both
+    /// (or unknowable, without a base): the newer `updated_at` wins and it is a conflict, so a
+    /// newer recording made here is never replaced silently.
+    package static func audio(_ state: AudioState) -> (choice: AudioChoice, conflict: Bool) {
+        guard let localMD5 = state.localMD5 else { return (.remote, false) }
+        if let remoteMD5 = state.remoteMD5, remoteMD5 == localMD5 { return (.local, false) }
+        let remoteChanged: Bool = {
+            if let base = state.baseMD5, let remote = state.remoteMD5 { return base != remote }
+            return state.baseFileID != state.remoteFileID
+        }()
+        // Without a recorded md5, the local file is known unchanged only when Drive's is too.
+        let localChanged = state.baseMD5.map { $0 != localMD5 } ?? true
+        switch (localChanged, remoteChanged) {
+        case (true, true):
+            let localWins = laterWrite(state.localUpdatedAt, state.remoteUpdatedAt) {
+                localMD5 > (state.remoteMD5 ?? "")
+            }
+            return (localWins ? .local : .remote, true)
+        case (false, true): return (.remote, false)
+        case (true, false), (false, false): return (.local, false)
+        }
+    }
+
+    // MARK: helpers
+
+    /// Collects the fields resolved by a rule while a merge picks each field's value.
+    private struct Fields {
+        let base: Bool
+        var conflicts: [String] = []
+
+        /// Equal sides, or one side unchanged since the base: no rule needed.
+        mutating func pick<T: Equatable>(_ name: String, _ mine: T, _ theirs: T, _ agreed: T?, rule: (T, T) -> T) -> T {
+            if mine == theirs { return mine }
+            if base {
+                if mine == agreed { return theirs }
+                if theirs == agreed { return mine }
+            }
+            conflicts.append(name)
+            return rule(mine, theirs)
+        }
+
+        /// Unknown keys, three-way per key; a key changed on both sides takes the later
+        /// write's value (or, without a base, whichever side has it).
+        func extras(
+            _ local: [String: JSONValue], _ remote: [String: JSONValue], _ agreed: [String: JSONValue]?, localWins: Bool
+        ) -> [String: JSONValue] {
+            var result: [String: JSONValue] = [:]
+            for key in Set(local.keys).union(remote.keys).sorted() {
+                let mine = local[key], theirs = remote[key]
+                let value: JSONValue?
+                if mine == theirs {
+                    value = mine
+                } else if base, mine == agreed?[key] {
+                    value = theirs
+                } else if base, theirs == agreed?[key] {
+                    value = mine
+                } else {
+                    value = localWins ? (mine ?? theirs) : (theirs ?? mine)
+                }
+                if let value { result[key] = value }
+            }
+            return result
+        }
     }
 
     /// True when the local side is the later write; on a tie `tieBreak` decides.
@@ -70,13 +215,9 @@ package enum Merge {
         case .number(let number): "\(number)"
         case .string(let text): "\"" + text + "\""
         case .array(let items): "[" + items.map(canonical).joined(separator: ",") + "]"
-        case .object(let fields): "{" + fields.keys.sorted().map { "\($0):" + canonical(fields[$0] ?? .null) }.joined(separator: ",") + "}"
+        case .object(let fields):
+            "{" + fields.keys.sorted().map { "\($0):" + canonical(fields[$0] ?? .null) }.joined(separator: ",") + "}"
         }
-    }
-
-    /// Unknown keys of both sides; where both have a key, the later write's value.
-    private static func extras(_ local: [String: JSONValue], _ remote: [String: JSONValue], localWins: Bool) -> [String: JSONValue] {
-        local.merging(remote) { mine, theirs in localWins ? mine : theirs }
     }
 }
 

@@ -42,6 +42,8 @@ final class SimulatedDevice {
     var audio: [String: String] = [:]
     var extras: [EntityKey: [String: JSONValue]] = [:]
     var manifest: [EntityKey: ManifestEntry] = [:]
+    /// What each entity looked like when both sides last agreed: the merge's base.
+    var bases: [EntityKey: SyncBase] = [:]
     var queue: [EntityKey: QueueItem] = [:]
     var clock: Milliseconds
     var lastPlan = SyncPlan()
@@ -148,11 +150,15 @@ final class SimulatedDevice {
         switch key.kind {
         case .book:
             guard let book = books[key.id] else { return }
-            let json = drive.create(name: "book_\(key.id).json", content: BackupCodec.encode(BookBackup(book, extras: extras[key] ?? [:])))
+            guard let data = try? BackupCodec.encode(BookBackup(book, extras: extras[key] ?? [:])) else { return }
+            let json = drive.create(name: "book_\(key.id).json", content: data)
+            bases[key] = SyncBase(json: data)
             manifest[key] = ManifestEntry(key: key, localUpdatedAt: book.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id, syncedAt: syncedAt)
         case .clip:
             guard let clip = clips[key.id] else { return }
-            let json = drive.create(name: "clip_\(key.id).json", content: BackupCodec.encode(ClipBackup(clip, extras: extras[key] ?? [:])))
+            guard let data = try? BackupCodec.encode(ClipBackup(clip, extras: extras[key] ?? [:])) else { return }
+            let json = drive.create(name: "clip_\(key.id).json", content: data)
+            bases[key] = SyncBase(json: data, audioMD5: audio[key.id] ?? "")
             let mp3 = drive.create(name: "clip_\(key.id).mp3", content: Data((audio[key.id] ?? "").utf8))
             manifest[key] = ManifestEntry(
                 key: key, localUpdatedAt: clip.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
@@ -168,6 +174,7 @@ final class SimulatedDevice {
             guard let backup = try? BackupCodec.decodeBook(data, expectedID: key.id) else { return }
             books[key.id] = backup.book(uri: books[key.id]?.uri)
             extras[key] = backup.extras
+            bases[key] = SyncBase(json: data)
             manifest[key] = ManifestEntry(key: key, localUpdatedAt: backup.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id, syncedAt: syncedAt)
         case .clip:
             guard let backup = try? BackupCodec.decodeClip(data, expectedID: key.id), let mp3 = remote?.mp3,
@@ -176,6 +183,7 @@ final class SimulatedDevice {
             clips[key.id] = backup.clip
             audio[key.id] = String(decoding: sound, as: UTF8.self)
             extras[key] = backup.extras
+            bases[key] = SyncBase(json: data, audioMD5: audio[key.id])
             manifest[key] = ManifestEntry(
                 key: key, localUpdatedAt: backup.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
                 remoteMP3FileID: mp3.id, syncedAt: syncedAt)
@@ -188,12 +196,21 @@ final class SimulatedDevice {
         switch key.kind {
         case .book:
             guard let local = books[key.id], let theirs = try? BackupCodec.decodeBook(data, expectedID: key.id) else { return }
-            let merged = Merge.book(local: BookBackup(local, extras: extras[key] ?? [:]), remote: theirs, now: mergedAt)
+            let base = bases[key].flatMap { try? BackupCodec.decodeBook($0.json, expectedID: key.id) }
+            let merged = Merge.book(local: BookBackup(local, extras: extras[key] ?? [:]), remote: theirs, base: base, now: mergedAt)
             books[key.id] = merged.book(uri: local.uri)
             extras[key] = merged.extras
         case .clip:
-            guard let local = clips[key.id], let theirs = try? BackupCodec.decodeClip(data, expectedID: key.id) else { return }
-            let merged = Merge.clip(local: ClipBackup(local, extras: extras[key] ?? [:]), remote: theirs, now: mergedAt)
+            guard let local = clips[key.id], let theirs = try? BackupCodec.decodeClip(data, expectedID: key.id),
+                let mp3 = remote?.mp3, let sound = drive.content(mp3.id)
+            else { return }
+            let base = bases[key].flatMap { try? BackupCodec.decodeClip($0.json, expectedID: key.id) }
+            let merged = Merge.clip(local: ClipBackup(local, extras: extras[key] ?? [:]), remote: theirs, base: base, now: mergedAt)
+            let remoteAudio = String(decoding: sound, as: UTF8.self)
+            let audioChoice = Merge.audio(Merge.AudioState(
+                localMD5: audio[key.id], localUpdatedAt: local.updatedAt, remoteMD5: remoteAudio, remoteFileID: mp3.id,
+                remoteUpdatedAt: theirs.updatedAt, baseMD5: bases[key]?.audioMD5, baseFileID: manifest[key]?.remoteMP3FileID))
+            if audioChoice.choice == .remote { audio[key.id] = remoteAudio }
             clips[key.id] = merged.clip
             extras[key] = merged.extras
         }

@@ -104,9 +104,24 @@ package struct BackupDecodingError: Error, Equatable, Sendable, CustomStringConv
     package var description: String { "\(fileName): \(reason)" }
 }
 
+/// Why an entity could not be written as backup JSON. Nothing is uploaded for it.
+package struct BackupEncodingError: Error, Equatable, Sendable, CustomStringConvertible {
+    package let entity: String
+    package let reason: String
+    package var description: String { "\(entity) cannot be written as backup JSON: \(reason)" }
+}
+
 /// Reading and writing backup JSON. Encoding sorts keys, so identical content is identical bytes.
 package enum BackupCodec {
-    package static func encode(_ book: BookBackup) -> Data {
+    /// The largest backup JSON ivy writes or reads (1 MiB). One cap both ways: ivy never
+    /// uploads a file that it, or another ivy, would refuse to download.
+    package static let maximumBytes = 1_048_576
+
+    /// How deeply arrays and objects may nest in a backup file (unknown keys included):
+    /// deeper is hostile, and refused before it is decoded.
+    package static let maximumDepth = 32
+
+    package static func encode(_ book: BookBackup) throws(BackupEncodingError) -> Data {
         var object = book.extras
         object["id"] = .string(book.id)
         object["title"] = .string(book.title)
@@ -116,10 +131,10 @@ package enum BackupCodec {
         object["hidden"] = .bool(book.hidden)
         object["created_at"] = .number(Double(book.createdAt))
         object["updated_at"] = .number(Double(book.updatedAt))
-        return serialize(object)
+        return try serialize(object, entity: "book \(book.id)")
     }
 
-    package static func encode(_ clip: ClipBackup) -> Data {
+    package static func encode(_ clip: ClipBackup) throws(BackupEncodingError) -> Data {
         var object = clip.extras
         object["id"] = .string(clip.id)
         object["book_id"] = .string(clip.bookID)
@@ -129,7 +144,7 @@ package enum BackupCodec {
         object["transcription"] = clip.transcription.map(JSONValue.string) ?? .null
         object["created_at"] = .number(Double(clip.createdAt))
         object["updated_at"] = .number(Double(clip.updatedAt))
-        return serialize(object)
+        return try serialize(object, entity: "clip \(clip.id)")
     }
 
     /// Decodes `book_<expectedID>.json`. A missing `hidden` means false; a missing
@@ -164,11 +179,69 @@ package enum BackupCodec {
             extras: fields.unknown(known: ClipBackup.knownKeys))
     }
 
-    private static func serialize(_ object: [String: JSONValue]) -> Data {
+    /// Sorted keys; never a placeholder: what cannot be written exactly is an error.
+    private static func serialize(_ object: [String: JSONValue], entity: String) throws(BackupEncodingError) -> Data {
+        if let key = object.keys.sorted().first(where: { !isFinite(object[$0] ?? .null) }) {
+            throw BackupEncodingError(entity: entity, reason: "\"\(key)\" is not a finite number")
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding a tree of JSONValue cannot fail: every case maps to plain JSON.
-        return (try? encoder.encode(JSONValue.object(object))) ?? Data("{}".utf8)
+        let data: Data
+        do {
+            data = try encoder.encode(JSONValue.object(object))
+        } catch {
+            throw BackupEncodingError(entity: entity, reason: "\(error)")
+        }
+        guard data.count <= maximumBytes else {
+            throw BackupEncodingError(
+                entity: entity,
+                reason: "it would be \(AudioRules.grouped(Int64(data.count))) bytes, over the "
+                    + "\(AudioRules.grouped(Int64(maximumBytes)))-byte limit for backup JSON; shorten its note or transcription")
+        }
+        return data
+    }
+
+    private static func isFinite(_ value: JSONValue) -> Bool {
+        switch value {
+        case .number(let number): number.isFinite
+        case .array(let items): items.allSatisfy(isFinite)
+        case .object(let fields): fields.values.allSatisfy(isFinite)
+        case .null, .bool, .string: true
+        }
+    }
+
+    /// Refuses a file over the size cap, or nested deeper than `maximumDepth`, before any
+    /// decoding: a hostile file costs one pass over its bytes.
+    static func checkShape(_ data: Data, file: String) throws(BackupDecodingError) {
+        guard data.count <= maximumBytes else {
+            throw BackupDecodingError(
+                fileName: file,
+                reason: "\(AudioRules.grouped(Int64(data.count))) bytes, over the "
+                    + "\(AudioRules.grouped(Int64(maximumBytes)))-byte limit for backup JSON")
+        }
+        var depth = 0, inString = false, escaped = false
+        for byte in data {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > maximumDepth {
+                    throw BackupDecodingError(fileName: file, reason: "nested more than \(maximumDepth) levels deep")
+                }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+            default: break
+            }
+        }
     }
 
     /// Typed access to a decoded object, with errors that name the file and the key.
@@ -178,6 +251,7 @@ package enum BackupCodec {
 
         init(_ data: Data, file: String) throws(BackupDecodingError) {
             self.file = file
+            try BackupCodec.checkShape(data, file: file)
             let value: JSONValue
             do {
                 value = try JSONDecoder().decode(JSONValue.self, from: data)

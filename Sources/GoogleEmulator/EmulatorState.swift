@@ -293,6 +293,10 @@ package actor EmulatorState {
     }
 
     /// The first fault rule that fires for this request, counting matches as it goes.
+    /// How many times fault rules have fired since they were set: a test learns that a
+    /// request has arrived (and is being delayed) without waiting for its answer.
+    package var faultsFired: Int { faultFirings.values.reduce(0, +) }
+
     func fault(method: String, target: String) -> FaultRule? {
         for (index, rule) in faults.enumerated() {
             if let wanted = rule.method, wanted.uppercased() != method { continue }

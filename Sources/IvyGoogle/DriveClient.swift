@@ -133,6 +133,8 @@ final class DriveRequester: Sendable {
         let started = ContinuousClock.now
         var attemptNumber = 0
         while true {
+            // A sync stopped at its deadline sends nothing more.
+            try Task.checkCancellation()
             attemptNumber += 1
             let failure: DriveError
             var retryAfter: Duration?

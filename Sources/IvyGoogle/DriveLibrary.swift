@@ -10,7 +10,7 @@ actor FolderCache {
         let current = task ?? Task { try await resolve() }
         task = current
         do {
-            return try await current.value
+            return try await current.valueCancellingWithCaller()
         } catch {
             task = nil
             throw error
@@ -18,6 +18,14 @@ actor FolderCache {
     }
 
     func forget() { task = nil }
+}
+
+extension Task where Failure == any Error {
+    /// The shared in-flight task's value; a caller that is cancelled (a sync stopped at its
+    /// deadline) cancels it too, since an unstructured task never inherits cancellation.
+    func valueCancellingWithCaller() async throws -> Success {
+        try await withTaskCancellationHandler { try await value } onCancel: { cancel() }
+    }
 }
 
 extension DriveClient {

@@ -96,7 +96,7 @@ package actor IDPool {
             let task = fetching ?? Task { try await self.refill() }
             fetching = task
             do {
-                try await task.value
+                try await task.valueCancellingWithCaller()
             } catch {
                 fetching = nil
                 throw error

@@ -42,10 +42,10 @@ package actor TokenProvider {
     }
 
     private func refreshed() async throws -> String {
-        if let inFlight = refreshing { return try await inFlight.value }
+        if let inFlight = refreshing { return try await inFlight.valueCancellingWithCaller() }
         let task = Task { try await self.performRefresh() }
         refreshing = task
-        let result = await task.result
+        let result = await withTaskCancellationHandler { await task.result } onCancel: { task.cancel() }
         refreshing = nil
         return try result.get()
     }

@@ -68,25 +68,61 @@ package final class URLSessionTransport: HTTPTransport {
         let (data, response): (Data, URLResponse)
         switch request.body {
         case .none:
-            (data, response) = try await session.data(for: urlRequest)
+            (data, response) = try await run { session.dataTask(with: urlRequest, completionHandler: $0) }
         case .data(let body):
-            (data, response) = try await session.upload(for: urlRequest, from: body)
+            (data, response) = try await run { session.uploadTask(with: urlRequest, from: body, completionHandler: $0) }
         case .file(let url, let range) where range.lowerBound == 0 && range.upperBound == FileSlice.size(of: url):
-            (data, response) = try await session.upload(for: urlRequest, fromFile: url)
+            (data, response) = try await run { session.uploadTask(with: urlRequest, fromFile: url, completionHandler: $0) }
         case .file(let url, let range):
             let slice = try FileSlice.temporaryCopy(of: url, range: range)
             defer { try? FileManager.default.removeItem(at: slice) }
-            (data, response) = try await session.upload(for: urlRequest, fromFile: slice)
+            (data, response) = try await run { session.uploadTask(with: urlRequest, fromFile: slice, completionHandler: $0) }
         }
         return Self.response(response, body: data)
     }
 
     package func download(_ request: HTTPRequest, to file: URL) async throws -> HTTPResponse {
-        let (temporary, response) = try await session.download(for: Self.urlRequest(request))
-        let result = Self.response(response, body: Data())
-        try? FileManager.default.removeItem(at: file)
-        try FileManager.default.moveItem(at: temporary, to: file)
-        return result
+        let urlRequest = Self.urlRequest(request)
+        // URLSession deletes its temporary file when the handler returns: move it there.
+        let (_, response) = try await run { (finish: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void) in
+            session.downloadTask(with: urlRequest) { temporary, response, error in
+                var failure = error
+                if failure == nil, let temporary {
+                    do {
+                        try? FileManager.default.removeItem(at: file)
+                        try FileManager.default.moveItem(at: temporary, to: file)
+                    } catch {
+                        failure = error
+                    }
+                }
+                finish(Data(), response, failure)
+            }
+        }
+        return Self.response(response, body: Data())
+    }
+
+    /// Runs a URLSession task and cancels it when the awaiting task is cancelled (a sync
+    /// stopped at its deadline); Foundation's async methods on Linux do not.
+    private func run(
+        _ make: (@escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void) -> URLSessionTask
+    ) async throws -> (Data, URLResponse) {
+        let handle = CancellableTask()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let task = make { data, response, error in
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if let response {
+                        continuation.resume(returning: (data ?? Data(), response))
+                    } else {
+                        continuation.resume(throwing: URLError(.badServerResponse))
+                    }
+                }
+                handle.start(task)
+            }
+        } onCancel: {
+            handle.cancel()
+        }
     }
 
     private static func urlRequest(_ request: HTTPRequest) -> URLRequest {
@@ -101,6 +137,30 @@ package final class URLSessionTransport: HTTPTransport {
         var headers: [String: String] = [:]
         for (key, value) in http?.allHeaderFields ?? [:] { headers["\(key)".lowercased()] = "\(value)" }
         return HTTPResponse(status: http?.statusCode ?? 0, headers: headers, body: body)
+    }
+}
+
+/// A URLSession task that a cancellation may reach before or after it starts.
+private final class CancellableTask: @unchecked Sendable {
+    private let lock = NSLock()
+    private var task: URLSessionTask?
+    private var cancelled = false
+
+    func start(_ task: URLSessionTask) {
+        lock.lock()
+        self.task = task
+        let cancelled = cancelled
+        lock.unlock()
+        task.resume()
+        if cancelled { task.cancel() }
+    }
+
+    func cancel() {
+        lock.lock()
+        cancelled = true
+        let task = task
+        lock.unlock()
+        task?.cancel()
     }
 }
 

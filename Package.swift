@@ -71,6 +71,7 @@ let package = Package(
             dependencies: [
                 "IvySync", "IvyGoogle", "IvyStore", "IvyCore", "GoogleEmulator",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(

@@ -78,7 +78,8 @@ struct SyncCommand: AsyncParsableCommand {
 
         let report: SyncReport
         do {
-            report = try await engine.run(SyncOptions(dryRun: dryRun, allowDeletes: allowDeletes))
+            let timeout = Duration.seconds(try library.number(.syncTimeout))
+            report = try await engine.run(SyncOptions(dryRun: dryRun, allowDeletes: allowDeletes, timeout: timeout))
         } catch let error as GoogleError {
             if live { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
             switch error {

@@ -3,6 +3,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
     case syncEnabled = "sync_enabled"
     case autoSyncCooldown = "auto_sync_cooldown"
     case concurrency
+    case syncTimeout = "sync_timeout"
     case clientID = "client_id"
     case clientSecret = "client_secret"
     case lastSyncTime = "last_sync_time"
@@ -21,6 +22,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .syncEnabled: "true"
         case .autoSyncCooldown: "300"
         case .concurrency: "8"
+        case .syncTimeout: "1800"
         case .clientID, .clientSecret, .lastSyncTime, .lastError: nil
         }
     }
@@ -30,6 +32,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .syncEnabled: "whether `ivy sync --auto` runs at all (true or false)"
         case .autoSyncCooldown: "seconds `ivy sync --auto` waits after a sync before syncing again"
         case .concurrency: "Drive requests in flight at once (1 to 32)"
+        case .syncTimeout: "seconds one sync may run before it stops cleanly and frees the lock (1 to 86400)"
         case .clientID: "OAuth client id of a \"TVs and Limited Input devices\" client"
         case .clientSecret: "OAuth client secret of that client (never printed)"
         case .lastSyncTime: "when the last sync finished, in ms since the epoch (set by ivy)"
@@ -57,6 +60,11 @@ package enum SettingKey: String, Sendable, CaseIterable {
                 return .failure(SettingError(key: self, value: value, expected: "a whole number from 1 to 32"))
             }
             return .success(String(count))
+        case .syncTimeout:
+            guard let seconds = Int(trimmed), (1...86_400).contains(seconds) else {
+                return .failure(SettingError(key: self, value: value, expected: "a whole number of seconds from 1 to 86400"))
+            }
+            return .success(String(seconds))
         case .clientID, .clientSecret:
             guard !trimmed.isEmpty, !trimmed.contains(where: \.isWhitespace) else {
                 return .failure(SettingError(key: self, value: isSecret ? "…" : value, expected: "a non-empty value without spaces"))

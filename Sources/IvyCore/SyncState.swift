@@ -1,3 +1,5 @@
+import Foundation
+
 /// An item of the sync queue: what changed locally and still has to reach Drive.
 /// It says *what* changed; the planner decides *how* to push it.
 package struct QueueItem: Sendable, Equatable {
@@ -52,6 +54,19 @@ package struct ManifestEntry: Sendable, Equatable {
         self.remoteFileID = remoteFileID
         self.remoteMP3FileID = remoteMP3FileID
         self.syncedAt = syncedAt
+    }
+}
+
+/// What both sides last agreed on, kept with the manifest row: the base of a three-way merge.
+package struct SyncBase: Sendable, Equatable {
+    /// The backup JSON exactly as uploaded or downloaded.
+    package var json: Data
+    /// md5 of the clip's audio at that moment; nil for books.
+    package var audioMD5: String?
+
+    package init(json: Data, audioMD5: String? = nil) {
+        self.json = json
+        self.audioMD5 = audioMD5
     }
 }
 

@@ -25,7 +25,7 @@ enum AudioFiles {
     /// Copies `source` to a hidden temporary file in `directory`, flushed to disk.
     static func stage(_ source: String, in directory: String) throws -> String {
         try Directories.ensurePrivate(directory)
-        let temporary = directory + "/.incoming-\(UUID().uuidString.lowercased()).mp3"
+        let temporary = stagingPath(in: directory)
         do {
             try FileManager.default.copyItem(atPath: source, toPath: temporary)
             let descriptor = open(temporary, O_RDONLY)
@@ -38,6 +38,11 @@ enum AudioFiles {
             try? FileManager.default.removeItem(atPath: temporary)
             throw StoreError.audioCopyFailed(path: directory, reason: error.localizedDescription)
         }
+    }
+
+    /// A fresh hidden name in `directory` for audio on its way in (a copy or a download).
+    static func stagingPath(in directory: String) -> String {
+        directory + "/.incoming-\(UUID().uuidString.lowercased()).mp3"
     }
 
     /// Atomically puts a staged file at `destination`, replacing any file there.

@@ -38,6 +38,7 @@ extension LibraryDatabase {
         let clip = Clip(
             id: id, bookID: bookID, start: start, duration: duration, note: note,
             transcription: transcription, createdAt: now, updatedAt: now)
+        try checkBackupSize(clip)
         let destination = audioPath(clipID: id)
         try withStagedAudio(source) { staged in
             try write { db in
@@ -65,6 +66,7 @@ extension LibraryDatabase {
             var updated = changes.applied(to: current)
             guard updated != current || source != nil else { return (current, false) }
             updated.updatedAt = Timestamp.next(now: clock.now(), previous: current.updatedAt)
+            try checkBackupSize(updated)
             try db.execute(sql: Clip.upsertSQL, arguments: updated.arguments)
             return (updated, true)
         }
@@ -80,6 +82,18 @@ extension LibraryDatabase {
         } onCommitFailure: {}
         guard let result else { throw StoreError.clipNotFound(id: id) }
         return result
+    }
+
+    /// Refuses a clip whose backup JSON would be over the cap ivy accepts from Drive, so
+    /// nothing is written that no sync could upload.
+    private func checkBackupSize(_ clip: Clip) throws {
+        let key = EntityKey(.clip, clip.id)
+        let backup = ClipBackup(clip, extras: try extras(key))
+        do {
+            _ = try BackupCodec.encode(backup)
+        } catch {
+            throw StoreError.backupUnwritable(error.description)
+        }
     }
 
     /// Deletes a clip and its audio; the trigger queues the remote delete.

@@ -19,6 +19,21 @@ package struct EngineWriter {
     package func deleteClip(id: String) throws {
         try db.execute(sql: "DELETE FROM clips WHERE id = ?", arguments: [id])
     }
+
+    /// Moves downloaded audio into place inside the transaction that saves its row, after
+    /// that row was checked: a recording made here meanwhile is never replaced.
+    package func placeAudio(_ staged: String, at destination: String) throws {
+        try AudioFiles.place(staged, at: destination)
+    }
+}
+
+extension LibraryDatabase {
+    /// Where a download stages a clip's audio before the transaction that places it; the
+    /// audio directory is created (0700) when missing.
+    package func stagingAudioPath() throws -> String {
+        try Directories.ensurePrivate(paths.audioDirectory)
+        return AudioFiles.stagingPath(in: paths.audioDirectory)
+    }
 }
 
 extension LibraryDatabase {

@@ -7,6 +7,9 @@ enum Schema {
         migrator.registerMigration("v1: library, queue, manifest, settings") { db in
             try db.execute(sql: v1)
         }
+        migrator.registerMigration("v2: sync bases") { db in
+            try db.execute(sql: v2)
+        }
         return migrator
     }
 
@@ -144,5 +147,12 @@ enum Schema {
         END;
         \(capture(table: "books", kind: "book", columns: ["title", "artist", "artwork", "position", "hidden", "created_at", "updated_at"]))
         \(capture(table: "clips", kind: "clip", columns: ["book_id", "start", "duration", "note", "transcription", "created_at", "updated_at"]))
+        """
+
+    /// The base of the three-way merge: the backup JSON both sides last agreed on, and the
+    /// md5 of the clip audio then, in the manifest row so both are written in one statement.
+    private static let v2 = """
+        ALTER TABLE sync_manifest ADD COLUMN base_json TEXT;
+        ALTER TABLE sync_manifest ADD COLUMN base_audio_md5 TEXT;
         """
 }

@@ -19,6 +19,8 @@ package enum StoreError: LocalizedError, Equatable {
     case audioCopyFailed(path: String, reason: String)
     case database(path: String, message: String)
     case invalidSetting(message: String)
+    case unreadableExtras(entity: String, path: String)
+    case backupUnwritable(String)
 
     package var errorDescription: String? {
         switch self {
@@ -51,6 +53,11 @@ package enum StoreError: LocalizedError, Equatable {
         case .audioCopyFailed(let path, let reason):
             "cannot copy the audio into \(path): \(reason); nothing was changed"
         case .invalidSetting(let message):
+            message
+        case .unreadableExtras(let entity, let path):
+            "the keys other apps wrote for \(entity) (table backup_extras in \(path)) cannot be read, so it is not "
+                + "uploaded without them; repair or delete that row, then run `ivy retry-failed`"
+        case .backupUnwritable(let message):
             message
         case .database(let path, let message):
             "the library \(path) refused the change: \(message)"

@@ -7,7 +7,8 @@ import IvyCore
 extension LibraryDatabase {
     package func manifestEntries() throws -> [ManifestEntry] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM sync_manifest").compactMap { row in
+            let columns = "entity_type, entity_id, local_updated_at, remote_updated_at, remote_file_id, remote_mp3_file_id, synced_at"
+            return try Row.fetchAll(db, sql: "SELECT \(columns) FROM sync_manifest").compactMap { row in
                 let kind: String = try row.decode(forColumn: "entity_type")
                 guard let entityKind = EntityKind(rawValue: kind) else { return nil }
                 return ManifestEntry(
@@ -21,27 +22,43 @@ extension LibraryDatabase {
         }
     }
 
-    /// Records what both sides looked like after an operation finished, and settles the
-    /// entity's queue item unless a newer change was queued meanwhile.
-    package func recordSynced(_ entry: ManifestEntry, queuedAt: Milliseconds?) throws {
-        try write { db in try Self.recordSynced(entry, queuedAt: queuedAt, db) }
+    /// Records what both sides looked like after an operation finished, with the content
+    /// they agreed on (the base of later merges), and settles the entity's queue item
+    /// unless a newer change was queued meanwhile.
+    package func recordSynced(_ entry: ManifestEntry, base: SyncBase, queuedAt: Milliseconds?) throws {
+        try write { db in try Self.recordSynced(entry, base: base, queuedAt: queuedAt, db) }
     }
 
-    static func recordSynced(_ entry: ManifestEntry, queuedAt: Milliseconds?, _ db: Database) throws {
-            try db.execute(
-                sql: """
-                    INSERT INTO sync_manifest (entity_type, entity_id, local_updated_at, remote_updated_at, remote_file_id, remote_mp3_file_id, synced_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (entity_type, entity_id) DO UPDATE SET
-                        local_updated_at = excluded.local_updated_at, remote_updated_at = excluded.remote_updated_at,
-                        remote_file_id = excluded.remote_file_id, remote_mp3_file_id = excluded.remote_mp3_file_id,
-                        synced_at = excluded.synced_at
-                    """,
-                arguments: [
-                    entry.key.kind.rawValue, entry.key.id, entry.localUpdatedAt, entry.remoteUpdatedAt, entry.remoteFileID,
-                    entry.remoteMP3FileID, entry.syncedAt,
-                ])
-            try settle(entry.key, queuedAt: queuedAt, db)
+    static func recordSynced(_ entry: ManifestEntry, base: SyncBase, queuedAt: Milliseconds?, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO sync_manifest (entity_type, entity_id, local_updated_at, remote_updated_at, remote_file_id,
+                    remote_mp3_file_id, synced_at, base_json, base_audio_md5)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (entity_type, entity_id) DO UPDATE SET
+                    local_updated_at = excluded.local_updated_at, remote_updated_at = excluded.remote_updated_at,
+                    remote_file_id = excluded.remote_file_id, remote_mp3_file_id = excluded.remote_mp3_file_id,
+                    synced_at = excluded.synced_at, base_json = excluded.base_json, base_audio_md5 = excluded.base_audio_md5
+                """,
+            arguments: [
+                entry.key.kind.rawValue, entry.key.id, entry.localUpdatedAt, entry.remoteUpdatedAt, entry.remoteFileID,
+                entry.remoteMP3FileID, entry.syncedAt, String(decoding: base.json, as: UTF8.self), base.audioMD5,
+            ])
+        try settle(entry.key, queuedAt: queuedAt, db)
+    }
+
+    /// The content both sides last agreed on, or nil where none was recorded (a library
+    /// synced by an older ivy, or never synced).
+    package func base(_ key: EntityKey) throws -> SyncBase? {
+        try read { db in
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT base_json, base_audio_md5 FROM sync_manifest WHERE entity_type = ? AND entity_id = ?",
+                    arguments: [key.kind.rawValue, key.id]),
+                let json: String = row["base_json"]
+            else { return nil }
+            return SyncBase(json: Data(json.utf8), audioMD5: row["base_audio_md5"])
+        }
     }
 
     /// Forgets an entity that is gone on both sides now.
@@ -112,12 +129,19 @@ extension LibraryDatabase {
 
     // MARK: unknown backup keys
 
+    /// The keys another app wrote that ivy keeps for this entity. Unreadable ones are an
+    /// error, never an empty set: an upload without them would drop them from Drive.
     package func extras(_ key: EntityKey) throws -> [String: JSONValue] {
-        try read { db in
-            guard let text = try String.fetchOne(
-                db, sql: "SELECT json FROM backup_extras WHERE entity_type = ? AND entity_id = ?", arguments: [key.kind.rawValue, key.id])
-            else { return [:] }
-            return (try? JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8))) ?? [:]
+        let text = try read { db in
+            try String.fetchOne(
+                db, sql: "SELECT json FROM backup_extras WHERE entity_type = ? AND entity_id = ?",
+                arguments: [key.kind.rawValue, key.id])
+        }
+        guard let text else { return [:] }
+        do {
+            return try JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8))
+        } catch {
+            throw StoreError.unreadableExtras(entity: "\(key)", path: paths.database)
         }
     }
 
@@ -155,9 +179,9 @@ extension EngineWriter {
 
     package func book(id: String) throws -> Book? { try LibraryDatabase.book(id: id, in: db) }
 
-    /// Records the manifest in the same transaction as the change it describes.
-    package func recordSynced(_ entry: ManifestEntry, queuedAt: Milliseconds?) throws {
-        try LibraryDatabase.recordSynced(entry, queuedAt: queuedAt, db)
+    /// Records the manifest and base in the same transaction as the change they describe.
+    package func recordSynced(_ entry: ManifestEntry, base: SyncBase, queuedAt: Milliseconds?) throws {
+        try LibraryDatabase.recordSynced(entry, base: base, queuedAt: queuedAt, db)
     }
     package func clip(id: String) throws -> Clip? { try LibraryDatabase.clip(id: id, in: db) }
 }

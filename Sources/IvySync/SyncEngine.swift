@@ -8,9 +8,26 @@ import Synchronization
 package struct SyncOptions: Sendable {
     package var dryRun = false
     package var allowDeletes = false
-    package init(dryRun: Bool = false, allowDeletes: Bool = false) {
+    /// The whole sync's deadline (setting `sync_timeout`); nil for none.
+    package var timeout: Duration?
+    package init(dryRun: Bool = false, allowDeletes: Bool = false, timeout: Duration? = nil) {
         self.dryRun = dryRun
         self.allowDeletes = allowDeletes
+        self.timeout = timeout
+    }
+}
+
+/// Why a sync stopped as a whole (an item's failure is in the report instead).
+package enum SyncError: LocalizedError, Equatable {
+    case timedOut(seconds: Int64)
+
+    package var errorDescription: String? {
+        switch self {
+        case .timedOut(let seconds):
+            "the sync did not finish within \(seconds) s (setting sync_timeout) and was stopped; what finished is "
+                + "recorded and the rest is synced next time. If Drive is just slow, raise the limit: "
+                + "`ivy config set sync_timeout \(max(seconds * 2, 3600))`"
+        }
     }
 }
 
@@ -30,21 +47,45 @@ package final class SyncEngine: Sendable {
     let clock: WallClock
     let logger: Logger
     let progress: @Sendable (SyncProgress) -> Void
+    /// Waits out the deadline; injected so tests decide when it passes.
+    let sleep: @Sendable (Duration) async throws -> Void
     /// Operations carried out at the same time; the Drive client caps requests in flight.
     static let window = 16
 
     package init(
         library: LibraryDatabase, drive: DriveClient, clock: WallClock, logger: Logger,
-        progress: @escaping @Sendable (SyncProgress) -> Void = { _ in }
+        progress: @escaping @Sendable (SyncProgress) -> Void = { _ in },
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) {
         self.library = library
         self.drive = drive
         self.clock = clock
         self.logger = logger
         self.progress = progress
+        self.sleep = sleep
     }
 
+    /// One sync, stopped at `options.timeout`: a Drive that hangs can never hold the lock
+    /// (and so every later cron run) forever. Stopping cancels the requests in flight; every
+    /// operation that finished before is already recorded.
     package func run(_ options: SyncOptions) async throws -> SyncReport {
+        guard let timeout = options.timeout else { return try await runToEnd(options) }
+        return try await withThrowingTaskGroup(of: SyncReport?.self) { group in
+            group.addTask { try await self.runToEnd(options) }
+            group.addTask {
+                try await self.sleep(timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let report = try await group.next() ?? nil else {
+                logger.error("sync stopped at its deadline", metadata: ["seconds": "\(timeout.components.seconds)"])
+                throw SyncError.timedOut(seconds: timeout.components.seconds)
+            }
+            return report
+        }
+    }
+
+    private func runToEnd(_ options: SyncOptions) async throws -> SyncReport {
         let started = clock.now()
         var report = SyncReport()
         report.dryRun = options.dryRun
@@ -98,7 +139,7 @@ package final class SyncEngine: Sendable {
             var results: [Outcome] = []
             var pending = plan.actions[...]
             func launch() {
-                guard let action = pending.popFirst() else { return }
+                guard !Task.isCancelled, let action = pending.popFirst() else { return }
                 group.addTask { [self] in
                     let outcome = try await self.perform(action, context)
                     tick(outcome.bytes)
@@ -115,6 +156,7 @@ package final class SyncEngine: Sendable {
         for outcome in outcomes { report.add(outcome) }
 
         for stale in plan.staleDuplicates {
+            try Task.checkCancellation()
             do {
                 try await drive.delete(stale.file.id)
                 report.staleDuplicatesDeleted += 1

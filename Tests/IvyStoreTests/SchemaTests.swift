@@ -20,6 +20,7 @@ struct SchemaTests {
         #expect(columns["sync_queue"] == ["entity_type", "entity_id", "operation", "attempts", "last_error", "queued_at"])
         #expect(columns["sync_manifest"] == [
             "entity_type", "entity_id", "local_updated_at", "remote_updated_at", "remote_file_id", "remote_mp3_file_id", "synced_at",
+            "base_json", "base_audio_md5",
         ])
         #expect(columns["settings"] == ["key", "value"])
     }

@@ -131,7 +131,7 @@ struct EngineScenarioTests {
             let broken = "0000aaaa-0000-4000-8000-000000000001", mismatched = "0000aaaa-0000-4000-8000-000000000002"
             let lonely = "0000aaaa-0000-4000-8000-000000000003"
             await google.state.putFile(email: "alice@example.com", name: "book_\(broken).json", parents: [books.id], content: Data("{oops".utf8))
-            await google.state.putFile(email: "alice@example.com", name: "book_\(mismatched).json", parents: [books.id], content: BackupCodec.encode(BookBackup(id: good, title: "Impostor", createdAt: 1, updatedAt: 1)))
+            await google.state.putFile(email: "alice@example.com", name: "book_\(mismatched).json", parents: [books.id], content: try BackupCodec.encode(BookBackup(id: good, title: "Impostor", createdAt: 1, updatedAt: 1)))
             await google.state.putFile(email: "alice@example.com", name: "notes.txt", parents: [books.id], content: Data("hi".utf8))
             await google.state.putFile(email: "alice@example.com", name: "clip_\(lonely).json", parents: [clips.id], content: Data("{}".utf8))
             let report = try await tablet.sync()

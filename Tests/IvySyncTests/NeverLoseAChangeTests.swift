@@ -1,0 +1,284 @@
+import Foundation
+import GRDB
+import GoogleEmulator
+import IvyCore
+import IvyStore
+import IvySync
+import Testing
+
+/// Issue 12: paths on which a change a person made was silently undone, each closed.
+@Suite("Never lose a change")
+struct NeverLoseAChangeTests {
+    /// Another program writing library.db directly, as the contract allows.
+    func sqlite(_ device: Device, _ updates: (Database) throws -> Void) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        try DatabaseQueue(path: device.paths.database, configuration: configuration).write(updates)
+    }
+
+    func writeAudio(_ world: World, _ name: String, byte: UInt8) throws -> String {
+        let path = world.directory + "/\(name).mp3"
+        try (Data("ID3".utf8) + Data(repeating: byte, count: 3000)).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test("a rewind and an unarchive on one device survive a title edit on the other")
+    func threeWayBook() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let (a, b) = (pair.a, pair.b)
+            try a.edit(book: pair.book.id, BookChanges(hidden: true))
+            _ = try await a.sync()
+            _ = try await b.sync()
+            #expect(try b.book(pair.book.id)?.hidden == true)
+
+            try a.edit(book: pair.book.id, BookChanges(position: 30, hidden: false))  // rewound and unarchived
+            try b.edit(book: pair.book.id, BookChanges(title: "Dune (annotated)"))
+            #expect(try await a.sync().uploaded.books == 1)
+            let merged = try await b.sync()
+            #expect(merged.merged.books == 1)
+            #expect(merged.conflicts.isEmpty, "no field changed on both sides: \(merged.conflicts)")
+            #expect(try await a.sync().downloaded.books == 1)
+            for device in [a, b] {
+                let book = try #require(try device.book(pair.book.id))
+                #expect(book.position == 30, "\(device.name) lost the rewind")
+                #expect(book.hidden == false, "\(device.name) lost the unarchive")
+                #expect(book.title == "Dune (annotated)")
+            }
+            #expect(try a.snapshot() == b.snapshot())
+        }
+    }
+
+    @Test("every agreement records its base; a library without bases gains them as entities next agree")
+    func basesRecorded() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            for device in [pair.a, pair.b] {
+                #expect(try device.library.base(EntityKey(.book, pair.book.id)) != nil)
+                let clipBase = try #require(try device.library.base(EntityKey(.clip, pair.clip.id)))
+                #expect(clipBase.audioMD5 == MD5.hex(try #require(device.audio(pair.clip.id))))
+            }
+            // As an older ivy left it: manifest rows without bases.
+            try sqlite(pair.b) { db in try db.execute(sql: "UPDATE sync_manifest SET base_json = NULL, base_audio_md5 = NULL") }
+            #expect(try pair.b.library.base(EntityKey(.book, pair.book.id)) == nil)
+            try pair.a.edit(book: pair.book.id, BookChanges(position: 100))
+            _ = try await pair.a.sync()
+            #expect(try await pair.b.sync().downloaded.books == 1)
+            #expect(try pair.b.library.base(EntityKey(.book, pair.book.id)) != nil)
+            #expect(try pair.b.library.base(EntityKey(.clip, pair.clip.id)) == nil)
+        }
+    }
+
+    @Test("a new recording here survives a note edited on another device, and reaches it")
+    func localAudioSurvivesMerge() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let (a, b) = (pair.a, pair.b)
+            try b.edit(clip: pair.clip.id, ClipChanges(note: "B's note"))
+            #expect(try await b.sync().uploaded.clips == 1)
+            try a.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "retake", byte: 9))
+            let retake = try #require(a.audio(pair.clip.id))
+
+            let merged = try await a.sync()
+            #expect(merged.merged.clips == 1)
+            #expect(merged.conflicts.isEmpty)
+            #expect(merged.bytesUploaded == Int64(retake.count), "the merge's upload is counted")
+            #expect(a.audio(pair.clip.id) == retake, "the local recording was replaced")
+            #expect(try await world.file("clip_\(pair.clip.id).mp3").content == retake)
+            #expect(try a.clip(pair.clip.id)?.note == "B's note")
+
+            let pulled = try await b.sync()
+            #expect(pulled.downloaded.clips == 1)
+            #expect(pulled.bytesDownloaded == Int64(retake.count))
+            #expect(b.audio(pair.clip.id) == retake)
+            #expect(try a.snapshot() == b.snapshot())
+        }
+    }
+
+    @Test("audio replaced on both devices: the newer recording wins everywhere and the sync reports a conflict")
+    func bothAudioChanged() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let (a, b) = (pair.a, pair.b)
+            try a.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "a-take", byte: 1))
+            #expect(try await a.sync().uploaded.clips == 1)
+            try b.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "b-take", byte: 2))
+            let newer = try #require(b.audio(pair.clip.id))
+
+            let merged = try await b.sync()
+            #expect(merged.merged.clips == 1)
+            #expect(merged.conflicts == ["clip \(pair.clip.id)"])
+            #expect(merged.bytesUploaded == Int64(newer.count))
+            #expect(b.audio(pair.clip.id) == newer)
+            #expect(try await a.sync().downloaded.clips == 1)
+            #expect(a.audio(pair.clip.id) == newer)
+            #expect(try a.snapshot() == b.snapshot())
+
+            // And when Drive's recording is the newer one, it is downloaded, and counted.
+            try b.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "b-again", byte: 3))
+            try a.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "a-again", byte: 4))
+            let newest = try #require(a.audio(pair.clip.id))
+            _ = try await a.sync()
+            let lost = try await b.sync()
+            #expect(lost.conflicts == ["clip \(pair.clip.id)"])
+            #expect(lost.bytesDownloaded == Int64(newest.count))
+            #expect(b.audio(pair.clip.id) == newest)
+        }
+    }
+
+    @Test("a download never replaces audio recorded here while the sync ran")
+    func downloadChecksBeforeWritingAudio() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let (a, b) = (pair.a, pair.b)
+            try a.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "a-take", byte: 5))
+            _ = try await a.sync()
+            // B's download of A's MP3 is answered slowly; B records a new take meanwhile.
+            let mp3 = try await world.file("clip_\(pair.clip.id).mp3")
+            await world.state.addFault(FaultRule(method: "GET", pathContains: "\(mp3.id)?alt=media", delayMilliseconds: 1500))
+            let sync = Task { try await b.sync() }
+            while await world.state.faultsFired == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            try b.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "b-take", byte: 6))
+            let mine = try #require(b.audio(pair.clip.id))
+            let report = try await sync.value
+            #expect(report.downloaded.clips == 0)
+            #expect(b.audio(pair.clip.id) == mine, "the download overwrote a newer local recording")
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: b.paths.audioDirectory)
+                .filter { $0.hasPrefix(".") }
+            #expect(leftovers.isEmpty, "\(leftovers)")
+            await world.state.clearFaults()
+            // The next sync merges: both changed the audio, B's take is the newer.
+            let merged = try await b.sync()
+            #expect(merged.merged.clips == 1 && merged.conflicts == ["clip \(pair.clip.id)"])
+            #expect(b.audio(pair.clip.id) == mine)
+        }
+    }
+
+    @Test("killed between the delete and the create of a replace: both devices end with the edit, one file on Drive")
+    func replaceInterrupted() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let (a, b) = (pair.a, pair.b)
+            let name = "book_\(pair.book.id).json"
+            try a.edit(book: pair.book.id, BookChanges(position: 2700, hidden: true))  // listened on, archived
+            _ = try await a.sync()
+            _ = try await b.sync()
+
+            try a.edit(book: pair.book.id, BookChanges(position: 30, hidden: false))  // unarchived and rewound
+            await world.state.addFault(FaultRule(method: "POST", pathContains: "/upload", status: 500))
+            let interrupted = try await a.sync()
+            #expect(interrupted.failures.map(\.entity) == ["book \(pair.book.id)"])
+            #expect(await world.names().contains(name) == false, "the old file was deleted, the new one not created")
+            await world.state.clearFaults()
+
+            let restored = try await b.sync()
+            #expect(restored.uploaded.books == 1, "B restores the vanished book at once")
+            let merged = try await a.sync()
+            #expect(merged.merged.books == 1)
+            _ = try await b.sync()
+            for device in [a, b] {
+                let book = try #require(try device.book(pair.book.id))
+                #expect(book.position == 30 && book.hidden == false, "\(device.name): \(book.position) \(book.hidden)")
+            }
+            #expect(await world.names().filter { $0 == name }.count == 1)
+            #expect(try a.snapshot() == b.snapshot())
+        }
+    }
+
+    @Test("an entity that cannot be encoded fails its item by name and nothing is uploaded for it")
+    func unencodableFailsItsItem() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let good = try a.addBook("Good")
+            let bad = try a.addBook("Bad")
+            try sqlite(a) { db in
+                // As an older ivy or another program could have left it, before times were checked.
+                let triggers = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%position%' AND name NOT LIKE '%capture%'")
+                for trigger in triggers { try db.execute(sql: "DROP TRIGGER \(trigger)") }
+                try db.execute(sql: "UPDATE books SET position = 9e999 WHERE id = ?", arguments: [bad.id])
+            }
+            let report = try await a.sync()
+            #expect(report.uploaded.books == 1)
+            let failure = try #require(report.failures.first)
+            #expect(failure.entity == "book \(bad.id)")
+            #expect(failure.reason.contains("book \(bad.id)") && failure.reason.contains("position"))
+            #expect(await world.names() == ["book_\(good.id).json"])
+            let item = try #require(try a.library.queueItems().first { $0.entityID == bad.id })
+            #expect(item.hasFailed, "a local cause fails at once")
+        }
+    }
+
+    @Test("a note over the JSON cap written by another program fails its item at once; nothing is uploaded")
+    func oversizedNoteFails() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let book = try a.addBook("Dune")
+            let clip = try a.addClip(to: book)
+            let note = String(repeating: "x", count: BackupCodec.maximumBytes)
+            try sqlite(a) { db in try db.execute(sql: "UPDATE clips SET note = ? WHERE id = ?", arguments: [note, clip.id]) }
+            let report = try await a.sync()
+            #expect(report.failures.map(\.entity) == ["clip \(clip.id)"])
+            #expect(report.failures.first?.reason.contains("limit") == true)
+            #expect(await world.names() == ["book_\(book.id).json"])
+            #expect(try a.library.queueItems().first { $0.entityID == clip.id }?.hasFailed == true)
+        }
+    }
+
+    @Test("a Drive file over the JSON cap is skipped and reported on each sync, never a failure")
+    func oversizedRemoteSkipped() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            _ = try a.addBook("Seed")
+            _ = try await a.sync()
+            let id = UUID().uuidString.lowercased()
+            let big = #"{"id":"\#(id)","title":"\#(String(repeating: "t", count: BackupCodec.maximumBytes))","updated_at":1}"#
+            await world.state.putFile(
+                email: alice, name: "book_\(id).json", parents: [try await world.folderID("books")], content: Data(big.utf8))
+            let b = try await world.device("b")
+            for round in 0..<2 {
+                let report = try await b.sync()
+                #expect(report.failures.isEmpty)
+                #expect(report.skipReason("book_\(id).json")?.contains("limit") == true, "\(report.skipped)")
+                #expect(report.downloaded.books == (round == 0 ? 1 : 0))
+            }
+        }
+    }
+
+    @Test("unreadable kept keys fail the upload with a message instead of dropping them from Drive")
+    func unreadableExtras() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let a = pair.a
+            try sqlite(a) { db in
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO backup_extras (entity_type, entity_id, json) VALUES ('book', ?, '{broken')",
+                    arguments: [pair.book.id])
+            }
+            let before = try await world.file("book_\(pair.book.id).json")
+            try a.edit(book: pair.book.id, BookChanges(position: 1))
+            let report = try await a.sync()
+            let failure = try #require(report.failures.first)
+            #expect(failure.reason.contains("backup_extras"))
+            #expect(try await world.file("book_\(pair.book.id).json").id == before.id, "nothing was uploaded")
+            #expect(try a.library.queueItems().first?.hasFailed == true)
+        }
+    }
+
+    @Test("a sync that outlives sync_timeout stops cleanly with a clear error; the next one runs")
+    func deadline() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            _ = try a.addBook("Dune")
+            await world.state.addFault(FaultRule(method: "GET", pathContains: "/drive/v3/files", delayMilliseconds: 60_000))
+            do {
+                _ = try await a.sync(SyncOptions(timeout: .seconds(1)))
+                Issue.record("a hung Drive kept the sync running")
+            } catch let error as SyncError {
+                #expect(error == .timedOut(seconds: 1))
+                #expect(error.localizedDescription.contains("sync_timeout"))
+            }
+            await world.state.clearFaults()
+            #expect(try await a.sync(SyncOptions(timeout: .seconds(60))).uploaded.books == 1)
+        }
+    }
+}

@@ -120,6 +120,9 @@ package actor EmulatorState {
     package private(set) var faults: [FaultRule] = []
     /// How files.list misbehaves, if it does.
     package private(set) var listFault: ListFault?
+    /// Filler bytes endless downloads have sent since the last `misreport`: how a test sees
+    /// that a client stopped reading.
+    package private(set) var endlessBytesSent = 0
     package private(set) var requests: [LoggedRequest] = []
 
     var devices: [String: DeviceSession] = [:]
@@ -276,7 +279,10 @@ package actor EmulatorState {
     package func misreport(id: String, _ misreport: Misreport?) throws(EmulatorControlError) {
         guard files[id] != nil else { throw EmulatorControlError("no file \(id)") }
         files[id]?.misreport = misreport
+        endlessBytesSent = 0
     }
+
+    func countEndless(_ bytes: Int) { endlessBytesSent += bytes }
 
     package func trash(id: String) throws(EmulatorControlError) {
         guard files[id] != nil else { throw EmulatorControlError("no file \(id)") }

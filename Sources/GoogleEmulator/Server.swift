@@ -140,7 +140,7 @@ struct EmulatorResponder: HTTPResponder {
             method: method, path: path, query: rawQuery, status: drop == nil ? reply.status : 0, account: account,
                 start: started, end: await state.now(), bytes: body.count))
         }
-        return Self.response(reply, dropAfter: drop)
+        return Self.response(reply, dropAfter: drop, state: state)
     }
 
     static func defaultReason(_ status: Int) -> String {
@@ -190,7 +190,7 @@ struct EmulatorResponder: HTTPResponder {
     /// How much filler an endless download sends at most, should a client never hang up.
     static let endlessLimit = 1 << 30
 
-    static func response(_ reply: EmulatorReply, dropAfter: Int?) -> Response {
+    static func response(_ reply: EmulatorReply, dropAfter: Int?, state: EmulatorState) -> Response {
         var fields = HTTPFields()
         for (name, value) in reply.headers {
             if let field = HTTPField.Name(name) { fields[field] = value }
@@ -207,6 +207,7 @@ struct EmulatorResponder: HTTPResponder {
                     try Task.checkCancellation()
                     try await writer.write(filler)
                     sent += filler.readableBytes
+                    await state.countEndless(filler.readableBytes)
                 }
                 try await writer.finish(nil)
             })

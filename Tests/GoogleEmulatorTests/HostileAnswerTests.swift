@@ -115,6 +115,7 @@ struct HostileAnswerTests {
             let raw = try await blocking { try rawGet(port: port, path: path, token: token, atMost: 4 << 20) }
             #expect(raw.head.lowercased().contains("transfer-encoding: chunked"))
             #expect(raw.bodyBytes >= 4 << 20 - 64 << 10, "it keeps coming: \(raw.bodyBytes) bytes")
+            #expect(await google.state.endlessBytesSent >= raw.bodyBytes - 1000, "the emulator counts what it sent")
 
             try await google.state.misreport(id: file.id, nil)
             #expect(try await google.request("GET", "/drive/v3/files/\(file.id)?alt=media", token: token).body == content)
@@ -209,3 +210,4 @@ private func contentLength(_ head: Data) -> Int? {
     guard let line = text.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }) else { return nil }
     return Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
 }
+

@@ -28,7 +28,10 @@ package struct DriveFolders: Sendable, Equatable {
 package struct DriveListing: Sendable {
     package var folders: DriveFolders
     package var files: [RemoteFile]
-    package var isComplete: Bool
+    /// Why the listing stopped before its end; nil when every page was read. An incomplete
+    /// listing never causes a local deletion.
+    package var incompleteReason: String?
+    package var isComplete: Bool { incompleteReason == nil }
 }
 
 /// Google Drive v3 as ivy uses it: folders, listing, delete-then-create uploads, downloads,

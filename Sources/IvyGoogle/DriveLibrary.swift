@@ -32,7 +32,9 @@ extension DriveClient {
 
     private func resolveFolders() async throws -> DriveFolders {
         let found = try await list(query: Self.folderQuery)
-        guard found.complete else { throw DriveError(.server, message: "looking up the Ivy folders: the listing stopped early") }
+        if let reason = found.incomplete {
+            throw DriveError(.server, message: "looking up the Ivy folders: the listing stopped early: \(reason); the next sync tries again")
+        }
         var folders = Self.structure(found.files)
         if folders.ivy.isEmpty { folders.ivy = [try await createFolder("Ivy", parent: nil)] }
         if folders.books.isEmpty { folders.books = [try await createFolder("books", parent: folders.ivy[0])] }
@@ -41,8 +43,8 @@ extension DriveClient {
     }
 
     /// Which listed folders form ivy's tree; twins are kept, oldest first.
-    static func structure(_ entries: [(file: RemoteFile, mimeType: String, parents: [String])]) -> DriveFolders {
-        func oldestFirst(_ list: [(file: RemoteFile, mimeType: String, parents: [String])]) -> [String] {
+    static func structure(_ entries: [ListedFile]) -> DriveFolders {
+        func oldestFirst(_ list: [ListedFile]) -> [String] {
             list.sorted { ($0.file.createdTime ?? 0, $0.file.id) < ($1.file.createdTime ?? 0, $1.file.id) }.map(\.file.id)
         }
         let folders = entries.filter { $0.mimeType == folderType }
@@ -72,9 +74,19 @@ extension DriveClient {
 
     // MARK: listing
 
-    /// Every page of a query; `complete` is false when a page could not be read.
-    func list(query: String) async throws -> (files: [(file: RemoteFile, mimeType: String, parents: [String])], complete: Bool) {
-        var entries: [(file: RemoteFile, mimeType: String, parents: [String])] = []
+    /// Pages a listing may take beyond one per file it found. Google documents short and even
+    /// empty pages that still carry a `nextPageToken`, so a few are normal; a listing that has
+    /// found n files and still asks for more after n + 20 pages never ends, and is cut short.
+    static let spareListPages = 20
+
+    /// Every page of a query, each file once. `incomplete` says why the listing stopped early:
+    /// a page that could not be read, a page token Drive had already given, or more pages
+    /// than the files could fill (see `spareListPages`).
+    func list(query: String) async throws -> (files: [ListedFile], incomplete: String?) {
+        var entries: [ListedFile] = []
+        var ids: Set<String> = []
+        var tokens: Set<String> = []
+        var pages = 0
         var pageToken: String?
         repeat {
             var parameters = [
@@ -85,17 +97,29 @@ extension DriveClient {
             do {
                 response = try await http.execute(HTTPRequest(method: "GET", url: http.url("drive/v3/files", parameters)), context: "listing Drive")
             } catch let error as DriveError where !entries.isEmpty && error.isRetryable {
-                return (entries, false)
+                return (entries, "a page could not be read (\(error.localizedDescription))")
             }
             let page = try http.json(response, context: "listing Drive")
+            pages += 1
             for object in page["files"] as? [[String: Any]] ?? [] {
-                guard let file = Self.remoteFile(object) else { continue }
+                // A file listed twice (results shift while paging) is still one file.
+                guard let file = Self.remoteFile(object), ids.insert(file.id).inserted else { continue }
                 entries.append((file, object["mimeType"] as? String ?? "", object["parents"] as? [String] ?? []))
             }
             pageToken = page["nextPageToken"] as? String
+            if let token = pageToken {
+                guard tokens.insert(token).inserted else {
+                    return (entries, "Drive gave the same page token twice, so the listing would never end")
+                }
+                guard pages <= ids.count + Self.spareListPages else {
+                    return (entries, "Drive kept sending pages after \(pages) pages with \(ids.count) files")
+                }
+            }
         } while pageToken != nil
-        return (entries, true)
+        return (entries, nil)
     }
+
+    typealias ListedFile = (file: RemoteFile, mimeType: String, parents: [String])
 
     static func remoteFile(_ object: [String: Any]) -> RemoteFile? { DriveRequester.remoteFile(object) }
 
@@ -110,10 +134,10 @@ extension DriveClient {
             let parents = (remembered.books + remembered.clips).map { "'\($0)' in parents" }.joined(separator: " or ")
             let combined = try await list(query: "(\(Self.folderQuery)) or ((\(parents)) and trashed = false)")
             let found = Self.structure(combined.files)
-            if combined.complete, found == remembered {
+            if combined.incomplete == nil, found == remembered {
                 let folderIDs = Set(remembered.books + remembered.clips)
                 let files = combined.files.filter { $0.mimeType != Self.folderType && $0.parents.contains { folderIDs.contains($0) } }
-                return DriveListing(folders: remembered, files: files.map(\.file), isComplete: true)
+                return DriveListing(folders: remembered, files: files.map(\.file), incompleteReason: nil)
             }
             await folderCache.forget()
         }
@@ -123,12 +147,14 @@ extension DriveClient {
         } else {
             let found = try await list(query: Self.folderQuery)
             folders = Self.structure(found.files)
-            guard !(folders.books + folders.clips).isEmpty else { return DriveListing(folders: folders, files: [], isComplete: found.complete) }
+            guard !(folders.books + folders.clips).isEmpty else {
+                return DriveListing(folders: folders, files: [], incompleteReason: found.incomplete)
+            }
         }
         let parents = (folders.books + folders.clips).map { "'\($0)' in parents" }.joined(separator: " or ")
         let listed = try await list(query: "(\(parents)) and trashed = false")
         let files = listed.files.filter { $0.mimeType != Self.folderType }.map(\.file)
-        return DriveListing(folders: folders, files: files, isComplete: listed.complete)
+        return DriveListing(folders: folders, files: files, incompleteReason: listed.incomplete)
     }
 
     // MARK: uploads

@@ -69,7 +69,9 @@ package final class SyncEngine: Sendable {
         report.deletionsHeld = plan.deletionsHeldReason
         report.skipped = plan.skipped.map { .init(entity: "\($0.key)", reason: $0.reason) }
             + remote.ignored.map { .init(entity: $0.name, reason: "not an ivy file name; left alone") }
-        if !listing.isComplete { report.skipped.append(.init(entity: "Drive listing", reason: "stopped early; nothing was deleted locally")) }
+        if let reason = listing.incompleteReason {
+            report.skipped.append(.init(entity: "Drive listing", reason: "stopped early: \(reason); nothing was deleted locally"))
+        }
 
         if options.dryRun {
             report.plan = plan.actions.map { .init(entity: "\($0.key)", reason: "\($0.action.rawValue): \($0.reason)") }

@@ -199,6 +199,7 @@ extension DriveClient {
             let session = try await startSession(id: id, name: name, folder: folder, size: size, context: context)
             var offset: Int64 = 0
             var needsStatus = false
+            var stalls = 0
             sessionLoop: while true {
                 let response: HTTPResponse
                 do {
@@ -223,8 +224,30 @@ extension DriveClient {
                     await http.pacer.succeeded()
                     return try http.uploaded(response, context: context)
                 case 308:
-                    offset = response.headers["range"].flatMap(Self.confirmedBytes) ?? 0
-                    needsStatus = false
+                    // No Range means nothing stored; one that is not `bytes=0-N` within the
+                    // file is an answer ivy cannot resume from.
+                    guard let confirmed = Self.confirmedBytes(response.headers["range"], size: size) else {
+                        throw DriveError(
+                            .server, status: 308,
+                            message: "\(context): Drive confirmed \(Self.quoted(response.headers["range"])) of a \(size)-byte upload, "
+                                + "which cannot be; the upload was stopped and the next sync tries again")
+                    }
+                    // A 308 that does not move the confirmed part forward is a stall; a few
+                    // are normal (the status query after a dropped connection), an answer that
+                    // never moves forward must not keep ivy sending for ever.
+                    if confirmed > offset {
+                        stalls = 0
+                    } else {
+                        stalls += 1
+                        guard stalls <= http.policy.maxAttempts else {
+                            throw DriveError(
+                                .server, status: 308,
+                                message: "\(context): Drive stopped confirming the upload at byte \(confirmed) of \(size); the next sync tries again")
+                        }
+                    }
+                    offset = confirmed
+                    // Everything arrived yet the upload is not finished: ask for its result.
+                    needsStatus = offset == size
                 case 404, 410:
                     break sessionLoop
                 case 409:
@@ -257,9 +280,24 @@ extension DriveClient {
         return url
     }
 
-    /// `bytes=0-42` means 43 bytes arrived.
-    static func confirmedBytes(_ header: String) -> Int64? {
-        header.split(separator: "-").last.flatMap { Int64($0) }.map { $0 + 1 }
+    /// How many bytes a 308's `Range` confirms: `bytes=0-42` means 43 arrived, no header means
+    /// none. Nil for anything else: not that form, not starting at 0, past `size`, or a
+    /// number too long for Int64.
+    static func confirmedBytes(_ header: String?, size: Int64) -> Int64? {
+        guard let header else { return 0 }
+        let text = header.trimmingCharacters(in: .whitespaces)
+        guard text.lowercased().hasPrefix("bytes=0-") else { return nil }
+        let digits = text.dropFirst("bytes=0-".count)
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let last = Int64(digits), last < size else {
+            return nil
+        }
+        return last + 1
+    }
+
+    /// A server's header, quoted and cut short for a message.
+    static func quoted(_ header: String?) -> String {
+        guard let header else { return "nothing" }
+        return "\"" + String(header.prefix(60)) + (header.count > 60 ? "…" : "") + "\""
     }
 
     package static func fileSize(_ file: URL) throws -> Int64 {

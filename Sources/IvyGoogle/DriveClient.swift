@@ -123,6 +123,11 @@ final class DriveRequester: Sendable {
             return response
         } catch let error as GoogleError {
             throw error
+        } catch let tooLong as ResponseTooLong {
+            // Not retried: the same request would get the same overlong answer.
+            throw DriveError(
+                .fileTooLarge, status: tooLong.status,
+                message: "\(request.method) \(request.url.path): the answer ran past \(AudioRules.grouped(tooLong.limit)) bytes and was cut off")
         } catch is CancellationError {
             throw CancellationError()
         } catch {

@@ -48,6 +48,8 @@ package final class SyncEngine: Sendable {
         let started = clock.now()
         var report = SyncReport()
         report.dryRun = options.dryRun
+        // Under the sync lock no other transfer is running: these are a killed run's.
+        if !options.dryRun { TransferFiles.removeLeftovers(in: library.paths.audioDirectory) }
         progress(SyncProgress(phase: "listing Drive", done: 0, total: 0, bytes: 0))
 
         let remembered = try library.rememberedFolders().map { DriveFolders(ivy: $0.ivy, books: $0.books, clips: $0.clips) }

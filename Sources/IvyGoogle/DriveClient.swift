@@ -127,7 +127,8 @@ final class DriveRequester: Sendable {
             // Not retried: the same request would get the same overlong answer.
             throw DriveError(
                 .fileTooLarge, status: tooLong.status,
-                message: "\(request.method) \(request.url.path): the answer ran past \(AudioRules.grouped(tooLong.limit)) bytes and was cut off")
+                message: "\(request.method) \(request.url.path): the answer ran past "
+                    + "\(AudioRules.grouped(tooLong.limit)) bytes and was cut off")
         } catch is CancellationError {
             throw CancellationError()
         } catch {
@@ -203,7 +204,9 @@ final class DriveRequester: Sendable {
     /// a whole number of bytes, a negative one included, means no usable size: the download
     /// is then bounded by the 50 MB cap and checked against the md5.
     static func size(_ value: Any?) -> Int64? {
-        guard let text = value as? String, !text.isEmpty, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
+        guard let text = value as? String, !text.isEmpty, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
+            return nil
+        }
         return Int64(text) ?? Int64.max
     }
 

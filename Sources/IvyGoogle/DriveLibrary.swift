@@ -33,7 +33,8 @@ extension DriveClient {
     private func resolveFolders() async throws -> DriveFolders {
         let found = try await list(query: Self.folderQuery)
         if let reason = found.incomplete {
-            throw DriveError(.server, message: "looking up the Ivy folders: the listing stopped early: \(reason); the next sync tries again")
+            throw DriveError(
+                .server, message: "looking up the Ivy folders: the listing stopped early: \(reason); the next sync tries again")
         }
         var folders = Self.structure(found.files)
         if folders.ivy.isEmpty { folders.ivy = [try await createFolder("Ivy", parent: nil)] }
@@ -229,8 +230,8 @@ extension DriveClient {
                     guard let confirmed = Self.confirmedBytes(response.headers["range"], size: size) else {
                         throw DriveError(
                             .server, status: 308,
-                            message: "\(context): Drive confirmed \(Self.quoted(response.headers["range"])) of a \(size)-byte upload, "
-                                + "which cannot be; the upload was stopped and the next sync tries again")
+                            message: "\(context): Drive confirmed \(Self.quoted(response.headers["range"])) "
+                                + "of a \(size)-byte upload, which cannot be; the upload was stopped and the next sync tries again")
                     }
                     // A 308 that does not move the confirmed part forward is a stall; a few
                     // are normal (the status query after a dropped connection), an answer that
@@ -242,7 +243,8 @@ extension DriveClient {
                         guard stalls <= http.policy.maxAttempts else {
                             throw DriveError(
                                 .server, status: 308,
-                                message: "\(context): Drive stopped confirming the upload at byte \(confirmed) of \(size); the next sync tries again")
+                                message: "\(context): Drive stopped confirming the upload at byte \(confirmed) of \(size); "
+                                    + "the next sync tries again")
                         }
                     }
                     offset = confirmed
@@ -288,9 +290,8 @@ extension DriveClient {
         let text = header.trimmingCharacters(in: .whitespaces)
         guard text.lowercased().hasPrefix("bytes=0-") else { return nil }
         let digits = text.dropFirst("bytes=0-".count)
-        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let last = Int64(digits), last < size else {
-            return nil
-        }
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let last = Int64(digits), last < size
+        else { return nil }
         return last + 1
     }
 
@@ -332,7 +333,8 @@ extension DriveClient {
             throw DriveError(.fileTooLarge, message: "\(file.name) on Drive is \(AudioRules.grouped(size)) bytes, over the 50 MB clip limit; it was not downloaded")
         }
         let context = "downloading \(file.name)"
-        let temporary = destination.deletingLastPathComponent().appendingPathComponent(TransferFiles.downloadPrefix + UUID().uuidString)
+        let temporary = destination.deletingLastPathComponent()
+            .appendingPathComponent(TransferFiles.downloadPrefix + UUID().uuidString)
         defer { try? FileManager.default.removeItem(at: temporary) }
         let request = HTTPRequest(
             method: "GET", url: http.url("drive/v3/files/\(file.id)", ["alt": "media"]),
@@ -356,7 +358,8 @@ extension DriveClient {
 
     /// A download that kept coming past what Drive listed (or past the cap).
     static func longer(_ file: RemoteFile, than limit: Int64, context: String) -> DriveError {
-        let listed = file.size.map { "the \(AudioRules.grouped($0)) bytes Drive listed" } ?? "\(AudioRules.grouped(limit)) bytes"
+        let listed = file.size.map { "the \(AudioRules.grouped($0)) bytes Drive listed" }
+            ?? "\(AudioRules.grouped(limit)) bytes"
         return DriveError(
             .fileTooLarge,
             message: "\(context): Drive sent more than \(listed), so the download was stopped and nothing was kept; "

@@ -48,7 +48,9 @@ package struct GoogleEndpoints: Sendable, Equatable {
     /// reads the host as `::1`, libcurl as `[::1]`, and it fails "did not agree on URL host"),
     /// while libcurl resolves `localhost` itself to 127.0.0.1 and ::1 and tries both.
     static func reachable(_ url: URL, host: String) -> URL {
-        guard host.contains(":"), var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
+        guard host.contains(":"), var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            return url
+        }
         components.host = "localhost"
         return components.url ?? url
     }
@@ -62,7 +64,8 @@ package struct GoogleEndpoints: Sendable, Equatable {
         if host == "localhost" { return true }
         // Only characters an address literal has: a NUL or a percent escape must not cut the
         // C string inet_pton reads short of what libcurl will connect to.
-        guard host.unicodeScalars.allSatisfy({ "0123456789abcdef.:[]".unicodeScalars.contains($0) }) else { return false }
+        let allowed = CharacterSet(charactersIn: "0123456789abcdef.:[]")
+        guard host.unicodeScalars.allSatisfy({ allowed.contains($0) }) else { return false }
         var literal = host
         if literal.hasPrefix("["), literal.hasSuffix("]") { literal = String(literal.dropFirst().dropLast()) }
         var v4 = in_addr()

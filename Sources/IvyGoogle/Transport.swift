@@ -257,9 +257,13 @@ private final class Transfer: Sendable {
                 state.continuation = nil
                 let status = response?.statusCode ?? 0
                 if state.tooLong { return (continuation, .failure(ResponseTooLong(limit: limit, status: status))) }
-                if let failure = state.writeError { return (continuation, .failure(CocoaError.error(failure, path: nil))) }
+                if let failure = state.writeError {
+                    return (continuation, .failure(CocoaError.error(failure, path: nil)))
+                }
                 // A declined challenge ends in a cancellation; the 401 it came with is the answer.
-                if let error, !(state.challenged && response?.statusCode == 401) { return (continuation, .failure(error)) }
+                if let error, !(state.challenged && response?.statusCode == 401) {
+                    return (continuation, .failure(error))
+                }
                 guard let response else { return (continuation, .failure(URLError(.badServerResponse))) }
                 var headers: [String: String] = [:]
                 for (key, value) in response.allHeaderFields { headers["\(key)".lowercased()] = "\(value)" }
@@ -306,7 +310,8 @@ enum FileSlice {
     }
 
     static func privateCopy(of source: URL, range: Range<Int64>) throws -> URL {
-        let target = source.deletingLastPathComponent().appendingPathComponent(TransferFiles.uploadPrefix + UUID().uuidString)
+        let target = source.deletingLastPathComponent()
+            .appendingPathComponent(TransferFiles.uploadPrefix + UUID().uuidString)
         let descriptor = open(target.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw CocoaError.error(errno, path: target.path) }
         let output = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)

@@ -35,12 +35,26 @@ extension EmulatorState {
                 return ok
             case ("POST", ["faults"]):
                 guard let rule = try? JSONDecoder().decode(FaultRule.self, from: request.body) else {
-                    return .json(400, ["error": "a fault rule is JSON with method, pathContains, nth, probability, times, status, reason, retryAfterSeconds, delayMilliseconds, dropAfterBytes"])
+                    let fields = "method, pathContains, nth, probability, times, status, reason, retryAfterSeconds, "
+                        + "delayMilliseconds, dropAfterBytes, headers, jsonFields, hold"
+                    return .json(400, ["error": "a fault rule is JSON with \(fields)"])
                 }
                 addFault(rule)
                 return ok
             case ("DELETE", ["faults"]):
                 clearFaults()
+                return ok
+            case ("POST", ["release"]):
+                releaseHeld()
+                return ok
+            case ("POST", ["list-fault"]):
+                guard let kind = (body["kind"] as? String).flatMap(ListFault.Kind.init(rawValue:)) else {
+                    return .json(400, ["error": "give kind: repeat_token or empty_pages (and query_contains, count)"])
+                }
+                setListFault(ListFault(kind, queryContains: body["query_contains"] as? String, count: body["count"] as? Int))
+                return ok
+            case ("DELETE", ["list-fault"]):
+                setListFault(nil)
                 return ok
             case ("GET", ["requests"]):
                 let encoder = JSONEncoder()
@@ -70,6 +84,12 @@ extension EmulatorState {
             case ("POST", _) where segments.count == 3 && segments[0] == "files" && segments[2] == "corrupt":
                 let content = (body["content"] as? String).flatMap { Data(base64Encoded: $0) } ?? Data("{not json".utf8)
                 try corruptFile(id: segments[1], content: content)
+                return ok
+            case ("POST", _) where segments.count == 3 && segments[0] == "files" && segments[2] == "misreport":
+                let lie = Misreport(
+                    size: body["size"] as? String, extraBytes: max(0, body["extra_bytes"] as? Int ?? 0),
+                    endless: body["endless"] as? Bool ?? false)
+                try misreport(id: segments[1], lie.size == nil && lie.extraBytes == 0 && !lie.endless ? nil : lie)
                 return ok
             case ("POST", _) where segments.count == 3 && segments[0] == "files" && segments[2] == "trash":
                 try trash(id: segments[1])

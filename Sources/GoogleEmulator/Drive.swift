@@ -12,7 +12,7 @@ extension EmulatorState {
         ]
         if !file.isFolder {
             // Drive encodes int64 values as JSON strings.
-            object["size"] = String(file.size)
+            object["size"] = file.misreport?.size ?? String(file.size)
             object["md5Checksum"] = file.md5
         }
         return object
@@ -90,8 +90,9 @@ extension EmulatorState {
         let fingerprint = String(UInt64(bitPattern: Int64((request.query["q"] ?? "").hashValue)) % 1_000_000_007)
         var offset = 0
         if let token = request.query["pageToken"] {
+            // offset:fingerprint, and a serial on the empty pages of a list fault.
             let parts = String(decoding: Data(base64Encoded: token) ?? Data(), as: UTF8.self).split(separator: ":")
-            guard parts.count == 2, let start = Int(parts[0]), parts[1] == fingerprint else {
+            guard parts.count == 2 || parts.count == 3, let start = Int(parts[0]), start >= 0, parts[1] == fingerprint else {
                 return Self.invalid("Invalid Value: pageToken")
             }
             offset = start
@@ -106,6 +107,20 @@ extension EmulatorState {
         var object: [String: Any] = ["kind": "drive#fileList", "incompleteSearch": false, "files": page.map(fileJSON)]
         if offset + page.count < matching.count {
             object["nextPageToken"] = Data("\(offset + page.count):\(fingerprint)".utf8).base64EncodedString()
+        }
+        if let fault = listFault, fault.queryContains.map({ (request.query["q"] ?? "").contains($0) }) ?? true {
+            switch fault.kind {
+            case .repeatToken:
+                if let token = request.query["pageToken"] { object["nextPageToken"] = token }
+            case .emptyPages:
+                // The serial of the page asked for, 0 for a real one: `count` empty pages follow the last file.
+                let decoded = request.query["pageToken"].flatMap { Data(base64Encoded: $0) } ?? Data()
+                let parts = String(decoding: decoded, as: UTF8.self).split(separator: ":")
+                let serial = parts.count == 3 ? Int(parts[2]) ?? 0 : 0
+                if object["nextPageToken"] == nil, serial < fault.count ?? Int.max {
+                    object["nextPageToken"] = Data("\(offset + page.count):\(fingerprint):\(serial + 1)".utf8).base64EncodedString()
+                }
+            }
         }
         let fields = request.query["fields"] ?? "kind,nextPageToken,incompleteSearch,files(kind,id,name,mimeType)"
         switch Masking.apply(fields, to: object) {
@@ -265,7 +280,12 @@ extension EmulatorState {
                 status: 206, headers: ["Content-Type": file.mimeType, "Content-Range": "bytes \(start)-\(end)/\(file.size)"],
                 body: file.content.subdata(in: start..<end + 1))
         }
-        return EmulatorReply(status: 200, headers: ["Content-Type": file.mimeType], body: file.content)
+        guard let lie = file.misreport, lie.extraBytes > 0 || lie.endless else {
+            return EmulatorReply(status: 200, headers: ["Content-Type": file.mimeType], body: file.content)
+        }
+        var body = file.content
+        body.append(Data(repeating: 0x55, count: lie.extraBytes))
+        return EmulatorReply(status: 200, headers: ["Content-Type": file.mimeType], body: body, endless: lie.endless)
     }
 
     static func byteRange(_ header: String, size: Int) -> (Int, Int)? {

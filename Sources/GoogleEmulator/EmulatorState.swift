@@ -8,12 +8,15 @@ package struct EmulatorReply: Sendable {
     package var body: Data
     /// Close the connection after sending this many bytes of the body.
     package var dropAfterBytes: Int?
+    /// After the body, filler until the client hangs up (a download that never ends).
+    package var endless: Bool
 
-    package init(status: Int, headers: [String: String] = [:], body: Data = Data(), dropAfterBytes: Int? = nil) {
+    package init(status: Int, headers: [String: String] = [:], body: Data = Data(), dropAfterBytes: Int? = nil, endless: Bool = false) {
         self.status = status
         self.headers = headers
         self.body = body
         self.dropAfterBytes = dropAfterBytes
+        self.endless = endless
     }
 
     package static func json(_ status: Int, _ object: [String: Any], headers: [String: String] = [:]) -> EmulatorReply {
@@ -115,6 +118,11 @@ package actor EmulatorState {
     package var latencyMilliseconds: Int = 0
     package private(set) var writeLimit: WriteLimit?
     package private(set) var faults: [FaultRule] = []
+    /// How files.list misbehaves, if it does.
+    package private(set) var listFault: ListFault?
+    /// Filler bytes endless downloads have sent since the last `misreport`: how a test sees
+    /// that a client stopped reading.
+    package private(set) var endlessBytesSent = 0
     package private(set) var requests: [LoggedRequest] = []
 
     var devices: [String: DeviceSession] = [:]
@@ -124,6 +132,9 @@ package actor EmulatorState {
     var reservedIDs: Set<String> = []
     var uploads: [String: UploadSession] = [:]
     private var requestWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var held: [CheckedContinuation<Void, Never>] = []
+    private var heldCount = 0
+    private var heldWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     private var faultMatches: [Int: Int] = [:]
     private var faultFirings: [Int: Int] = [:]
     private var bucket: (tokens: Double, updated: Date)?
@@ -172,6 +183,10 @@ package actor EmulatorState {
     }
 
     package func addFault(_ rule: FaultRule) { faults.append(rule) }
+
+    package func setListFault(_ fault: ListFault?) {
+        listFault = fault
+    }
 
     package func clearFaults() {
         faults = []
@@ -260,6 +275,15 @@ package actor EmulatorState {
         files[id]?.modifiedTime = now()
     }
 
+    /// Makes a file's metadata or download lie (nil clears it): a hostile server for tests.
+    package func misreport(id: String, _ misreport: Misreport?) throws(EmulatorControlError) {
+        guard files[id] != nil else { throw EmulatorControlError("no file \(id)") }
+        files[id]?.misreport = misreport
+        endlessBytesSent = 0
+    }
+
+    func countEndless(_ bytes: Int) { endlessBytesSent += bytes }
+
     package func trash(id: String) throws(EmulatorControlError) {
         guard files[id] != nil else { throw EmulatorControlError("no file \(id)") }
         files[id]?.explicitlyTrashed = true
@@ -290,6 +314,30 @@ package actor EmulatorState {
     package func waitForRequests(count: Int) async {
         if requests.count >= count { return }
         await withCheckedContinuation { requestWaiters.append((count, $0)) }
+    }
+
+    /// Parks a request until `releaseHeld`.
+    func hold() async {
+        await withCheckedContinuation { continuation in
+            held.append(continuation)
+            heldCount += 1
+            let ready = heldWaiters.filter { $0.count <= heldCount }
+            heldWaiters.removeAll { $0.count <= heldCount }
+            ready.forEach { $0.continuation.resume() }
+        }
+    }
+
+    /// Returns once `count` requests in all have been held by a `hold` fault.
+    package func waitForHeld(count: Int) async {
+        if heldCount >= count { return }
+        await withCheckedContinuation { heldWaiters.append((count, $0)) }
+    }
+
+    /// Lets every held request go on.
+    package func releaseHeld() {
+        let parked = held
+        held = []
+        parked.forEach { $0.resume() }
     }
 
     /// The first fault rule that fires for this request, counting matches as it goes.

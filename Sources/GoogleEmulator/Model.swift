@@ -38,10 +38,29 @@ package struct DriveFile: Sendable, Codable, Equatable {
     package var modifiedTime: Date
     package var content: Data
     package var explicitlyTrashed: Bool
+    /// How the emulator lies about this file, to test a client against a hostile server.
+    package var misreport: Misreport?
 
     package var isFolder: Bool { mimeType == Self.folderType }
     package var size: Int { content.count }
     package var md5: String { MD5.hex(content) }
+}
+
+/// A file's metadata or media that does not tell the truth: what a hostile or broken
+/// server could send.
+package struct Misreport: Sendable, Codable, Equatable {
+    /// The `size` metadata says this (any text: "-1", "99999999999999999999", "500").
+    package var size: String?
+    /// A download sends this many bytes more than the file holds.
+    package var extraBytes: Int
+    /// A download never ends: the content, then filler until the client hangs up.
+    package var endless: Bool
+
+    package init(size: String? = nil, extraBytes: Int = 0, endless: Bool = false) {
+        self.size = size
+        self.extraBytes = extraBytes
+        self.endless = endless
+    }
 }
 
 /// Everything the emulator answered, for tests and benchmarks to count.
@@ -78,11 +97,21 @@ package struct FaultRule: Sendable, Codable, Equatable {
     package var delayMilliseconds: Int?
     /// Drop the connection after this many bytes (of the request body for uploads, else of the response).
     package var dropAfterBytes: Int?
+    /// Headers added to the answer, replacing any of the same name. With a `status` below 400
+    /// (say 308 with a `Range` Google would never send) the answer is just that status and these.
+    package var headers: [String: String]?
+    /// Top-level fields of a JSON answer replaced by raw JSON text, so a test can send values
+    /// no Double holds, negative ones, or the wrong type (`{"expires_in": "1e999"}`).
+    package var jsonFields: [String: String]?
+    /// Park the matching request, before its body is read, until a test calls `releaseHeld`:
+    /// a moment in the middle of a transfer a test can inspect without sleeping.
+    package var hold: Bool?
 
     package init(
         method: String? = nil, pathContains: String? = nil, nth: Int? = nil, probability: Double? = nil,
         times: Int? = nil, status: Int? = nil, reason: String? = nil, retryAfterSeconds: Int? = nil,
-        delayMilliseconds: Int? = nil, dropAfterBytes: Int? = nil
+        delayMilliseconds: Int? = nil, dropAfterBytes: Int? = nil, headers: [String: String]? = nil,
+        jsonFields: [String: String]? = nil, hold: Bool? = nil
     ) {
         self.method = method
         self.pathContains = pathContains
@@ -94,6 +123,32 @@ package struct FaultRule: Sendable, Codable, Equatable {
         self.retryAfterSeconds = retryAfterSeconds
         self.delayMilliseconds = delayMilliseconds
         self.dropAfterBytes = dropAfterBytes
+        self.headers = headers
+        self.jsonFields = jsonFields
+        self.hold = hold
+    }
+}
+
+/// A files.list that misbehaves past what Google documents (short or empty pages with a
+/// `nextPageToken` are documented, and fine).
+package struct ListFault: Sendable, Codable, Equatable {
+    package enum Kind: String, Sendable, Codable {
+        /// Every page asked for with a token answers with that same token again.
+        case repeatToken = "repeat_token"
+        /// After the last file, empty pages with fresh tokens: `count` of them, or for ever.
+        case emptyPages = "empty_pages"
+    }
+
+    package var kind: Kind
+    /// Only listings whose `q` contains this; nil for every listing.
+    package var queryContains: String?
+    /// How many empty pages `emptyPages` adds; nil for no end.
+    package var count: Int?
+
+    package init(_ kind: Kind, queryContains: String? = nil, count: Int? = nil) {
+        self.kind = kind
+        self.queryContains = queryContains
+        self.count = count
     }
 }
 

@@ -13,7 +13,7 @@ package final class GoogleEmulator: Sendable {
     package static let defaultClient = EmulatedClient(id: "ivy-emulator.apps.googleusercontent.com", secret: "emulator-secret")
 
     package let state: EmulatorState
-    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    /// `http://127.0.0.1:PORT` (or `http://[::1]:PORT`), without a trailing slash.
     package let baseURL: URL
     private let server: Task<Void, any Error>
 
@@ -23,16 +23,17 @@ package final class GoogleEmulator: Sendable {
         self.server = server
     }
 
-    /// Starts listening on 127.0.0.1 (port 0 picks a free one) and returns once it accepts connections.
+    /// Starts listening on 127.0.0.1, or on `host` (`::1` for IPv6 loopback); port 0 picks a
+    /// free one. Returns once it accepts connections.
     package static func start(
-        port: Int = 0, accounts: [EmulatedAccount] = defaultAccounts, clients: [EmulatedClient] = [defaultClient],
-        state existing: EmulatorState? = nil
+        host: String = "127.0.0.1", port: Int = 0, accounts: [EmulatedAccount] = defaultAccounts,
+        clients: [EmulatedClient] = [defaultClient], state existing: EmulatorState? = nil
     ) async throws -> GoogleEmulator {
         let state = existing ?? EmulatorState(accounts: accounts, clients: clients)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let application = Application(
             responder: EmulatorResponder(state: state),
-            configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: port), serverName: nil),
+            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in
                 continuation.yield(channel.localAddress?.port ?? 0)
                 continuation.finish()
@@ -45,24 +46,27 @@ package final class GoogleEmulator: Sendable {
         }
         var bound: Int?
         for await port in ports { bound = port }
-        guard let bound, bound > 0, let url = URL(string: "http://127.0.0.1:\(bound)") else {
+        let authority = host.contains(":") ? "[\(host)]" : host
+        guard let bound, bound > 0, let url = URL(string: "http://\(authority):\(bound)") else {
             server.cancel()
             _ = await server.result
-            throw EmulatorStartError(port: port)
+            throw EmulatorStartError(host: host, port: port)
         }
         return GoogleEmulator(state: state, baseURL: url, server: server)
     }
 
     /// Stops accepting and closes every connection; returns when the server is down.
     package func stop() async {
+        await state.releaseHeld()
         server.cancel()
         _ = await server.result
     }
 }
 
 package struct EmulatorStartError: Error, CustomStringConvertible {
+    package let host: String
     package let port: Int
-    package var description: String { "could not listen on 127.0.0.1:\(port); is the port in use?" }
+    package var description: String { "could not listen on \(host) port \(port); is the port in use?" }
 }
 
 /// An error that makes the server close the connection mid-response, as a flaky network would.
@@ -91,6 +95,7 @@ struct EmulatorResponder: HTTPResponder {
         }
         let fault = isControl ? nil : await state.fault(method: method, target: rawQuery.isEmpty ? path : path + "?" + rawQuery)
         if let delay = fault?.delayMilliseconds, delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
+        if fault?.hold == true { await state.hold() }
 
         // A drop on a request with a body cuts the upload short: keep what arrived, then hang up.
         let expectsBody = Int(headers["content-length"] ?? "0").map { $0 > 0 } ?? true
@@ -110,17 +115,23 @@ struct EmulatorResponder: HTTPResponder {
             body = Data(collected.readableBytesView)
         }
 
-        let reply: EmulatorReply
+        var reply: EmulatorReply
         var account: String?
         if let fault, let status = fault.status, !truncated {
-            var extra: [String: String] = [:]
-            if let seconds = fault.retryAfterSeconds { extra["Retry-After"] = String(seconds) }
-            reply = .driveError(status, reason: fault.reason ?? Self.defaultReason(status), message: "Injected fault.", headers: extra)
+            if status < 400 {
+                // Not an error: just the status and the headers the rule names (a 308 with a bad Range).
+                reply = EmulatorReply(status: status, headers: fault.headers ?? [:])
+            } else {
+                var extra = fault.headers ?? [:]
+                if let seconds = fault.retryAfterSeconds { extra["Retry-After"] = String(seconds) }
+                reply = .driveError(status, reason: fault.reason ?? Self.defaultReason(status), message: "Injected fault.", headers: extra)
+            }
         } else {
             var emulated = EmulatedRequest(method: method, path: path, query: Self.queryItems(rawQuery), headers: headers, body: body)
             emulated.truncated = truncated
             let base = "http://\(request.head.authority ?? headers["host"] ?? "127.0.0.1")"
             (reply, account) = await state.handle(emulated, baseURL: base)
+            if let fault { reply = Self.patched(reply, by: fault) }
         }
         let drop = truncated ? 0 : fault?.dropAfterBytes
         // The control API is the test talking, not ivy: it stays out of the log.
@@ -129,7 +140,7 @@ struct EmulatorResponder: HTTPResponder {
             method: method, path: path, query: rawQuery, status: drop == nil ? reply.status : 0, account: account,
                 start: started, end: await state.now(), bytes: body.count))
         }
-        return Self.response(reply, dropAfter: drop)
+        return Self.response(reply, dropAfter: drop, state: state)
     }
 
     static func defaultReason(_ status: Int) -> String {
@@ -153,12 +164,54 @@ struct EmulatorResponder: HTTPResponder {
         return items
     }
 
-    static func response(_ reply: EmulatorReply, dropAfter: Int?) -> Response {
+    /// A handled answer with a rule's headers and raw JSON fields put in.
+    static func patched(_ reply: EmulatorReply, by fault: FaultRule) -> EmulatorReply {
+        var patched = reply
+        for (name, value) in fault.headers ?? [:] {
+            patched.headers = patched.headers.filter { $0.key.lowercased() != name.lowercased() }
+            patched.headers[name] = value
+        }
+        guard let fields = fault.jsonFields, !fields.isEmpty,
+            var object = (try? JSONSerialization.jsonObject(with: reply.body)) as? [String: Any]
+        else { return patched }
+        for key in fields.keys { object[key] = nil }
+        // Spliced in as text: a number no Double can hold survives only that way.
+        var text = String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8), as: UTF8.self)
+        text.removeLast()
+        let spliced = fields.sorted { $0.key < $1.key }.map { key, raw in
+            let quoted = String(decoding: (try? JSONSerialization.data(withJSONObject: [key])) ?? Data("[\"\"]".utf8), as: UTF8.self)
+            return "\(quoted.dropFirst().dropLast()):\(raw)"
+        }
+        text += (object.isEmpty ? "" : ",") + spliced.joined(separator: ",") + "}"
+        patched.body = Data(text.utf8)
+        return patched
+    }
+
+    /// How much filler an endless download sends at most, should a client never hang up.
+    static let endlessLimit = 1 << 30
+
+    static func response(_ reply: EmulatorReply, dropAfter: Int?, state: EmulatorState) -> Response {
         var fields = HTTPFields()
         for (name, value) in reply.headers {
             if let field = HTTPField.Name(name) { fields[field] = value }
         }
         let status = HTTPResponse.Status(code: reply.status)
+        if reply.endless {
+            // No Content-Length: chunked, so the client cannot know where it ends.
+            let content = reply.body
+            return Response(status: status, headers: fields, body: ResponseBody { writer in
+                if !content.isEmpty { try await writer.write(ByteBuffer(bytes: content)) }
+                let filler = ByteBuffer(repeating: 0x55, count: 1 << 16)
+                var sent = 0
+                while sent < endlessLimit {
+                    try Task.checkCancellation()
+                    try await writer.write(filler)
+                    sent += filler.readableBytes
+                    await state.countEndless(filler.readableBytes)
+                }
+                try await writer.finish(nil)
+            })
+        }
         guard let dropAfter else {
             fields[.contentLength] = String(reply.body.count)
             return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: reply.body)))

@@ -57,14 +57,16 @@ package struct DeviceFlow: Sendable {
         }
         return DeviceAuthorization(
             deviceCode: deviceCode, userCode: userCode, verificationURL: url,
-            expiresIn: json["expires_in"] as? Int ?? 1800, interval: json["interval"] as? Int ?? 5)
+            expiresIn: OAuthLimits.seconds(json["expires_in"], in: OAuthLimits.deviceCodeLifetime) ?? 1800,
+            interval: OAuthLimits.seconds(json["interval"], in: OAuthLimits.pollInterval) ?? 5)
     }
 
     /// Polls until the person approves, denies, or the code expires. `slow_down` adds 5 s
     /// to the interval; network trouble backs off and keeps polling until the code expires.
     package func waitForApproval(_ authorization: DeviceAuthorization) async throws -> GrantedTokens {
-        let deadline = effects.clock.now() + Milliseconds(authorization.expiresIn) * 1000
-        var interval = max(0, authorization.interval)
+        let lifetime = authorization.expiresIn.clamped(to: OAuthLimits.deviceCodeLifetime)
+        let deadline = effects.clock.now() + Milliseconds(lifetime) * 1000
+        var interval = authorization.interval.clamped(to: OAuthLimits.pollInterval)
         var backoff = 1
         while true {
             try await effects.sleep(.seconds(interval))
@@ -109,7 +111,7 @@ package struct DeviceFlow: Sendable {
         guard let json = response.json, let access = json["access_token"] as? String else {
             throw GoogleError.unexpectedResponse("the token answer has no access_token")
         }
-        let lifetime = json["expires_in"] as? Int ?? 3600
+        let lifetime = OAuthLimits.seconds(json["expires_in"], in: OAuthLimits.accessTokenLifetime) ?? 3600
         return GrantedTokens(
             accessToken: access, refreshToken: json["refresh_token"] as? String,
             expiresAt: now + Milliseconds(lifetime) * 1000, scope: json["scope"] as? String)
@@ -121,6 +123,42 @@ package struct DeviceFlow: Sendable {
         default: GoogleError.from(response)
         }
     }
+}
+
+/// The ranges ivy accepts the OAuth answers' numbers in. Google documents 1800 s codes, a
+/// 5 s interval and about an hour of token life; a value outside these (huge, negative, a
+/// fraction, a string) is clamped into them, so no answer can overflow a time computation,
+/// make ivy poll without pause or wait for ever.
+package enum OAuthLimits {
+    /// An access token is used for at least a minute and at most a day before refreshing.
+    package static let accessTokenLifetime = 60...86_400
+    /// A sign-in code is waited for at least a minute and at most an hour.
+    package static let deviceCodeLifetime = 60...3_600
+    /// Polls are at most a minute apart. Zero is allowed (slow_down still adds 5 s): the
+    /// emulator uses it to make sign-in tests fast.
+    package static let pollInterval = 0...60
+
+    /// Whole seconds from a JSON number (a fraction is dropped) or a numeric string, clamped
+    /// into `range`; nil when it is no number at all, so the caller's default applies.
+    static func seconds(_ value: Any?, in range: ClosedRange<Int>) -> Int? {
+        let number: Double
+        switch value {
+        case let whole as Int: return whole.clamped(to: range)
+        case let real as Double: number = real
+        case let text as String:
+            guard let parsed = Double(text.trimmingCharacters(in: .whitespaces)) else { return nil }
+            number = parsed
+        default: return nil
+        }
+        guard !number.isNaN else { return nil }
+        if number <= Double(range.lowerBound) { return range.lowerBound }
+        if number >= Double(range.upperBound) { return range.upperBound }
+        return Int(number.rounded(.down))
+    }
+}
+
+extension Int {
+    func clamped(to range: ClosedRange<Int>) -> Int { Swift.min(Swift.max(self, range.lowerBound), range.upperBound) }
 }
 
 /// `application/x-www-form-urlencoded` POSTs, as the OAuth endpoints take them.

@@ -28,7 +28,10 @@ package struct DriveFolders: Sendable, Equatable {
 package struct DriveListing: Sendable {
     package var folders: DriveFolders
     package var files: [RemoteFile]
-    package var isComplete: Bool
+    /// Why the listing stopped before its end; nil when every page was read. An incomplete
+    /// listing never causes a local deletion.
+    package var incompleteReason: String?
+    package var isComplete: Bool { incompleteReason == nil }
 }
 
 /// Google Drive v3 as ivy uses it: folders, listing, delete-then-create uploads, downloads,
@@ -120,6 +123,12 @@ final class DriveRequester: Sendable {
             return response
         } catch let error as GoogleError {
             throw error
+        } catch let tooLong as ResponseTooLong {
+            // Not retried: the same request would get the same overlong answer.
+            throw DriveError(
+                .fileTooLarge, status: tooLong.status,
+                message: "\(request.method) \(request.url.path): the answer ran past "
+                    + "\(AudioRules.grouped(tooLong.limit)) bytes and was cut off")
         } catch is CancellationError {
             throw CancellationError()
         } catch {
@@ -145,7 +154,8 @@ final class DriveRequester: Sendable {
                     return response
                 }
                 failure = DriveError.from(response, context: context)
-                retryAfter = response.headers["retry-after"].flatMap { Int($0) }.map { .seconds($0) }
+                // A negative Retry-After is no wait; a huge one fails the retry bound below.
+                retryAfter = response.headers["retry-after"].flatMap { Int($0) }.map { .seconds(max(0, $0)) }
             } catch let error as DriveError {
                 failure = error
             }
@@ -188,7 +198,18 @@ final class DriveRequester: Sendable {
         return RemoteFile(
             id: id, name: name, modifiedTime: modified,
             createdTime: (object["createdTime"] as? String).flatMap(DriveTime.milliseconds),
-            size: (object["size"] as? String).flatMap { Int64($0) }, md5: object["md5Checksum"] as? String)
+            size: size(object["size"]), md5: object["md5Checksum"] as? String)
+    }
+
+    /// Drive's `size`, an int64 written as a JSON string. Digits too many for Int64 mean a
+    /// file larger than ivy can count (Int64.max, over every cap); anything else that is not
+    /// a whole number of bytes, a negative one included, means no usable size: the download
+    /// is then bounded by the 50 MB cap and checked against the md5.
+    static func size(_ value: Any?) -> Int64? {
+        guard let text = value as? String, !text.isEmpty, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
+            return nil
+        }
+        return Int64(text) ?? Int64.max
     }
 
     func uploaded(_ response: HTTPResponse, context: String) throws -> UploadedFile {

@@ -40,7 +40,10 @@ extension DriveClient {
 
     private func resolveFolders() async throws -> DriveFolders {
         let found = try await list(query: Self.folderQuery)
-        guard found.complete else { throw DriveError(.server, message: "looking up the Ivy folders: the listing stopped early") }
+        if let reason = found.incomplete {
+            throw DriveError(
+                .server, message: "looking up the Ivy folders: the listing stopped early: \(reason); the next sync tries again")
+        }
         var folders = Self.structure(found.files)
         if folders.ivy.isEmpty { folders.ivy = [try await createFolder("Ivy", parent: nil)] }
         if folders.books.isEmpty { folders.books = [try await createFolder("books", parent: folders.ivy[0])] }
@@ -49,8 +52,8 @@ extension DriveClient {
     }
 
     /// Which listed folders form ivy's tree; twins are kept, oldest first.
-    static func structure(_ entries: [(file: RemoteFile, mimeType: String, parents: [String])]) -> DriveFolders {
-        func oldestFirst(_ list: [(file: RemoteFile, mimeType: String, parents: [String])]) -> [String] {
+    static func structure(_ entries: [ListedFile]) -> DriveFolders {
+        func oldestFirst(_ list: [ListedFile]) -> [String] {
             list.sorted { ($0.file.createdTime ?? 0, $0.file.id) < ($1.file.createdTime ?? 0, $1.file.id) }.map(\.file.id)
         }
         let folders = entries.filter { $0.mimeType == folderType }
@@ -80,9 +83,19 @@ extension DriveClient {
 
     // MARK: listing
 
-    /// Every page of a query; `complete` is false when a page could not be read.
-    func list(query: String) async throws -> (files: [(file: RemoteFile, mimeType: String, parents: [String])], complete: Bool) {
-        var entries: [(file: RemoteFile, mimeType: String, parents: [String])] = []
+    /// Pages a listing may take beyond one per file it found. Google documents short and even
+    /// empty pages that still carry a `nextPageToken`, so a few are normal; a listing that has
+    /// found n files and still asks for more after n + 20 pages never ends, and is cut short.
+    static let spareListPages = 20
+
+    /// Every page of a query, each file once. `incomplete` says why the listing stopped early:
+    /// a page that could not be read, a page token Drive had already given, or more pages
+    /// than the files could fill (see `spareListPages`).
+    func list(query: String) async throws -> (files: [ListedFile], incomplete: String?) {
+        var entries: [ListedFile] = []
+        var ids: Set<String> = []
+        var tokens: Set<String> = []
+        var pages = 0
         var pageToken: String?
         repeat {
             var parameters = [
@@ -93,17 +106,29 @@ extension DriveClient {
             do {
                 response = try await http.execute(HTTPRequest(method: "GET", url: http.url("drive/v3/files", parameters)), context: "listing Drive")
             } catch let error as DriveError where !entries.isEmpty && error.isRetryable {
-                return (entries, false)
+                return (entries, "a page could not be read (\(error.localizedDescription))")
             }
             let page = try http.json(response, context: "listing Drive")
+            pages += 1
             for object in page["files"] as? [[String: Any]] ?? [] {
-                guard let file = Self.remoteFile(object) else { continue }
+                // A file listed twice (results shift while paging) is still one file.
+                guard let file = Self.remoteFile(object), ids.insert(file.id).inserted else { continue }
                 entries.append((file, object["mimeType"] as? String ?? "", object["parents"] as? [String] ?? []))
             }
             pageToken = page["nextPageToken"] as? String
+            if let token = pageToken {
+                guard tokens.insert(token).inserted else {
+                    return (entries, "Drive gave the same page token twice, so the listing would never end")
+                }
+                guard pages <= ids.count + Self.spareListPages else {
+                    return (entries, "Drive kept sending pages after \(pages) pages with \(ids.count) files")
+                }
+            }
         } while pageToken != nil
-        return (entries, true)
+        return (entries, nil)
     }
+
+    typealias ListedFile = (file: RemoteFile, mimeType: String, parents: [String])
 
     static func remoteFile(_ object: [String: Any]) -> RemoteFile? { DriveRequester.remoteFile(object) }
 
@@ -118,10 +143,10 @@ extension DriveClient {
             let parents = (remembered.books + remembered.clips).map { "'\($0)' in parents" }.joined(separator: " or ")
             let combined = try await list(query: "(\(Self.folderQuery)) or ((\(parents)) and trashed = false)")
             let found = Self.structure(combined.files)
-            if combined.complete, found == remembered {
+            if combined.incomplete == nil, found == remembered {
                 let folderIDs = Set(remembered.books + remembered.clips)
                 let files = combined.files.filter { $0.mimeType != Self.folderType && $0.parents.contains { folderIDs.contains($0) } }
-                return DriveListing(folders: remembered, files: files.map(\.file), isComplete: true)
+                return DriveListing(folders: remembered, files: files.map(\.file), incompleteReason: nil)
             }
             await folderCache.forget()
         }
@@ -131,12 +156,14 @@ extension DriveClient {
         } else {
             let found = try await list(query: Self.folderQuery)
             folders = Self.structure(found.files)
-            guard !(folders.books + folders.clips).isEmpty else { return DriveListing(folders: folders, files: [], isComplete: found.complete) }
+            guard !(folders.books + folders.clips).isEmpty else {
+                return DriveListing(folders: folders, files: [], incompleteReason: found.incomplete)
+            }
         }
         let parents = (folders.books + folders.clips).map { "'\($0)' in parents" }.joined(separator: " or ")
         let listed = try await list(query: "(\(parents)) and trashed = false")
         let files = listed.files.filter { $0.mimeType != Self.folderType }.map(\.file)
-        return DriveListing(folders: folders, files: files, isComplete: listed.complete)
+        return DriveListing(folders: folders, files: files, incompleteReason: listed.incomplete)
     }
 
     // MARK: uploads
@@ -181,6 +208,7 @@ extension DriveClient {
             let session = try await startSession(id: id, name: name, folder: folder, size: size, context: context)
             var offset: Int64 = 0
             var needsStatus = false
+            var stalls = 0
             sessionLoop: while true {
                 let response: HTTPResponse
                 do {
@@ -205,8 +233,31 @@ extension DriveClient {
                     await http.pacer.succeeded()
                     return try http.uploaded(response, context: context)
                 case 308:
-                    offset = response.headers["range"].flatMap(Self.confirmedBytes) ?? 0
-                    needsStatus = false
+                    // No Range means nothing stored; one that is not `bytes=0-N` within the
+                    // file is an answer ivy cannot resume from.
+                    guard let confirmed = Self.confirmedBytes(response.headers["range"], size: size) else {
+                        throw DriveError(
+                            .server, status: 308,
+                            message: "\(context): Drive confirmed \(Self.quoted(response.headers["range"])) "
+                                + "of a \(size)-byte upload, which cannot be; the upload was stopped and the next sync tries again")
+                    }
+                    // A 308 that does not move the confirmed part forward is a stall; a few
+                    // are normal (the status query after a dropped connection), an answer that
+                    // never moves forward must not keep ivy sending for ever.
+                    if confirmed > offset {
+                        stalls = 0
+                    } else {
+                        stalls += 1
+                        guard stalls <= http.policy.maxAttempts else {
+                            throw DriveError(
+                                .server, status: 308,
+                                message: "\(context): Drive stopped confirming the upload at byte \(confirmed) of \(size); "
+                                    + "the next sync tries again")
+                        }
+                    }
+                    offset = confirmed
+                    // Everything arrived yet the upload is not finished: ask for its result.
+                    needsStatus = offset == size
                 case 404, 410:
                     break sessionLoop
                 case 409:
@@ -239,9 +290,23 @@ extension DriveClient {
         return url
     }
 
-    /// `bytes=0-42` means 43 bytes arrived.
-    static func confirmedBytes(_ header: String) -> Int64? {
-        header.split(separator: "-").last.flatMap { Int64($0) }.map { $0 + 1 }
+    /// How many bytes a 308's `Range` confirms: `bytes=0-42` means 43 arrived, no header means
+    /// none. Nil for anything else: not that form, not starting at 0, past `size`, or a
+    /// number too long for Int64.
+    static func confirmedBytes(_ header: String?, size: Int64) -> Int64? {
+        guard let header else { return 0 }
+        let text = header.trimmingCharacters(in: .whitespaces)
+        guard text.lowercased().hasPrefix("bytes=0-") else { return nil }
+        let digits = text.dropFirst("bytes=0-".count)
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let last = Int64(digits), last < size
+        else { return nil }
+        return last + 1
+    }
+
+    /// A server's header, quoted and cut short for a message.
+    static func quoted(_ header: String?) -> String {
+        guard let header else { return "nothing" }
+        return "\"" + String(header.prefix(60)) + (header.count > 60 ? "…" : "") + "\""
     }
 
     package static func fileSize(_ file: URL) throws -> Int64 {
@@ -251,30 +316,42 @@ extension DriveClient {
 
     // MARK: downloads
 
-    /// A small file (backup JSON) into memory, refusing anything over `limit` bytes.
+    /// A small file (backup JSON) into memory, refusing anything over `limit` bytes, and
+    /// more than Drive listed: reading stops there, however much the server sends.
     package func downloadData(_ file: RemoteFile, limit: Int = 1 << 20) async throws -> Data {
         if let size = file.size, size > limit {
             throw DriveError(.fileTooLarge, message: "\(file.name) is \(AudioRules.grouped(size)) bytes, more than a backup file can be")
         }
-        let response = try await http.execute(
-            HTTPRequest(method: "GET", url: http.url("drive/v3/files/\(file.id)", ["alt": "media"])), context: "downloading \(file.name)")
-        guard response.body.count <= limit else {
-            throw DriveError(.fileTooLarge, message: "\(file.name) is larger than a backup file can be")
+        let context = "downloading \(file.name)"
+        let request = HTTPRequest(
+            method: "GET", url: http.url("drive/v3/files/\(file.id)", ["alt": "media"]),
+            responseLimit: min(file.size ?? Int64(limit), Int64(limit)))
+        do {
+            return try await http.execute(request, context: context).body
+        } catch let error as DriveError where error.kind == .fileTooLarge {
+            throw Self.longer(file, than: request.responseLimit, context: context)
         }
-        return response.body
     }
 
     /// An MP3 streamed to a temporary file beside `destination`, its size and md5 checked,
-    /// then renamed into place. Over the 50 MB cap it is refused before downloading.
+    /// then renamed into place. Over the 50 MB cap it is refused before downloading; a body
+    /// longer than Drive listed (or than the cap) is cut off as it streams, never kept.
     package func downloadFile(_ file: RemoteFile, to destination: URL) async throws {
         if let size = file.size, size > AudioRules.maximumBytes {
             throw DriveError(.fileTooLarge, message: "\(file.name) on Drive is \(AudioRules.grouped(size)) bytes, over the 50 MB clip limit; it was not downloaded")
         }
-        let temporary = destination.deletingLastPathComponent().appendingPathComponent(".download-\(UUID().uuidString)")
+        let context = "downloading \(file.name)"
+        let temporary = destination.deletingLastPathComponent()
+            .appendingPathComponent(TransferFiles.downloadPrefix + UUID().uuidString)
         defer { try? FileManager.default.removeItem(at: temporary) }
-        _ = try await http.execute(
-            HTTPRequest(method: "GET", url: http.url("drive/v3/files/\(file.id)", ["alt": "media"])),
-            context: "downloading \(file.name)", download: temporary)
+        let request = HTTPRequest(
+            method: "GET", url: http.url("drive/v3/files/\(file.id)", ["alt": "media"]),
+            responseLimit: min(file.size ?? AudioRules.maximumBytes, AudioRules.maximumBytes))
+        do {
+            _ = try await http.execute(request, context: context, download: temporary)
+        } catch let error as DriveError where error.kind == .fileTooLarge {
+            throw Self.longer(file, than: request.responseLimit, context: context)
+        }
         let size = try Self.fileSize(temporary)
         if let expected = file.size, expected != size {
             throw DriveError(.integrity, message: "downloading \(file.name): got \(size) bytes, Drive listed \(expected)")
@@ -285,6 +362,16 @@ extension DriveClient {
         guard rename(temporary.path, destination.path) == 0 else {
             throw DriveError(.unexpected, message: "cannot move the download to \(destination.path): \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// A download that kept coming past what Drive listed (or past the cap).
+    static func longer(_ file: RemoteFile, than limit: Int64, context: String) -> DriveError {
+        let listed = file.size.map { "the \(AudioRules.grouped($0)) bytes Drive listed" }
+            ?? "\(AudioRules.grouped(limit)) bytes"
+        return DriveError(
+            .fileTooLarge,
+            message: "\(context): Drive sent more than \(listed), so the download was stopped and nothing was kept; "
+                + "the next sync lists it afresh")
     }
 
     package static func md5(of file: URL) throws -> String {

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Where Google lives: the OAuth server and the Drive API. Tests and `ivy-emulator` point
 /// both at a loopback URL; anything else must be HTTPS.
 package struct GoogleEndpoints: Sendable, Equatable {
@@ -24,19 +28,56 @@ package struct GoogleEndpoints: Sendable, Equatable {
     static func checked(_ text: String, variable: String) throws(GoogleError) -> URL {
         var trimmed = text
         while trimmed.hasSuffix("/") { trimmed.removeLast() }
-        guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else {
+        guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(),
+            !host.isEmpty
+        else {
             throw .badEndpoint("\(variable)=\(text) is not a URL; unset it to use Google")
         }
         switch scheme {
         case "https": return url
-        case "http" where isLoopback(host): return url
-        case "http": throw .badEndpoint("\(variable) uses plain http:// to \(host); only loopback hosts may, use https://")
+        case "http" where isLoopback(host) && url.user == nil && url.password == nil: return reachable(url, host: host)
+        case "http":
+            throw .badEndpoint(
+                "\(variable) uses plain http:// to \(host); only loopback may (127.x.x.x, [::1] or localhost, "
+                    + "written as such), anything else needs https://")
         default: throw .badEndpoint("\(variable)=\(text) must be an https:// URL")
         }
     }
 
+    /// `[::1]` as `localhost`: URLSession on Linux refuses every IPv6 literal URL (Foundation
+    /// reads the host as `::1`, libcurl as `[::1]`, and it fails "did not agree on URL host"),
+    /// while libcurl resolves `localhost` itself to 127.0.0.1 and ::1 and tries both.
+    static func reachable(_ url: URL, host: String) -> URL {
+        guard host.contains(":"), var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            return url
+        }
+        components.host = "localhost"
+        return components.url ?? url
+    }
+
+    /// Loopback written plainly: an IPv4 dotted quad in 127.0.0.0/8, the IPv6 address ::1, or
+    /// exactly `localhost`. Parsed with `inet_pton`, which takes only the dotted-quad and
+    /// standard IPv6 forms, so `127.0.0.1.example.com`, `127.1`, `0x7f000001` and
+    /// `2130706433` are all refused: a resolver or libcurl might read the short and numeric
+    /// forms as loopback, but nothing needs them and a name that only looks local is not.
     static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        if host == "localhost" { return true }
+        // Only characters an address literal has: a NUL or a percent escape must not cut the
+        // C string inet_pton reads short of what libcurl will connect to.
+        let allowed = CharacterSet(charactersIn: "0123456789abcdef.:[]")
+        guard host.unicodeScalars.allSatisfy({ allowed.contains($0) }) else { return false }
+        var literal = host
+        if literal.hasPrefix("["), literal.hasSuffix("]") { literal = String(literal.dropFirst().dropLast()) }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, literal, &v4) == 1 {
+            // s_addr is in network byte order: its first byte in memory is the first octet.
+            return withUnsafeBytes(of: &v4) { $0.first } == 127
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, literal, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { Array($0) } == Array(repeating: 0, count: 15) + [1]
+        }
+        return false
     }
 }
 

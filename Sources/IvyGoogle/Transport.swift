@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -13,17 +14,34 @@ package struct HTTPRequest: Sendable {
         case file(URL, range: Range<Int64>)
     }
 
+    /// 8 MiB: far more than any answer ivy reads into memory (a listing page of 1,000 files
+    /// is about 0.4 MiB), far less than would strain memory.
+    package static let defaultResponseLimit: Int64 = 8 << 20
+
     package var method: String
     package var url: URL
     package var headers: [String: String]
     package var body: Body
+    /// The most answer-body bytes to read. A longer answer fails with `ResponseTooLong` as
+    /// soon as it passes the limit, without the rest being read.
+    package var responseLimit: Int64
 
-    package init(method: String, url: URL, headers: [String: String] = [:], body: Body = .none) {
+    package init(
+        method: String, url: URL, headers: [String: String] = [:], body: Body = .none,
+        responseLimit: Int64 = HTTPRequest.defaultResponseLimit
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
+        self.responseLimit = responseLimit
     }
+}
+
+/// An answer whose body went past the request's `responseLimit`; reading stopped there.
+package struct ResponseTooLong: Error, Sendable, Equatable {
+    package var limit: Int64
+    package var status: Int
 }
 
 package struct HTTPResponse: Sendable {
@@ -45,127 +63,245 @@ package struct HTTPResponse: Sendable {
 /// loopback emulator, so nothing at the HTTP layer is mocked.
 package protocol HTTPTransport: Sendable {
     func send(_ request: HTTPRequest) async throws -> HTTPResponse
-    /// Streams the response body into `file` (created or replaced); the returned response has an empty body.
+    /// Streams a 2xx answer's body into `file` (created with mode 0600, or emptied) and
+    /// returns the response with an empty body. Any other answer is Drive's error: its body
+    /// comes back in memory, so its reason can be read.
     func download(_ request: HTTPRequest, to file: URL) async throws -> HTTPResponse
 }
 
-/// HTTP through Foundation's URLSession (libcurl and OpenSSL on Linux).
+/// HTTP through Foundation's URLSession (libcurl and OpenSSL on Linux), driven through a
+/// delegate so every answer streams: a body is counted as it arrives and cut off at the
+/// request's limit, and a download goes straight into ivy's own 0600 file (URLSession's
+/// download tasks write a world-readable temporary file in /tmp first).
 package final class URLSessionTransport: HTTPTransport {
     private let session: URLSession
+    private let transfers: TransferDelegate
 
     package init(timeout: TimeInterval = 60) {
-        let configuration = URLSessionConfiguration.ephemeral
+        Self.noDiskCache()
+        // Not `.ephemeral`: on Linux it builds a URLCache that creates
+        // ~/.cache/org.swift.foundation.URLCache/<program> even when the session never uses it.
+        let configuration = URLSessionConfiguration.default
         configuration.timeoutIntervalForRequest = timeout
         configuration.httpMaximumConnectionsPerHost = 16
         configuration.urlCache = nil
-        session = URLSession(configuration: configuration)
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        configuration.urlCredentialStorage = nil
+        let queue = OperationQueue()
+        // One at a time, in order: a task's data arrives before its completion.
+        queue.maxConcurrentOperationCount = 1
+        let transfers = TransferDelegate()
+        self.transfers = transfers
+        session = URLSession(configuration: configuration, delegate: transfers, delegateQueue: queue)
     }
 
     deinit { session.finishTasksAndInvalidate() }
 
+    /// Every URLSessionConfiguration starts from URLCache.shared, whose default creates a
+    /// cache directory under ~/.cache. Replaced once, before any configuration exists, by a
+    /// cache with no memory, no disk and no directory ("/dev/null" cannot become one).
+    private static let diskless: Void = {
+        URLCache.shared = URLCache(memoryCapacity: 0, diskCapacity: 0, diskPath: "/dev/null")
+    }()
+
+    private static func noDiskCache() { _ = diskless }
+
     package func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let urlRequest = Self.urlRequest(request)
-        let (data, response): (Data, URLResponse)
-        switch request.body {
-        case .none:
-            (data, response) = try await run { session.dataTask(with: urlRequest, completionHandler: $0) }
-        case .data(let body):
-            (data, response) = try await run { session.uploadTask(with: urlRequest, from: body, completionHandler: $0) }
-        case .file(let url, let range) where range.lowerBound == 0 && range.upperBound == FileSlice.size(of: url):
-            (data, response) = try await run { session.uploadTask(with: urlRequest, fromFile: url, completionHandler: $0) }
-        case .file(let url, let range):
-            let slice = try FileSlice.temporaryCopy(of: url, range: range)
-            defer { try? FileManager.default.removeItem(at: slice) }
-            (data, response) = try await run { session.uploadTask(with: urlRequest, fromFile: slice, completionHandler: $0) }
-        }
-        return Self.response(response, body: data)
+        try await perform(request, into: nil)
     }
 
     package func download(_ request: HTTPRequest, to file: URL) async throws -> HTTPResponse {
-        let urlRequest = Self.urlRequest(request)
-        // URLSession deletes its temporary file when the handler returns: move it there.
-        let (_, response) = try await run { (finish: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void) in
-            session.downloadTask(with: urlRequest) { temporary, response, error in
-                var failure = error
-                if failure == nil, let temporary {
-                    do {
-                        try? FileManager.default.removeItem(at: file)
-                        try FileManager.default.moveItem(at: temporary, to: file)
-                    } catch {
-                        failure = error
-                    }
-                }
-                finish(Data(), response, failure)
-            }
-        }
-        return Self.response(response, body: Data())
+        let descriptor = open(file.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw CocoaError.error(errno, path: file.path) }
+        defer { close(descriptor) }
+        // An existing file keeps its old mode through O_CREAT; the body is nobody else's business.
+        fchmod(descriptor, 0o600)
+        return try await perform(request, into: descriptor)
     }
 
-    /// Runs a URLSession task and cancels it when the awaiting task is cancelled (a sync
-    /// stopped at its deadline); Foundation's async methods on Linux do not.
-    private func run(
-        _ make: (@escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void) -> URLSessionTask
-    ) async throws -> (Data, URLResponse) {
-        let handle = CancellableTask()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let task = make { data, response, error in
-                    if let error {
-                        continuation.resume(throwing: error)
-                    } else if let response {
-                        continuation.resume(returning: (data ?? Data(), response))
-                    } else {
-                        continuation.resume(throwing: URLError(.badServerResponse))
-                    }
-                }
-                handle.start(task)
-            }
-        } onCancel: {
-            handle.cancel()
-        }
-    }
-
-    private static func urlRequest(_ request: HTTPRequest) -> URLRequest {
+    private func perform(_ request: HTTPRequest, into file: Int32?) async throws -> HTTPResponse {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
-        return urlRequest
-    }
-
-    private static func response(_ response: URLResponse, body: Data) -> HTTPResponse {
-        let http = response as? HTTPURLResponse
-        var headers: [String: String] = [:]
-        for (key, value) in http?.allHeaderFields ?? [:] { headers["\(key)".lowercased()] = "\(value)" }
-        return HTTPResponse(status: http?.statusCode ?? 0, headers: headers, body: body)
+        var slice: URL?
+        defer { if let slice { unlink(slice.path) } }
+        let task: URLSessionTask
+        switch request.body {
+        case .none:
+            task = session.dataTask(with: urlRequest)
+        case .data(let body):
+            task = session.uploadTask(with: urlRequest, from: body)
+        case .file(let url, let range) where range.lowerBound == 0 && range.upperBound == FileSlice.size(of: url):
+            task = session.uploadTask(with: urlRequest, fromFile: url)
+        case .file(let url, let range):
+            let copy = try FileSlice.privateCopy(of: url, range: range)
+            slice = copy
+            task = session.uploadTask(with: urlRequest, fromFile: copy)
+        }
+        let transfer = Transfer(limit: max(0, request.responseLimit), file: file)
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    transfer.begin(continuation)
+                    transfers.register(transfer, for: task)
+                    task.resume()
+                    if Task.isCancelled { task.cancel() }
+                }
+            } onCancel: {
+                task.cancel()
+            }
+        } catch where Task.isCancelled {
+            throw CancellationError()
+        }
     }
 }
 
-/// A URLSession task that a cancellation may reach before or after it starts.
-private final class CancellableTask: @unchecked Sendable {
-    private let lock = NSLock()
-    private var task: URLSessionTask?
-    private var cancelled = false
+/// Routes URLSession's delegate calls to the transfer each task belongs to.
+private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    private let transfers = Mutex<[Int: Transfer]>([:])
 
-    func start(_ task: URLSessionTask) {
-        lock.lock()
-        self.task = task
-        let cancelled = cancelled
-        lock.unlock()
-        task.resume()
-        if cancelled { task.cancel() }
+    func register(_ transfer: Transfer, for task: URLSessionTask) {
+        transfers.withLock { $0[task.taskIdentifier] = transfer }
     }
 
-    func cancel() {
-        lock.lock()
-        cancelled = true
-        let task = task
-        lock.unlock()
-        task?.cancel()
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        guard let transfer = transfers.withLock({ $0[dataTask.taskIdentifier] }) else { return }
+        let status = (dataTask.response as? HTTPURLResponse)?.statusCode ?? 0
+        if !transfer.receive(data, status: status) { dataTask.cancel() }
+    }
+
+    /// Never follow a redirect: Drive's API does not send them, and following one would carry
+    /// the bearer token to wherever it points. The 3xx itself is the answer.
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+
+    /// A 401 with a WWW-Authenticate header becomes a challenge; ivy answers 401s itself (a
+    /// token refresh), so the challenge is declined and the 401 is the answer.
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        transfers.withLock { $0[task.taskIdentifier] }?.challenged()
+        completionHandler(.cancelAuthenticationChallenge, nil)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let transfer = transfers.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        transfer.finish(response: task.response as? HTTPURLResponse, error: error)
+    }
+}
+
+/// One request's answer as it arrives: counted against the limit, kept in memory or written
+/// to the download file, then handed to the waiting caller.
+private final class Transfer: Sendable {
+    /// An error answer to a download is read into memory up to this much.
+    static let errorBodyLimit: Int64 = 1 << 20
+
+    private struct State {
+        var continuation: CheckedContinuation<HTTPResponse, any Error>?
+        var body = Data()
+        var received: Int64 = 0
+        var tooLong = false
+        var writeError: Int32?
+        var challenged = false
+    }
+
+    private let limit: Int64
+    private let file: Int32?
+    private let state = Mutex(State())
+
+    init(limit: Int64, file: Int32?) {
+        self.limit = limit
+        self.file = file
+    }
+
+    func begin(_ continuation: CheckedContinuation<HTTPResponse, any Error>) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    func challenged() { state.withLock { $0.challenged = true } }
+
+    /// False when the transfer must stop: the body passed its limit or the file write failed.
+    func receive(_ data: Data, status: Int) -> Bool {
+        state.withLock { state in
+            guard !state.tooLong, state.writeError == nil else { return false }
+            let toFile = file != nil && (200..<300).contains(status)
+            let cap = toFile || file == nil ? limit : min(limit, Self.errorBodyLimit)
+            guard state.received + Int64(data.count) <= cap else {
+                state.tooLong = true
+                return false
+            }
+            state.received += Int64(data.count)
+            if toFile, let file {
+                if let failure = Self.write(data, to: file) {
+                    state.writeError = failure
+                    return false
+                }
+            } else {
+                state.body.append(data)
+            }
+            return true
+        }
+    }
+
+    func finish(response: HTTPURLResponse?, error: (any Error)?) {
+        let (continuation, result): (CheckedContinuation<HTTPResponse, any Error>?, Result<HTTPResponse, any Error>) =
+            state.withLock { state in
+                let continuation = state.continuation
+                state.continuation = nil
+                let status = response?.statusCode ?? 0
+                if state.tooLong { return (continuation, .failure(ResponseTooLong(limit: limit, status: status))) }
+                if let failure = state.writeError {
+                    return (continuation, .failure(CocoaError.error(failure, path: nil)))
+                }
+                // A declined challenge ends in a cancellation; the 401 it came with is the answer.
+                if let error, !(state.challenged && response?.statusCode == 401) {
+                    return (continuation, .failure(error))
+                }
+                guard let response else { return (continuation, .failure(URLError(.badServerResponse))) }
+                var headers: [String: String] = [:]
+                for (key, value) in response.allHeaderFields { headers["\(key)".lowercased()] = "\(value)" }
+                return (continuation, .success(HTTPResponse(status: status, headers: headers, body: state.body)))
+            }
+        continuation?.resume(with: result)
+    }
+
+    /// All of `data` into the file, or the errno that stopped it.
+    private static func write(_ data: Data, to file: Int32) -> Int32? {
+        data.withUnsafeBytes { buffer -> Int32? in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(file, buffer.baseAddress?.advanced(by: offset), buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                offset += written
+            }
+            return nil
+        }
+    }
+}
+
+extension CocoaError {
+    /// A file error from an errno, in Foundation's words.
+    static func error(_ code: Int32, path: String?) -> CocoaError {
+        var info: [String: Any] = [NSUnderlyingErrorKey: POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)]
+        if let path { info[NSFilePathErrorKey] = path }
+        return CocoaError(code == ENOSPC ? .fileWriteOutOfSpace : .fileWriteUnknown, userInfo: info)
     }
 }
 
 /// URLSession uploads whole files; a resumed upload sends only the unconfirmed tail, so the
-/// tail is copied to a temporary file in bounded chunks (never read whole into memory).
+/// tail is copied in bounded chunks (never read whole into memory) to a `.upload-` file
+/// beside the source: ivy's private audio directory, mode 0600. A run killed mid-upload
+/// leaves it behind; the next sync removes it (`TransferFiles.removeLeftovers`).
 enum FileSlice {
     static let chunk = 1 << 20
 
@@ -173,25 +309,48 @@ enum FileSlice {
         ((try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? NSNumber)?.int64Value ?? -1
     }
 
-    static func temporaryCopy(of source: URL, range: Range<Int64>) throws -> URL {
-        let target = FileManager.default.temporaryDirectory.appendingPathComponent("ivy-upload-\(UUID().uuidString)")
-        guard FileManager.default.createFile(atPath: target.path, contents: nil) else {
-            throw CocoaError(.fileWriteUnknown)
-        }
-        let input = try FileHandle(forReadingFrom: source)
-        let output = try FileHandle(forWritingTo: target)
-        defer {
-            try? input.close()
+    static func privateCopy(of source: URL, range: Range<Int64>) throws -> URL {
+        let target = source.deletingLastPathComponent()
+            .appendingPathComponent(TransferFiles.uploadPrefix + UUID().uuidString)
+        let descriptor = open(target.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw CocoaError.error(errno, path: target.path) }
+        let output = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        do {
+            let input = try FileHandle(forReadingFrom: source)
+            defer { try? input.close() }
+            try input.seek(toOffset: UInt64(max(0, range.lowerBound)))
+            var remaining = range.upperBound - range.lowerBound
+            while remaining > 0 {
+                let data = try input.read(upToCount: Int(min(Int64(chunk), remaining))) ?? Data()
+                if data.isEmpty { break }
+                try output.write(contentsOf: data)
+                remaining -= Int64(data.count)
+            }
+            try output.close()
+        } catch {
             try? output.close()
-        }
-        try input.seek(toOffset: UInt64(range.lowerBound))
-        var remaining = range.upperBound - range.lowerBound
-        while remaining > 0 {
-            let data = try input.read(upToCount: min(chunk, Int(remaining))) ?? Data()
-            if data.isEmpty { break }
-            try output.write(contentsOf: data)
-            remaining -= Int64(data.count)
+            unlink(target.path)
+            throw error
         }
         return target
+    }
+}
+
+/// The temporary files transfers leave beside ivy's audio: `.download-*` (a download being
+/// checked before it is renamed into place) and `.upload-*` (the tail of a resumed upload).
+package enum TransferFiles {
+    package static let downloadPrefix = ".download-"
+    package static let uploadPrefix = ".upload-"
+
+    /// Removes what a killed run left in `directory`. Called under the sync lock, so no
+    /// other transfer is using them. Returns how many were removed.
+    @discardableResult
+    package static func removeLeftovers(in directory: String) -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        var removed = 0
+        for name in names where name.hasPrefix(downloadPrefix) || name.hasPrefix(uploadPrefix) {
+            if unlink(directory + "/" + name) == 0 { removed += 1 }
+        }
+        return removed
     }
 }

@@ -27,14 +27,6 @@ package struct EngineWriter {
     }
 }
 
-extension LibraryDatabase {
-    /// Where a download stages a clip's audio before the transaction that places it; the
-    /// audio directory is created (0700) when missing.
-    package func stagingAudioPath() throws -> String {
-        try Directories.ensurePrivate(paths.audioDirectory)
-        return AudioFiles.stagingPath(in: paths.audioDirectory)
-    }
-}
 
 extension LibraryDatabase {
     /// Runs `body` in one transaction whose writes to books and clips do not enter the queue.
@@ -51,3 +43,4 @@ extension LibraryDatabase {
         }
     }
 }
+

@@ -282,7 +282,9 @@ extension SyncEngine {
     /// Downloads an MP3 (checked against Drive's size and md5) to a staging file beside the
     /// audio; the caller moves it into place only inside the transaction that checks its row.
     private func stageAudio(_ mp3: RemoteFile) async throws -> (path: String, bytes: Int64) {
-        let staged = try library.stagingAudioPath()
+        // A `.download-` name: the next sync removes it if ivy is killed before it is placed.
+        try PrivateDirectory.ensure(library.paths.audioDirectory)
+        let staged = library.paths.audioDirectory + "/" + TransferFiles.downloadPrefix + UUID().uuidString + ".mp3"
         do {
             try await drive.downloadFile(mp3, to: URL(fileURLWithPath: staged))
         } catch {

@@ -89,6 +89,8 @@ package final class SyncEngine: Sendable {
         let started = clock.now()
         var report = SyncReport()
         report.dryRun = options.dryRun
+        // Under the sync lock no other transfer is running: these are a killed run's.
+        if !options.dryRun { TransferFiles.removeLeftovers(in: library.paths.audioDirectory) }
         progress(SyncProgress(phase: "listing Drive", done: 0, total: 0, bytes: 0))
 
         let remembered = try library.rememberedFolders().map { DriveFolders(ivy: $0.ivy, books: $0.books, clips: $0.clips) }
@@ -110,7 +112,9 @@ package final class SyncEngine: Sendable {
         report.deletionsHeld = plan.deletionsHeldReason
         report.skipped = plan.skipped.map { .init(entity: "\($0.key)", reason: $0.reason) }
             + remote.ignored.map { .init(entity: $0.name, reason: "not an ivy file name; left alone") }
-        if !listing.isComplete { report.skipped.append(.init(entity: "Drive listing", reason: "stopped early; nothing was deleted locally")) }
+        if let reason = listing.incompleteReason {
+            report.skipped.append(.init(entity: "Drive listing", reason: "stopped early: \(reason); nothing was deleted locally"))
+        }
 
         if options.dryRun {
             report.plan = plan.actions.map { .init(entity: "\($0.key)", reason: "\($0.action.rawValue): \($0.reason)") }

@@ -1,0 +1,67 @@
+import Foundation
+import GoogleEmulator
+import IvyCore
+@testable import IvyGoogle
+import Testing
+
+extension GoogleHarness {
+    /// Ivy's folders with `count` books in them, listed `pageCap` to a page.
+    func library(books count: Int, pageCap: Int) async throws -> (DriveClient, DriveFolders) {
+        let drive = try await drive()
+        let folders = try await drive.folders()
+        for index in 0..<count {
+            await state.putFile(email: "alice@example.com", name: "book_\(index).json", parents: [folders.books[0]], content: Data("{}".utf8))
+        }
+        await state.setPageSizeCap(pageCap)
+        return (drive, folders)
+    }
+}
+
+/// Only the listing of the files, not the folder lookup: `('b' in parents ...) and trashed = false`.
+private let filesQuery = ") and trashed = false"
+
+@Suite("Listing against a Drive whose pages never end")
+struct EndlessListingTests {
+    @Test("a page token Drive already gave ends the listing as incomplete, and says so", .timeLimit(.minutes(1)))
+    func repeatedToken() async throws {
+        try await withGoogle { google in
+            let (drive, folders) = try await google.library(books: 5, pageCap: 2)
+            await google.state.setListFault(ListFault(.repeatToken, queryContains: filesQuery))
+            for remembered in [nil, folders] {
+                let listing = try await drive.listLibrary(remembered: remembered)
+                #expect(!listing.isComplete)
+                #expect(listing.files.count == 4, "the two pages read, each file once")
+                #expect(listing.incompleteReason?.contains("same page token twice") == true, "\(listing.incompleteReason ?? "complete")")
+            }
+        }
+    }
+
+    @Test("empty pages that never end stop after one page per file found, plus 20", .timeLimit(.minutes(1)))
+    func endlessEmptyPages() async throws {
+        try await withGoogle { google in
+            let (drive, folders) = try await google.library(books: 5, pageCap: 2)
+            await google.state.setListFault(ListFault(.emptyPages, queryContains: filesQuery))
+            await google.state.clearRequests()
+            let listing = try await drive.listLibrary(remembered: nil)
+            #expect(!listing.isComplete && listing.files.count == 5)
+            #expect(listing.incompleteReason?.contains("kept sending pages") == true, "\(listing.incompleteReason ?? "complete")")
+            let pages = await google.state.requests.filter { $0.method == "GET" && $0.path == "/drive/v3/files" }
+            #expect(pages.count == 5 + DriveClient.spareListPages + 1, "26 pages, the last still asking for more")
+            #expect(try await drive.listLibrary(remembered: folders).isComplete == false)
+        }
+    }
+
+    @Test("empty pages Google documents are read through: up to one per file plus 20", arguments: [
+        (books: 5, empty: 10, complete: true), (books: 0, empty: 20, complete: true), (books: 0, empty: 21, complete: false),
+        (books: 3, empty: 21, complete: true), (books: 3, empty: 22, complete: false),
+    ])
+    func someEmptyPages(books: Int, empty: Int, complete: Bool) async throws {
+        try await withGoogle { google in
+            let (drive, _) = try await google.library(books: books, pageCap: 1)
+            await google.state.setListFault(ListFault(.emptyPages, queryContains: filesQuery, count: empty))
+            let listing = try await drive.listLibrary(remembered: nil)
+            #expect(listing.isComplete == complete)
+            #expect(listing.files.count == books)
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import GoogleEmulator
+import IvyCore
+@testable import IvyGoogle
+import Testing
+
+@Suite("Downloads stop where Drive said they end")
+struct OverlongDownloadTests {
+    @Test("a download longer than Drive listed is cut off at the listed size as it streams, and fails clearly")
+    func overlongDownload() async throws {
+        try await withGoogle { google in
+            let drive = try await google.drive()
+            let folders = try await drive.folders()
+            let content = Data(count: 1000)
+            let file = await google.state.putFile(email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: content)
+            let json = await google.state.putFile(email: "alice@example.com", name: "book_b.json", parents: [folders.books[0]], content: Data("{}".utf8))
+            try await google.state.misreport(id: file.id, Misreport(extraBytes: 5000))
+            try await google.state.misreport(id: json.id, Misreport(extraBytes: 5000))
+            let listing = try await drive.listLibrary(remembered: folders)
+            let mp3 = try #require(listing.files.first { $0.name == "clip_c.mp3" })
+            let backup = try #require(listing.files.first { $0.name == "book_b.json" })
+            let target = URL(fileURLWithPath: google.directory + "/c.mp3")
+            await google.state.clearRequests()
+            await #expect {
+                try await drive.downloadFile(mp3, to: target)
+            } throws: { error in
+                (error as? DriveError)?.kind == .fileTooLarge && error.localizedDescription.contains("Drive sent more than the 1,000 bytes Drive listed")
+            }
+            await #expect {
+                _ = try await drive.downloadData(backup)
+            } throws: { error in
+                error.localizedDescription.contains("Drive sent more than the 2 bytes Drive listed")
+            }
+            #expect(await google.state.requests.count == 2, "not retried: the same request gets the same answer")
+            #expect(!FileManager.default.fileExists(atPath: target.path))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: google.directory).filter { $0.hasPrefix(".download") }.isEmpty)
+        }
+    }
+
+
+    @Test("a download that never ends stops at the 50 MB cap, reading no further", .timeLimit(.minutes(1)))
+    func endlessDownload() async throws {
+        try await withGoogle { google in
+            let drive = try await google.drive()
+            let folders = try await drive.folders()
+            let file = await google.state.putFile(email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: Data(count: 1000))
+            let json = await google.state.putFile(email: "alice@example.com", name: "book_b.json", parents: [folders.books[0]], content: Data("{}".utf8))
+            try await google.state.misreport(id: file.id, Misreport(size: "unknown", endless: true))
+            try await google.state.misreport(id: json.id, Misreport(size: "unknown", endless: true))
+            let listing = try await drive.listLibrary(remembered: folders)
+            let mp3 = try #require(listing.files.first { $0.name == "clip_c.mp3" })
+            #expect(mp3.size == nil)
+            await #expect {
+                try await drive.downloadFile(mp3, to: URL(fileURLWithPath: google.directory + "/c.mp3"))
+            } throws: { error in
+                error.localizedDescription.contains("Drive sent more than 52,428,800 bytes")
+            }
+            // What the emulator got to send before ivy hung up: the cap, plus what libcurl had
+            // read ahead (sockets, URLSession's queue); without the cut-off, all of its 1 GiB.
+            let sentForFile = await google.state.endlessBytesSent
+            #expect(sentForFile < 256 << 20, "\(sentForFile) bytes sent")
+
+            try await google.state.misreport(id: json.id, Misreport(size: "unknown", endless: true))
+            await #expect {
+                _ = try await drive.downloadData(try #require(listing.files.first { $0.name == "book_b.json" }))
+            } throws: { error in
+                error.localizedDescription.contains("Drive sent more than 1,048,576 bytes")
+            }
+            let sentForData = await google.state.endlessBytesSent
+            #expect(sentForData < 256 << 20, "\(sentForData) bytes sent")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: google.directory).filter { $0.hasPrefix(".download") }.isEmpty)
+        }
+    }
+}

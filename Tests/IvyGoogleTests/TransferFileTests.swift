@@ -1,0 +1,91 @@
+import Foundation
+import GoogleEmulator
+import IvyCore
+@testable import IvyGoogle
+import Testing
+
+extension GoogleHarness {
+    /// ivy's audio directory for these tests: private (0700), as the library makes it.
+    var audioDirectory: String { directory + "/audio" }
+
+    func privateAudio(_ name: String, bytes: Int) throws -> URL {
+        try PrivateDirectory.ensure(audioDirectory)
+        let url = URL(fileURLWithPath: audioDirectory + "/" + name)
+        try Data((0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 13) }).write(to: url)
+        return url
+    }
+
+    func transferFiles(_ prefix: String) throws -> [(name: String, mode: Int, size: Int)] {
+        try FileManager.default.contentsOfDirectory(atPath: audioDirectory).filter { $0.hasPrefix(prefix) }.map { name in
+            let attributes = try FileManager.default.attributesOfItem(atPath: audioDirectory + "/" + name)
+            return (name, attributes[.posixPermissions] as? Int ?? -1, (attributes[.size] as? NSNumber)?.intValue ?? -1)
+        }
+    }
+}
+
+/// What is in the system temporary directory under names a transfer might use.
+private func temporaryTransferFiles() -> Set<String> {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? []
+    return Set(names.filter { $0.hasPrefix("ivy-upload-") || $0.hasSuffix(".tmp") })
+}
+
+@Suite("Transfer files: private, beside the audio, never in /tmp")
+struct TransferFileTests {
+    @Test("the tail of a resumed upload is copied 0600 beside the audio, never to /tmp, and removed afterwards")
+    func uploadSlice() async throws {
+        try await withGoogle { google in
+            let drive = try await google.drive()
+            let folders = try await drive.folders()
+            let audio = try google.privateAudio("take.mp3", bytes: 500_000)
+            await google.state.addFault(FaultRule(method: "PUT", pathContains: "upload_id", times: 1, dropAfterBytes: 200_000))
+            // The third PUT (after the status query) sends the tail: held while the test looks.
+            await google.state.addFault(FaultRule(method: "PUT", pathContains: "upload_id", nth: 2, hold: true))
+            let before = temporaryTransferFiles()
+            async let uploaded = drive.uploadMP3(name: "clip_c1.mp3", file: audio, folder: folders.clips[0], replacing: [])
+            await google.state.waitForHeld(count: 1)
+            let slices = try google.transferFiles(".upload-")
+            #expect(slices.count == 1 && slices.first?.mode == 0o600 && slices.first?.size == 300_000, "\(slices)")
+            #expect(temporaryTransferFiles().subtracting(before).isEmpty, "nothing new in \(NSTemporaryDirectory())")
+            await google.state.releaseHeld()
+            #expect(try await uploaded.md5 == MD5.hex(try Data(contentsOf: audio)))
+            #expect(try google.transferFiles(".upload-").isEmpty)
+        }
+    }
+
+    @Test("a download streams into a 0600 .download- file beside its destination, never to /tmp")
+    func downloadFile() async throws {
+        try await withGoogle { google in
+            let drive = try await google.drive()
+            let folders = try await drive.folders()
+            let content = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 5) })
+            await google.state.putFile(email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: content)
+            let remote = try #require(try await drive.listLibrary(remembered: folders).files.first)
+            try PrivateDirectory.ensure(google.audioDirectory)
+            let target = URL(fileURLWithPath: google.audioDirectory + "/c.mp3")
+            await google.state.addFault(FaultRule(pathContains: "alt=media", times: 1, hold: true))
+            let before = temporaryTransferFiles()
+            async let downloaded: Void = drive.downloadFile(remote, to: target)
+            await google.state.waitForHeld(count: 1)
+            let partial = try google.transferFiles(".download-")
+            #expect(partial.count == 1 && partial.first?.mode == 0o600, "\(partial)")
+            await google.state.releaseHeld()
+            try await downloaded
+            #expect(try Data(contentsOf: target) == content)
+            #expect(try google.transferFiles(".download-").isEmpty)
+            #expect(temporaryTransferFiles().subtracting(before).isEmpty, "nothing new in \(NSTemporaryDirectory())")
+        }
+    }
+
+    @Test("a download answered with a rate limit is retried: the error body of a download is read for its reason")
+    func rateLimitedDownload() async throws {
+        try await withGoogle { google in
+            let drive = try await google.drive()
+            let folders = try await drive.folders()
+            await google.state.putFile(email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: Data(count: 1000))
+            let remote = try #require(try await drive.listLibrary(remembered: folders).files.first)
+            await google.state.addFault(FaultRule(pathContains: "alt=media", times: 1, status: 403, reason: "userRateLimitExceeded"))
+            try await drive.downloadFile(remote, to: URL(fileURLWithPath: google.directory + "/c.mp3"))
+            #expect(await google.state.requests.filter { $0.query.contains("alt=media") }.map(\.status) == [403, 200])
+        }
+    }
+}

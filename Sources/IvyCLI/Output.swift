@@ -49,6 +49,9 @@ struct Output {
     func json(_ value: some Encodable) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        // A row written before the time rules may hold an infinity, which JSON has no number for.
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(
+            positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
         line(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 }

@@ -1,4 +1,5 @@
 import GRDB
+import IvyCore
 
 /// The library's migrations. Shipped migrations are never edited: a change is a new one.
 enum Schema {
@@ -6,6 +7,10 @@ enum Schema {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1: library, queue, manifest, settings") { db in
             try db.execute(sql: v1)
+        }
+        // "v2: sync bases" is another change's; the names only need to be unique and ordered.
+        migrator.registerMigration("v3: time ranges") { db in
+            try db.execute(sql: v3)
         }
         return migrator
     }
@@ -144,5 +149,35 @@ enum Schema {
         END;
         \(capture(table: "books", kind: "book", columns: ["title", "artist", "artwork", "position", "hidden", "created_at", "updated_at"]))
         \(capture(table: "clips", kind: "clip", columns: ["book_id", "start", "duration", "note", "transcription", "created_at", "updated_at"]))
+        """
+
+    /// A time of play must be a finite number of seconds within `TimeRules`, whoever writes
+    /// it. SQLite stores NaN as NULL and keeps ±Inf as REAL, so NULL and both infinities fail
+    /// the range test; text that is not a number compares above every number and fails too.
+    /// Rows written before this migration are left as they were: they read and show, and
+    /// the next write to them must bring the time into range.
+    private static func timeRule(table: String, kind: String, columns: [String]) -> String {
+        let maximum = Int(TimeRules.maximumSeconds)
+        let invalid = columns.map { "NEW.\($0) IS NULL OR NOT (NEW.\($0) >= 0 AND NEW.\($0) <= \(maximum))" }
+            .joined(separator: " OR ")
+        let names = columns.joined(separator: " and ")
+        let message = "invalid \(kind) \(names): times are finite seconds from 0 to \(maximum)"
+        return """
+            CREATE TRIGGER \(table)_times_valid_insert BEFORE INSERT ON \(table)
+            WHEN \(invalid)
+            BEGIN
+                SELECT RAISE(ABORT, '\(message)');
+            END;
+            CREATE TRIGGER \(table)_times_valid_update BEFORE UPDATE OF \(columns.joined(separator: ", ")) ON \(table)
+            WHEN \(invalid)
+            BEGIN
+                SELECT RAISE(ABORT, '\(message)');
+            END;
+            """
+    }
+
+    private static let v3 = """
+        \(timeRule(table: "books", kind: "book", columns: ["position"]))
+        \(timeRule(table: "clips", kind: "clip", columns: ["start", "duration"]))
         """
 }

@@ -11,6 +11,7 @@ package enum StoreError: LocalizedError, Equatable {
     case clipNotFound(id: String)
     case emptyTitle
     case invalidTime(field: String, value: Double)
+    case storedTimeOutOfRange(kind: EntityKind, field: String, value: Double, option: String)
     case audioMissing(path: String)
     case audioNotAFile(path: String)
     case audioUnreadable(path: String, reason: String)
@@ -37,7 +38,9 @@ package enum StoreError: LocalizedError, Equatable {
         case .emptyTitle:
             "the title is empty; give the book a title with --title"
         case .invalidTime(let field, let value):
-            "\(field) must be a finite number of seconds, 0 or more (got \(value))"
+            "the \(field) must be from \(TimeRules.range), not \(value)"
+        case .storedTimeOutOfRange(let kind, let field, let value, let option):
+            "this \(kind.rawValue)'s stored \(field) is \(value), outside \(TimeRules.range); give a valid one with \(option)"
         case .audioMissing(let path):
             "audio file \(path) does not exist; check the path given to --audio"
         case .audioNotAFile(let path):

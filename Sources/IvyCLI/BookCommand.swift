@@ -71,7 +71,7 @@ extension BookCommand {
 
         func run() throws {
             let context = try global.context()
-            let books = try context.library().books(includeHidden: all)
+            let books = try context.library(readOnly: true).books(includeHidden: all)
             let output = context.output
             if json { return try output.json(books.map(BookJSON.init)) }
             guard !books.isEmpty else {
@@ -97,7 +97,7 @@ extension BookCommand {
         func run() throws {
             let context = try global.context()
             let id = try checkedID(id, kind: .book)
-            guard let book = try context.library().book(id: id) else { throw StoreError.bookNotFound(id: id) }
+            guard let book = try context.library(readOnly: true).book(id: id) else { throw StoreError.bookNotFound(id: id) }
             if json { return try context.output.json(BookJSON(book: book)) }
             context.output.fields([
                 ("id", book.id),

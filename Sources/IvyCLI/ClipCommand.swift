@@ -79,7 +79,7 @@ extension ClipCommand {
 
         func run() throws {
             let context = try global.context()
-            let library = try context.library()
+            let library = try context.library(readOnly: true)
             if let book, try library.book(id: book) == nil { throw StoreError.bookNotFound(id: book) }
             let clips = try library.clips(bookID: book)
             let output = context.output
@@ -104,7 +104,7 @@ extension ClipCommand {
 
         func run() throws {
             let context = try global.context()
-            let library = try context.library()
+            let library = try context.library(readOnly: true)
             guard let clip = try library.clip(id: id) else { throw StoreError.clipNotFound(id: id) }
             if json { return try context.output.json(ClipJSON(clip: clip)) }
             context.output.fields([

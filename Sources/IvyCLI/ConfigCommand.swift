@@ -35,7 +35,7 @@ extension ConfigCommand {
 
         func run() throws {
             let context = try global.context()
-            let rows = try context.library().settings().map { entry in
+            let rows = try context.library(readOnly: true).settings().map { entry in
                 [entry.key.rawValue, entry.value.map { shown(entry.key, $0) } ?? "-", entry.isDefault ? "default" : "set"]
             }
             context.output.table(["KEY", "VALUE", "SOURCE"], rows)
@@ -54,7 +54,7 @@ extension ConfigCommand {
         func run() throws {
             let context = try global.context()
             let key = try settingKey(key)
-            if let value = try context.library().setting(key) {
+            if let value = try context.library(readOnly: true).setting(key) {
                 context.output.line(shown(key, value))
             }
         }

@@ -46,6 +46,11 @@ struct GlobalOptions: ParsableArguments {
         } catch {
             throw ValidationError(error.message)
         }
+        // Checked up front, so even a command that only reads refuses a home others could
+        // tamper with; missing directories are created private when first needed.
+        for directory in Set([paths.configDirectory, paths.dataDirectory, paths.stateDirectory]).sorted() {
+            try PrivateDirectory.check(directory)
+        }
         return Context(
             paths: paths,
             environment: environment,
@@ -64,8 +69,10 @@ struct Context {
     let output: Output
     let stdinIsTerminal: Bool
 
-    func library() throws -> LibraryDatabase {
-        try LibraryDatabase(paths: paths, clock: clock)
+    /// The library; `readOnly` for commands that only read: they change nothing on disk, work
+    /// on a read-only file or directory, and never wait for another program's write.
+    func library(readOnly: Bool = false) throws -> LibraryDatabase {
+        try LibraryDatabase(paths: paths, clock: clock, access: readOnly ? .readOnly : .readWrite)
     }
 
     var google: GoogleEffects {
@@ -77,10 +84,10 @@ struct Context {
         return TokenStore(path: paths.tokenFile, warn: { output.error("warning: \($0)") })
     }
 
-    /// swift-log into the state directory's ivy.log.
-    func logger() -> Logger {
+    /// swift-log into the state directory's ivy.log, which must be writable (and not a link).
+    func logger() throws -> Logger {
         let path = paths.logFile
-        try? PrivateDirectory.ensure(paths.stateDirectory)
+        try FileLogHandler.prepare(path: path)
         return Logger(label: "ivy", factory: { _ in FileLogHandler(path: path) })
     }
 

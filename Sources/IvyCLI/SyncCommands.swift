@@ -31,8 +31,14 @@ struct SyncCommand: AsyncParsableCommand {
 
     func run() async throws {
         let context = try global.context()
-        let library = try context.library()
-        let logger = context.logger()
+        let library: LibraryDatabase
+        do {
+            library = try context.library()
+        } catch let error as StoreError where auto && error.isBusy {
+            // Another program holds a long write: like another sync running, cron need not hear.
+            return
+        }
+        let logger = try context.logger()
         let store = context.tokenStore
 
         if auto {
@@ -92,6 +98,10 @@ struct SyncCommand: AsyncParsableCommand {
             }
         } catch {
             if live { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            if auto, (error as? StoreError)?.isBusy == true {
+                logger.warning("sync skipped: the library is busy", metadata: ["error": "\(error.localizedDescription)"])
+                return
+            }
             throw try record(error, library: library, logger: logger)
         }
         if live { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
@@ -119,7 +129,8 @@ struct SyncCommand: AsyncParsableCommand {
     private func record(_ error: any Error, library: LibraryDatabase, logger: Logger) throws -> any Error {
         let message = error.localizedDescription
         logger.error("sync failed", metadata: ["error": "\(message)"])
-        try? library.recordSetting(.lastError, message)
+        // Recording a busy library's error would only wait for the same lock again.
+        if (error as? StoreError)?.isBusy != true { try? library.recordSetting(.lastError, message) }
         let unreachable = (error as? DriveError)?.kind == .network || {
             if case .network = error as? GoogleError { return true }
             return false
@@ -160,7 +171,7 @@ struct QueueCommand: ParsableCommand {
 
     func run() throws {
         let context = try global.context()
-        let items = try context.library().queueItems()
+        let items = try context.library(readOnly: true).queueItems()
         if json {
             return try context.output.json(items.map {
                 Item(entity_type: $0.kind.rawValue, entity_id: $0.entityID, operation: $0.operation.rawValue, attempts: $0.attempts,

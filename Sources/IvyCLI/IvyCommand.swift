@@ -84,6 +84,15 @@ struct Context {
         return TokenStore(path: paths.tokenFile, warn: { output.error("warning: \($0)") })
     }
 
+    /// The sync lock, waiting for a running sync to finish (and saying so on a terminal).
+    func waitForSyncLock() throws -> SyncLock {
+        let output = output
+        return try SyncLock.acquireWaiting(path: paths.lockFile) { pid in
+            guard isatty(STDERR_FILENO) == 1 else { return }
+            output.error("waiting for the running sync\(pid.map { " (process \($0))" } ?? "") to finish…")
+        }
+    }
+
     /// swift-log into the state directory's ivy.log, which must be writable (and not a link).
     func logger() throws -> Logger {
         let path = paths.logFile

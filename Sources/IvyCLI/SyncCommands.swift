@@ -63,7 +63,7 @@ struct SyncCommand: AsyncParsableCommand {
                 context.output.error("Error: \(token?.signedOutReason.map { "signed out: \($0)" } ?? "not signed in"); run `ivy login`")
                 throw ExitCode(IvyExit.notSignedIn)
             }
-            token = try await LoginCommand.signIn(context, library: library)
+            token = try await LoginCommand.signIn(context, library: library, holdingSyncLock: true)
         }
         guard let token else { throw ExitCode(IvyExit.notSignedIn) }
 

@@ -5,6 +5,8 @@ import Synchronization
 
 /// The exclusive lock one sync holds for its whole run: `flock` on the lock file, which the
 /// operating system releases if ivy dies, with the holder's process id written inside.
+/// `ivy login` and `ivy logout` take it too, so a sync's token refresh never writes back the
+/// token of an account that was signed out or replaced meanwhile.
 package final class SyncLock: Sendable {
     private let descriptor: Int32
 
@@ -25,6 +27,23 @@ package final class SyncLock: Sendable {
             return .busy(pid: pid)
         }
         return .acquired(SyncLock(holding: descriptor))
+    }
+
+    /// Takes the lock, waiting as long as another process holds it; `waiting` runs once,
+    /// before the wait, with the holder's process id when it could be read.
+    package static func acquireWaiting(path: String, waiting: (Int32?) -> Void) throws -> SyncLock {
+        let descriptor = try openLockFile(path)
+        if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            waiting(holder(descriptor))
+            while flock(descriptor, LOCK_EX) != 0 {
+                guard errno == EINTR else {
+                    let reason = String(cString: strerror(errno))
+                    close(descriptor)
+                    throw SyncFileError(path: path, reason: reason)
+                }
+            }
+        }
+        return SyncLock(holding: descriptor)
     }
 
     /// Opens (creating) the lock file 0600 without following a symbolic link: one planted

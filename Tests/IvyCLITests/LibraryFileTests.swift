@@ -96,6 +96,11 @@ struct PrivateFileTests {
         #expect(result.status == 1)
         #expect(result.stderr.contains(ivy.home + "/" + name) && result.stderr.contains("symbolic link"), "\(result.stderr)")
         #expect(FileManager.default.contents(atPath: target) == precious)
+        let logout = try ivy.run("logout")
+        if name == "ivy.lock" {
+            #expect(logout.status == 1 && logout.stderr.contains("symbolic link"), "\(logout.stderr)")
+        }
+        #expect(FileManager.default.contents(atPath: target) == precious)
     }
 
     @Test("a home others can write to, or that belongs to another user, is refused with the fix", arguments: [

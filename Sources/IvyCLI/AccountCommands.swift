@@ -55,10 +55,10 @@ struct LoginCommand: AsyncParsableCommand {
         if try library.bindAccount(permissionID: account.permissionID, email: account.email) {
             context.output.line("""
                 This library last synced with a different Google account. It has forgotten what it synced there; \
-                the next `ivy sync` uploads the whole library to \(account.email). Queued changes are kept.
+                the next `ivy sync` uploads the whole library to \(Display.safe(account.email)). Queued changes are kept.
                 """)
         }
-        context.output.line("Signed in as \(account.email)")
+        context.output.line("Signed in as \(Display.safe(account.email))")
         return token
     }
 }
@@ -93,6 +93,6 @@ struct LogoutCommand: AsyncParsableCommand {
             }
         }
         store.delete()
-        context.output.line("Signed out of \(token.email)")
+        context.output.line("Signed out of \(Display.safe(token.email))")
     }
 }

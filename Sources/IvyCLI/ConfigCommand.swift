@@ -21,10 +21,11 @@ func settingKey(_ name: String) throws -> SettingKey {
     return key
 }
 
-/// The client secret is a credential: only whether it is set is ever shown.
+/// The client secret is a credential: only whether it is set is ever shown. Values are
+/// escaped: another program may have written anything into the settings table.
 func shown(_ key: SettingKey, _ value: String?) -> String {
     guard let value else { return "" }
-    return key.isSecret ? "(set)" : value
+    return key.isSecret ? "(set)" : Display.safe(value)
 }
 
 extension ConfigCommand {

@@ -24,6 +24,41 @@ struct IvyCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
+
+    /// ArgumentParser's main, except that an error's message is escaped before it is printed:
+    /// it may echo a title, a Drive file name or a Google answer (see `Display`).
+    static func main() async {
+        do {
+            var command = try await asyncParseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: terminalSafe(error))
+        }
+    }
+
+    private static func terminalSafe(_ error: any Error) -> any Error {
+        switch error {
+        case let error as ValidationError:
+            return ValidationError(TerminalText.escaped(error.message))
+        case is ExitCode, is CleanExit:
+            return error
+        // ArgumentParser's own parse errors echo only what the user typed; they keep their usage text.
+        case _ where String(reflecting: type(of: error)).hasPrefix("ArgumentParser."):
+            return error
+        default:
+            let message = (error as? LocalizedError)?.errorDescription ?? error.localizedDescription
+            return EscapedError(errorDescription: TerminalText.escaped(message))
+        }
+    }
+}
+
+/// An error whose message has been made safe to print.
+private struct EscapedError: LocalizedError {
+    let errorDescription: String?
 }
 
 enum IvyVersion {

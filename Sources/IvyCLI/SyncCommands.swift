@@ -110,11 +110,11 @@ struct SyncCommand: AsyncParsableCommand {
         if json {
             try context.output.json(report)
         } else if dryRun {
-            for entry in report.plan { context.output.line("\(entry.entity): \(entry.reason)") }
-            for entry in report.held { context.output.line("\(entry.entity): \(entry.reason)") }
-            context.output.line(report.summary)
+            for entry in report.plan { context.output.line(Display.safe("\(entry.entity): \(entry.reason)")) }
+            for entry in report.held { context.output.line(Display.safe("\(entry.entity): \(entry.reason)")) }
+            context.output.line(Display.safe(report.summary))
         } else if !auto {
-            context.output.line(report.summary)
+            context.output.line(Display.safe(report.summary))
             for failure in report.failures { context.output.error("failed: \(failure.entity): \(failure.reason)") }
         }
         if let held = report.deletionsHeld, !json { context.output.error("Held back: \(held)") }
@@ -137,7 +137,7 @@ struct SyncCommand: AsyncParsableCommand {
         }()
         if auto {
             if unreachable { return ExitCode.success }
-            FileHandle.standardError.write(Data("ivy sync: \(message)\n".utf8))
+            FileHandle.standardError.write(Data("ivy sync: \(Display.safe(message))\n".utf8))
             return ExitCode.failure
         }
         return error

@@ -1,4 +1,5 @@
 import Foundation
+import IvyCore
 import IvyGoogle
 import Logging
 import Synchronization
@@ -153,10 +154,15 @@ package struct FileLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
+    /// One event, one line: the message and every metadata key and value are escaped, so a
+    /// note or a Drive file name with a newline cannot forge a line of its own.
     package func log(event: LogEvent) {
         let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-        let details = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        let details = merged.sorted { $0.key < $1.key }
+            .map { TerminalText.escaped($0.key) + "=" + TerminalText.escaped("\($0.value)") }
+            .joined(separator: " ")
         let stamp = ISO8601DateFormatter().string(from: Date())
-        sink.write("\(stamp) \(event.level) \(event.message)\(details.isEmpty ? "" : " " + details)\n")
+        let message = TerminalText.escaped("\(event.message)")
+        sink.write("\(stamp) \(event.level) \(message)\(details.isEmpty ? "" : " " + details)\n")
     }
 }

@@ -25,7 +25,9 @@ struct LoginCommand: AsyncParsableCommand {
     /// The token is saved and the account bound under the sync lock (taken here unless the
     /// caller holds it), so a running sync cannot write its account's token back over it.
     @discardableResult
-    static func signIn(_ context: Context, library: LibraryDatabase, holdingSyncLock: Bool) async throws -> StoredToken {
+    static func signIn(
+        _ context: Context, library: LibraryDatabase, holdingSyncLock: Bool
+    ) async throws -> StoredToken {
         let credentials = try context.credentials(library)
         let endpoints = try context.endpoints()
         let effects = context.google

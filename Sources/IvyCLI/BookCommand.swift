@@ -97,7 +97,9 @@ extension BookCommand {
         func run() throws {
             let context = try global.context()
             let id = try checkedID(id, kind: .book)
-            guard let book = try context.library(readOnly: true).book(id: id) else { throw StoreError.bookNotFound(id: id) }
+            guard let book = try context.library(readOnly: true).book(id: id) else {
+                throw StoreError.bookNotFound(id: id)
+            }
             if json { return try context.output.json(BookJSON(book: book)) }
             context.output.fields([
                 ("id", book.id),

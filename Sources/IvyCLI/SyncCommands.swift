@@ -99,7 +99,8 @@ struct SyncCommand: AsyncParsableCommand {
         } catch {
             if live { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
             if auto, (error as? StoreError)?.isBusy == true {
-                logger.warning("sync skipped: the library is busy", metadata: ["error": "\(error.localizedDescription)"])
+                logger.warning(
+                    "sync skipped: the library is busy", metadata: ["error": "\(error.localizedDescription)"])
                 return
             }
             throw try record(error, library: library, logger: logger)

@@ -216,7 +216,9 @@ package enum BackupCodec {
         }
 
         func seconds(_ key: String) throws(BackupDecodingError) -> Double {
-            guard let value = try optionalSeconds(key) else { throw fail(key, "a number of seconds from \(TimeRules.range)") }
+            guard let value = try optionalSeconds(key) else {
+                throw fail(key, "a number of seconds from \(TimeRules.range)")
+            }
             return value
         }
 

@@ -34,13 +34,10 @@ package final class LibraryDatabase: Sendable {
         switch access {
         case .readOnly:
             try Directories.checkPrivate(paths.dataDirectory)
-            let found = try Self.inspect(path)
-            switch found.kind {
-            case .ivy:
-                guard let connection = found.connection else { throw StoreError.cannotOpen(path: path, reason: "no connection") }
+            switch try Self.inspect(path) {
+            case .ivy(let connection):
                 pool = connection
             case .missing, .empty:
-                try found.connection?.close()
                 // An empty library with the current schema, in memory: nothing is created on disk.
                 let memory = try DatabaseQueue()
                 try Schema.migrator.migrate(memory)
@@ -48,9 +45,11 @@ package final class LibraryDatabase: Sendable {
             }
         case .readWrite:
             try Directories.ensurePrivate(paths.dataDirectory)
-            let found = try Self.inspect(path)
-            try found.connection?.close()
-            if found.kind == .missing { try LibraryFiles.create(path) }
+            switch try Self.inspect(path) {
+            case .missing: try LibraryFiles.create(path)
+            case .empty: break
+            case .ivy(let connection): try connection.close()
+            }
             LibraryFiles.tighten(path)
             var configuration = Self.configuration()
             // In WAL mode NORMAL never corrupts the database and survives a crash of ivy; it
@@ -73,53 +72,50 @@ package final class LibraryDatabase: Sendable {
         return configuration
     }
 
-    /// What is at the library's path, decided through a read-only connection so that
-    /// nothing in a file that turns out not to be a library changes, journal mode included.
-    private struct Inspection {
-        enum Kind: Equatable {
-            /// No file: a new library.
-            case missing
-            /// An empty file or an SQLite database without a single schema object: nothing
-            /// to lose, so it becomes the library.
-            case empty
-            /// A library this ivy knows every migration of.
-            case ivy
-        }
-
-        var kind: Kind
-        /// The read-only connection that looked, for `.ivy` and `.empty`.
-        var connection: DatabaseQueue?
+    /// What is at the library's path.
+    private enum Found {
+        /// No file: a new library.
+        case missing
+        /// An empty file, or an SQLite database without a single schema object: nothing to
+        /// lose, so it becomes the library.
+        case empty
+        /// A library whose every migration this ivy knows, with the read-only connection
+        /// that looked.
+        case ivy(DatabaseQueue)
     }
 
-    private static func inspect(_ path: String) throws -> Inspection {
+    /// Decides what is at `path` through a read-only connection, so that nothing in a file
+    /// that turns out not to be a library changes, journal mode included. What ivy must not
+    /// use (not SQLite, SQLite without ivy's migrations, a newer ivy's library) throws.
+    private static func inspect(_ path: String) throws -> Found {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            if errno == ENOENT { return Inspection(kind: .missing) }
+            if errno == ENOENT { return .missing }
             throw StoreError.cannotOpen(path: path, reason: String(cString: strerror(errno)))
         }
         if info.st_mode & S_IFMT == S_IFDIR { throw StoreError.cannotOpen(path: path, reason: "it is a directory") }
-        if info.st_size == 0 { return Inspection(kind: .empty) }
+        if info.st_size == 0 { return .empty }
         guard LibraryFiles.hasSQLiteHeader(path) else { throw StoreError.notADatabase(path: path) }
         let connection = try readOnlyConnection(path)
         do {
             let (objects, applied) = try connection.read { db in
                 let objects = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0
-                let hasMigrations = try db.tableExists("grdb_migrations")
-                let applied = hasMigrations ? try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations") : nil
-                return (objects, applied)
+                guard try db.tableExists("grdb_migrations") else { return (objects, [String]?.none) }
+                return (objects, try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations"))
             }
-            if objects == 0 { return Inspection(kind: .empty, connection: connection) }
             let known = Schema.migrator.migrations
+            if objects == 0 {
+                try connection.close()
+                return .empty
+            }
             guard let applied, let first = known.first, applied.contains(first) else {
                 throw StoreError.notAnIvyLibrary(path: path)
             }
             if !Set(applied).isSubset(of: known) { throw StoreError.newerSchema(path: path) }
-            return Inspection(kind: .ivy, connection: connection)
-        } catch let error as DatabaseError {
-            try? connection.close()
-            throw openError(error, path: path)
+            return .ivy(connection)
         } catch {
             try? connection.close()
+            if let error = error as? DatabaseError { throw openError(error, path: path) }
             throw error
         }
     }
@@ -136,11 +132,12 @@ package final class LibraryDatabase: Sendable {
             guard !LibraryFiles.hasPendingLog(path) else {
                 throw StoreError.cannotOpen(
                     path: path,
-                    reason: "it has changes in \(path)-wal that only a connection allowed to write its directory can read; "
-                        + "run any ivy command that changes something once with write access")
+                    reason: "changes in \(path)-wal can only be read with permission to write its directory; "
+                        + "run any ivy command that changes something once with that permission")
             }
             do {
-                return try DatabaseQueue(path: LibraryFiles.immutableURI(path), configuration: configuration(readOnly: true))
+                let immutable = LibraryFiles.immutableURI(path)
+                return try DatabaseQueue(path: immutable, configuration: configuration(readOnly: true))
             } catch let error as DatabaseError {
                 throw openError(error, path: path)
             }
@@ -156,7 +153,8 @@ package final class LibraryDatabase: Sendable {
         case .SQLITE_BUSY, .SQLITE_LOCKED:
             return .busy(path: path)
         case .SQLITE_READONLY:
-            return .cannotOpen(path: path, reason: "it (or its directory) cannot be written; check their permissions and owner")
+            return .cannotOpen(
+                path: path, reason: "it (or its directory) cannot be written; check their permissions and owner")
         default:
             return .cannotOpen(path: path, reason: error.message ?? "\(error.resultCode)")
         }

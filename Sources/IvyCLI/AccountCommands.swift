@@ -18,12 +18,16 @@ struct LoginCommand: AsyncParsableCommand {
 
     func run() async throws {
         let context = try global.context()
-        try await Self.signIn(context, library: try context.library())
+        try await Self.signIn(context, library: try context.library(), holdingSyncLock: false)
     }
 
     /// The device flow, the account from Drive, the token file and the account binding.
+    /// The token is saved and the account bound under the sync lock (taken here unless the
+    /// caller holds it), so a running sync cannot write its account's token back over it.
     @discardableResult
-    static func signIn(_ context: Context, library: LibraryDatabase) async throws -> StoredToken {
+    static func signIn(
+        _ context: Context, library: LibraryDatabase, holdingSyncLock: Bool
+    ) async throws -> StoredToken {
         let credentials = try context.credentials(library)
         let endpoints = try context.endpoints()
         let effects = context.google
@@ -47,14 +51,16 @@ struct LoginCommand: AsyncParsableCommand {
         let token = StoredToken(
             accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt, scope: tokens.scope,
             clientID: credentials.id, email: account.email, permissionID: account.permissionID)
+        let lock = holdingSyncLock ? nil : try context.waitForSyncLock()
+        defer { withExtendedLifetime(lock) {} }
         try context.tokenStore.save(token)
         if try library.bindAccount(permissionID: account.permissionID, email: account.email) {
             context.output.line("""
                 This library last synced with a different Google account. It has forgotten what it synced there; \
-                the next `ivy sync` uploads the whole library to \(account.email). Queued changes are kept.
+                the next `ivy sync` uploads the whole library to \(Display.safe(account.email)). Queued changes are kept.
                 """)
         }
-        context.output.line("Signed in as \(account.email)")
+        context.output.line("Signed in as \(Display.safe(account.email))")
         return token
     }
 }
@@ -70,6 +76,9 @@ struct LogoutCommand: AsyncParsableCommand {
     func run() async throws {
         let context = try global.context()
         let store = context.tokenStore
+        // A sync running now would write its refreshed token back after the delete.
+        let lock = try context.waitForSyncLock()
+        defer { withExtendedLifetime(lock) {} }
         guard let token = store.load() else {
             store.delete()
             return context.output.line("Not signed in.")
@@ -86,6 +95,6 @@ struct LogoutCommand: AsyncParsableCommand {
             }
         }
         store.delete()
-        context.output.line("Signed out of \(token.email)")
+        context.output.line("Signed out of \(Display.safe(token.email))")
     }
 }

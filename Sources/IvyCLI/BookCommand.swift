@@ -42,7 +42,8 @@ extension BookCommand {
         @Option(help: "The book's title (required, not empty).") var title: String
         @Option(help: "The author or narrator.") var artist: String?
         @Option(help: "Where the cover art is (a URL or path).") var artwork: String?
-        @Option(help: "Where listening stands: seconds or H:MM:SS (default 0).") var position: String?
+        @Option(parsing: .unconditional, help: "Where listening stands: seconds or H:MM:SS (default 0).")
+        var position: String?
 
         func validate() throws {
             if title.trimmingSpaces().isEmpty { throw ValidationError("the title is empty; give the book a title with --title") }
@@ -70,7 +71,7 @@ extension BookCommand {
 
         func run() throws {
             let context = try global.context()
-            let books = try context.library().books(includeHidden: all)
+            let books = try context.library(readOnly: true).books(includeHidden: all)
             let output = context.output
             if json { return try output.json(books.map(BookJSON.init)) }
             guard !books.isEmpty else {
@@ -96,7 +97,9 @@ extension BookCommand {
         func run() throws {
             let context = try global.context()
             let id = try checkedID(id, kind: .book)
-            guard let book = try context.library().book(id: id) else { throw StoreError.bookNotFound(id: id) }
+            guard let book = try context.library(readOnly: true).book(id: id) else {
+                throw StoreError.bookNotFound(id: id)
+            }
             if json { return try context.output.json(BookJSON(book: book)) }
             context.output.fields([
                 ("id", book.id),
@@ -122,7 +125,8 @@ extension BookCommand {
         @Option(help: "A new title (not empty).") var title: String?
         @Option(help: "A new artist; empty clears it.") var artist: String?
         @Option(help: "New cover art; empty clears it.") var artwork: String?
-        @Option(help: "A new position: seconds or H:MM:SS.") var position: String?
+        @Option(parsing: .unconditional, help: "A new position: seconds or H:MM:SS.")
+        var position: String?
 
         func validate() throws {
             _ = try checkedID(id, kind: .book)

@@ -39,8 +39,10 @@ extension ClipCommand {
 
         @OptionGroup var global: GlobalOptions
         @Option(help: "The id of the book the clip belongs to.") var book: String
-        @Option(help: "Where the clip starts in the book: seconds or H:MM:SS.") var start: String
-        @Option(help: "How long the clip is: seconds or H:MM:SS.") var duration: String
+        @Option(parsing: .unconditional, help: "Where the clip starts in the book: seconds or H:MM:SS.")
+        var start: String
+        @Option(parsing: .unconditional, help: "How long the clip is: seconds or H:MM:SS.")
+        var duration: String
         @Option(help: ArgumentHelp("The clip's MP3.", valueName: "FILE")) var audio: String
         @Option(help: "A note to keep with the clip.") var note: String?
         @Option(help: "A transcription of the clip.") var transcription: String?
@@ -77,7 +79,7 @@ extension ClipCommand {
 
         func run() throws {
             let context = try global.context()
-            let library = try context.library()
+            let library = try context.library(readOnly: true)
             if let book, try library.book(id: book) == nil { throw StoreError.bookNotFound(id: book) }
             let clips = try library.clips(bookID: book)
             let output = context.output
@@ -102,7 +104,7 @@ extension ClipCommand {
 
         func run() throws {
             let context = try global.context()
-            let library = try context.library()
+            let library = try context.library(readOnly: true)
             guard let clip = try library.clip(id: id) else { throw StoreError.clipNotFound(id: id) }
             if json { return try context.output.json(ClipJSON(clip: clip)) }
             context.output.fields([
@@ -127,8 +129,10 @@ extension ClipCommand {
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The clip's id.") var id: String
         @Option(help: "A new note; empty clears it.") var note: String?
-        @Option(help: "A new start: seconds or H:MM:SS.") var start: String?
-        @Option(help: "A new duration: seconds or H:MM:SS.") var duration: String?
+        @Option(parsing: .unconditional, help: "A new start: seconds or H:MM:SS.")
+        var start: String?
+        @Option(parsing: .unconditional, help: "A new duration: seconds or H:MM:SS.")
+        var duration: String?
         @Option(help: "A new transcription; empty clears it.") var transcription: String?
         @Option(help: ArgumentHelp("New audio: an MP3 of at most 50 MB.", valueName: "FILE")) var audio: String?
 

@@ -21,10 +21,11 @@ func settingKey(_ name: String) throws -> SettingKey {
     return key
 }
 
-/// The client secret is a credential: only whether it is set is ever shown.
+/// The client secret is a credential: only whether it is set is ever shown. Values are
+/// escaped: another program may have written anything into the settings table.
 func shown(_ key: SettingKey, _ value: String?) -> String {
     guard let value else { return "" }
-    return key.isSecret ? "(set)" : value
+    return key.isSecret ? "(set)" : Display.safe(value)
 }
 
 extension ConfigCommand {
@@ -35,7 +36,7 @@ extension ConfigCommand {
 
         func run() throws {
             let context = try global.context()
-            let rows = try context.library().settings().map { entry in
+            let rows = try context.library(readOnly: true).settings().map { entry in
                 [entry.key.rawValue, entry.value.map { shown(entry.key, $0) } ?? "-", entry.isDefault ? "default" : "set"]
             }
             context.output.table(["KEY", "VALUE", "SOURCE"], rows)
@@ -54,7 +55,7 @@ extension ConfigCommand {
         func run() throws {
             let context = try global.context()
             let key = try settingKey(key)
-            if let value = try context.library().setting(key) {
+            if let value = try context.library(readOnly: true).setting(key) {
                 context.output.line(shown(key, value))
             }
         }

@@ -24,6 +24,41 @@ struct IvyCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
+
+    /// ArgumentParser's main, except that an error's message is escaped before it is printed:
+    /// it may echo a title, a Drive file name or a Google answer (see `Display`).
+    static func main() async {
+        do {
+            var command = try await asyncParseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: terminalSafe(error))
+        }
+    }
+
+    private static func terminalSafe(_ error: any Error) -> any Error {
+        switch error {
+        case let error as ValidationError:
+            return ValidationError(TerminalText.escaped(error.message))
+        case is ExitCode, is CleanExit:
+            return error
+        // ArgumentParser's own parse errors echo only what the user typed; they keep their usage text.
+        case _ where String(reflecting: type(of: error)).hasPrefix("ArgumentParser."):
+            return error
+        default:
+            let message = (error as? LocalizedError)?.errorDescription ?? error.localizedDescription
+            return EscapedError(errorDescription: TerminalText.escaped(message))
+        }
+    }
+}
+
+/// An error whose message has been made safe to print.
+private struct EscapedError: LocalizedError {
+    let errorDescription: String?
 }
 
 enum IvyVersion {
@@ -46,6 +81,11 @@ struct GlobalOptions: ParsableArguments {
         } catch {
             throw ValidationError(error.message)
         }
+        // Checked up front, so even a command that only reads refuses a home others could
+        // tamper with; missing directories are created private when first needed.
+        for directory in Set([paths.configDirectory, paths.dataDirectory, paths.stateDirectory]).sorted() {
+            try PrivateDirectory.check(directory)
+        }
         return Context(
             paths: paths,
             environment: environment,
@@ -64,8 +104,10 @@ struct Context {
     let output: Output
     let stdinIsTerminal: Bool
 
-    func library() throws -> LibraryDatabase {
-        try LibraryDatabase(paths: paths, clock: clock)
+    /// The library; `readOnly` for commands that only read: they change nothing on disk, work
+    /// on a read-only file or directory, and never wait for another program's write.
+    func library(readOnly: Bool = false) throws -> LibraryDatabase {
+        try LibraryDatabase(paths: paths, clock: clock, access: readOnly ? .readOnly : .readWrite)
     }
 
     var google: GoogleEffects {
@@ -77,10 +119,19 @@ struct Context {
         return TokenStore(path: paths.tokenFile, warn: { output.error("warning: \($0)") })
     }
 
-    /// swift-log into the state directory's ivy.log.
-    func logger() -> Logger {
+    /// The sync lock, waiting for a running sync to finish (and saying so on a terminal).
+    func waitForSyncLock() throws -> SyncLock {
+        let output = output
+        return try SyncLock.acquireWaiting(path: paths.lockFile) { pid in
+            guard isatty(STDERR_FILENO) == 1 else { return }
+            output.error("waiting for the running sync\(pid.map { " (process \($0))" } ?? "") to finish…")
+        }
+    }
+
+    /// swift-log into the state directory's ivy.log, which must be writable (and not a link).
+    func logger() throws -> Logger {
         let path = paths.logFile
-        try? PrivateDirectory.ensure(paths.stateDirectory)
+        try FileLogHandler.prepare(path: path)
         return Logger(label: "ivy", factory: { _ in FileLogHandler(path: path) })
     }
 

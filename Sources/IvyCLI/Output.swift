@@ -19,12 +19,15 @@ struct Output {
         fflush(nil)
     }
 
+    /// One line on standard error; what it echoes (a Drive error, a file name) is escaped.
     func error(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        FileHandle.standardError.write(Data((TerminalText.escaped(text) + "\n").utf8))
     }
 
-    /// Left-aligned columns, two spaces apart; the last column is not padded.
+    /// Left-aligned columns, two spaces apart; the last column is not padded. Every cell is
+    /// escaped, whoever built it.
     func table(_ headers: [String], _ rows: [[String]]) {
+        let rows = rows.map { $0.map(TerminalText.escaped) }
         let widths = headers.indices.map { column in
             ([headers[column]] + rows.map { $0[column] }).map(\.count).max() ?? 0
         }
@@ -42,30 +45,42 @@ struct Output {
     func fields(_ pairs: [(String, String)]) {
         let width = pairs.map(\.0.count).max() ?? 0
         for (label, value) in pairs {
-            line(label.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value)
+            line(label.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + TerminalText.escaped(value))
         }
     }
 
     func json(_ value: some Encodable) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        // A row written before the time rules may hold an infinity, which JSON has no number for.
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(
+            positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
         line(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 }
 
+/// Text from the library, Drive or Google is shown with its control characters escaped
+/// (`TerminalText`): tables and `show` fields escape every value, `error` every line, and
+/// the few plain lines that echo such text use `Display.safe`. JSON is escaped by its encoder.
 enum Display {
-    /// Cells show one line: the first line of a note, cut to `limit` characters.
+    /// Cells show one line: the first line of a note, escaped and cut to `limit` characters.
     static func cell(_ text: String?, limit: Int = 40) -> String {
         guard let text, !text.isEmpty else { return "-" }
-        let first = text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
-        let multiline = first.count < text.count
-        if first.count > limit { return String(first.prefix(limit - 1)) + "…" }
-        return multiline ? first + " …" : first
+        let lines = text.unicodeScalars.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+        var first = lines.first.map { String(String.UnicodeScalarView($0)) } ?? ""
+        if first.hasSuffix("\r") { first.removeLast() }
+        let shown = TerminalText.escaped(first)
+        if shown.count > limit { return String(shown.prefix(limit - 1)) + "…" }
+        return lines.count > 1 ? shown + " …" : shown
     }
 
     static func optional(_ text: String?) -> String {
         guard let text, !text.isEmpty else { return "-" }
-        return text
+        return safe(text)
+    }
+
+    static func safe(_ text: String) -> String {
+        TerminalText.escaped(text)
     }
 
     static func date(_ milliseconds: Milliseconds) -> String {

@@ -52,7 +52,7 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         let context = try global.context()
-        let library = try context.library()
+        let library = try context.library(readOnly: true)
         let local = try library.localStatus()
         let token = context.tokenStore.load()
         let enabled = try library.setting(.syncEnabled) == "true"

@@ -31,8 +31,14 @@ struct SyncCommand: AsyncParsableCommand {
 
     func run() async throws {
         let context = try global.context()
-        let library = try context.library()
-        let logger = context.logger()
+        let library: LibraryDatabase
+        do {
+            library = try context.library()
+        } catch let error as StoreError where auto && error.isBusy {
+            // Another program holds a long write: like another sync running, cron need not hear.
+            return
+        }
+        let logger = try context.logger()
         let store = context.tokenStore
 
         if auto {
@@ -57,7 +63,7 @@ struct SyncCommand: AsyncParsableCommand {
                 context.output.error("Error: \(token?.signedOutReason.map { "signed out: \($0)" } ?? "not signed in"); run `ivy login`")
                 throw ExitCode(IvyExit.notSignedIn)
             }
-            token = try await LoginCommand.signIn(context, library: library)
+            token = try await LoginCommand.signIn(context, library: library, holdingSyncLock: true)
         }
         guard let token else { throw ExitCode(IvyExit.notSignedIn) }
 
@@ -93,6 +99,11 @@ struct SyncCommand: AsyncParsableCommand {
             }
         } catch {
             if live { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            if auto, (error as? StoreError)?.isBusy == true {
+                logger.warning(
+                    "sync skipped: the library is busy", metadata: ["error": "\(error.localizedDescription)"])
+                return
+            }
             throw try record(error, library: library, logger: logger)
         }
         if live { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
@@ -101,11 +112,11 @@ struct SyncCommand: AsyncParsableCommand {
         if json {
             try context.output.json(report)
         } else if dryRun {
-            for entry in report.plan { context.output.line("\(entry.entity): \(entry.reason)") }
-            for entry in report.held { context.output.line("\(entry.entity): \(entry.reason)") }
-            context.output.line(report.summary)
+            for entry in report.plan { context.output.line(Display.safe("\(entry.entity): \(entry.reason)")) }
+            for entry in report.held { context.output.line(Display.safe("\(entry.entity): \(entry.reason)")) }
+            context.output.line(Display.safe(report.summary))
         } else if !auto {
-            context.output.line(report.summary)
+            context.output.line(Display.safe(report.summary))
             for failure in report.failures { context.output.error("failed: \(failure.entity): \(failure.reason)") }
         }
         if let held = report.deletionsHeld, !json { context.output.error("Held back: \(held)") }
@@ -120,14 +131,15 @@ struct SyncCommand: AsyncParsableCommand {
     private func record(_ error: any Error, library: LibraryDatabase, logger: Logger) throws -> any Error {
         let message = error.localizedDescription
         logger.error("sync failed", metadata: ["error": "\(message)"])
-        try? library.recordSetting(.lastError, message)
+        // Recording a busy library's error would only wait for the same lock again.
+        if (error as? StoreError)?.isBusy != true { try? library.recordSetting(.lastError, message) }
         let unreachable = (error as? DriveError)?.kind == .network || {
             if case .network = error as? GoogleError { return true }
             return false
         }()
         if auto {
             if unreachable { return ExitCode.success }
-            FileHandle.standardError.write(Data("ivy sync: \(message)\n".utf8))
+            FileHandle.standardError.write(Data("ivy sync: \(Display.safe(message))\n".utf8))
             return ExitCode.failure
         }
         return error
@@ -161,7 +173,7 @@ struct QueueCommand: ParsableCommand {
 
     func run() throws {
         let context = try global.context()
-        let items = try context.library().queueItems()
+        let items = try context.library(readOnly: true).queueItems()
         if json {
             return try context.output.json(items.map {
                 Item(entity_type: $0.kind.rawValue, entity_id: $0.entityID, operation: $0.operation.rawValue, attempts: $0.attempts,

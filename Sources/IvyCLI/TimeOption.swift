@@ -2,13 +2,20 @@ import ArgumentParser
 import IvyCore
 
 /// Parses a time option given as seconds or H:MM:SS / MM:SS, or says exactly what is accepted.
+/// Time options parse `.unconditional`ly, so `--position -5` reaches this and is told why.
 func seconds(_ text: String?, option: String) throws -> Double? {
     guard let text else { return nil }
     do {
         return try TimeText.seconds(from: text)
     } catch {
-        throw ValidationError(
-            "invalid \(option) '\(text)': give seconds (2700 or 2700.5) or H:MM:SS / MM:SS, not negative")
+        let things = option.drop { $0 == "-" } + "s"
+        let why =
+            switch error.problem {
+            case .negative: "\(things) are 0 or more, up to 10,000,000 seconds"
+            case .tooLarge: "\(things) are at most 10,000,000 seconds (2777:46:40)"
+            case .malformed: "give seconds (2700 or 2700.5) or H:MM:SS / MM:SS, from \(TimeRules.range)"
+            }
+        throw ValidationError("invalid \(option) '\(text)': \(why)")
     }
 }
 

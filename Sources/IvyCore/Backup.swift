@@ -290,15 +290,19 @@ package enum BackupCodec {
         }
 
         func seconds(_ key: String) throws(BackupDecodingError) -> Double {
-            guard let value = try optionalSeconds(key) else { throw fail(key, "a number of seconds") }
+            guard let value = try optionalSeconds(key) else {
+                throw fail(key, "a number of seconds from \(TimeRules.range)")
+            }
             return value
         }
 
         func optionalSeconds(_ key: String) throws(BackupDecodingError) -> Double? {
             switch object[key] {
             case nil, .null?: return nil
-            case .number(let value)? where value.isFinite && value >= 0: return value
-            default: throw fail(key, "a number of seconds, 0 or more")
+            // Out of range is unreadable, not clamped: the file is skipped and reported, and
+            // local data is never overwritten with a time the database would refuse.
+            case .number(let value)? where TimeRules.isValid(value): return value
+            default: throw fail(key, "a number of seconds from \(TimeRules.range)")
             }
         }
 

@@ -1,35 +1,61 @@
 /// Reads and writes the times ivy shows: positions, clip starts and durations.
 package enum TimeText {
     package struct ParseError: Error, Equatable, Sendable {
+        package enum Problem: Sendable {
+            /// Not seconds, `H:MM:SS` or `MM:SS`.
+            case malformed
+            /// A well-formed time with a minus sign.
+            case negative
+            /// Above `TimeRules.maximumSeconds`.
+            case tooLarge
+        }
+
         package let text: String
+        package var problem: Problem = .malformed
     }
 
-    /// Seconds from `2700`, `2700.5`, `H:MM:SS` or `MM:SS` (seconds may have a fraction).
-    /// Negative, empty, non-finite or malformed text is an error.
+    /// Seconds from `2700`, `2700.5`, `H:MM:SS` or `MM:SS` (seconds may have a fraction),
+    /// within `TimeRules`. Negative, empty, non-finite, malformed or too large text is an error.
     package static func seconds(from text: String) throws(ParseError) -> Double {
         let trimmed = text.trimmingSpaces()
+        if trimmed.hasPrefix("-"), (try? unsignedSeconds(String(trimmed.dropFirst()))) != nil {
+            throw ParseError(text: text, problem: .negative)
+        }
+        guard let value = try? unsignedSeconds(trimmed) else { throw ParseError(text: text) }
+        guard TimeRules.isValid(value) else { throw ParseError(text: text, problem: .tooLarge) }
+        return value
+    }
+
+    private struct Malformed: Error {}
+
+    private static func unsignedSeconds(_ trimmed: String) throws(Malformed) -> Double {
         let parts = trimmed.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-        guard (1...3).contains(parts.count) else { throw ParseError(text: text) }
+        guard (1...3).contains(parts.count) else { throw Malformed() }
         guard let secondsPart = parts.last, let seconds = plainNumber(secondsPart) else {
-            throw ParseError(text: text)
+            throw Malformed()
         }
         if parts.count == 1 { return seconds }
         // With colons the last field is seconds within a minute, the others whole numbers.
-        guard seconds < 60 else { throw ParseError(text: text) }
+        guard seconds < 60 else { throw Malformed() }
         let wholes = parts.dropLast().map(wholeNumber)
-        guard wholes.allSatisfy({ $0 != nil }) else { throw ParseError(text: text) }
+        guard wholes.allSatisfy({ $0 != nil }) else { throw Malformed() }
         let values = wholes.compactMap { $0 }
         if values.count == 2 {
             let (hours, minutes) = (values[0], values[1])
-            guard minutes < 60 else { throw ParseError(text: text) }
+            guard minutes < 60 else { throw Malformed() }
             return Double(hours) * 3600 + Double(minutes) * 60 + seconds
         }
         return Double(values[0]) * 60 + seconds
     }
 
     /// `H:MM:SS`, with a fraction of a second only when there is one (`0:45:00.5`).
+    ///
+    /// Never traps: a database written by another program (or before the time rules) may hold
+    /// anything. Negative times keep their sign, and what cannot be a clock time at all (NaN,
+    /// infinities, values whose milliseconds overflow) shows as plain seconds (`1e+300 s`).
     package static func clock(_ seconds: Double) -> String {
-        guard seconds.isFinite, seconds >= 0 else { return "0:00:00" }
+        guard seconds.isFinite, abs(seconds) < 1e15 else { return "\(seconds) s" }
+        if seconds < 0 { return "-" + clock(-seconds) }
         let millis = Int64((seconds * 1000).rounded())
         let whole = millis / 1000
         let fraction = millis % 1000

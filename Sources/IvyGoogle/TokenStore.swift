@@ -101,16 +101,31 @@ package struct TokenFileError: LocalizedError {
     }
 }
 
-/// Creates a directory (and parents) with mode 0700 for the directory itself.
+/// Creates a directory (and parents) with mode 0700 for the directory itself; an existing one
+/// must belong to the user and be writable by no one else.
 package enum PrivateDirectory {
     package static func ensure(_ path: String) throws {
         var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return }
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            return try check(path)
+        }
         let parent = (path as NSString).deletingLastPathComponent
         if !parent.isEmpty, !FileManager.default.fileExists(atPath: parent) {
             try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
         }
         if mkdir(path, 0o700) != 0, errno != EEXIST { throw TokenFileError(path: path, errno: errno) }
         chmod(path, 0o700)
+    }
+
+    /// Refuses an existing directory that another user owns or others can write to
+    /// (`UnsafeDirectoryError`); a missing one passes.
+    package static func check(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }
+        if let problem = UnsafeDirectoryError.check(
+            path: path, mode: UInt32(info.st_mode), owner: UInt32(info.st_uid), user: UInt32(geteuid()))
+        {
+            throw problem
+        }
     }
 }

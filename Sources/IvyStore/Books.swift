@@ -44,6 +44,7 @@ extension LibraryDatabase {
             guard let current = try Self.book(id: id, in: db) else { throw StoreError.bookNotFound(id: id) }
             var updated = changes.applied(to: current)
             guard updated != current else { return (current, false) }
+            try Self.checkStoredTime(updated.position, field: "position", kind: .book, option: "--position")
             updated.updatedAt = Timestamp.next(now: clock.now(), previous: current.updatedAt)
             try db.execute(sql: Book.upsertSQL, arguments: updated.arguments)
             return (updated, true)
@@ -55,6 +56,14 @@ extension LibraryDatabase {
     }
 
     static func checkTime(_ value: Double, field: String) throws {
-        if !value.isFinite || value < 0 { throw StoreError.invalidTime(field: field, value: value) }
+        if !TimeRules.isValid(value) { throw StoreError.invalidTime(field: field, value: value) }
+    }
+
+    /// A time kept from the row being changed: another program (or an ivy before the time
+    /// rules) may have stored one out of range, and the database refuses to write it back.
+    static func checkStoredTime(_ value: Double, field: String, kind: EntityKind, option: String) throws {
+        if !TimeRules.isValid(value) {
+            throw StoreError.storedTimeOutOfRange(kind: kind, field: field, value: value, option: option)
+        }
     }
 }

@@ -65,6 +65,8 @@ extension LibraryDatabase {
             guard let current = try Self.clip(id: id, in: db) else { throw StoreError.clipNotFound(id: id) }
             var updated = changes.applied(to: current)
             guard updated != current || source != nil else { return (current, false) }
+            try Self.checkStoredTime(updated.start, field: "start", kind: .clip, option: "--start")
+            try Self.checkStoredTime(updated.duration, field: "duration", kind: .clip, option: "--duration")
             updated.updatedAt = Timestamp.next(now: clock.now(), previous: current.updatedAt)
             try checkBackupSize(updated)
             try db.execute(sql: Clip.upsertSQL, arguments: updated.arguments)

@@ -8,37 +8,141 @@ import IvyCore
 /// timestamps, id rules and audio files cannot be got wrong by a caller.
 package final class LibraryDatabase: Sendable {
     package let paths: IvyPaths
-    let pool: DatabasePool
+    /// A `DatabasePool` when writing; one read-only connection (or an empty in-memory library
+    /// when there is no file yet) for the commands that only read.
+    let pool: any DatabaseWriter
     let clock: WallClock
 
     /// How long a write waits for another process that holds the database lock.
     static let busyTimeout: TimeInterval = 10
 
-    /// Opens (creating when missing) and migrates the library. A file that is not an SQLite
-    /// database, or that a newer ivy has migrated, is refused and left exactly as it was.
-    package init(paths: IvyPaths, clock: WallClock) throws {
+    package enum Access: Sendable {
+        /// Creates the library when missing and migrates it.
+        case readWrite
+        /// Changes nothing on disk: no migration, no journal-mode switch, no file or directory
+        /// created. A library that does not exist yet reads as an empty one.
+        case readOnly
+    }
+
+    /// Opens the library. A file that is not an ivy library (not SQLite, or SQLite without
+    /// ivy's migrations), or that a newer ivy has migrated, is refused before anything in it
+    /// changes. `.readWrite` creates a missing library (mode 0600) and migrates it.
+    package init(paths: IvyPaths, clock: WallClock, access: Access = .readWrite) throws {
         self.paths = paths
         self.clock = clock
-        try Directories.ensurePrivate(paths.dataDirectory)
         let path = paths.database
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw StoreError.cannotOpen(path: path, reason: "it is a directory")
-        }
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(Self.busyTimeout)
-        // In WAL mode NORMAL never corrupts the database and survives a crash of ivy; it
-        // saves an fsync per commit, which a sync makes thousands of.
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
-        do {
-            pool = try DatabasePool(path: path, configuration: configuration)
-            let migrator = Schema.migrator
-            if try pool.read({ try migrator.hasBeenSuperseded($0) }) {
-                throw StoreError.newerSchema(path: path)
+        switch access {
+        case .readOnly:
+            try Directories.checkPrivate(paths.dataDirectory)
+            switch try Self.inspect(path) {
+            case .ivy(let connection):
+                pool = connection
+            case .missing, .empty:
+                // An empty library with the current schema, in memory: nothing is created on disk.
+                let memory = try DatabaseQueue()
+                try Schema.migrator.migrate(memory)
+                pool = memory
             }
-            try migrator.migrate(pool)
+        case .readWrite:
+            try Directories.ensurePrivate(paths.dataDirectory)
+            switch try Self.inspect(path) {
+            case .missing: try LibraryFiles.create(path)
+            case .empty: break
+            case .ivy(let connection): try connection.close()
+            }
+            LibraryFiles.tighten(path)
+            var configuration = Self.configuration()
+            // In WAL mode NORMAL never corrupts the database and survives a crash of ivy; it
+            // saves an fsync per commit, which a sync makes thousands of.
+            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            do {
+                let pool = try DatabasePool(path: path, configuration: configuration)
+                try Schema.migrator.migrate(pool)
+                self.pool = pool
+            } catch let error as DatabaseError {
+                throw Self.openError(error, path: path)
+            }
+        }
+    }
+
+    private static func configuration(readOnly: Bool = false) -> Configuration {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.readonly = readOnly
+        return configuration
+    }
+
+    /// What is at the library's path.
+    private enum Found {
+        /// No file: a new library.
+        case missing
+        /// An empty file, or an SQLite database without a single schema object: nothing to
+        /// lose, so it becomes the library.
+        case empty
+        /// A library whose every migration this ivy knows, with the read-only connection
+        /// that looked.
+        case ivy(DatabaseQueue)
+    }
+
+    /// Decides what is at `path` through a read-only connection, so that nothing in a file
+    /// that turns out not to be a library changes, journal mode included. What ivy must not
+    /// use (not SQLite, SQLite without ivy's migrations, a newer ivy's library) throws.
+    private static func inspect(_ path: String) throws -> Found {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            if errno == ENOENT { return .missing }
+            throw StoreError.cannotOpen(path: path, reason: String(cString: strerror(errno)))
+        }
+        if info.st_mode & S_IFMT == S_IFDIR { throw StoreError.cannotOpen(path: path, reason: "it is a directory") }
+        if info.st_size == 0 { return .empty }
+        guard LibraryFiles.hasSQLiteHeader(path) else { throw StoreError.notADatabase(path: path) }
+        let connection = try readOnlyConnection(path)
+        do {
+            let (objects, applied) = try connection.read { db in
+                let objects = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0
+                guard try db.tableExists("grdb_migrations") else { return (objects, [String]?.none) }
+                return (objects, try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations"))
+            }
+            let known = Schema.migrator.migrations
+            if objects == 0 {
+                try connection.close()
+                return .empty
+            }
+            guard let applied, let first = known.first, applied.contains(first) else {
+                throw StoreError.notAnIvyLibrary(path: path)
+            }
+            if !Set(applied).isSubset(of: known) { throw StoreError.newerSchema(path: path) }
+            return .ivy(connection)
+        } catch {
+            try? connection.close()
+            if let error = error as? DatabaseError { throw openError(error, path: path) }
+            throw error
+        }
+    }
+
+    /// A read-only connection. In a directory ivy may not write, SQLite cannot create the
+    /// shared-memory file a WAL reader needs; when no write-ahead log holds data the main
+    /// file alone is the database, and SQLite may read it as immutable.
+    private static func readOnlyConnection(_ path: String) throws -> DatabaseQueue {
+        do {
+            let connection = try DatabaseQueue(path: path, configuration: configuration(readOnly: true))
+            try connection.read { db in _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
+            return connection
+        } catch let error as DatabaseError where [.SQLITE_READONLY, .SQLITE_CANTOPEN].contains(error.resultCode) {
+            guard !LibraryFiles.hasPendingLog(path) else {
+                throw StoreError.cannotOpen(
+                    path: path,
+                    reason: "changes in \(path)-wal can only be read with permission to write its directory; "
+                        + "run any ivy command that changes something once with that permission")
+            }
+            do {
+                let immutable = LibraryFiles.immutableURI(path)
+                return try DatabaseQueue(path: immutable, configuration: configuration(readOnly: true))
+            } catch let error as DatabaseError {
+                throw openError(error, path: path)
+            }
         } catch let error as DatabaseError {
-            throw Self.openError(error, path: path)
+            throw openError(error, path: path)
         }
     }
 
@@ -46,6 +150,11 @@ package final class LibraryDatabase: Sendable {
         switch error.resultCode {
         case .SQLITE_NOTADB, .SQLITE_CORRUPT:
             return .notADatabase(path: path)
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            return .busy(path: path)
+        case .SQLITE_READONLY:
+            return .cannotOpen(
+                path: path, reason: "it (or its directory) cannot be written; check their permissions and owner")
         default:
             return .cannotOpen(path: path, reason: error.message ?? "\(error.resultCode)")
         }
@@ -71,6 +180,8 @@ package final class LibraryDatabase: Sendable {
     private func describing(_ error: any Error) -> any Error {
         switch error {
         case let error as StoreError: error
+        case let error as DatabaseError where [.SQLITE_BUSY, .SQLITE_LOCKED].contains(error.resultCode):
+            StoreError.busy(path: paths.database)
         case let error as DatabaseError:
             StoreError.database(path: paths.database, message: error.message ?? "\(error.resultCode)")
         case let error as RowDecodingError:
@@ -86,8 +197,55 @@ package final class LibraryDatabase: Sendable {
     }
 }
 
+/// The database file and its companions on disk.
+enum LibraryFiles {
+    /// Creates an empty database file with mode 0600 before SQLite sees it: SQLite gives the
+    /// `-wal` and `-shm` files the database's mode, so none of them is ever readable by others.
+    static func create(_ path: String) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            if errno == EEXIST { return }
+            throw StoreError.cannotOpen(path: path, reason: String(cString: strerror(errno)))
+        }
+        fchmod(descriptor, 0o600)
+        close(descriptor)
+    }
+
+    /// A library made by an older ivy (or under a loose umask) may be readable by others.
+    static func tighten(_ path: String) {
+        for file in [path, path + "-wal", path + "-shm"] {
+            var info = stat()
+            guard lstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 != 0 else { continue }
+            chmod(file, 0o600)
+        }
+    }
+
+    /// Whether the file starts with SQLite's 16-byte magic string.
+    static func hasSQLiteHeader(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return true }
+        defer { try? handle.close() }
+        let header = (try? handle.read(upToCount: 16)) ?? Data()
+        return header == Data("SQLite format 3\0".utf8)
+    }
+
+    /// Whether a write-ahead log with content lies beside the database.
+    static func hasPendingLog(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path + "-wal", &info) == 0 && info.st_size > 0
+    }
+
+    /// The database as an SQLite URI that reads the main file without locks or a log.
+    static func immutableURI(_ path: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "?#%")
+        let escaped = path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path
+        return "file:\(escaped)?mode=ro&immutable=1"
+    }
+}
+
 enum Directories {
-    /// Creates `path` (and missing parents) with mode 0700 for the directory itself.
+    /// Creates `path` (and missing parents) with mode 0700 for the directory itself; an
+    /// existing one must belong to the user and be writable by no one else.
     static func ensurePrivate(_ path: String) throws {
         let manager = FileManager.default
         var isDirectory: ObjCBool = false
@@ -95,7 +253,7 @@ enum Directories {
             guard isDirectory.boolValue else {
                 throw StoreError.cannotCreateDirectory(path: path, reason: "a file of that name exists")
             }
-            return
+            return try checkPrivate(path)
         }
         do {
             let parent = (path as NSString).deletingLastPathComponent
@@ -111,6 +269,18 @@ enum Directories {
             throw error
         } catch {
             throw StoreError.cannotCreateDirectory(path: path, reason: error.localizedDescription)
+        }
+    }
+
+    /// Refuses an existing directory that another user owns or others can write to.
+    /// A missing one passes: it is created private when something is first written.
+    static func checkPrivate(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }
+        if let problem = UnsafeDirectoryError.check(
+            path: path, mode: UInt32(info.st_mode), owner: UInt32(info.st_uid), user: UInt32(geteuid()))
+        {
+            throw StoreError.unsafeDirectory(problem)
         }
     }
 }

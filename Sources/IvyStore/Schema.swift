@@ -1,4 +1,5 @@
 import GRDB
+import IvyCore
 
 /// The library's migrations. Shipped migrations are never edited: a change is a new one.
 enum Schema {
@@ -9,6 +10,9 @@ enum Schema {
         }
         migrator.registerMigration("v2: sync bases") { db in
             try db.execute(sql: v2)
+        }
+        migrator.registerMigration("v3: time ranges") { db in
+            try db.execute(sql: v3)
         }
         return migrator
     }
@@ -154,5 +158,35 @@ enum Schema {
     private static let v2 = """
         ALTER TABLE sync_manifest ADD COLUMN base_json TEXT;
         ALTER TABLE sync_manifest ADD COLUMN base_audio_md5 TEXT;
+        """
+
+    /// A time of play must be a finite number of seconds within `TimeRules`, whoever writes
+    /// it. SQLite stores NaN as NULL and keeps ±Inf as REAL, so NULL and both infinities fail
+    /// the range test; text that is not a number compares above every number and fails too.
+    /// Rows written before this migration are left as they were: they read and show, and
+    /// the next write to them must bring the time into range.
+    private static func timeRule(table: String, kind: String, columns: [String]) -> String {
+        let maximum = Int(TimeRules.maximumSeconds)
+        let invalid = columns.map { "NEW.\($0) IS NULL OR NOT (NEW.\($0) >= 0 AND NEW.\($0) <= \(maximum))" }
+            .joined(separator: " OR ")
+        let names = columns.joined(separator: " and ")
+        let message = "invalid \(kind) \(names): times are finite seconds from 0 to \(maximum)"
+        return """
+            CREATE TRIGGER \(table)_times_valid_insert BEFORE INSERT ON \(table)
+            WHEN \(invalid)
+            BEGIN
+                SELECT RAISE(ABORT, '\(message)');
+            END;
+            CREATE TRIGGER \(table)_times_valid_update BEFORE UPDATE OF \(columns.joined(separator: ", ")) ON \(table)
+            WHEN \(invalid)
+            BEGIN
+                SELECT RAISE(ABORT, '\(message)');
+            END;
+            """
+    }
+
+    private static let v3 = """
+        \(timeRule(table: "books", kind: "book", columns: ["position"]))
+        \(timeRule(table: "clips", kind: "clip", columns: ["start", "duration"]))
         """
 }

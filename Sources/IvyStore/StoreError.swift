@@ -4,13 +4,17 @@ import IvyCore
 /// Everything the store can refuse, worded to read well after "Error: " and to name the fix.
 package enum StoreError: LocalizedError, Equatable {
     case notADatabase(path: String)
+    case notAnIvyLibrary(path: String)
     case newerSchema(path: String)
+    case busy(path: String)
+    case unsafeDirectory(UnsafeDirectoryError)
     case cannotOpen(path: String, reason: String)
     case cannotCreateDirectory(path: String, reason: String)
     case bookNotFound(id: String)
     case clipNotFound(id: String)
     case emptyTitle
     case invalidTime(field: String, value: Double)
+    case storedTimeOutOfRange(kind: EntityKind, field: String, value: Double, option: String)
     case audioMissing(path: String)
     case audioNotAFile(path: String)
     case audioUnreadable(path: String, reason: String)
@@ -22,10 +26,22 @@ package enum StoreError: LocalizedError, Equatable {
     case unreadableExtras(entity: String, path: String)
     case backupUnwritable(String)
 
+    /// SQLite stayed busy past the timeout: another program holds a long write.
+    package var isBusy: Bool {
+        if case .busy = self { return true }
+        return false
+    }
+
     package var errorDescription: String? {
         switch self {
         case .notADatabase(let path):
             "\(path) is not an SQLite database, so ivy will not touch it; move it aside or point IVY_HOME (or --home) at another directory"
+        case .notAnIvyLibrary(let path):
+            "\(path) is an SQLite database but not an ivy library (it has none of ivy's migrations), so ivy will not touch it; move it aside or point IVY_HOME (or --home) at another directory"
+        case .busy(let path):
+            "the library \(path) is busy: another program has kept it locked for writing for over \(Int(LibraryDatabase.busyTimeout)) seconds; try again when it has finished"
+        case .unsafeDirectory(let problem):
+            problem.description
         case .newerSchema(let path):
             "\(path) was written by a newer version of ivy; install that version (or newer) to use this library"
         case .cannotOpen(let path, let reason):
@@ -39,7 +55,9 @@ package enum StoreError: LocalizedError, Equatable {
         case .emptyTitle:
             "the title is empty; give the book a title with --title"
         case .invalidTime(let field, let value):
-            "\(field) must be a finite number of seconds, 0 or more (got \(value))"
+            "the \(field) must be from \(TimeRules.range), not \(value)"
+        case .storedTimeOutOfRange(let kind, let field, let value, let option):
+            "this \(kind.rawValue)'s stored \(field) is \(value), outside \(TimeRules.range); give a valid one with \(option)"
         case .audioMissing(let path):
             "audio file \(path) does not exist; check the path given to --audio"
         case .audioNotAFile(let path):

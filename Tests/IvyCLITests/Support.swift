@@ -44,11 +44,21 @@ final class IvyHome: @unchecked Sendable {
         try run(arguments, environment: extra)
     }
 
+    /// Runs `ivy` with `arguments`, started through `wrapper` when given (`["/bin/sh", "-c",
+    /// "umask 002; exec \"$0\" \"$@\""]`, `setpriv …`): the wrapper's arguments, then the
+    /// binary, then `arguments`.
     @discardableResult
-    func run(_ arguments: [String], environment extra: [String: String] = [:]) throws -> RunResult {
+    func run(
+        _ arguments: [String], environment extra: [String: String] = [:], through wrapper: [String] = []
+    ) throws -> RunResult {
         let process = Process()
-        process.executableURL = Self.binary
-        process.arguments = arguments
+        if let first = wrapper.first {
+            process.executableURL = URL(fileURLWithPath: first)
+            process.arguments = Array(wrapper.dropFirst()) + [Self.binary.path] + arguments
+        } else {
+            process.executableURL = Self.binary
+            process.arguments = arguments
+        }
         process.environment = environment.merging(extra) { $1 }
         process.currentDirectoryURL = URL(fileURLWithPath: path)
         let out = path + "/.stdout-\(UUID().uuidString)"

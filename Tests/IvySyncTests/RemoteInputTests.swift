@@ -99,4 +99,35 @@ struct RemoteInputTests {
             #expect(try a.snapshot() == b.snapshot())
         }
     }
+
+    @Test("a remote book or clip with a time out of range is skipped and reported; the rest syncs")
+    func outOfRangeTimes() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let good = try a.addBook("Emma")
+            #expect(try await a.sync().uploaded.pair == [1, 0])
+
+            let books = try await world.folderID("books")
+            let clips = try await world.folderID("clips")
+            let far = UUID().uuidString.lowercased()
+            let long = UUID().uuidString.lowercased()
+            await world.state.putFile(
+                email: alice, name: "book_\(far).json", parents: [books],
+                content: Data(#"{"id":"\#(far)","title":"Far","position":10000000.5,"updated_at":1700000000000}"#.utf8))
+            await world.state.putFile(
+                email: alice, name: "clip_\(long).json", parents: [clips],
+                content: Data(#"""
+                    {"id":"\#(long)","book_id":"\#(good.id)","start":1,"duration":1e300,"updated_at":1700000000000}
+                    """#.utf8))
+            await world.state.putFile(email: alice, name: "clip_\(long).mp3", parents: [clips], content: Data("ID3\u{4}\0".utf8))
+
+            let b = try await world.device("b")
+            let report = try await b.sync()
+            #expect(report.failures.isEmpty, "\(report.failures)")
+            #expect(report.skipReason("book_\(far).json")?.contains("10,000,000") == true, "\(report.skipped)")
+            #expect(report.skipReason("clip_\(long).json")?.contains("10,000,000") == true, "\(report.skipped)")
+            #expect(try b.book(far) == nil && b.clip(long) == nil)
+            #expect(try b.book(good.id)?.title == "Emma")
+        }
+    }
 }

@@ -17,7 +17,7 @@ struct NeverLoseAChangeCLITests {
             #expect(try device.ivy.run("status").stdout.contains("sync_timeout"), "last error records it")
             await emulator.state.clearFaults()
             let next = try await device.ivy.runAsync("sync")
-            #expect(next.status == 0, "the lock was freed: \(next.stderr)")
+            #expect(next.status == 0, "the lock was freed: \(next.stderr) \(next.stdout)")
             #expect(try device.ivy.count("SELECT count(*) FROM sync_queue") == 0)
         }
     }

@@ -224,7 +224,7 @@ struct DriveClientTests {
         }
     }
 
-    @Test("with Drive's write limit at 3/s, 60 parallel uploads finish with few rate-limited answers", .timeLimit(.minutes(2)))
+    @Test("with Drive's write limit at 3/s, 60 parallel uploads finish with few rate-limited answers", .timeLimit(.minutes(10)))
     func writeLimit() async throws {
         try await withGoogle { google in
             let drive = try await google.drive(realSleep: true)

@@ -29,7 +29,7 @@ struct HostileDriveTests {
     }
 
 
-    @Test("a 308 that never confirms more stops the upload after a bounded number of tries", .timeLimit(.minutes(1)))
+    @Test("a 308 that never confirms more stops the upload after a bounded number of tries", .timeLimit(.minutes(10)))
     func stalledUpload() async throws {
         try await withGoogle { google in
             let drive = try await google.drive()

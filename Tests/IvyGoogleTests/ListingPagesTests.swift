@@ -22,7 +22,7 @@ private let filesQuery = ") and trashed = false"
 
 @Suite("Listing against a Drive whose pages never end")
 struct EndlessListingTests {
-    @Test("a page token Drive already gave ends the listing as incomplete, and says so", .timeLimit(.minutes(1)))
+    @Test("a page token Drive already gave ends the listing as incomplete, and says so", .timeLimit(.minutes(10)))
     func repeatedToken() async throws {
         try await withGoogle { google in
             let (drive, folders) = try await google.library(books: 5, pageCap: 2)
@@ -36,7 +36,7 @@ struct EndlessListingTests {
         }
     }
 
-    @Test("empty pages that never end stop after one page per file found, plus 20", .timeLimit(.minutes(1)))
+    @Test("empty pages that never end stop after one page per file found, plus 20", .timeLimit(.minutes(10)))
     func endlessEmptyPages() async throws {
         try await withGoogle { google in
             let (drive, folders) = try await google.library(books: 5, pageCap: 2)

@@ -172,22 +172,43 @@ extension DriveClient {
     /// (404 counts as gone), then creates the new one with a pre-generated id.
     package func uploadJSON(name: String, data: Data, folder: String, replacing: [RemoteFile]) async throws -> UploadedFile {
         for file in replacing { try await delete(file.id) }
-        let id = try await ids.next()
-        let boundary = "ivy-\(UUID().uuidString)"
-        let metadata = try JSONSerialization.data(withJSONObject: ["id": id, "name": name, "parents": [folder], "mimeType": "application/json"])
-        var body = Data("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8)
-        body.append(metadata)
-        body.append(Data("\r\n--\(boundary)\r\nContent-Type: application/json\r\n\r\n".utf8))
-        body.append(data)
-        body.append(Data("\r\n--\(boundary)--\r\n".utf8))
-        let request = HTTPRequest(
-            method: "POST", url: http.url("upload/drive/v3/files", ["uploadType": "multipart", "fields": "id,name,size,md5Checksum,modifiedTime"]),
-            headers: ["Content-Type": "multipart/related; boundary=\(boundary)"], body: .data(body))
-        do {
-            return try http.uploaded(try await http.execute(request, context: "uploading \(name)"), context: "uploading \(name)")
-        } catch let error as DriveError where error.status == 409 {
-            return try await existing(id, context: "uploading \(name)")
+        let context = "uploading \(name)"
+        var id = try await ids.next()
+        for round in 1...2 {
+            let boundary = "ivy-\(UUID().uuidString)"
+            let metadata = try JSONSerialization.data(
+                withJSONObject: ["id": id, "name": name, "parents": [folder], "mimeType": "application/json"])
+            var body = Data("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8)
+            body.append(metadata)
+            body.append(Data("\r\n--\(boundary)\r\nContent-Type: application/json\r\n\r\n".utf8))
+            body.append(data)
+            body.append(Data("\r\n--\(boundary)--\r\n".utf8))
+            let request = HTTPRequest(
+                method: "POST",
+                url: http.url(
+                    "upload/drive/v3/files", ["uploadType": "multipart", "fields": "id,name,size,md5Checksum,modifiedTime"]),
+                headers: ["Content-Type": "multipart/related; boundary=\(boundary)"], body: .data(body))
+            do {
+                return try http.uploaded(try await http.execute(request, context: context), context: context)
+            } catch let error as DriveError where error.status == 409 {
+                // Drive documents 409 for a retried create whose first attempt made the file.
+                do {
+                    return try await existing(id, context: context)
+                } catch let gone as DriveError where gone.status == 404 && round == 1 {
+                    // Made, then deleted since (another device replaced it): create it again.
+                    id = try await ids.next()
+                }
+            } catch let error as DriveError where Self.idNotUsable(error) && round == 1 {
+                id = try await ids.next()
+            }
         }
+        throw DriveError(.unexpected, message: "\(context): Drive refused two pre-generated file ids")
+    }
+
+    /// `400 fileIdNotUsable`: Drive will not create a file with that pre-generated id; a fresh
+    /// one works.
+    static func idNotUsable(_ error: DriveError) -> Bool {
+        error.status == 400 && error.reason == "fileIdNotUsable"
     }
 
     /// Uploads an MP3 through a resumable session, streamed from disk. After a dropped
@@ -199,13 +220,19 @@ extension DriveClient {
             throw DriveError(.fileTooLarge, message: "\(file.path) is \(AudioRules.grouped(size)) bytes; clip audio is limited to 50 MB (\(AudioRules.grouped(AudioRules.maximumBytes)) bytes)")
         }
         for old in replacing { try await delete(old.id) }
-        let id = try await ids.next()
+        var id = try await ids.next()
         let context = "uploading \(name)"
         var sessions = 0
         var failures = 0
         while true {
             sessions += 1
-            let session = try await startSession(id: id, name: name, folder: folder, size: size, context: context)
+            let session: URL
+            do {
+                session = try await startSession(id: id, name: name, folder: folder, size: size, context: context)
+            } catch let error as DriveError where Self.idNotUsable(error) && sessions == 1 {
+                id = try await ids.next()
+                session = try await startSession(id: id, name: name, folder: folder, size: size, context: context)
+            }
             var offset: Int64 = 0
             var needsStatus = false
             var stalls = 0

@@ -9,7 +9,8 @@ struct UnusableRemote: Error {
     let reason: String
 }
 
-/// An operation that cannot succeed by trying again (audio missing, over the cap).
+/// A local cause no retry can fix (audio missing, over a cap, cannot be encoded, unreadable
+/// kept keys): the item fails at once. Every answer from Drive is worth another sync.
 struct PermanentFailure: Error {
     let message: String
 }
@@ -52,9 +53,10 @@ extension SyncEngine {
             // Stopped at the deadline: what was in flight is not this item's failure.
             throw CancellationError()
         } catch {
+            // Any answer from Drive counts one attempt for this sync, whatever it was (one odd
+            // 400 must not bury a change); only a local cause no retry can fix fails at once.
             let (message, retryable): (String, Bool) =
                 switch error {
-                case let drive as DriveError: (drive.localizedDescription, drive.isRetryable)
                 case let permanent as PermanentFailure: (permanent.message, false)
                 default: (error.localizedDescription, true)
                 }

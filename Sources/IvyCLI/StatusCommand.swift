@@ -17,6 +17,7 @@ struct StatusCommand: ParsableCommand {
         let accessTokenExpires: String?
         let refreshToken: Bool
         let signedOutReason: String?
+        let signedOutSince: String?
         let pending: Int
         let failed: Int
         let lastSync: String?
@@ -24,11 +25,17 @@ struct StatusCommand: ParsableCommand {
         let manifestEntries: Int
         let nextAutoSync: String?
         let orphanClips: Int
+        let heldChanges: [Held]
+
+        struct Held: Encodable {
+            let entity: String
+            let reason: String
+        }
 
         enum CodingKeys: String, CodingKey {
             case authenticated, account, pending, failed
             case accessTokenExpires = "access_token_expires", refreshToken = "refresh_token_present"
-            case signedOutReason = "signed_out_reason"
+            case signedOutReason = "signed_out_reason", signedOutSince = "signed_out_since", heldChanges = "held_changes"
             case lastSync = "last_sync", lastError = "last_error", manifestEntries = "manifest_entries"
             case nextAutoSync = "next_auto_sync", orphanClips = "orphan_clips"
         }
@@ -40,6 +47,8 @@ struct StatusCommand: ParsableCommand {
             try container.encode(accessTokenExpires, forKey: .accessTokenExpires)
             try container.encode(refreshToken, forKey: .refreshToken)
             try container.encode(signedOutReason, forKey: .signedOutReason)
+            try container.encode(signedOutSince, forKey: .signedOutSince)
+            try container.encode(heldChanges, forKey: .heldChanges)
             try container.encode(pending, forKey: .pending)
             try container.encode(failed, forKey: .failed)
             try container.encode(lastSync, forKey: .lastSync)
@@ -54,21 +63,31 @@ struct StatusCommand: ParsableCommand {
         let context = try global.context()
         let library = try context.library(readOnly: true)
         let local = try library.localStatus()
-        let token = context.tokenStore.load()
+        let signIn = context.tokenStore.signIn()
+        let token: StoredToken? = if case .signedIn(let saved) = signIn { saved } else { context.tokenStore.quietLoad() }
         let enabled = try library.setting(.syncEnabled) == "true"
         let cooldown = Milliseconds(try library.number(.autoSyncCooldown)) * 1000
+        let signedIn = if case .signedIn = signIn { true } else { false }
         let next: String? =
-            if !enabled || token?.isSignedIn != true { nil } else { Display.date(max(context.clock.now(), (local.lastSyncTime ?? 0) + cooldown)) }
+            if !enabled || !signedIn { nil } else { Display.date(max(context.clock.now(), (local.lastSyncTime ?? 0) + cooldown)) }
+        let (stoppedReason, stoppedSince): (String?, Milliseconds?) =
+            if case .stopped(let reason, let since) = signIn { (reason, since) } else { (nil, nil) }
+        let held = try library.heldItems().map {
+            Report.Held(entity: "\($0.key)", reason: $0.lastError ?? "no error was recorded")
+        }
         let report = Report(
-            authenticated: token?.isSignedIn ?? false, account: token?.email,
+            authenticated: signedIn, account: token?.email,
             accessTokenExpires: token?.expiresAt.map(Display.date), refreshToken: token?.refreshToken != nil,
-            signedOutReason: token?.signedOutReason,
+            signedOutReason: stoppedReason, signedOutSince: stoppedSince.map(Display.date),
             pending: local.pending, failed: local.failed,
-            lastSync: local.lastSyncTime.map(Display.date), lastError: local.lastError,
-            manifestEntries: local.manifestEntries, nextAutoSync: next, orphanClips: try library.orphanClipCount())
+            lastSync: local.lastSyncTime.map(Display.date),
+            // Never "-" while a change is held back: its error is the one that matters.
+            lastError: local.lastError ?? held.first.map { "\($0.entity): \($0.reason)" },
+            manifestEntries: local.manifestEntries, nextAutoSync: next, orphanClips: try library.orphanClipCount(),
+            heldChanges: held)
         if json { return try context.output.json(report) }
-        context.output.fields([
-            ("authenticated", report.authenticated ? "yes" : (report.signedOutReason.map { "no: \($0); run `ivy login`" } ?? "no; run `ivy login`")),
+        var fields: [(String, String)] = [
+            ("authenticated", signedIn ? "yes" : "no: \(SignInText.problem(signIn) ?? "not signed in"); run `ivy login`"),
             ("account", Display.optional(report.account)),
             ("access token", report.accessTokenExpires.map { "expires \($0)" } ?? "-"),
             ("refresh token", report.refreshToken ? "present" : "none"),
@@ -79,6 +98,16 @@ struct StatusCommand: ParsableCommand {
             ("manifest entries", String(report.manifestEntries)),
             ("next auto sync", report.nextAutoSync ?? (enabled ? "when signed in" : "never (sync_enabled is false)")),
             ("orphan clips", String(report.orphanClips)),
-        ])
+        ]
+        for change in held { fields.append(("held back", "\(change.entity): \(change.reason); run `ivy retry-failed`")) }
+        context.output.fields(fields)
+    }
+}
+
+/// How a sign-in that stopped working is said, by `status` and by interactive `sync`.
+enum SignInText {
+    static func problem(_ state: TokenStore.SignIn) -> String? {
+        guard case .stopped(let reason, let since) = state else { return nil }
+        return "the sign-in stopped working: \(reason)" + (since.map { " (since \(Display.date($0)))" } ?? "")
     }
 }

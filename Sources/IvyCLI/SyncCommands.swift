@@ -39,13 +39,14 @@ struct SyncCommand: AsyncParsableCommand {
             return
         }
         let logger = try context.logger()
-        let store = context.tokenStore
+        // Cron never hears about sign-in: a damaged token file is logged, not printed.
+        let store = auto ? TokenStore(path: context.paths.tokenFile, warn: { logger.warning("\($0)") }) : context.tokenStore
 
         if auto {
             guard try library.setting(.syncEnabled) == "true" else { return }
             let cooldown = Milliseconds(try library.number(.autoSyncCooldown)) * 1000
             if let last = try library.localStatus().lastSyncTime, context.clock.now() - last < cooldown { return }
-            guard store.load()?.isSignedIn == true else { return }
+            guard case .signedIn = store.signIn() else { return }
         }
         let lock: SyncLock
         switch try SyncLock.acquire(path: context.paths.lockFile) {
@@ -57,10 +58,12 @@ struct SyncCommand: AsyncParsableCommand {
         }
         defer { withExtendedLifetime(lock) {} }
 
-        var token = store.load()
-        if token?.isSignedIn != true {
+        let signIn = store.signIn()
+        var token: StoredToken? = if case .signedIn(let saved) = signIn { saved } else { nil }
+        if token == nil {
             guard context.stdinIsTerminal, !auto else {
-                context.output.error("Error: \(token?.signedOutReason.map { "signed out: \($0)" } ?? "not signed in"); run `ivy login`")
+                if auto { return }
+                context.output.error("Error: \(SignInText.problem(signIn) ?? "not signed in"); run `ivy login`")
                 throw ExitCode(IvyExit.notSignedIn)
             }
             token = try await LoginCommand.signIn(context, library: library, holdingSyncLock: true)
@@ -119,11 +122,31 @@ struct SyncCommand: AsyncParsableCommand {
             context.output.line(Display.safe(report.summary))
             for failure in report.failures { context.output.error("failed: \(failure.entity): \(failure.reason)") }
         }
+        if auto { return try tellCron(report, library: library, output: context.output) }
         if let held = report.deletionsHeld, !json { context.output.error("Held back: \(held)") }
-        if report.hasFailures {
-            if auto { context.output.error("ivy sync: \(report.failures.count) items failed; first: \(report.failures[0].entity): \(report.failures[0].reason)") }
-            throw ExitCode(IvyExit.partialFailure)
+        if !report.isComplete { throw ExitCode(IvyExit.partialFailure) }
+    }
+
+    /// Cron hears once about a failure: a change newly held back (one line, exit 5), or the
+    /// safety valve newly holding deletions. A failure that may pass by itself (an attempt
+    /// short of the third) is logged only, and the same news is never repeated.
+    private func tellCron(_ report: SyncReport, library: LibraryDatabase, output: Output) throws {
+        try library.setInternalSetting(.autoReportedError, nil)
+        let newlyHeld = try library.takeUnreportedHeldItems()
+        if let hold = report.deletionsHeld {
+            if try library.internalSetting(.autoReportedHold) != hold {
+                try library.setInternalSetting(.autoReportedHold, hold)
+                output.error("ivy sync: held back: \(hold)")
+            }
+        } else {
+            try library.setInternalSetting(.autoReportedHold, nil)
         }
+        guard let first = newlyHeld.first else { return }
+        let count = newlyHeld.count == 1 ? "1 change" : "\(newlyHeld.count) changes"
+        output.error(
+            "ivy sync: \(count) held back after failing \(QueueItem.maximumAttempts) times; first: \(first.key): "
+                + "\(first.lastError ?? "no error was recorded"); run `ivy retry-failed`")
+        throw ExitCode(IvyExit.partialFailure)
     }
 
     /// Logs and records a sync that could not run; for --auto an unreachable network is
@@ -138,7 +161,9 @@ struct SyncCommand: AsyncParsableCommand {
             return false
         }()
         if auto {
-            if unreachable { return ExitCode.success }
+            // Offline is not news; the same error as the last run's was already said.
+            if unreachable || (try? library.internalSetting(.autoReportedError)) == message { return ExitCode.success }
+            try? library.setInternalSetting(.autoReportedError, message)
             FileHandle.standardError.write(Data("ivy sync: \(Display.safe(message))\n".utf8))
             return ExitCode.failure
         }

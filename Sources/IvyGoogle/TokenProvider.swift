@@ -62,6 +62,7 @@ package actor TokenProvider {
             if error == "invalid_grant" {
                 let reason = "Google no longer accepts the saved sign-in (revoked, or expired: apps in testing get 7-day sign-ins)"
                 token.signedOutReason = reason
+                token.signedOutAt = effects.clock.now()
                 token.accessToken = nil
                 token.expiresAt = nil
                 try? store.save(token)

@@ -14,6 +14,8 @@ package struct StoredToken: Codable, Sendable, Equatable {
     package var permissionID: String
     /// Set when Google refused the refresh token: the user must sign in again.
     package var signedOutReason: String?
+    /// When that happened, ms since the epoch.
+    package var signedOutAt: Milliseconds?
 
     package init(
         accessToken: String?, refreshToken: String?, expiresAt: Milliseconds?, scope: String?, clientID: String,
@@ -32,6 +34,7 @@ package struct StoredToken: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case accessToken = "access_token", refreshToken = "refresh_token", expiresAt = "expires_at", scope
         case clientID = "client_id", email, permissionID = "permission_id", signedOutReason = "signed_out_reason"
+        case signedOutAt = "signed_out_at"
     }
 
     package var isSignedIn: Bool { refreshToken != nil && signedOutReason == nil }
@@ -66,6 +69,36 @@ package struct TokenStore: Sendable {
             warn("\(path) is damaged; treating this as signed out (run `ivy login`)")
             return nil
         }
+    }
+
+    /// Where this home's sign-in stands, read without a warning: for `status`, for
+    /// interactive `sync`, and for `sync --auto`, which says nothing about sign-in.
+    package enum SignIn: Sendable, Equatable {
+        case never
+        case signedIn(StoredToken)
+        /// A sign-in that stopped working: revoked or expired at Google, or a damaged file.
+        case stopped(reason: String, since: Milliseconds?)
+    }
+
+    /// The stored token without a warning, or nil.
+    package func quietLoad() -> StoredToken? {
+        FileManager.default.contents(atPath: path).flatMap { try? JSONDecoder().decode(StoredToken.self, from: $0) }
+    }
+
+    package func signIn() -> SignIn {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return .never }
+        let changed = Milliseconds(info.st_mtim.tv_sec) * 1000 + Milliseconds(info.st_mtim.tv_nsec / 1_000_000)
+        guard let data = FileManager.default.contents(atPath: path),
+            let token = try? JSONDecoder().decode(StoredToken.self, from: data)
+        else {
+            return .stopped(reason: "\(path) is damaged or unreadable, so the saved sign-in cannot be used", since: changed)
+        }
+        if let reason = token.signedOutReason { return .stopped(reason: reason, since: token.signedOutAt) }
+        guard token.refreshToken != nil else {
+            return .stopped(reason: "the saved sign-in has no refresh token", since: changed)
+        }
+        return .signedIn(token)
     }
 
     /// Replaces the file atomically: a temporary file created 0600, synced, renamed over.

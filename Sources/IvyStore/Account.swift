@@ -10,6 +10,10 @@ package enum InternalSetting: String, Sendable, CaseIterable {
     case ivyFolderID = "folder_ivy_id"
     case booksFolderID = "folder_books_id"
     case clipsFolderID = "folder_clips_id"
+    /// What `sync --auto` last told cron about a sync that could not run, and about deletions
+    /// held by the safety valve: each is said once, not on every run.
+    case autoReportedError = "auto_reported_error"
+    case autoReportedHold = "auto_reported_hold"
 }
 
 extension LibraryDatabase {

@@ -14,6 +14,9 @@ enum Schema {
         migrator.registerMigration("v3: time ranges") { db in
             try db.execute(sql: v3)
         }
+        migrator.registerMigration("v4: held changes reported") { db in
+            try db.execute(sql: v4)
+        }
         return migrator
     }
 
@@ -188,5 +191,16 @@ enum Schema {
     private static let v3 = """
         \(timeRule(table: "books", kind: "book", columns: ["position"]))
         \(timeRule(table: "clips", kind: "clip", columns: ["start", "duration"]))
+        """
+
+    /// Which held changes `sync --auto` already told cron about, by the queue row's
+    /// `queued_at`: cron hears once about a failure, and again only when the change changes.
+    private static let v4 = """
+        CREATE TABLE sync_reported (
+            entity_type TEXT NOT NULL CHECK (entity_type IN ('book','clip')),
+            entity_id TEXT NOT NULL,
+            queued_at INTEGER NOT NULL,
+            PRIMARY KEY (entity_type, entity_id)
+        );
         """
 }

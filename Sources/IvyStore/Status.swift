@@ -13,17 +13,8 @@ package struct LocalStatus: Sendable, Equatable {
 extension LibraryDatabase {
     package func queueItems() throws -> [QueueItem] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM sync_queue ORDER BY queued_at, entity_type, entity_id").map { row in
-                let kind: String = try row.decode(forColumn: "entity_type")
-                let operation: String = try row.decode(forColumn: "operation")
-                return QueueItem(
-                    kind: EntityKind(rawValue: kind) ?? .book,
-                    entityID: try row.decode(forColumn: "entity_id"),
-                    operation: QueueItem.Operation(rawValue: operation) ?? .upsert,
-                    attempts: try row.decode(forColumn: "attempts"),
-                    lastError: try row.decode(forColumn: "last_error"),
-                    queuedAt: try row.decode(forColumn: "queued_at"))
-            }
+            try Row.fetchAll(db, sql: "SELECT * FROM sync_queue ORDER BY queued_at, entity_type, entity_id")
+                .map(Self.queueItem)
         }
     }
 
@@ -41,6 +32,55 @@ extension LibraryDatabase {
                 pending: pending, failed: failed, manifestEntries: manifest,
                 lastSyncTime: values[SettingKey.lastSyncTime.rawValue].flatMap { Milliseconds($0) },
                 lastError: values[SettingKey.lastError.rawValue])
+        }
+    }
+}
+
+extension LibraryDatabase {
+    static func queueItem(_ row: Row) throws -> QueueItem {
+        let kind: String = try row.decode(forColumn: "entity_type")
+        let operation: String = try row.decode(forColumn: "operation")
+        return QueueItem(
+            kind: EntityKind(rawValue: kind) ?? .book,
+            entityID: try row.decode(forColumn: "entity_id"),
+            operation: QueueItem.Operation(rawValue: operation) ?? .upsert,
+            attempts: try row.decode(forColumn: "attempts"),
+            lastError: try row.decode(forColumn: "last_error"),
+            queuedAt: try row.decode(forColumn: "queued_at"))
+    }
+
+    /// Changes held back after failing: they reach Drive only after `ivy retry-failed`.
+    package func heldItems() throws -> [QueueItem] {
+        try queueItems().filter(\.hasFailed)
+    }
+
+    /// Held changes that `sync --auto` has not told cron about yet, marked as told in the same
+    /// transaction. A change made since (a new queue row) or a retry (attempts reset) is news
+    /// again; an item told about stays quiet for as long as it stays the same.
+    package func takeUnreportedHeldItems() throws -> [QueueItem] {
+        try write { db in
+            let limit = QueueItem.maximumAttempts
+            try db.execute(
+                sql: """
+                    DELETE FROM sync_reported WHERE NOT EXISTS (
+                        SELECT 1 FROM sync_queue q WHERE q.entity_type = sync_reported.entity_type
+                        AND q.entity_id = sync_reported.entity_id AND q.queued_at = sync_reported.queued_at
+                        AND q.attempts >= ?)
+                    """, arguments: [limit])
+            let items = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM sync_queue q WHERE attempts >= ? AND NOT EXISTS (
+                        SELECT 1 FROM sync_reported r WHERE r.entity_type = q.entity_type AND r.entity_id = q.entity_id)
+                    ORDER BY queued_at, entity_type, entity_id
+                    """, arguments: [limit]
+            ).map(Self.queueItem)
+            for item in items {
+                try db.execute(
+                    sql: "INSERT INTO sync_reported (entity_type, entity_id, queued_at) VALUES (?, ?, ?)",
+                    arguments: [item.kind.rawValue, item.entityID, item.queuedAt])
+            }
+            return items
         }
     }
 }

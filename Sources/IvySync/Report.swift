@@ -32,6 +32,9 @@ package struct SyncReport: Sendable, Encodable {
     package var skipped: [Problem] = []
     /// Actions held back (failed items, the safety valve).
     package var held: [Problem] = []
+    /// Every change held back after failing, as the queue stands after this sync, with its
+    /// last error: nothing here reaches Drive until `ivy retry-failed`.
+    package var heldChanges: [Problem] = []
     package var deletionsHeld: String?
     package var orphanClips = 0
     package var bytesUploaded: Int64 = 0
@@ -46,11 +49,24 @@ package struct SyncReport: Sendable, Encodable {
     enum CodingKeys: String, CodingKey {
         case dryRun = "dry_run", uploaded, downloaded, merged, deletedRemote = "deleted_remote", deletedLocal = "deleted_local"
         case staleDuplicatesDeleted = "stale_duplicates_deleted", conflicts, failures, skipped, held
+        case heldChanges = "held_changes"
         case deletionsHeld = "deletions_held", orphanClips = "orphan_clips", bytesUploaded = "bytes_uploaded"
         case bytesDownloaded = "bytes_downloaded", requests, durationMilliseconds = "duration_ms", plan
     }
 
     package var hasFailures: Bool { !failures.isEmpty }
+
+    /// Exit 0 means everything here is on Drive: not with a failure, nor with a change held back.
+    package var isComplete: Bool { failures.isEmpty && heldChanges.isEmpty }
+
+    /// `1 change held back after failing 3 times: book … (reason); run `ivy retry-failed``.
+    package var heldSummary: String? {
+        guard let first = heldChanges.first else { return nil }
+        let count = heldChanges.count == 1 ? "1 change" : "\(heldChanges.count) changes"
+        let more = heldChanges.count > 1 ? " and \(heldChanges.count - 1) more" : ""
+        return "\(count) held back after failing \(QueueItem.maximumAttempts) times: \(first.entity) (\(first.reason))\(more); "
+            + "run `ivy retry-failed`"
+    }
 
     /// One line for people: what moved, what failed, what it cost.
     package var summary: String {
@@ -69,6 +85,7 @@ package struct SyncReport: Sendable, Encodable {
         if !failures.isEmpty { line += "; \(failures.count) failed (see `ivy queue`)" }
         if !skipped.isEmpty { line += "; \(skipped.count) Drive files skipped" }
         if orphanClips > 0 { line += "; \(orphanClips) clips without their book" }
+        if let heldSummary { line += "; " + heldSummary }
         return line
     }
 }

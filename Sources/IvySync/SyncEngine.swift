@@ -120,6 +120,7 @@ package final class SyncEngine: Sendable {
             report.plan = plan.actions.map { .init(entity: "\($0.key)", reason: "\($0.action.rawValue): \($0.reason)") }
                 + plan.staleDuplicates.map { .init(entity: $0.file.name, reason: "delete stale duplicate \($0.file.id)") }
             for action in plan.actions { report.count(action.action, action.key.kind) }
+            report.heldChanges = try heldChanges()
             report.requests = drive.requestCount
             report.durationMilliseconds = clock.now() - started
             return report
@@ -175,6 +176,7 @@ package final class SyncEngine: Sendable {
         for key in plan.droppedQueueItems { try library.dropQueueItem(key, queuedAt: context.queue[key]?.queuedAt) }
 
         report.orphanClips = try library.orphanClipCount()
+        report.heldChanges = try heldChanges()
         report.requests = drive.requestCount
         report.durationMilliseconds = clock.now() - started
         try library.recordSetting(.lastSyncTime, String(clock.now()))
@@ -182,6 +184,11 @@ package final class SyncEngine: Sendable {
         for failure in report.failures { logger.error("sync failure", metadata: ["entity": "\(failure.entity)", "reason": "\(failure.reason)"]) }
         for skipped in report.skipped { logger.warning("skipped", metadata: ["entity": "\(skipped.entity)", "reason": "\(skipped.reason)"]) }
         return report
+    }
+
+    /// The queue's failed items, read after the sync: what is still not on Drive, and why.
+    private func heldChanges() throws -> [SyncReport.Problem] {
+        try library.heldItems().map { .init(entity: "\($0.key)", reason: $0.lastError ?? "no error was recorded") }
     }
 
     struct Context: Sendable {

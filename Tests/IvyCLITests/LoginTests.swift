@@ -198,15 +198,16 @@ struct LoginTests {
         }
     }
 
-    @Test("a damaged token file means signed out, with a warning, never a crash")
+    @Test("a damaged token file means signed out, said by status, never a crash")
     func corruptToken() async throws {
         try await withSignIn { harness in
             _ = try await harness.login()
             try Data("garbage".utf8).write(to: URL(fileURLWithPath: harness.tokenFile))
             let status = try await harness.ivy.runAsync("status", "--json")
             #expect(status.status == 0)
-            #expect(status.stderr.contains("damaged"))
-            #expect((try status.json() as? [String: Any])?["authenticated"] as? Bool == false)
+            let json = try #require(try status.json() as? [String: Any])
+            #expect(json["authenticated"] as? Bool == false)
+            #expect((json["signed_out_reason"] as? String)?.contains("damaged") == true)
         }
     }
 

@@ -16,6 +16,7 @@ struct NeverLoseAChangeCLITests {
             #expect(hung.stderr.contains("sync_timeout"), "\(hung.stderr)")
             #expect(try device.ivy.run("status").stdout.contains("sync_timeout"), "last error records it")
             await emulator.state.clearFaults()
+            #expect(try device.ivy.run("config", "set", "sync_timeout", "600").status == 0)
             let next = try await device.ivy.runAsync("sync")
             #expect(next.status == 0, "the lock was freed: \(next.stderr) \(next.stdout)")
             #expect(try device.ivy.count("SELECT count(*) FROM sync_queue") == 0)

@@ -239,8 +239,11 @@ struct DriveClientTests {
                 try await group.waitForAll()
             }
             #expect(await google.names(in: folders.books[0]).count == 60)
+            // Real time on both sides, so the count varies with the machine (7–12 seen on a
+            // quiet one); the bound leaves room for a slower one. Without the shared pacer,
+            // uploads run out of retries and the group throws.
             let limited = await google.state.requests.filter { $0.status == 403 }.count
-            #expect(limited <= 15, "\(limited) rate-limited answers for 60 uploads")
+            #expect(limited <= 30, "\(limited) rate-limited answers for 60 uploads")
         }
     }
 }

@@ -23,9 +23,11 @@ struct Outcome: Sendable {
     }
 }
 
-/// The child process running now, so Ctrl-C on the soak can take it down too.
-/// (`Mutex` from Synchronization: read by a signal handler on another thread.)
-let currentChild = Mutex<pid_t>(0)
+/// The `ivy` process running now, so that Ctrl-C on the soak can take it down too, and
+/// whether the soak is stopping (then nothing new starts). One lock for both: a process
+/// is either started before the stop, and killed by it, or never started.
+/// (`Mutex` from Synchronization: the signal handler runs on another thread.)
+let children = Mutex<(running: pid_t, stopping: Bool)>((0, false))
 
 /// One `ivy` install: the real binary, run with a home of its own, signed in to the shared
 /// emulator. Commands run as subprocesses whose waits never block Swift's cooperative
@@ -121,9 +123,11 @@ private final class RunningIvy: @unchecked Sendable {
         process.standardOutput = outHandle
         process.standardError = errHandle
         process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let pid = process.processIdentifier
-        currentChild.withLock { $0 = pid }
+        try children.withLock { state in
+            guard !state.stopping else { throw SoakError("stopping") }
+            try process.run()
+            state.running = process.processIdentifier
+        }
     }
 
     var isRunning: Bool { process.isRunning }
@@ -135,7 +139,7 @@ private final class RunningIvy: @unchecked Sendable {
     /// Waits for the exit (blocking) and collects the output.
     func finish(killRequested: Bool, hung: Bool) throws -> Outcome {
         process.waitUntilExit()
-        currentChild.withLock { $0 = 0 }
+        children.withLock { $0.running = 0 }
         try outHandle.close()
         try errHandle.close()
         defer {

@@ -64,6 +64,7 @@ struct IvySoakCommand: AsyncParsableCommand {
         } catch {
             await emulator.stop()
             cleanup.removeFiles()
+            if children.withLock({ $0.stopping }) { throw ExitCode(130) }
             throw error
         }
         await emulator.stop()
@@ -83,8 +84,8 @@ struct IvySoakCommand: AsyncParsableCommand {
     }
 }
 
-/// Removes the run's temporary homes, at the end or when Ctrl-C / SIGTERM stops the soak
-/// (then after killing the ivy process that is running, so nothing outlives the soak).
+/// Removes the run's temporary homes (unless kept), and turns Ctrl-C or SIGTERM into an
+/// orderly stop, so nothing the soak started outlives it.
 final class Cleanup: Sendable {
     let root: String?
 
@@ -94,17 +95,25 @@ final class Cleanup: Sendable {
         if let root { try? FileManager.default.removeItem(atPath: root) }
     }
 
-    /// Signal sources for SIGINT and SIGTERM; keep them alive as long as the run.
+    /// Signal sources for SIGINT and SIGTERM; keep them alive as long as the run. The first
+    /// signal kills the running `ivy` and lets the run unwind (no new process starts), so
+    /// the emulator is stopped and the homes removed on the usual path; a second one exits
+    /// at once.
     func onSignals() -> [any DispatchSourceSignal] {
         [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [self] in
-                let child = currentChild.withLock { $0 }
-                if child > 0 { kill(child, SIGKILL) }
-                removeFiles()
-                FileHandle.standardError.write(Data("ivy-soak: stopped by signal \(number)\n".utf8))
-                exit(128 + number)
+                let again = children.withLock { state in
+                    defer { state.stopping = true }
+                    if state.running > 0 { kill(state.running, SIGKILL) }
+                    return state.stopping
+                }
+                FileHandle.standardError.write(Data("ivy-soak: stopping (signal \(number))\n".utf8))
+                if again {
+                    removeFiles()
+                    exit(128 + number)
+                }
             }
             source.resume()
             return source

@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "ivy", targets: ["IvyCLI"]),
         .executable(name: "ivy-emulator", targets: ["IvyEmulator"]),
+        .executable(name: "ivy-soak", targets: ["IvySoak"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -64,6 +65,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The convergence soak: three `ivy` installs and a stand-in for the phone app editing
+        // one Drive under faults and kills. Depends on IvyCLI so `ivy` is built beside it.
+        .executableTarget(
+            name: "IvySoak",
+            dependencies: [
+                "GoogleEmulator",
+                "IvyCLI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .testTarget(name: "GoogleEmulatorTests", dependencies: ["GoogleEmulator", "IvyCore"]),
         .testTarget(name: "IvyGoogleTests", dependencies: ["IvyGoogle", "IvyCore", "GoogleEmulator"]),
         .testTarget(
@@ -88,6 +99,8 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // Runs a short `ivy-soak`; depends on both executables so they are built first.
+        .testTarget(name: "IvySoakTests", dependencies: ["IvySoak", "IvyCLI"]),
         // Drives the built `ivy` binary as a user would; depends on IvyCLI so it is built first.
         .testTarget(
             name: "IvyCLITests",

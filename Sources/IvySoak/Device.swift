@@ -1,0 +1,169 @@
+import Foundation
+import GoogleEmulator
+import Synchronization
+
+/// How one run of `ivy` ended.
+struct Outcome: Sendable {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    /// SIGKILLed by the soak while it still ran.
+    var killed = false
+    /// Killed because it ran past the soak's time limit.
+    var hung = false
+
+    var json: JSON? { JSON.parse(Data(stdout.utf8)) }
+
+    /// `exit 5 (failed: clip 1234…: why)`, for logs.
+    var brief: String {
+        if killed { return "killed" }
+        if hung { return "HUNG, killed" }
+        let error = stderr.split(separator: "\n").first.map { " (\($0))" } ?? ""
+        return "exit \(status)\(error)"
+    }
+}
+
+/// The `ivy` process running now, so that Ctrl-C on the soak can take it down too, and
+/// whether the soak is stopping (then nothing new starts). One lock for both: a process
+/// is either started before the stop, and killed by it, or never started.
+/// (`Mutex` from Synchronization: the signal handler runs on another thread.)
+let children = Mutex<(running: pid_t, stopping: Bool)>((0, false))
+
+/// One `ivy` install: the real binary, run with a home of its own, signed in to the shared
+/// emulator. Commands run as subprocesses whose waits never block Swift's cooperative
+/// threads, which the in-process emulator needs to answer them.
+final class Device: Sendable {
+    let name: String
+    let home: String
+    let binary: URL
+    let environment: [String: String]
+
+    init(name: String, root: String, binary: URL, emulator: URL) throws {
+        self.name = name
+        self.binary = binary
+        home = root + "/" + name
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        let url = emulator.absoluteString
+        environment = [
+            "IVY_HOME": home, "HOME": home, "PATH": "/usr/bin:/bin", "NO_COLOR": "1",
+            "IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url,
+            "IVY_CLIENT_ID": GoogleEmulator.defaultClient.id,
+            "IVY_CLIENT_SECRET": GoogleEmulator.defaultClient.secret,
+        ]
+    }
+
+    func audioPath(_ clipID: String) -> String { home + "/audio/\(clipID).mp3" }
+
+    /// Runs `ivy arguments` to the end. `killWhen` is polled while it runs: once it says so,
+    /// the process gets SIGKILL. Past `limit` it is killed too, and reported as hung.
+    func run(
+        _ arguments: [String], limit: Duration = .seconds(300),
+        killWhen: (@Sendable () async -> Bool)? = nil
+    ) async throws -> Outcome {
+        let running = try RunningIvy(device: self, arguments: arguments)
+        let deadline = ContinuousClock.now + limit
+        var killRequested = false, hung = false
+        while running.isRunning {
+            if !killRequested, let killWhen, await killWhen() {
+                running.sigkill()
+                killRequested = true
+            } else if !hung, ContinuousClock.now > deadline {
+                running.sigkill()
+                hung = true
+            }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        let (killed, late) = (killRequested, hung)
+        return try await offCooperativePool { try running.finish(killRequested: killed, hung: late) }
+    }
+
+    /// `ivy login` as a person would do it: the soak plays the browser and approves the one
+    /// waiting sign-in for `email` through the emulator's state.
+    func login(_ state: EmulatorState, email: String) async throws {
+        let running = try RunningIvy(device: self, arguments: ["login"])
+        let deadline = ContinuousClock.now + .seconds(60)
+        var approved = false
+        while running.isRunning {
+            if !approved, let code = await state.pendingUserCodes().first {
+                try await state.approve(userCode: code, email: email)
+                approved = true
+            }
+            if ContinuousClock.now > deadline { running.sigkill() }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        let outcome = try await offCooperativePool { try running.finish(killRequested: false, hung: false) }
+        guard outcome.status == 0 else {
+            throw SoakError("ivy login on device \(name) failed: \(outcome.brief)\n\(outcome.stdout)\(outcome.stderr)")
+        }
+    }
+}
+
+/// A started `ivy` process whose output goes to files (large output cannot block it).
+/// `@unchecked Sendable`: `Process` is not marked Sendable; this object only starts it,
+/// reads its state and signals it, which Foundation allows from any thread.
+private final class RunningIvy: @unchecked Sendable {
+    let process = Process()
+    let out: String
+    let err: String
+    private let outHandle: FileHandle
+    private let errHandle: FileHandle
+
+    init(device: Device, arguments: [String]) throws {
+        let tag = UUID().uuidString
+        out = device.home + "/.out-\(tag)"
+        err = device.home + "/.err-\(tag)"
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        _ = FileManager.default.createFile(atPath: err, contents: nil)
+        outHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+        errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
+        process.executableURL = device.binary
+        process.arguments = arguments
+        process.environment = device.environment
+        process.currentDirectoryURL = URL(fileURLWithPath: device.home)
+        process.standardOutput = outHandle
+        process.standardError = errHandle
+        process.standardInput = FileHandle.nullDevice
+        try children.withLock { state in
+            guard !state.stopping else { throw SoakError("stopping") }
+            try process.run()
+            state.running = process.processIdentifier
+        }
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    func sigkill() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    /// Waits for the exit (blocking) and collects the output.
+    func finish(killRequested: Bool, hung: Bool) throws -> Outcome {
+        process.waitUntilExit()
+        children.withLock { $0.running = 0 }
+        try outHandle.close()
+        try errHandle.close()
+        defer {
+            try? FileManager.default.removeItem(atPath: out)
+            try? FileManager.default.removeItem(atPath: err)
+        }
+        let signalled = process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
+        return Outcome(
+            status: process.terminationStatus,
+            stdout: String(decoding: FileManager.default.contents(atPath: out) ?? Data(), as: UTF8.self),
+            stderr: String(decoding: FileManager.default.contents(atPath: err) ?? Data(), as: UTF8.self),
+            killed: killRequested && signalled, hung: hung && signalled)
+    }
+}
+
+/// Runs blocking work (a subprocess wait) on a GCD thread and awaits it.
+func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+    }
+}
+
+/// Why the soak itself could not run (as opposed to a problem it found in ivy).
+struct SoakError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,122 @@
+import ArgumentParser
+import Foundation
+import GoogleEmulator
+
+@main
+struct IvySoakCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ivy-soak",
+        abstract: "Convergence soak: three ivy installs and the phone app edit one Drive under faults and kills.",
+        discussion: """
+            Starts ivy-emulator in-process on 127.0.0.1, signs three homes in through `ivy login`, and for each \
+            round makes random edits through the CLI on one device (and, sometimes, as the phone app, on Drive), \
+            then syncs that device under random bounded faults or a SIGKILL. Then every device syncs until a \
+            whole pass changes nothing, and the checker compares devices, Drive and what was created. \
+            Exits 0 only when nothing was lost, duplicated or left diverged. The same seed makes the same \
+            edits, faults and kills; exactly when a kill lands is racy.
+            """)
+
+    @Option(help: "The seed of the run's random choices.") var seed: UInt64 = 1
+    @Option(help: "How many rounds of edits and syncs.") var rounds: Int = 20
+    @Option(help: ArgumentHelp("The ivy binary (default: `ivy` beside this executable).", valueName: "PATH"))
+    var ivy: String?
+    @Option(
+        parsing: .upToNextOption,
+        help: ArgumentHelp(
+            "Fault kinds to inject (default: all): \(FaultKind.allCases.map(\.rawValue).joined(separator: ", ")).",
+            valueName: "KIND"))
+    var faults: [FaultKind] = FaultKind.allCases
+    @Flag(help: "Print every edit, fault, kill and sync as it happens.") var verbose = false
+    @Flag(help: "Keep the devices' homes (databases, ivy.log) for a look afterwards.") var keep = false
+
+    func validate() throws {
+        guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1") }
+        if let ivy, !FileManager.default.isExecutableFile(atPath: ivy) {
+            throw ValidationError("\(ivy) is not an executable; give --ivy the path of a built ivy")
+        }
+    }
+
+    func run() async throws {
+        let binary = ivy.map { URL(fileURLWithPath: $0) } ?? Self.besideMe
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw SoakError("no ivy at \(binary.path); build it (`swift build -c release`) or pass --ivy PATH")
+        }
+        let root = FileManager.default.temporaryDirectory
+            .appendingPathComponent("ivy-soak-\(seed)-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let cleanup = Cleanup(root: keep ? nil : root)
+        let signals = cleanup.onSignals()
+        defer { withExtendedLifetime(signals) {} }
+        let options = SoakOptions(seed: seed, rounds: rounds, ivy: binary, verbose: verbose, faults: faults, keep: keep)
+
+        let emulator: GoogleEmulator
+        do {
+            emulator = try await GoogleEmulator.start()
+        } catch {
+            cleanup.removeFiles()
+            throw error
+        }
+        let findings: Findings
+        let soak: Soak
+        do {
+            soak = try await Soak(options: options, root: root, emulator: emulator)
+            findings = try await soak.run()
+        } catch {
+            await emulator.stop()
+            cleanup.removeFiles()
+            if children.withLock({ $0.stopping }) { throw ExitCode(130) }
+            throw error
+        }
+        await emulator.stop()
+        cleanup.removeFiles()
+
+        for line in findings.lost + findings.dupes + findings.diverged { print(line) }
+        if keep { print("homes kept in \(root)") }
+        print("soak: \(rounds) rounds, \(soak.faultsFired) faults, \(soak.kills) kills, "
+            + "lost=\(findings.lost.count), dupes=\(findings.dupeCount), diverged=\(findings.diverged.count)")
+        if !findings.clean { throw ExitCode.failure }
+    }
+
+    /// `ivy` in the build directory this executable was built into.
+    static var besideMe: URL {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("ivy")
+    }
+}
+
+/// Removes the run's temporary homes (unless kept), and turns Ctrl-C or SIGTERM into an
+/// orderly stop, so nothing the soak started outlives it.
+final class Cleanup: Sendable {
+    let root: String?
+
+    init(root: String?) { self.root = root }
+
+    func removeFiles() {
+        if let root { try? FileManager.default.removeItem(atPath: root) }
+    }
+
+    /// Signal sources for SIGINT and SIGTERM; keep them alive as long as the run. The first
+    /// signal kills the running `ivy` and lets the run unwind (no new process starts), so
+    /// the emulator is stopped and the homes removed on the usual path; a second one exits
+    /// at once.
+    func onSignals() -> [any DispatchSourceSignal] {
+        [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [self] in
+                let again = children.withLock { state in
+                    defer { state.stopping = true }
+                    if state.running > 0 { kill(state.running, SIGKILL) }
+                    return state.stopping
+                }
+                FileHandle.standardError.write(Data("ivy-soak: stopping (signal \(number))\n".utf8))
+                if again {
+                    removeFiles()
+                    exit(128 + number)
+                }
+            }
+            source.resume()
+            return source
+        }
+    }
+}

@@ -1,0 +1,293 @@
+import Foundation
+import GoogleEmulator
+
+/// What a run is asked to do.
+struct SoakOptions: Sendable {
+    var seed: UInt64
+    var rounds: Int
+    var ivy: URL
+    var verbose: Bool
+    var faults: [FaultKind]
+    var keep: Bool
+}
+
+/// The soak: three ivy installs and the phone app edit one Drive for a number of rounds,
+/// with faults and kills; then everyone syncs until nothing changes, and the checker looks.
+final class Soak {
+    static let email = "alice@example.com"
+    static let maximumPasses = 10
+
+    let options: SoakOptions
+    let root: String
+    private let emulator: GoogleEmulator
+    private let devices: [Device]
+    private let app: PhoneApp
+    private var ledger = Ledger()
+    private(set) var faultsFired = 0
+    private(set) var kills = 0
+    private let started = ContinuousClock.now
+
+    private var state: EmulatorState { emulator.state }
+
+    /// Starts the emulator and signs three devices in through `ivy login`.
+    init(options: SoakOptions, root: String, emulator: GoogleEmulator) async throws {
+        self.options = options
+        self.root = root
+        self.emulator = emulator
+        await emulator.state.setDeviceCode(interval: 0)
+        devices = try ["a", "b", "c"].map {
+            try Device(name: $0, root: root, binary: options.ivy, emulator: emulator.baseURL)
+        }
+        app = PhoneApp(state: emulator.state, email: Self.email)
+        var setup = SplitMix64.stream(seed: options.seed, round: 0, .setup)
+        // Small list pages in some runs: a listing then takes many requests, and a fault can
+        // cut it short part way (an incomplete listing must never delete anything locally).
+        let pageSize = setup.pick([7, 50, 1000]) ?? 1000
+        await emulator.state.setPageSizeCap(pageSize)
+        log("Drive list pages of at most \(pageSize) files")
+        for device in devices {
+            try await device.login(emulator.state, email: Self.email)
+            // Different request concurrency per device: more interleavings of the same plan.
+            let concurrency = setup.pick([1, 2, 4, 8]) ?? 8
+            try await command(device, ["config", "set", "concurrency", String(concurrency)])
+            log("\(device.name): signed in, concurrency \(concurrency)")
+        }
+    }
+
+    /// The rounds, the final syncs and the checks.
+    func run() async throws -> Findings {
+        for round in 1...max(1, options.rounds) { try await play(round) }
+        let converged = try await converge()
+        var findings = try await check()
+        if !converged {
+            findings.diverged.append("diverged: no pass of \(Self.maximumPasses) syncs on every device was quiet")
+        }
+        return findings
+    }
+
+    // MARK: one round
+
+    private func play(_ round: Int) async throws {
+        var edits = SplitMix64.stream(seed: options.seed, round: round, .edits)
+        var appRandom = SplitMix64.stream(seed: options.seed, round: round, .app)
+        var faultRandom = SplitMix64.stream(seed: options.seed, round: round, .faults)
+        var killRandom = SplitMix64.stream(seed: options.seed, round: round, .kill)
+        let faults = PlannedFault.draw(&faultRandom, kinds: options.faults)
+        let kill = KillPlan.draw(&killRandom)
+        // Who acts is drawn before any draw that depends on the library's state.
+        let device = devices[edits.below(devices.count)]
+        let editCount = edits.int(in: 1...3)
+        let others = devices.filter { $0 !== device }
+        let bystander = edits.chance(0.3) ? others[edits.below(others.count)] : nil
+
+        // The app writes first, so the device's sync meets its changes along with its own.
+        for line in await app.act(round: round, random: &appRandom, ledger: &ledger) { log("r\(round) \(line)") }
+        for _ in 0..<editCount {
+            log("r\(round) \(device.name): " + (try await edit(device, round: round, random: &edits)))
+        }
+
+        for fault in faults { await state.addFault(fault.rule) }
+        await state.clearRequests()
+        let outcome = try await sync(device, kill: kill)
+        let fired = await state.faultsFired
+        await state.clearFaults()
+        faultsFired += fired
+        if outcome.killed { kills += 1 }
+        var plan = faults.map(\.description)
+        if let kill { plan.append(kill.description) }
+        let planText = plan.isEmpty ? "" : " [\(plan.joined(separator: "; ")); \(fired) fired]"
+        log("r\(round) \(device.name): sync\(planText): \(describe(outcome))")
+        if outcome.killed, faults.contains(where: { $0.kind == .slow }) {
+            // A request held back by a delay fault may still be answered after its client
+            // died; let it land before anyone lists, as Drive would finish it too.
+            try await Task.sleep(for: .milliseconds(1_600))
+        }
+
+        // Now and then another device syncs in between, without trouble.
+        if let bystander {
+            log("r\(round) \(bystander.name): sync: \(describe(try await sync(bystander, kill: nil)))")
+        }
+    }
+
+    /// One random change through the CLI on `device`; returns what it did.
+    private func edit(_ device: Device, round: Int, random: inout SplitMix64) async throws -> String {
+        let library = try await device.state(queue: false)
+        let books = ledger.ordered(library.books.keys)
+        let hidden = books.filter { library.books[$0]?["hidden"]?.bool == true }
+        let clips = ledger.ordered(library.clips.keys)
+        // Weights: add, update, archive, unarchive a book; add, update, delete a clip.
+        var choice = books.isEmpty ? 0 : random.weighted([2, 4, 1, 1, 3, 4, 1]) ?? 0
+        if choice == 3, hidden.isEmpty { choice = 1 }
+        if choice >= 5, clips.isEmpty { choice = 4 }
+        switch choice {
+        case 1:
+            guard let id = random.pick(books) else { break }
+            var arguments = ["book", "update", id]
+            if random.chance(0.4) { arguments += ["--title", "\(random.pick(words) ?? "Book") r\(round)"] }
+            if random.chance(0.3) { arguments += ["--artist", random.chance(0.2) ? "" : random.pick(artists) ?? ""] }
+            if random.chance(0.15) {
+                arguments += ["--artwork", random.chance(0.3) ? "" : "https://covers.example/\(random.below(100)).jpg"]
+            }
+            if arguments.count == 3 || random.chance(0.5) { arguments += ["--position", seconds(&random)] }
+            try await command(device, arguments)
+            return "book update \(ledger.tag(id)) \(arguments.dropFirst(3).joined(separator: " "))"
+        case 2, 3:
+            guard let id = random.pick(choice == 2 ? books : hidden) else { break }
+            let verb = choice == 2 ? "archive" : "unarchive"
+            try await command(device, ["book", verb, id])
+            return "book \(verb) \(ledger.tag(id))"
+        case 4:
+            guard let book = random.pick(books) else { break }
+            let audio = try incoming(&random)
+            defer { try? FileManager.default.removeItem(atPath: audio) }
+            var arguments = [
+                "clip", "add", "--book", book, "--start", seconds(&random), "--duration",
+                String(random.int(in: 1...120)), "--audio", audio,
+            ]
+            if random.chance(0.6) { arguments += ["--note", phrase(&random, round: round, by: device.name)] }
+            if random.chance(0.2) { arguments += ["--transcription", phrase(&random, round: round, by: "heard")] }
+            let id = try await command(device, arguments)
+            ledger.created(id, .clip, origin: "round \(round) on \(device.name)")
+            return "clip add \(ledger.tag(id)) to book \(ledger.tag(book))"
+        case 5:
+            guard let id = random.pick(clips) else { break }
+            var arguments = ["clip", "update", id]
+            var audio: String?
+            if random.chance(0.5) {
+                arguments += ["--note", random.chance(0.1) ? "" : phrase(&random, round: round, by: device.name)]
+            }
+            if random.chance(0.3) { arguments += ["--start", seconds(&random)] }
+            if random.chance(0.2) { arguments += ["--duration", String(random.int(in: 1...120))] }
+            if random.chance(0.15) {
+                arguments += ["--transcription", random.chance(0.2) ? "" : phrase(&random, round: round, by: "heard")]
+            }
+            if arguments.count == 3 || random.chance(0.2) {
+                let file = try incoming(&random)
+                audio = file
+                arguments += ["--audio", file]
+            }
+            defer { if let audio { try? FileManager.default.removeItem(atPath: audio) } }
+            try await command(device, arguments)
+            let shown = arguments.dropFirst(3).map { $0.hasPrefix(root) ? "FILE" : $0 }.joined(separator: " ")
+            return "clip update \(ledger.tag(id)) " + shown.replacingOccurrences(of: "\n", with: "\\n")
+        case 6:
+            guard let id = random.pick(clips) else { break }
+            try await command(device, ["clip", "delete", id])
+            ledger.deletedClip(id)
+            return "clip delete \(ledger.tag(id))"
+        default:
+            break
+        }
+        var arguments = ["book", "add", "--title", "\(random.pick(words) ?? "Book") r\(round)"]
+        if random.chance(0.5) { arguments += ["--artist", random.pick(artists) ?? ""] }
+        if random.chance(0.5) { arguments += ["--position", seconds(&random)] }
+        let id = try await command(device, arguments)
+        ledger.created(id, .book, origin: "round \(round) on \(device.name)")
+        return "book add \(ledger.tag(id))"
+    }
+
+    /// Seconds as the CLI takes them: whole, or with a half.
+    private func seconds(_ random: inout SplitMix64) -> String {
+        let whole = random.below(36_000)
+        return random.chance(0.3) ? "\(whole).5" : String(whole)
+    }
+
+    /// A generated MP3 for `clip add` / `clip update --audio`.
+    private func incoming(_ random: inout SplitMix64) throws -> String {
+        let path = root + "/incoming-\(UUID().uuidString).mp3"
+        try mp3(&random).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// Runs a CLI command that must succeed; returns its first output line (an id for `add`).
+    @discardableResult
+    private func command(_ device: Device, _ arguments: [String]) async throws -> String {
+        let outcome = try await device.run(arguments, limit: .seconds(60))
+        guard outcome.status == 0 else {
+            throw SoakError("ivy \(arguments.prefix(3).joined(separator: " ")) on \(device.name): \(outcome.brief)")
+        }
+        return outcome.stdout.split(separator: "\n").first.map(String.init) ?? ""
+    }
+
+    /// `ivy sync --json`, SIGKILLed as planned.
+    private func sync(_ device: Device, kill: KillPlan?) async throws -> Outcome {
+        let started = ContinuousClock.now
+        let state = self.state
+        let killWhen: (@Sendable () async -> Bool)? = kill.map { plan in
+            switch plan {
+            case .afterRequests(let count): { await state.requests.count >= count }
+            case .afterMilliseconds(let milliseconds): { ContinuousClock.now - started >= .milliseconds(milliseconds) }
+            }
+        }
+        return try await device.run(["sync", "--json"], limit: .seconds(600), killWhen: killWhen)
+    }
+
+    private func describe(_ outcome: Outcome) -> String {
+        guard !outcome.killed, !outcome.hung, let report = outcome.json, report["uploaded"] != nil else {
+            return outcome.brief
+        }
+        var parts: [String] = []
+        for key in ["uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"] {
+            let count = Self.total(report[key])
+            if count > 0 { parts.append("\(key.replacingOccurrences(of: "_", with: " ")) \(count)") }
+        }
+        for problem in report["failures"]?.objects ?? [] {
+            parts.append("FAILED \(problem["entity"]?.string ?? "?"): \(problem["reason"]?.string ?? "?")")
+        }
+        for problem in report["held"]?.objects ?? [] {
+            parts.append("held \(problem["entity"]?.string ?? "?"): \(problem["reason"]?.string ?? "?")")
+        }
+        for problem in report["skipped"]?.objects ?? [] {
+            parts.append("skipped \(problem["entity"]?.string ?? "?"): \(problem["reason"]?.string ?? "?")")
+        }
+        if let conflicts = report["conflicts"]?.objects, !conflicts.isEmpty {
+            parts.append("\(conflicts.count) conflicts")
+        }
+        if let held = report["deletions_held"]?.string { parts.append("deletions held: \(held)") }
+        let requests = report["requests"]?.text ?? "?"
+        let what = parts.isEmpty ? "nothing to do" : parts.joined(separator: ", ")
+        return "exit \(outcome.status), \(what), \(requests) requests"
+    }
+
+    private static func total(_ count: JSON?) -> Int {
+        Int(count?["books"]?.number ?? 0) + Int(count?["clips"]?.number ?? 0)
+    }
+
+    // MARK: the end
+
+    /// Round-robin syncs with no faults until a whole pass changes nothing.
+    private func converge() async throws -> Bool {
+        for pass in 1...Self.maximumPasses {
+            var quiet = true
+            for device in devices {
+                let outcome = try await sync(device, kill: nil)
+                log("final pass \(pass) \(device.name): sync: \(describe(outcome))")
+                guard let report = outcome.json, outcome.status == 0 || outcome.status == 5 else {
+                    quiet = false
+                    continue
+                }
+                let moved = ["uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"]
+                    .map { Self.total(report[$0]) }.reduce(0, +) + Int(report["stale_duplicates_deleted"]?.number ?? 0)
+                if moved > 0 { quiet = false }
+            }
+            if quiet { return true }
+        }
+        return false
+    }
+
+    private func check() async throws -> Findings {
+        var states: [(name: String, state: DeviceState)] = []
+        for device in devices { states.append((device.name, try await device.state())) }
+        let drive = await DriveView(state: state, email: Self.email)
+        return Checker.check(devices: states, drive: drive, ledger: ledger)
+    }
+
+    /// Verbose lines carry the seconds since the start, so slow rounds stand out.
+    private func log(_ line: String) {
+        guard options.verbose else { return }
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        print(String(format: "%7.2f ", seconds) + line)
+        fflush(nil)
+    }
+}

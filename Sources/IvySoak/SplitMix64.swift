@@ -1,0 +1,89 @@
+/// SplitMix64 (Steele, Lea and Flood, 2014): small, fast, and the same numbers on every
+/// platform and Swift version. The soak draws its own integers from it instead of using
+/// `Int.random(in:using:)`, whose algorithm the standard library is free to change, so one
+/// seed keeps meaning one run.
+struct SplitMix64: RandomNumberGenerator {
+    /// What a stream is for. Each round draws its device edits, the app's writes, the faults
+    /// and the kill from separate streams: how many numbers one of them consumes (which
+    /// depends on the library's state) never shifts what the others, or later rounds, draw.
+    enum Purpose: UInt64 {
+        case setup = 1, edits, app, faults, kill
+    }
+
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    /// The stream for one purpose of one round, a pure function of the run's seed.
+    static func stream(seed: UInt64, round: Int, _ purpose: Purpose) -> SplitMix64 {
+        var mixer = SplitMix64(seed: seed)
+        let base = mixer.next()
+        var derived = SplitMix64(seed: base ^ (UInt64(round) &* 0xD1B5_4A32_D192_ED03) ^ (purpose.rawValue << 56))
+        _ = derived.next()
+        return derived
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A number in `0..<bound` (Lemire's multiply-high; the tiny bias does not matter here).
+    mutating func below(_ bound: Int) -> Int {
+        guard bound > 1 else { return 0 }
+        return Int(next().multipliedFullWidth(by: UInt64(bound)).high)
+    }
+
+    mutating func int(in range: ClosedRange<Int>) -> Int {
+        range.lowerBound + below(range.upperBound - range.lowerBound + 1)
+    }
+
+    /// True with probability `p`.
+    mutating func chance(_ p: Double) -> Bool {
+        Double(next() >> 11) * 0x1p-53 < p
+    }
+
+    mutating func pick<T>(_ items: [T]) -> T? {
+        items.isEmpty ? nil : items[below(items.count)]
+    }
+
+    /// An index chosen with the given weights (all zero: nil).
+    mutating func weighted(_ weights: [Int]) -> Int? {
+        let total = weights.reduce(0, +)
+        guard total > 0 else { return nil }
+        var roll = below(total)
+        for (index, weight) in weights.enumerated() {
+            if roll < weight { return index }
+            roll -= weight
+        }
+        return nil
+    }
+
+    /// A lowercase UUID (version 4 bits set), as the phone app would make for a new entity.
+    mutating func uuid() -> String {
+        let high = (next() & 0xFFFF_FFFF_FFFF_0FFF) | 0x4000
+        let low = (next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
+        func hex(_ value: UInt64, _ digits: Int) -> String {
+            let text = String(value, radix: 16)
+            return String(repeating: "0", count: max(0, digits - text.count)) + text
+        }
+        let h = hex(high, 16), l = hex(low, 16)
+        return "\(h.prefix(8))-\(h.dropFirst(8).prefix(4))-\(h.suffix(4))-\(l.prefix(4))-\(l.suffix(12))"
+    }
+
+    mutating func bytes(_ count: Int) -> [UInt8] {
+        var result: [UInt8] = []
+        result.reserveCapacity(count + 8)
+        while result.count < count {
+            var word = next()
+            for _ in 0..<8 {
+                result.append(UInt8(truncatingIfNeeded: word))
+                word >>= 8
+            }
+        }
+        return Array(result.prefix(count))
+    }
+}

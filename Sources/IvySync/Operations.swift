@@ -122,8 +122,8 @@ extension SyncEngine {
     }
 
     /// Uploads a clip: JSON, then the MP3 (kept when Drive already has the same bytes). If
-    /// the MP3 fails, the new JSON is deleted again so Drive never holds half a clip.
-    /// Returns the MP3 bytes sent.
+    /// the MP3 of a clip new to Drive fails, its JSON is deleted again; a replaced clip keeps
+    /// its new JSON so it never looks deleted. Returns the MP3 bytes sent.
     private func push(clip: ClipBackup, replacing remote: RemoteEntity?, _ context: Context) async throws -> Int64 {
         let key = EntityKey(.clip, clip.id)
         let audio = URL(fileURLWithPath: library.audioPath(clipID: clip.id))
@@ -160,7 +160,11 @@ extension SyncEngine {
                     replacing: files.filter { $0.name == mp3Name }
                 ).id
             } catch {
-                await rollBack(json.id)
+                // Only a clip new to Drive is rolled back. Once an older copy existed, other
+                // devices hold it: with both files gone they would read the clip as deleted
+                // and delete it too, while a lone new JSON reads as incomplete and is left
+                // alone until this device's retry completes it.
+                if files.isEmpty { await rollBack(json.id) }
                 throw error
             }
         }

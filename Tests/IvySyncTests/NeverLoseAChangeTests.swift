@@ -185,6 +185,35 @@ struct NeverLoseAChangeTests {
         }
     }
 
+    @Test("new audio whose upload fails after the old MP3 is gone: Drive keeps the new JSON, no device deletes the clip")
+    func replacedAudioFails() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let (a, b) = (pair.a, pair.b)
+            let json = "clip_\(pair.clip.id).json", mp3 = "clip_\(pair.clip.id).mp3"
+            try a.library.updateClip(id: pair.clip.id, ClipChanges(note: "retaken"), audio: try writeAudio(world, "retake", byte: 7))
+            let retake = try #require(a.audio(pair.clip.id))
+            // Every resumable session start fails: the old MP3 is deleted, the new one never made.
+            await world.state.addFault(FaultRule(method: "POST", pathContains: "uploadType=resumable", status: 500))
+            let failed = try await a.sync()
+            #expect(failed.failures.map(\.entity) == ["clip \(pair.clip.id)"])
+            #expect(await world.names().filter { $0.hasPrefix("clip_") } == [json], "the new JSON stays: the clip must not look deleted")
+            await world.state.clearFaults()
+
+            let meanwhile = try await b.sync()
+            #expect(meanwhile.deletedLocal.clips == 0)
+            #expect(meanwhile.skipped.map(\.entity) == ["clip \(pair.clip.id)"], "left alone while incomplete")
+            #expect(try b.library.clip(id: pair.clip.id) != nil, "B kept the clip")
+
+            #expect(try await a.sync().uploaded.clips == 1)
+            #expect(try await b.sync().downloaded.clips == 1)
+            #expect(b.audio(pair.clip.id) == retake)
+            #expect(try b.library.clip(id: pair.clip.id)?.note == "retaken")
+            #expect(await world.names().filter { $0.hasPrefix("clip_") } == [json, mp3])
+            #expect(try a.snapshot() == b.snapshot())
+        }
+    }
+
     @Test("an entity that cannot be encoded fails its item by name and nothing is uploaded for it")
     func unencodableFailsItsItem() async throws {
         try await withWorld { world in

@@ -16,8 +16,7 @@ enum FaultKind: String, CaseIterable, ExpressibleByArgument, Sendable {
     case dropResponse = "drop-response"
     /// Answers held back for up to 1.5 s.
     case slow
-    /// 400 on an upload. ivy fails the item at once and holds it until `ivy retry-failed`
-    /// (issue #19 item 1), so a round that fires it is expected to report leftovers today.
+    /// 400 on an upload: one attempt for that sync, tried again by the next.
     case badRequest = "400"
 }
 

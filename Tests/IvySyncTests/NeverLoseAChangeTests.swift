@@ -133,13 +133,14 @@ struct NeverLoseAChangeTests {
             let (a, b) = (pair.a, pair.b)
             try a.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "a-take", byte: 5))
             _ = try await a.sync()
-            // B's download of A's MP3 is answered slowly; B records a new take meanwhile.
+            // B's download of A's MP3 is parked at Drive; B records a new take meanwhile.
             let mp3 = try await world.file("clip_\(pair.clip.id).mp3")
-            await world.state.addFault(FaultRule(method: "GET", pathContains: "\(mp3.id)?alt=media", delayMilliseconds: 1500))
+            await world.state.addFault(FaultRule(method: "GET", pathContains: "\(mp3.id)?alt=media", times: 1, hold: true))
             let sync = Task { try await b.sync() }
-            while await world.state.faultsFired == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            await world.state.waitForHeld(count: 1)
             try b.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "b-take", byte: 6))
             let mine = try #require(b.audio(pair.clip.id))
+            await world.state.releaseHeld()
             let report = try await sync.value
             #expect(report.downloaded.clips == 0)
             #expect(b.audio(pair.clip.id) == mine, "the download overwrote a newer local recording")

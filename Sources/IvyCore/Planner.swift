@@ -174,6 +174,13 @@ package enum SyncPlanner {
                 // Only part of a clip is on Drive (an upload in progress or interrupted).
                 if manifest == nil { return act(.upload, "only part of it is on Drive; uploading it whole") }
                 if localChanged { return act(.upload, "changed here; Drive has only part of it") }
+                // The JSON is gone while the MP3 is still the one both sides agreed on: a
+                // replace cut short between its delete and its create (an upload makes the JSON
+                // first, so this is no upload in progress). Restored at once, as a book is: the
+                // copy equals the base, so the edit of whoever was replacing it wins their merge.
+                if remote?.json == nil, let mp3 = remote?.mp3, mp3.id == manifest?.remoteMP3FileID {
+                    return act(.upload, "its JSON vanished from Drive (a replace cut short); restored from here")
+                }
                 return skip("incomplete on Drive (JSON or MP3 missing); left alone")
             }
             guard let _ = manifest else { return act(.upload, "new here") }

@@ -194,6 +194,12 @@ struct PlannerRuleTests {
         #expect(kept.skipped.map(\.key) == [clipKey])
         // An interrupted upload of our own (JSON without MP3, never recorded) is finished.
         #expect(only(plan(clips: [F.clip("c1")], files: [F.json(clipKey)])) == ["upload clip c1"])
+        // Only the agreed MP3 left: a JSON replace cut short, restored from here.
+        var agreed = F.synced(clipKey)
+        agreed.remoteMP3FileID = "m-c1"
+        #expect(only(plan(clips: [F.clip("c1")], files: [F.mp3("c1")], manifest: [agreed])) == ["upload clip c1"])
+        // An MP3 nobody here agreed on is someone else's upload: left alone.
+        #expect(plan(clips: [F.clip("c1")], files: [F.mp3("c1", fileID: "m-new")], manifest: [agreed]).skipped.map(\.key) == [clipKey])
     }
 
     @Test("books are never deleted: missing on Drive is re-uploaded, missing here is downloaded")

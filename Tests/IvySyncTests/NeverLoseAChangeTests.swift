@@ -186,6 +186,29 @@ struct NeverLoseAChangeTests {
         }
     }
 
+    @Test("a clip's JSON replace cut short leaves only its MP3: the other device restores it, the edit still wins")
+    func clipReplaceInterrupted() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let (a, b) = (pair.a, pair.b)
+            let json = "clip_\(pair.clip.id).json", mp3 = "clip_\(pair.clip.id).mp3"
+            try a.edit(clip: pair.clip.id, ClipChanges(note: "A's note"))
+            await world.state.addFault(FaultRule(method: "POST", pathContains: "uploadType=multipart", status: 500))
+            #expect(try await a.sync().failures.map(\.entity) == ["clip \(pair.clip.id)"])
+            #expect(await world.names().filter { $0.hasPrefix("clip_") } == [mp3], "the old JSON was deleted, the new one not made")
+            await world.state.clearFaults()
+
+            let restored = try await b.sync()
+            #expect(restored.uploaded.clips == 1, "B restores the clip at once: \(restored.skipped)")
+            #expect(restored.bytesUploaded == 0, "the MP3 on Drive is kept")
+            #expect(try await a.sync().merged.clips == 1)
+            #expect(try await b.sync().downloaded.clips == 1)
+            for device in [a, b] { #expect(try device.library.clip(id: pair.clip.id)?.note == "A's note", "\(device.name)") }
+            #expect(await world.names().filter { $0.hasPrefix("clip_") } == [json, mp3])
+            #expect(try a.snapshot() == b.snapshot())
+        }
+    }
+
     @Test("new audio whose upload fails after the old MP3 is gone: Drive keeps the new JSON, no device deletes the clip")
     func replacedAudioFails() async throws {
         try await withWorld { world in

@@ -9,7 +9,7 @@ struct ShortSoakTests {
 
     @Test(
         "20 rounds of edits on three devices and the app, under faults and kills, converge with nothing lost",
-        .timeLimit(.minutes(3)))
+        .timeLimit(.minutes(10)))
     func shortSoak() async throws {
         let (status, output) = try await run(["--seed", "1", "--rounds", "20"])
         #expect(status == 0, "\(output)")

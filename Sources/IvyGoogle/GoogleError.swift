@@ -8,6 +8,8 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
     case invalidClient
     case accessDenied
     case codeExpired
+    /// Too many sign-in codes asked for: Google's 403 `{"error_code":"rate_limit_exceeded"}`.
+    case codeRateLimited
     /// The refresh token was revoked or expired: signed out until `ivy login`.
     case signedOut(reason: String)
     case notSignedIn
@@ -31,6 +33,8 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
             "Google does not accept the OAuth client (invalid_client); check client_id and client_secret, and that the client's type is \"TVs and Limited Input devices\""
         case .accessDenied: "the sign-in was denied in the browser; run `ivy login` to try again"
         case .codeExpired: "the sign-in code expired before it was approved; run `ivy login` again"
+        case .codeRateLimited:
+            "Google is not handing out more sign-in codes for this OAuth client right now (rate_limit_exceeded); wait a few minutes, then run `ivy login` again"
         case .signedOut(let reason): "signed out: \(reason); run `ivy login`"
         case .notSignedIn: "not signed in; run `ivy login`"
         case .http(let status, let reason, let message):

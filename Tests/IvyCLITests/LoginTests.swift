@@ -113,6 +113,17 @@ struct LoginTests {
         }
     }
 
+    @Test("Google refusing more sign-in codes: login says to wait and try later")
+    func codeQuota() async throws {
+        try await withSignIn { harness in
+            await harness.emulator.state.setDeviceCodeLimit(perMinute: 1)
+            #expect(try await harness.login().status == 0)
+            let second = try await harness.ivy.runAsync("login")
+            #expect(second.status == 1)
+            #expect(second.stderr.contains("rate_limit_exceeded") && second.stderr.contains("wait a few minutes"))
+        }
+    }
+
     @Test("without an OAuth client, login explains how to create one")
     func missingClient() async throws {
         try await withSignIn { harness in

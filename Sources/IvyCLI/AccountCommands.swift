@@ -47,6 +47,11 @@ struct LoginCommand: AsyncParsableCommand {
             """)
         context.output.flush()
         let tokens = try await flow.waitForApproval(authorization)
+        // Google's consent screen lets a person untick what ivy asks for; a sign-in without
+        // drive.file could do nothing. (Not revoked: that would sign the Ivy app out too.)
+        if let scope = tokens.scope, !scope.split(separator: " ").contains(Substring(DeviceFlow.scope)) {
+            throw GoogleError.missingDriveScope
+        }
         let account = try await DriveAccount.fetch(drive: endpoints.drive, accessToken: tokens.accessToken, transport: effects.transport)
         let token = StoredToken(
             accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt, scope: tokens.scope,

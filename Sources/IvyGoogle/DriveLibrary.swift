@@ -326,9 +326,9 @@ extension DriveClient {
 
     /// A 4xx that means this session is dead and a new one may succeed. Not a rate limit
     /// (wait, then ask the same session), not an expired token (refreshed already), and not
-    /// what no new session can fix (a full Drive).
+    /// what no new session can fix (a full Drive, a project or sign-in not set up for Drive).
     static func endsSession(_ status: Int, _ error: DriveError) -> Bool {
-        (400..<500).contains(status) && status != 401 && ![.rateLimited, .driveFull].contains(error.kind)
+        (400..<500).contains(status) && status != 401 && ![.rateLimited, .driveFull, .setup].contains(error.kind)
     }
 
     private func startSession(id: String, name: String, folder: String, size: Int64, context: String) async throws -> URL {

@@ -65,7 +65,8 @@ struct LoginCommand: AsyncParsableCommand {
                 the next `ivy sync` uploads the whole library to \(Display.safe(account.email)). Queued changes are kept.
                 """)
         }
-        context.output.line("Signed in as \(Display.safe(account.email))")
+        let unnamed = account.emailShown ? "" : " (Google does not show ivy this account's email address)"
+        context.output.line("Signed in as \(Display.safe(account.email))\(unnamed)")
         return token
     }
 }

@@ -151,8 +151,11 @@ package struct AuthorizedTransport: Sendable {
 
 /// Who signed in, from Drive's `about` (`fields=user`).
 package struct DriveAccount: Sendable, Equatable {
+    /// The account's address, or "Google account PERMISSION_ID" when Drive does not show it.
     package var email: String
     package var permissionID: String
+    /// False when Drive left the address out and `email` names the permission id instead.
+    package var emailShown = true
 
     package static func fetch(drive: URL, accessToken: String, transport: any HTTPTransport) async throws -> DriveAccount {
         var components = URLComponents(url: drive.appendingPathComponent("drive/v3/about"), resolvingAgainstBaseURL: false)
@@ -167,6 +170,12 @@ package struct DriveAccount: Sendable, Equatable {
         guard response.status == 200, let user = response.json?["user"] as? [String: Any],
             let permissionID = user["permissionId"] as? String
         else { throw GoogleError.from(response) }
-        return DriveAccount(email: user["emailAddress"] as? String ?? "unknown", permissionID: permissionID)
+        // Drive's User resource: the address "may not be present in certain contexts if the
+        // user has not made their email address visible to the requester". The permission id
+        // always is, and is what ivy keys the account on anyway.
+        guard let email = user["emailAddress"] as? String, !email.isEmpty else {
+            return DriveAccount(email: "Google account \(permissionID)", permissionID: permissionID, emailShown: false)
+        }
+        return DriveAccount(email: email, permissionID: permissionID)
     }
 }

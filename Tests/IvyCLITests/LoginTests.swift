@@ -226,4 +226,16 @@ struct LoginTests {
             }
         }
     }
+
+    @Test("Drive not showing the account's email: login and status name it by its permission id")
+    func accountWithoutEmail() async throws {
+        try await withSignIn { harness in
+            await harness.emulator.state.setAboutOmitsEmail(true)
+            let login = try await harness.login()
+            #expect(login.status == 0, "\(login.stderr)")
+            #expect(login.stdout.contains("Signed in as Google account 04871234567890123456"))
+            let status = try #require(try await harness.ivy.runAsync("status", "--json").json() as? [String: Any])
+            #expect(status["account"] as? String == "Google account 04871234567890123456")
+        }
+    }
 }

@@ -13,7 +13,7 @@ extension EmulatorState {
             case ("GET", ["pending"]):
                 return .json(200, ["user_codes": pendingUserCodes()])
             case ("POST", ["approve"]):
-                try approve(userCode: body["user_code"] as? String, email: body["email"] as? String)
+                try approve(userCode: body["user_code"] as? String, email: body["email"] as? String, scope: body["scope"] as? String)
                 return ok
             case ("POST", ["deny"]):
                 try deny(userCode: body["user_code"] as? String)
@@ -36,7 +36,7 @@ extension EmulatorState {
             case ("POST", ["faults"]):
                 guard let rule = try? JSONDecoder().decode(FaultRule.self, from: request.body) else {
                     let fields = "method, pathContains, nth, probability, times, status, reason, retryAfterSeconds, "
-                        + "delayMilliseconds, dropAfterBytes, headers, jsonFields, hold"
+                        + "delayMilliseconds, dropAfterBytes, headers, jsonFields, hold, afterHandling"
                     return .json(400, ["error": "a fault rule is JSON with \(fields)"])
                 }
                 addFault(rule)
@@ -77,9 +77,11 @@ extension EmulatorState {
                     return .json(400, ["error": "give email and name (and parents, content as base64, mimeType)"])
                 }
                 let content = (body["content"] as? String).flatMap { Data(base64Encoded: $0) } ?? Data()
+                // "project": null is a file made in Drive's web page; absent, one of ivy's project.
+                let project: String? = body.keys.contains("project") ? body["project"] as? String : EmulatedClient.ivyProject
                 let file = putFile(
                     email: email, name: name, parents: body["parents"] as? [String] ?? ["root"], content: content,
-                    mimeType: body["mimeType"] as? String ?? "application/octet-stream")
+                    mimeType: body["mimeType"] as? String ?? "application/octet-stream", project: project)
                 return .json(200, fileJSON(file))
             case ("POST", _) where segments.count == 3 && segments[0] == "files" && segments[2] == "corrupt":
                 let content = (body["content"] as? String).flatMap { Data(base64Encoded: $0) } ?? Data("{not json".utf8)
@@ -101,6 +103,11 @@ extension EmulatorState {
                 if let seconds = body["token_lifetime"] as? Int { setTokenLifetime(seconds: seconds) }
                 if let cap = body["page_size_cap"] as? Int { setPageSizeCap(cap) }
                 setDeviceCode(lifetime: body["device_code_lifetime"] as? Int, interval: body["poll_interval"] as? Int)
+                if let omits = body["about_omits_email"] as? Bool { setAboutOmitsEmail(omits) }
+                if let limit = body["device_code_limit"] as? Int { setDeviceCodeLimit(perMinute: limit > 0 ? limit : nil) }
+                if let enabled = body["drive_api_enabled"] as? Bool {
+                    setDriveAPI(enabled: enabled, project: body["project"] as? String ?? EmulatedClient.ivyProject)
+                }
                 return ok
             case ("POST", ["accounts"]):
                 guard let email = body["email"] as? String else { return .json(400, ["error": "give email"]) }
@@ -110,7 +117,7 @@ extension EmulatorState {
                 guard let id = body["id"] as? String, let secret = body["secret"] as? String else {
                     return .json(400, ["error": "give id and secret"])
                 }
-                addClient(EmulatedClient(id: id, secret: secret))
+                addClient(EmulatedClient(id: id, secret: secret, project: body["project"] as? String ?? EmulatedClient.ivyProject))
                 return ok
             default:
                 return .json(404, ["error": "no control endpoint \(request.method) \(request.path)"])

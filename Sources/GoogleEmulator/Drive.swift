@@ -30,8 +30,15 @@ extension EmulatorState {
         }
     }
 
+    /// `drive.file`: a client sees the files of its account that an app of its own Cloud
+    /// project created; one made in Drive's web page or by another project's app is not
+    /// there for it (absent from lists, 404 by id).
+    func isVisible(_ file: DriveFile, to email: String) -> Bool {
+        file.owner == email && file.project != nil && file.project == requestProject
+    }
+
     func visibleFile(_ id: String, email: String) -> DriveFile? {
-        guard let file = files[id], file.owner == email else { return nil }
+        guard let file = files[id], isVisible(file, to: email) else { return nil }
         return file
     }
 
@@ -58,13 +65,11 @@ extension EmulatorState {
             return .driveError(400, reason: "required", message: "The 'fields' parameter is required for this method.")
         }
         let account = accounts.first { $0.email == email } ?? EmulatedAccount(email: email)
-        let object: [String: Any] = [
-            "kind": "drive#about",
-            "user": [
-                "kind": "drive#user", "displayName": account.displayName, "me": true,
-                "permissionId": account.permissionID, "emailAddress": account.email,
-            ] as [String: Any],
+        var user: [String: Any] = [
+            "kind": "drive#user", "displayName": account.displayName, "me": true, "permissionId": account.permissionID,
         ]
+        if !aboutOmitsEmail { user["emailAddress"] = account.email }
+        let object: [String: Any] = ["kind": "drive#about", "user": user]
         switch Masking.apply(fields, to: object) {
         case .success(let masked): return .json(200, masked)
         case .failure(let reply): return reply
@@ -98,7 +103,7 @@ extension EmulatorState {
             offset = start
         }
         let matching = files.values
-            .filter { $0.owner == email }
+            .filter { isVisible($0, to: email) }
             .filter { file in
                 query?.matches(.init(name: file.name, mimeType: file.mimeType, parents: file.parents, trashed: isTrashed(file))) ?? true
             }
@@ -170,7 +175,8 @@ extension EmulatorState {
         reservedIDs.remove(id)
         let file = DriveFile(
             id: id, name: new.name, mimeType: new.mimeType ?? mediaType ?? "application/octet-stream", parents: new.parents,
-            owner: email, createdTime: time, modifiedTime: time, content: content, explicitlyTrashed: false)
+            owner: email, createdTime: time, modifiedTime: time, content: content, explicitlyTrashed: false,
+            project: requestProject)
         files[id] = file
         return .success(file)
     }
@@ -209,6 +215,10 @@ extension EmulatorState {
         case .failure(let reply):
             return reply
         case .success(var metadata):
+            // A pre-generated id already used answers 409 as soon as the session is asked for.
+            if let id = metadata.id, files[id] != nil {
+                return .driveError(409, reason: "duplicate", message: "A file already exists with the provided ID.")
+            }
             if metadata.mimeType == nil { metadata.mimeType = request.headers["x-upload-content-type"] }
             let uploadID = token("ADPycd", length: 40)
             uploads[uploadID] = UploadSession(
@@ -230,6 +240,9 @@ extension EmulatorState {
         }
         if let done = session.completedFileID, let file = files[done] {
             return fileReply(file, fields: request.query["fields"])
+        }
+        if session.dead {
+            return .driveError(404, reason: "notFound", message: "No active upload session with this id.")
         }
         let range = request.headers["content-range"].flatMap(ContentRange.parse)
         if request.headers["content-range"] != nil, range == nil {
@@ -320,6 +333,20 @@ extension EmulatorState {
         }
         doomed.forEach { files[$0] = nil }
         return EmulatorReply(status: 204)
+    }
+}
+
+extension EmulatorState {
+    /// Google: "For any 4xx errors (including 403) during a resumable upload, restart the
+    /// upload" (Drive's manage-uploads guide). A session that answered a 4xx other than a
+    /// rate limit (or an expired token, refreshed before the session matters) is dead: it
+    /// answers 404 from then on, so only a new session finishes the upload.
+    func sessionAnswered(_ reply: EmulatorReply, uploadID: String) {
+        guard (400..<500).contains(reply.status), reply.status != 401, reply.status != 429, uploads[uploadID] != nil else { return }
+        let envelope = (try? JSONSerialization.jsonObject(with: reply.body)) as? [String: Any]
+        let reason = ((envelope?["error"] as? [String: Any])?["errors"] as? [[String: Any]])?.first?["reason"] as? String
+        if reply.status == 403, let reason, ["userRateLimitExceeded", "rateLimitExceeded"].contains(reason) { return }
+        uploads[uploadID]?.dead = true
     }
 }
 

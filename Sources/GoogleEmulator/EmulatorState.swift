@@ -71,6 +71,9 @@ struct DeviceSession: Sendable, Codable {
     var interval: Int
     var lastPoll: Date?
     var decision: Decision
+    /// What the person allowed, when less than asked for: Google's consent screen lets them
+    /// untick a scope.
+    var grantedScope: String?
 }
 
 struct RefreshGrant: Sendable, Codable {
@@ -94,6 +97,13 @@ struct NewFile: Sendable {
     var parents: [String]
 }
 
+/// Who is calling Drive: the account, and the Cloud project and scopes of the token's client.
+struct Caller: Sendable {
+    var email: String
+    var project: String
+    var scopes: Set<String>
+}
+
 struct UploadSession: Sendable {
     var email: String
     var metadata: NewFile
@@ -101,6 +111,8 @@ struct UploadSession: Sendable {
     var received: Data
     var createdAt: Date
     var completedFileID: String?
+    /// Answered a 4xx: Google wants a new session (see `sessionAnswered`).
+    var dead = false
 }
 
 /// The emulator's whole state: accounts, clients, sign-ins, tokens, every Drive, upload
@@ -120,6 +132,15 @@ package actor EmulatorState {
     package private(set) var faults: [FaultRule] = []
     /// How files.list misbehaves, if it does.
     package private(set) var listFault: ListFault?
+    /// Cloud projects whose Drive API is turned off: their clients' Drive calls answer 403
+    /// `accessNotConfigured`, as Google does until the API is enabled in the project.
+    package private(set) var driveDisabledProjects: Set<String> = []
+    /// Drive's `about` leaves out `emailAddress`, which Google documents it may do when the
+    /// user has not made the address visible to the requester.
+    package private(set) var aboutOmitsEmail = false
+    /// How many device codes one client may ask for per minute; over it Google answers 403
+    /// `{"error_code":"rate_limit_exceeded"}`. Nil: no limit.
+    package private(set) var deviceCodeLimit: Int?
     /// Filler bytes endless downloads have sent since the last `misreport`: how a test sees
     /// that a client stopped reading.
     package private(set) var endlessBytesSent = 0
@@ -131,6 +152,10 @@ package actor EmulatorState {
     var files: [String: DriveFile] = [:]
     var reservedIDs: Set<String> = []
     var uploads: [String: UploadSession] = [:]
+    var deviceCodeRequests: [String: [Date]] = [:]
+    /// The Cloud project of the Drive request being handled. Handlers run on the actor
+    /// without suspending, so one request's project never leaks into another's.
+    var requestProject: String?
     private var requestWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     private var held: [CheckedContinuation<Void, Never>] = []
     private var heldCount = 0
@@ -177,6 +202,17 @@ package actor EmulatorState {
         if let interval { pollInterval = interval }
     }
 
+    package func setDriveAPI(enabled: Bool, project: String = EmulatedClient.ivyProject) {
+        if enabled { driveDisabledProjects.remove(project) } else { driveDisabledProjects.insert(project) }
+    }
+
+    package func setAboutOmitsEmail(_ omits: Bool) { aboutOmitsEmail = omits }
+
+    package func setDeviceCodeLimit(perMinute limit: Int?) {
+        deviceCodeLimit = limit
+        deviceCodeRequests = [:]
+    }
+
     package func setWriteLimit(_ limit: WriteLimit?) {
         writeLimit = limit
         bucket = limit.map { ($0.burst, now()) }
@@ -211,14 +247,16 @@ package actor EmulatorState {
         return devices.values.filter { $0.decision == .pending && $0.expiresAt > time }.map(\.userCode).sorted()
     }
 
-    /// A person approves a sign-in, choosing the account. With no code given, the only pending one.
-    package func approve(userCode: String?, email: String?) throws(EmulatorControlError) {
+    /// A person approves a sign-in, choosing the account. With no code given, the only pending
+    /// one. `scope` is what they allowed when they unticked some of what was asked for.
+    package func approve(userCode: String?, email: String?, scope: String? = nil) throws(EmulatorControlError) {
         let key = try pendingDevice(userCode)
         let chosen = email ?? accounts.first?.email
         guard let chosen, accounts.contains(where: { $0.email == chosen }) else {
             throw EmulatorControlError("no account \(email ?? "") in the emulator")
         }
         devices[key]?.decision = .approved(email: chosen)
+        devices[key]?.grantedScope = scope
     }
 
     package func deny(userCode: String?) throws(EmulatorControlError) {
@@ -241,12 +279,43 @@ package actor EmulatorState {
         return only.key
     }
 
-    /// Revokes a refresh token (and its access tokens), or every token of an account.
+    /// The Cloud project of a client; a client the emulator no longer knows has none.
+    func project(ofClient id: String) -> String? {
+        clients.first { $0.id == id }?.project
+    }
+
+    /// Revokes as Google does: a token's revocation removes the whole grant of its account to
+    /// the client's Cloud project, killing the tokens of every client of that project
+    /// ("OAuth 2.0 for TV and Limited-Input Device Applications", Token revocation). With an
+    /// email only, every grant of the account (the user removed all access).
     package func revoke(refreshToken: String? = nil, email: String? = nil) {
-        for (token, grant) in refreshTokens where token == refreshToken || grant.email == email {
-            refreshTokens[token]?.revoked = true
-            accessTokens = accessTokens.filter { $0.value.refreshToken != token }
+        if let refreshToken, let grant = refreshTokens[refreshToken] {
+            let project = project(ofClient: grant.clientID)
+            for (token, other) in refreshTokens
+            where other.email == grant.email && (token == refreshToken || (project != nil && self.project(ofClient: other.clientID) == project)) {
+                revokeToken(token)
+            }
         }
+        if let email {
+            for (token, grant) in refreshTokens where grant.email == email { revokeToken(token) }
+        }
+    }
+
+    private func revokeToken(_ refreshToken: String) {
+        refreshTokens[refreshToken]?.revoked = true
+        accessTokens = accessTokens.filter { $0.value.refreshToken != refreshToken }
+    }
+
+    /// A sign-in the emulator grants without the device flow, as another client (the Ivy
+    /// phone app signs in its own way) gets one: returns its access and refresh tokens.
+    package func grant(
+        email: String, clientID: String, scope: String = "https://www.googleapis.com/auth/drive.file"
+    ) throws(EmulatorControlError) -> (access: String, refresh: String) {
+        guard clients.contains(where: { $0.id == clientID }) else { throw EmulatorControlError("no client \(clientID)") }
+        guard accounts.contains(where: { $0.email == email }) else { throw EmulatorControlError("no account \(email)") }
+        let refresh = token("1//0g", length: 48)
+        refreshTokens[refresh] = RefreshGrant(email: email, clientID: clientID, scope: scope, revoked: false)
+        return (issueAccessToken(email: email, refreshToken: refresh), refresh)
     }
 
     /// Every file of one account (or of all), content included.
@@ -254,16 +323,18 @@ package actor EmulatorState {
         files.values.filter { email == nil || $0.owner == email }.sorted { ($0.createdTime, $0.id) < ($1.createdTime, $1.id) }
     }
 
-    /// Puts a file straight into a Drive, as if some client had created it.
+    /// Puts a file straight into a Drive, as if an app of `project` had created it (by
+    /// default one of ivy's project, such as the Ivy app); a nil project is a file a person
+    /// made in Drive's web page.
     @discardableResult
     package func putFile(
         email: String, name: String, parents: [String], content: Data, mimeType: String = "application/octet-stream",
-        modifiedTime: Date? = nil
+        modifiedTime: Date? = nil, project: String? = EmulatedClient.ivyProject
     ) -> DriveFile {
         let time = now()
         let file = DriveFile(
             id: newFileID(), name: name, mimeType: mimeType, parents: parents, owner: email, createdTime: time,
-            modifiedTime: modifiedTime ?? time, content: content, explicitlyTrashed: false)
+            modifiedTime: modifiedTime ?? time, content: content, explicitlyTrashed: false, project: project)
         files[file.id] = file
         return file
     }
@@ -378,18 +449,21 @@ package actor EmulatorState {
         return true
     }
 
-    /// The account behind a bearer token, or why there is none.
-    func account(bearer header: String?) -> Result<String, EmulatorReply> {
+    /// The account, project and scopes behind a bearer token, or why there is none.
+    func caller(bearer header: String?) -> Result<Caller, EmulatorReply> {
         let unauthorized = EmulatorReply.driveError(
             401, reason: "authError",
             message: "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
             headers: ["WWW-Authenticate": "Bearer realm=\"https://accounts.google.com/\", error=\"invalid_token\""])
         guard let header, header.hasPrefix("Bearer ") else { return .failure(unauthorized) }
         let token = String(header.dropFirst("Bearer ".count))
-        guard let grant = accessTokens[token], grant.expiresAt > now(), refreshTokens[grant.refreshToken]?.revoked == false else {
+        guard let grant = accessTokens[token], grant.expiresAt > now(), let refresh = refreshTokens[grant.refreshToken],
+            !refresh.revoked, let project = project(ofClient: refresh.clientID)
+        else {
             return .failure(unauthorized)
         }
-        return .success(grant.email)
+        let scopes = Set(refresh.scope.split(separator: " ").map(String.init))
+        return .success(Caller(email: grant.email, project: project, scopes: scopes))
     }
 }
 

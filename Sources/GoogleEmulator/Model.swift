@@ -14,14 +14,32 @@ package struct EmulatedAccount: Sendable, Codable, Equatable {
     }
 }
 
-/// An OAuth client ("TVs and Limited Input devices") the emulator accepts.
+/// An OAuth client the emulator accepts, and the Google Cloud project it belongs to. The
+/// project is what Google keys grants and `drive.file` visibility on: every client of one
+/// project shares the user's grant (revoking it signs all of them out) and sees the files
+/// any of them created; a client of another project sees none of them.
 package struct EmulatedClient: Sendable, Codable, Equatable {
+    /// The project of ivy's own client and of the Ivy phone app.
+    package static let ivyProject = "ivy-project"
+
     package var id: String
     package var secret: String
+    package var project: String
 
-    package init(id: String, secret: String) {
+    package init(id: String, secret: String, project: String = EmulatedClient.ivyProject) {
         self.id = id
         self.secret = secret
+        self.project = project
+    }
+
+    private enum CodingKeys: String, CodingKey { case id, secret, project }
+
+    /// A state file written before clients had projects: every client was ivy's.
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        secret = try container.decode(String.self, forKey: .secret)
+        project = try container.decodeIfPresent(String.self, forKey: .project) ?? Self.ivyProject
     }
 }
 
@@ -40,6 +58,9 @@ package struct DriveFile: Sendable, Codable, Equatable {
     package var explicitlyTrashed: Bool
     /// How the emulator lies about this file, to test a client against a hostile server.
     package var misreport: Misreport?
+    /// The Cloud project of the app that created the file; nil for one a person made in
+    /// Drive's web page. Under `drive.file` only clients of this project see it.
+    package var project: String? = EmulatedClient.ivyProject
 
     package var isFolder: Bool { mimeType == Self.folderType }
     package var size: Int { content.count }
@@ -106,12 +127,16 @@ package struct FaultRule: Sendable, Codable, Equatable {
     /// Park the matching request, before its body is read, until a test calls `releaseHeld`:
     /// a moment in the middle of a transfer a test can inspect without sleeping.
     package var hold: Bool?
+    /// With a `status`: the request takes effect first, then the fault's answer replaces the
+    /// real one. Google warns that a create answered with an error may still have happened
+    /// (the duplicate hazard pre-generated ids exist for).
+    package var afterHandling: Bool?
 
     package init(
         method: String? = nil, pathContains: String? = nil, nth: Int? = nil, probability: Double? = nil,
         times: Int? = nil, status: Int? = nil, reason: String? = nil, retryAfterSeconds: Int? = nil,
         delayMilliseconds: Int? = nil, dropAfterBytes: Int? = nil, headers: [String: String]? = nil,
-        jsonFields: [String: String]? = nil, hold: Bool? = nil
+        jsonFields: [String: String]? = nil, hold: Bool? = nil, afterHandling: Bool? = nil
     ) {
         self.method = method
         self.pathContains = pathContains
@@ -126,6 +151,7 @@ package struct FaultRule: Sendable, Codable, Equatable {
         self.headers = headers
         self.jsonFields = jsonFields
         self.hold = hold
+        self.afterHandling = afterHandling
     }
 }
 

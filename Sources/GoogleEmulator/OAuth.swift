@@ -16,13 +16,20 @@ extension EmulatorState {
         if let bad = scope.split(separator: " ").map(String.init).first(where: { !allowed.contains($0) }) {
             return .oauthError(400, "invalid_scope", "Invalid device flow scope: \(bad)")
         }
+        if let limit = deviceCodeLimit {
+            // Google's documented answer to too many code requests: 403 with `error_code`, not `error`.
+            let time = now()
+            let recent = (deviceCodeRequests[clientID] ?? []).filter { time.timeIntervalSince($0) < 60 }
+            guard recent.count < limit else { return .json(403, ["error_code": "rate_limit_exceeded"]) }
+            deviceCodeRequests[clientID] = recent + [time]
+        }
         let letters = Array("BCDFGHJKLMNPQRSTVWXZ")
         var generator = SystemRandomNumberGenerator()
         let half = { String((0..<4).map { _ in letters[Int.random(in: 0..<letters.count, using: &generator)] }) }
         let session = DeviceSession(
             deviceCode: token("AH-1Ng", length: 40), userCode: "\(half())-\(half())", clientID: clientID, scope: scope,
             expiresAt: now().addingTimeInterval(TimeInterval(deviceCodeLifetime)), interval: pollInterval, lastPoll: nil,
-            decision: .pending)
+            decision: .pending, grantedScope: nil)
         devices[session.deviceCode] = session
         return .json(200, [
             "device_code": session.deviceCode, "user_code": session.userCode,
@@ -51,8 +58,10 @@ extension EmulatorState {
         }
         let time = now()
         guard session.expiresAt > time else {
+            // Google documents invalid_grant for a device code it no longer takes; RFC 8628's
+            // expired_token is not in its list.
             devices[code] = nil
-            return .oauthError(400, "expired_token", "The device code has expired.")
+            return .oauthError(400, "invalid_grant", "Bad Request")
         }
         // Polling faster than the interval: Google answers slow_down (and RFC 8628 adds 5 s).
         if let last = session.lastPoll, time.timeIntervalSince(last) < Double(session.interval) - 0.05 {
@@ -72,11 +81,12 @@ extension EmulatorState {
         case .approved(let email):
             devices[code] = nil
             let refreshToken = token("1//0g", length: 48)
-            refreshTokens[refreshToken] = RefreshGrant(email: email, clientID: clientID, scope: session.scope, revoked: false)
+            let scope = session.grantedScope ?? session.scope
+            refreshTokens[refreshToken] = RefreshGrant(email: email, clientID: clientID, scope: scope, revoked: false)
             let access = issueAccessToken(email: email, refreshToken: refreshToken)
             return .json(200, [
                 "access_token": access, "expires_in": tokenLifetime, "refresh_token": refreshToken,
-                "scope": session.scope, "token_type": "Bearer",
+                "scope": scope, "token_type": "Bearer",
             ])
         }
     }
@@ -89,7 +99,7 @@ extension EmulatorState {
         return .json(200, ["access_token": access, "expires_in": tokenLifetime, "scope": grant.scope, "token_type": "Bearer"])
     }
 
-    private func issueAccessToken(email: String, refreshToken: String) -> String {
+    func issueAccessToken(email: String, refreshToken: String) -> String {
         let access = token("ya29.a0", length: 60)
         accessTokens[access] = AccessGrant(
             email: email, refreshToken: refreshToken, expiresAt: now().addingTimeInterval(TimeInterval(tokenLifetime)))

@@ -3,6 +3,8 @@ import Foundation
 /// What `ivy-emulator --state FILE` keeps across restarts: accounts, clients, tokens and
 /// every Drive. Sign-ins in progress and upload sessions are not kept.
 struct EmulatorSnapshot: Codable {
+    /// 2 since files and clients carry their Cloud project; absent before.
+    var version: Int?
     var accounts: [EmulatedAccount]
     var clients: [EmulatedClient]
     var refreshTokens: [String: RefreshGrant]
@@ -15,7 +17,7 @@ struct EmulatorSnapshot: Codable {
 extension EmulatorState {
     package func snapshot() throws -> Data {
         let snapshot = EmulatorSnapshot(
-            accounts: accounts, clients: clients, refreshTokens: refreshTokens, accessTokens: accessTokens, files: files,
+            version: 2, accounts: accounts, clients: clients, refreshTokens: refreshTokens, accessTokens: accessTokens, files: files,
             reservedIDs: reservedIDs, tokenLifetime: tokenLifetime)
         return try JSONEncoder().encode(snapshot)
     }
@@ -27,6 +29,10 @@ extension EmulatorState {
         refreshTokens = snapshot.refreshTokens
         accessTokens = snapshot.accessTokens
         files = snapshot.files
+        if snapshot.version == nil {
+            // Before projects, every file was ivy's.
+            for id in files.keys { files[id]?.project = EmulatedClient.ivyProject }
+        }
         reservedIDs = snapshot.reservedIDs
         tokenLifetime = snapshot.tokenLifetime
     }

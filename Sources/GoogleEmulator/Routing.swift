@@ -18,12 +18,40 @@ extension EmulatorState {
         guard path.hasPrefix("/drive/v3/") || path.hasPrefix("/upload/drive/v3/") else {
             return (.driveError(404, reason: "notFound", message: "No such endpoint: \(request.method) \(path)"), nil)
         }
-        let email: String
-        switch account(bearer: request.headers["authorization"]) {
-        case .success(let found): email = found
+        let caller: Caller
+        switch self.caller(bearer: request.headers["authorization"]) {
+        case .success(let found): caller = found
         case .failure(let reply): return (reply, nil)
         }
-        return (drive(request, email: email, baseURL: baseURL), email)
+        if driveDisabledProjects.contains(caller.project) { return (Self.accessNotConfigured(caller.project), caller.email) }
+        guard !caller.scopes.isDisjoint(with: Self.driveScopes) else {
+            // What Drive answers a token granted without any Drive scope (the person unticked it).
+            let reply = EmulatorReply.driveError(
+                403, reason: "insufficientPermissions", message: "Request had insufficient authentication scopes.")
+            return (reply, caller.email)
+        }
+        requestProject = caller.project
+        defer { requestProject = nil }
+        return (drive(request, email: caller.email, baseURL: baseURL), caller.email)
+    }
+
+    static let driveScopes: Set<String> = [
+        "https://www.googleapis.com/auth/drive", "https://www.googleapis.com/auth/drive.file",
+        "https://www.googleapis.com/auth/drive.appdata",
+    ]
+
+    /// Google's answer while the Drive API is not enabled in the caller's Cloud project, in
+    /// the words it uses (domain usageLimits, reason accessNotConfigured).
+    static func accessNotConfigured(_ project: String) -> EmulatorReply {
+        let link = "https://console.developers.google.com/apis/api/drive.googleapis.com/overview?project=\(project)"
+        let message = "Google Drive API has not been used in project \(project) before or it is disabled. Enable it by visiting "
+            + "\(link) then retry. If you enabled this API recently, wait a few minutes for the action to propagate to our systems and retry."
+        return .json(403, [
+            "error": [
+                "code": 403, "message": message, "status": "PERMISSION_DENIED",
+                "errors": [["domain": "usageLimits", "reason": "accessNotConfigured", "message": message, "extendedHelp": link]],
+            ] as [String: Any]
+        ])
     }
 
     private func drive(_ request: EmulatedRequest, email: String, baseURL: String) -> EmulatorReply {

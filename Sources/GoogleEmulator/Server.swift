@@ -10,7 +10,16 @@ package final class GoogleEmulator: Sendable {
         EmulatedAccount(email: "alice@example.com", permissionID: "04871234567890123456"),
         EmulatedAccount(email: "bob@example.com", permissionID: "09998765432109876543"),
     ]
+    /// ivy's client: "TVs and Limited Input devices", in the Ivy app's Cloud project.
     package static let defaultClient = EmulatedClient(id: "ivy-emulator.apps.googleusercontent.com", secret: "emulator-secret")
+    /// The Ivy phone app's client: another client of the same project, so it shares the
+    /// user's grant and sees the files ivy makes (and ivy sees its files).
+    package static let appClient = EmulatedClient(id: "ivy-app.apps.googleusercontent.com", secret: "app-secret")
+    /// Some other app, of another Cloud project: under drive.file it and ivy see none of
+    /// each other's files, and its grant is its own.
+    package static let otherProjectClient = EmulatedClient(
+        id: "other-app.apps.googleusercontent.com", secret: "other-secret", project: "another-project")
+    package static let defaultClients = [defaultClient, appClient, otherProjectClient]
 
     package let state: EmulatorState
     /// `http://127.0.0.1:PORT` (or `http://[::1]:PORT`), without a trailing slash.
@@ -27,7 +36,7 @@ package final class GoogleEmulator: Sendable {
     /// free one. Returns once it accepts connections.
     package static func start(
         host: String = "127.0.0.1", port: Int = 0, accounts: [EmulatedAccount] = defaultAccounts,
-        clients: [EmulatedClient] = [defaultClient], state existing: EmulatorState? = nil
+        clients: [EmulatedClient] = defaultClients, state existing: EmulatorState? = nil
     ) async throws -> GoogleEmulator {
         let state = existing ?? EmulatorState(accounts: accounts, clients: clients)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
@@ -110,28 +119,28 @@ struct EmulatorResponder: HTTPResponder {
                     break
                 }
             }
-        } else if fault?.status == nil {
+        } else if fault?.status == nil || fault?.afterHandling == true {
             let collected = try await request.body.collect(upTo: Self.bodyLimit)
             body = Data(collected.readableBytesView)
         }
 
         var reply: EmulatorReply
         var account: String?
-        if let fault, let status = fault.status, !truncated {
-            if status < 400 {
-                // Not an error: just the status and the headers the rule names (a 308 with a bad Range).
-                reply = EmulatorReply(status: status, headers: fault.headers ?? [:])
-            } else {
-                var extra = fault.headers ?? [:]
-                if let seconds = fault.retryAfterSeconds { extra["Retry-After"] = String(seconds) }
-                reply = .driveError(status, reason: fault.reason ?? Self.defaultReason(status), message: "Injected fault.", headers: extra)
-            }
+        let query = Self.queryItems(rawQuery)
+        if let fault, fault.status != nil, fault.afterHandling != true, !truncated {
+            reply = Self.faultReply(fault, path: path)
         } else {
-            var emulated = EmulatedRequest(method: method, path: path, query: Self.queryItems(rawQuery), headers: headers, body: body)
+            var emulated = EmulatedRequest(method: method, path: path, query: query, headers: headers, body: body)
             emulated.truncated = truncated
             let base = "http://\(request.head.authority ?? headers["host"] ?? "127.0.0.1")"
             (reply, account) = await state.handle(emulated, baseURL: base)
-            if let fault { reply = Self.patched(reply, by: fault) }
+            if let fault {
+                let replaced = fault.afterHandling == true && fault.status != nil && !truncated
+                reply = replaced ? Self.faultReply(fault, path: path) : Self.patched(reply, by: fault)
+            }
+        }
+        if method == "PUT", path == "/upload/drive/v3/files", let uploadID = query["upload_id"] {
+            await state.sessionAnswered(reply, uploadID: uploadID)
         }
         let drop = truncated ? 0 : fault?.dropAfterBytes
         // The control API is the test talking, not ivy: it stays out of the log.
@@ -141,6 +150,27 @@ struct EmulatorResponder: HTTPResponder {
                 start: started, end: await state.now(), bytes: body.count))
         }
         return Self.response(reply, dropAfter: drop, state: state)
+    }
+
+    /// OAuth's endpoints answer errors in their own flat shape; the rest is Drive's envelope.
+    static let oauthPaths: Set<String> = ["/device/code", "/token", "/revoke"]
+
+    /// A fault rule's answer. Below 400 it is just the status and the rule's headers (a 308
+    /// with a bad Range); an error has Google's body for the endpoint, with Retry-After when
+    /// the rule gives one.
+    static func faultReply(_ fault: FaultRule, path: String) -> EmulatorReply {
+        let status = fault.status ?? 500
+        guard status >= 400 else { return EmulatorReply(status: status, headers: fault.headers ?? [:]) }
+        var extra = fault.headers ?? [:]
+        if let seconds = fault.retryAfterSeconds { extra["Retry-After"] = String(seconds) }
+        guard !oauthPaths.contains(path) else {
+            // Google's token endpoint names a server-side failure `internal_failure` (what
+            // google-auth-library-python retries on).
+            var reply = EmulatorReply.oauthError(status, fault.reason ?? (status >= 500 ? "internal_failure" : "invalid_request"), "Injected fault.")
+            reply.headers.merge(extra) { $1 }
+            return reply
+        }
+        return .driveError(status, reason: fault.reason ?? defaultReason(status), message: "Injected fault.", headers: extra)
     }
 
     static func defaultReason(_ status: Int) -> String {

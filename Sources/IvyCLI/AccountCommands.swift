@@ -47,6 +47,11 @@ struct LoginCommand: AsyncParsableCommand {
             """)
         context.output.flush()
         let tokens = try await flow.waitForApproval(authorization)
+        // Google's consent screen lets a person untick what ivy asks for; a sign-in without
+        // drive.file could do nothing. (Not revoked: that would sign the Ivy app out too.)
+        if let scope = tokens.scope, !scope.split(separator: " ").contains(Substring(DeviceFlow.scope)) {
+            throw GoogleError.missingDriveScope
+        }
         let account = try await DriveAccount.fetch(drive: endpoints.drive, accessToken: tokens.accessToken, transport: effects.transport)
         let token = StoredToken(
             accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt, scope: tokens.scope,
@@ -60,7 +65,8 @@ struct LoginCommand: AsyncParsableCommand {
                 the next `ivy sync` uploads the whole library to \(Display.safe(account.email)). Queued changes are kept.
                 """)
         }
-        context.output.line("Signed in as \(Display.safe(account.email))")
+        let unnamed = account.emailShown ? "" : " (Google does not show ivy this account's email address)"
+        context.output.line("Signed in as \(Display.safe(account.email))\(unnamed)")
         return token
     }
 }
@@ -68,14 +74,46 @@ struct LoginCommand: AsyncParsableCommand {
 struct LogoutCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "logout",
-        abstract: "Sign out: revoke the sign-in at Google and delete the token file.",
-        discussion: "When Google cannot be reached the token file is deleted anyway, with a warning.")
+        abstract: "Sign out on this computer: delete the saved sign-in. The Ivy app stays signed in.",
+        discussion: """
+            Deletes token.json and nothing else. --revoke also withdraws the access at Google, which Google does \
+            for every app of the Google Cloud project ivy shares with the Ivy app: the Ivy app on every phone and \
+            tablet, and ivy on your other computers, are signed out too. It asks first on a terminal; --yes is for \
+            scripts. When Google cannot be reached the token file is deleted anyway, with a warning.
+            """)
 
     @OptionGroup var global: GlobalOptions
+    @Flag(help: "Also revoke the access at Google: this signs the Ivy app and your other devices out too.") var revoke = false
+    @Flag(help: "With --revoke: do not ask for confirmation.") var yes = false
+
+    /// What revoking does, said before it is done: Google's revocation is per Cloud project
+    /// ("removes all OAuth 2.0 scopes previously granted to a project ... for all clients
+    /// registered under that project"), and the Ivy app is a client of the same project.
+    static let consequence = """
+        Revoking withdraws this Google account's access for every app of the Google Cloud project ivy shares with \
+        the Ivy app: the Ivy app on your phones and tablets, and ivy on your other computers, will be signed out \
+        too and must sign in again.
+        """
+
+    func validate() throws {
+        if yes && !revoke { throw ValidationError("--yes only goes with --revoke") }
+    }
 
     func run() async throws {
         let context = try global.context()
         let store = context.tokenStore
+        if revoke, !yes {
+            guard context.stdinIsTerminal else {
+                throw ValidationError("logout --revoke signs the Ivy app out too, so it asks first; run it on a terminal or pass --yes")
+            }
+            guard let token = store.load() else { return context.output.line("Not signed in.") }
+            context.output.line(Self.consequence)
+            context.output.line("Revoke the access of \(Display.safe(token.email))? [y/N] ")
+            context.output.flush()
+            guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+                return context.output.line("Nothing changed.")
+            }
+        }
         // A sync running now would write its refreshed token back after the delete.
         let lock = try context.waitForSyncLock()
         defer { withExtendedLifetime(lock) {} }
@@ -83,11 +121,19 @@ struct LogoutCommand: AsyncParsableCommand {
             store.delete()
             return context.output.line("Not signed in.")
         }
+        guard revoke else {
+            store.delete()
+            return context.output.line(
+                "Signed out of \(Display.safe(token.email)) on this computer; the Ivy app and your other devices stay signed in.")
+        }
+        var revoked = false
         if let revocable = token.refreshToken ?? token.accessToken {
             do {
                 let response = try await DeviceFlow.revoke(
                     revocable, endpoints: try context.endpoints(), transport: context.google.transport)
-                if response.status != 200, response.status != 400 {
+                // 400 is Google's answer for a token it no longer knows: already revoked.
+                revoked = response.status == 200 || response.status == 400
+                if !revoked {
                     context.output.error("warning: Google answered \(response.status) to the revocation; the sign-in may stay listed in your Google account's third-party access")
                 }
             } catch {
@@ -95,6 +141,10 @@ struct LogoutCommand: AsyncParsableCommand {
             }
         }
         store.delete()
-        context.output.line("Signed out of \(Display.safe(token.email))")
+        guard revoked else { return context.output.line("Signed out of \(Display.safe(token.email)) on this computer.") }
+        context.output.line("""
+            Signed out of \(Display.safe(token.email)) and revoked its access at Google: the Ivy app and ivy on your \
+            other devices must sign in again.
+            """)
     }
 }

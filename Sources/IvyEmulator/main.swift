@@ -32,7 +32,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Add an account (repeatable).", valueName: "EMAIL")) var account: [String] = []
 
     func run() async throws {
-        let emulatorState = EmulatorState(accounts: GoogleEmulator.defaultAccounts, clients: [GoogleEmulator.defaultClient])
+        let emulatorState = EmulatorState(accounts: GoogleEmulator.defaultAccounts, clients: GoogleEmulator.defaultClients)
         if let state, FileManager.default.fileExists(atPath: state) {
             do {
                 try await emulatorState.restore(from: Data(contentsOf: URL(fileURLWithPath: state)))

@@ -87,7 +87,10 @@ package struct DeviceFlow: Sendable {
             case "authorization_pending": continue
             case "slow_down": interval += 5
             case "access_denied": throw GoogleError.accessDenied
-            case "expired_token": throw GoogleError.codeExpired
+            // Google answers invalid_grant for a device code it no longer takes (its own
+            // clock passed the code's deadline a little before ivy's did); RFC 8628 says
+            // expired_token. A code ivy polls for was never redeemed, so either means expired.
+            case "invalid_grant", "expired_token": throw GoogleError.codeExpired
             case "invalid_client": throw GoogleError.invalidClient
             default:
                 guard response.status >= 500 else { throw Self.failure(response) }
@@ -118,9 +121,12 @@ package struct DeviceFlow: Sendable {
     }
 
     static func failure(_ response: HTTPResponse) -> GoogleError {
+        // The device-code quota answer keys its code as `error_code`, not `error` (Google's
+        // "OAuth 2.0 for TV and Limited-Input Device Applications", Step 1).
+        if response.status == 403, response.json?["error_code"] as? String == "rate_limit_exceeded" { return .codeRateLimited }
         switch response.json?["error"] as? String {
-        case "invalid_client": .invalidClient
-        default: GoogleError.from(response)
+        case "invalid_client": return .invalidClient
+        default: return GoogleError.from(response)
         }
     }
 }

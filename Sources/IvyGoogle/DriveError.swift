@@ -6,6 +6,8 @@ package struct DriveError: LocalizedError, Equatable, Sendable {
     package enum Kind: String, Sendable {
         case rateLimited, server, network, driveFull, notFound, forbidden, badRequest, unauthorized
         case fileTooLarge, integrity, unexpected
+        /// The Cloud project or the sign-in is not set up for Drive: a person must act.
+        case setup
     }
 
     package var kind: Kind
@@ -36,6 +38,13 @@ package struct DriveError: LocalizedError, Equatable, Sendable {
 
     static func from(_ response: HTTPResponse, context: String) -> DriveError {
         let parsed = GoogleError.from(response)
+        switch parsed {
+        case .driveAPIDisabled:
+            return DriveError(.setup, status: response.status, reason: "accessNotConfigured", message: "\(context): \(parsed.localizedDescription)")
+        case .missingDriveScope:
+            return DriveError(.setup, status: response.status, reason: "insufficientPermissions", message: "\(context): \(parsed.localizedDescription)")
+        default: break
+        }
         guard case .http(let status, let reason, let message) = parsed else {
             return DriveError(.unexpected, status: response.status, message: "\(context): unexpected answer \(response.status)")
         }

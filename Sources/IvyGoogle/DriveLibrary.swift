@@ -212,8 +212,10 @@ extension DriveClient {
     }
 
     /// Uploads an MP3 through a resumable session, streamed from disk. After a dropped
-    /// connection or a 5xx it asks the session what arrived and sends only the rest; an
-    /// expired session starts over. Over the 50 MB cap it fails before any request.
+    /// connection, a 5xx or a rate limit it asks the session what arrived and sends only the
+    /// rest; a session that expired or answered another 4xx starts over (Google: "For any 4xx
+    /// errors (including 403) during a resumable upload, restart the upload"), at most three
+    /// sessions in all. Over the 50 MB cap it fails before any request.
     package func uploadMP3(name: String, file: URL, folder: String, replacing: [RemoteFile]) async throws -> UploadedFile {
         let size = try Self.fileSize(file)
         guard size <= AudioRules.maximumBytes else {
@@ -224,14 +226,27 @@ extension DriveClient {
         let context = "uploading \(name)"
         var sessions = 0
         var failures = 0
+        var ended = "the upload session expired"
         while true {
             sessions += 1
             let session: URL
             do {
-                session = try await startSession(id: id, name: name, folder: folder, size: size, context: context)
-            } catch let error as DriveError where Self.idNotUsable(error) && sessions == 1 {
-                id = try await ids.next()
-                session = try await startSession(id: id, name: name, folder: folder, size: size, context: context)
+                do {
+                    session = try await startSession(id: id, name: name, folder: folder, size: size, context: context)
+                } catch let error as DriveError where Self.idNotUsable(error) && sessions == 1 {
+                    id = try await ids.next()
+                    session = try await startSession(id: id, name: name, folder: folder, size: size, context: context)
+                }
+            } catch let error as DriveError where error.status == 409 {
+                // A file with this upload's own id exists: an earlier session finished though
+                // its answer was lost. Read what Drive made, as the multipart path does.
+                do {
+                    return try await existing(id, context: context)
+                } catch let gone as DriveError where gone.status == 404 && sessions < 3 {
+                    // Made, then deleted since (another device replaced it): upload it again.
+                    id = try await ids.next()
+                    continue
+                }
             }
             var offset: Int64 = 0
             var needsStatus = false
@@ -286,19 +301,34 @@ extension DriveClient {
                     // Everything arrived yet the upload is not finished: ask for its result.
                     needsStatus = offset == size
                 case 404, 410:
+                    ended = "the upload session expired"
                     break sessionLoop
                 case 409:
                     return try await existing(id, context: context)
                 default:
                     let error = DriveError.from(response, context: context)
+                    if Self.endsSession(response.status, error) {
+                        ended = "Drive ended the upload session (\(response.status)\(error.reason.map { " \($0)" } ?? ""))"
+                        break sessionLoop
+                    }
                     failures += 1
                     guard error.isRetryable, failures <= http.policy.maxAttempts else { throw error }
-                    try await http.sleep(http.policy.delay(attempt: failures, retryAfter: nil, random: Double.random(in: 0...1)))
+                    let retryAfter = response.headers["retry-after"].flatMap { Int($0) }.map { Duration.seconds(max(0, $0)) }
+                    try await http.sleep(http.policy.delay(attempt: failures, retryAfter: retryAfter, random: Double.random(in: 0...1)))
                     needsStatus = true
                 }
             }
-            guard sessions < 3 else { throw DriveError(.server, message: "\(context): the upload session expired three times") }
+            guard sessions < 3 else {
+                throw DriveError(.server, message: "\(context): \(ended), three sessions in a row; the next sync tries again")
+            }
         }
+    }
+
+    /// A 4xx that means this session is dead and a new one may succeed. Not a rate limit
+    /// (wait, then ask the same session), not an expired token (refreshed already), and not
+    /// what no new session can fix (a full Drive, a project or sign-in not set up for Drive).
+    static func endsSession(_ status: Int, _ error: DriveError) -> Bool {
+        (400..<500).contains(status) && status != 401 && ![.rateLimited, .driveFull, .setup].contains(error.kind)
     }
 
     private func startSession(id: String, name: String, folder: String, size: Int64, context: String) async throws -> URL {

@@ -8,6 +8,13 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
     case invalidClient
     case accessDenied
     case codeExpired
+    /// Too many sign-in codes asked for: Google's 403 `{"error_code":"rate_limit_exceeded"}`.
+    case codeRateLimited
+    /// Drive's 403 `accessNotConfigured`: the Drive API is off in the OAuth client's Cloud
+    /// project. `link` is the console page Google names for enabling it.
+    case driveAPIDisabled(link: String?)
+    /// Drive's 403 `insufficientPermissions`: the sign-in does not include the drive.file scope.
+    case missingDriveScope
     /// The refresh token was revoked or expired: signed out until `ivy login`.
     case signedOut(reason: String)
     case notSignedIn
@@ -31,6 +38,14 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
             "Google does not accept the OAuth client (invalid_client); check client_id and client_secret, and that the client's type is \"TVs and Limited Input devices\""
         case .accessDenied: "the sign-in was denied in the browser; run `ivy login` to try again"
         case .codeExpired: "the sign-in code expired before it was approved; run `ivy login` again"
+        case .codeRateLimited:
+            "Google is not handing out more sign-in codes for this OAuth client right now (rate_limit_exceeded); wait a few minutes, then run `ivy login` again"
+        case .driveAPIDisabled(let link):
+            """
+            the Google Drive API is not enabled in the Google Cloud project of ivy's OAuth client (accessNotConfigured);             enable it at \(link ?? "console.cloud.google.com: APIs & Services > Library > Google Drive API > Enable"),             wait a few minutes, then try again
+            """
+        case .missingDriveScope:
+            "the sign-in does not let ivy use its files in Google Drive (insufficientPermissions); run `ivy login` again and allow access to the Drive files ivy uses"
         case .signedOut(let reason): "signed out: \(reason); run `ivy login`"
         case .notSignedIn: "not signed in; run `ivy login`"
         case .http(let status, let reason, let message):
@@ -45,7 +60,15 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
         let json = response.json
         if let envelope = json?["error"] as? [String: Any] {
             let reason = (envelope["errors"] as? [[String: Any]])?.first?["reason"] as? String
-            return .http(status: response.status, reason: reason, message: envelope["message"] as? String ?? "no message")
+            let message = envelope["message"] as? String ?? "no message"
+            switch (response.status, reason) {
+            case (403, "accessNotConfigured"?):
+                // Google's message names the page that enables the API in the right project.
+                let link = message.firstMatch(of: /https:\/\/console\.(developers|cloud)\.google\.com\/[^\s"]+/).map { String($0.output.0) }
+                return .driveAPIDisabled(link: link)
+            case (403, "insufficientPermissions"?): return .missingDriveScope
+            default: return .http(status: response.status, reason: reason, message: message)
+            }
         }
         if let code = json?["error"] as? String {
             return .http(status: response.status, reason: code, message: json?["error_description"] as? String ?? code)

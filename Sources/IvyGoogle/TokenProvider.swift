@@ -11,17 +11,22 @@ package actor TokenProvider {
     private let endpoints: GoogleEndpoints
     private let credentials: ClientCredentials
     private let effects: GoogleEffects
+    private let policy: RetryPolicy
     private var token: StoredToken
     private var refreshing: Task<String, any Error>?
     /// How many refresh requests this provider made: tests and the report count them.
     package private(set) var refreshCount = 0
 
-    package init(token: StoredToken, store: TokenStore, endpoints: GoogleEndpoints, credentials: ClientCredentials, effects: GoogleEffects) {
+    package init(
+        token: StoredToken, store: TokenStore, endpoints: GoogleEndpoints, credentials: ClientCredentials, effects: GoogleEffects,
+        policy: RetryPolicy = RetryPolicy()
+    ) {
         self.token = token
         self.store = store
         self.endpoints = endpoints
         self.credentials = credentials
         self.effects = effects
+        self.policy = policy
     }
 
     package var account: (email: String, permissionID: String) { (token.email, token.permissionID) }
@@ -50,26 +55,40 @@ package actor TokenProvider {
         return try result.get()
     }
 
+    /// Asks the token endpoint for a new access token. A network error, 408, 429, 5xx or an
+    /// OAuth `internal_failure`/`server_error`/`temporarily_unavailable` is retried under the
+    /// Drive calls' policy (google-auth-library-python's `_can_retry` retries the same);
+    /// only `invalid_grant` means the sign-in is over.
     private func performRefresh() async throws -> String {
         guard let refreshToken = token.refreshToken else { throw GoogleError.notSignedIn }
-        refreshCount += 1
-        let response = try await FormPost.send(effects.transport, endpoints.oauth.appendingPathComponent("token"), [
-            "client_id": credentials.id, "client_secret": credentials.secret,
-            "grant_type": "refresh_token", "refresh_token": refreshToken,
-        ])
-        guard response.status == 200 else {
-            let error = response.json?["error"] as? String
-            if error == "invalid_grant" {
-                let reason = "Google no longer accepts the saved sign-in (revoked, or expired: apps in testing get 7-day sign-ins)"
-                token.signedOutReason = reason
-                token.signedOutAt = effects.clock.now()
-                token.accessToken = nil
-                token.expiresAt = nil
-                try? store.save(token)
-                throw GoogleError.signedOut(reason: reason)
+        var attempt = 0
+        var waited = Duration.zero
+        var response: HTTPResponse
+        while true {
+            try Task.checkCancellation()
+            attempt += 1
+            refreshCount += 1
+            let failure: GoogleError
+            var retryAfter: Duration?
+            do {
+                response = try await FormPost.send(effects.transport, endpoints.oauth.appendingPathComponent("token"), [
+                    "client_id": credentials.id, "client_secret": credentials.secret,
+                    "grant_type": "refresh_token", "refresh_token": refreshToken,
+                ])
+                if response.status == 200 { break }
+                let error = response.json?["error"] as? String
+                if error == "invalid_grant" { throw signOut() }
+                if error == "invalid_client" { throw GoogleError.invalidClient }
+                guard Self.isRetryable(response) else { throw GoogleError.from(response) }
+                failure = GoogleError.from(response)
+                retryAfter = response.headers["retry-after"].flatMap { Int($0) }.map { .seconds(max(0, $0)) }
+            } catch GoogleError.network(let message) {
+                failure = .network(message)
             }
-            if error == "invalid_client" { throw GoogleError.invalidClient }
-            throw GoogleError.from(response)
+            let wait = policy.delay(attempt: attempt, retryAfter: retryAfter, random: Double.random(in: 0...1))
+            guard attempt < policy.maxAttempts, waited + wait <= policy.maxTotal else { throw failure }
+            try await effects.sleep(wait)
+            waited += wait
         }
         let granted = try DeviceFlow.tokens(response, now: effects.clock.now())
         token.accessToken = granted.accessToken
@@ -77,6 +96,23 @@ package actor TokenProvider {
         if let rotated = granted.refreshToken { token.refreshToken = rotated }
         try store.save(token)
         return granted.accessToken
+    }
+
+    /// Google refused the refresh token: recorded in the token file, so `status` can say why.
+    private func signOut() -> GoogleError {
+        let reason = "Google no longer accepts the saved sign-in (revoked, or expired: apps in testing get 7-day sign-ins)"
+        token.signedOutReason = reason
+        token.signedOutAt = effects.clock.now()
+        token.accessToken = nil
+        token.expiresAt = nil
+        try? store.save(token)
+        return GoogleError.signedOut(reason: reason)
+    }
+
+    static func isRetryable(_ response: HTTPResponse) -> Bool {
+        if [408, 429].contains(response.status) || (500...599).contains(response.status) { return true }
+        let error = response.json?["error"] as? String
+        return ["internal_failure", "server_error", "temporarily_unavailable"].contains(error ?? "")
     }
 }
 
@@ -115,8 +151,11 @@ package struct AuthorizedTransport: Sendable {
 
 /// Who signed in, from Drive's `about` (`fields=user`).
 package struct DriveAccount: Sendable, Equatable {
+    /// The account's address, or "Google account PERMISSION_ID" when Drive does not show it.
     package var email: String
     package var permissionID: String
+    /// False when Drive left the address out and `email` names the permission id instead.
+    package var emailShown = true
 
     package static func fetch(drive: URL, accessToken: String, transport: any HTTPTransport) async throws -> DriveAccount {
         var components = URLComponents(url: drive.appendingPathComponent("drive/v3/about"), resolvingAgainstBaseURL: false)
@@ -131,6 +170,12 @@ package struct DriveAccount: Sendable, Equatable {
         guard response.status == 200, let user = response.json?["user"] as? [String: Any],
             let permissionID = user["permissionId"] as? String
         else { throw GoogleError.from(response) }
-        return DriveAccount(email: user["emailAddress"] as? String ?? "unknown", permissionID: permissionID)
+        // Drive's User resource: the address "may not be present in certain contexts if the
+        // user has not made their email address visible to the requester". The permission id
+        // always is, and is what ivy keys the account on anyway.
+        guard let email = user["emailAddress"] as? String, !email.isEmpty else {
+            return DriveAccount(email: "Google account \(permissionID)", permissionID: permissionID, emailShown: false)
+        }
+        return DriveAccount(email: email, permissionID: permissionID)
     }
 }

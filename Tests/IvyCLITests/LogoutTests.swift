@@ -1,0 +1,150 @@
+import Foundation
+import GoogleEmulator
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension SignInHarness {
+    /// The Ivy phone app signed in as alice: a client of ivy's Cloud project with its own grant.
+    func phoneSignsIn() async throws -> String {
+        try await emulator.state.grant(email: "alice@example.com", clientID: GoogleEmulator.appClient.id).refresh
+    }
+
+    /// What the token endpoint answers when `client` refreshes `token`, over real HTTP.
+    func refreshStatus(_ token: String, client: EmulatedClient = GoogleEmulator.appClient) async throws -> Int {
+        var request = URLRequest(url: emulator.baseURL.appendingPathComponent("token"))
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        let form = ["client_id": client.id, "client_secret": client.secret, "grant_type": "refresh_token", "refresh_token": token]
+        request.httpBody = Data(form.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }
+            .joined(separator: "&").utf8)
+        let (_, response) = try await URLSession.shared.data(for: request)
+        return (response as? HTTPURLResponse)?.statusCode ?? 0
+    }
+
+    var revocations: Int {
+        get async { await emulator.state.requests.filter { $0.path == "/revoke" }.count }
+    }
+}
+
+extension IvyHome {
+    /// Runs `ivy` with a pseudo-terminal as standard input and `input` typed into it: a
+    /// person answering a question on a terminal. Output goes to files, as in `run`.
+    func runOnTerminal(_ arguments: [String], typing input: String) async throws -> RunResult {
+        try await offCooperativePool { [self] in
+            // posix_openpt and friends are not in Swift's Glibc module; this is what they do:
+            // unlock the new pseudo-terminal (TIOCSPTLCK) and ask its number (TIOCGPTN).
+            let primary = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+            guard primary >= 0 else { throw CocoaError(.fileReadUnknown) }
+            defer { close(primary) }
+            var unlock: CInt = 0
+            var number: CUnsignedInt = 0
+            guard ioctl(primary, UInt(0x4004_5431), &unlock) == 0, ioctl(primary, UInt(0x8004_5430), &number) == 0 else {
+                throw CocoaError(.fileReadUnknown)
+            }
+            let secondary = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
+            guard secondary >= 0 else { throw CocoaError(.fileReadUnknown) }
+            let terminal = FileHandle(fileDescriptor: secondary, closeOnDealloc: true)
+            let out = path + "/.stdout-\(UUID().uuidString)", err = path + "/.stderr-\(UUID().uuidString)"
+            _ = FileManager.default.createFile(atPath: out, contents: nil)
+            _ = FileManager.default.createFile(atPath: err, contents: nil)
+            defer {
+                try? FileManager.default.removeItem(atPath: out)
+                try? FileManager.default.removeItem(atPath: err)
+            }
+            let process = Process()
+            process.executableURL = Self.binary
+            process.arguments = arguments
+            process.environment = environment
+            process.standardInput = terminal
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
+            // Typed ahead: the terminal keeps the line until ivy reads it.
+            _ = input.utf8CString.withUnsafeBufferPointer { write(primary, $0.baseAddress, $0.count - 1) }
+            try process.run()
+            process.waitUntilExit()
+            try terminal.close()
+            return RunResult(
+                status: process.terminationStatus,
+                stdout: String(decoding: FileManager.default.contents(atPath: out) ?? Data(), as: UTF8.self),
+                stderr: String(decoding: FileManager.default.contents(atPath: err) ?? Data(), as: UTF8.self))
+        }
+    }
+}
+
+/// Google revokes a grant for every client of the Cloud project ("OAuth 2.0 for TV and
+/// Limited-Input Device Applications", Token revocation), and ivy shares the Ivy app's project:
+/// revoking from ivy would sign the phone out too.
+@Suite("ivy logout leaves the Ivy app signed in; --revoke says what it does first")
+struct LogoutTests {
+    @Test("logout deletes the local sign-in only: nothing is revoked and the Ivy app stays signed in")
+    func localOnly() async throws {
+        try await withSignIn { harness in
+            _ = try await harness.login()
+            let phone = try await harness.phoneSignsIn()
+            let result = try await harness.ivy.runAsync("logout")
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains("Signed out of alice@example.com on this computer") && result.stdout.contains("stay signed in"))
+            #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
+            #expect(await harness.revocations == 0)
+            #expect(try await harness.refreshStatus(phone) == 200, "the phone is still signed in")
+            let status = try #require(try await harness.ivy.runAsync("status", "--json").json() as? [String: Any])
+            #expect(status["authenticated"] as? Bool == false)
+        }
+    }
+
+    @Test("logout --revoke without a terminal refuses, naming --yes, and changes nothing")
+    func revokeNeedsConfirmation() async throws {
+        try await withSignIn { harness in
+            _ = try await harness.login()
+            let result = try await harness.ivy.runAsync("logout", "--revoke")
+            #expect(result.status == 64)
+            #expect(result.stderr.contains("--yes") && result.stderr.contains("Ivy app"))
+            #expect(FileManager.default.fileExists(atPath: harness.tokenFile))
+            #expect(await harness.revocations == 0)
+            #expect(try await harness.ivy.runAsync("logout", "--yes").status == 64, "--yes alone means nothing")
+        }
+    }
+
+    @Test("logout --revoke --yes revokes at Google, which signs the Ivy app out too, and says so")
+    func revokeForScripts() async throws {
+        try await withSignIn { harness in
+            _ = try await harness.login()
+            let phone = try await harness.phoneSignsIn()
+            let result = try await harness.ivy.runAsync("logout", "--revoke", "--yes")
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains("revoked its access at Google") && result.stdout.contains("Ivy app"))
+            #expect(await harness.emulator.state.requests.contains { $0.path == "/revoke" && $0.status == 200 })
+            #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
+            #expect(try await harness.refreshStatus(phone) == 400, "Google's revocation covers the whole project")
+        }
+    }
+
+    @Test("logout --revoke on a terminal explains what revoking does and asks; only yes revokes",
+        arguments: [("y\n", true), ("n\n", false), ("\n", false)])
+    func revokeOnTerminal(answer: String, revokes: Bool) async throws {
+        try await withSignIn { harness in
+            _ = try await harness.login()
+            let result = try await harness.ivy.runOnTerminal(["logout", "--revoke"], typing: answer)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains("the Ivy app on your phones and tablets") && result.stdout.contains("[y/N]"))
+            #expect(await harness.revocations == (revokes ? 1 : 0))
+            #expect(FileManager.default.fileExists(atPath: harness.tokenFile) == !revokes)
+            if !revokes { #expect(result.stdout.hasSuffix("Nothing changed.\n")) }
+        }
+    }
+
+    @Test("logout --revoke with Google unreachable still deletes the token, with a warning")
+    func revokeOffline() async throws {
+        try await withSignIn { harness in
+            _ = try await harness.login()
+            await harness.emulator.stop()
+            let result = try await harness.ivy.runAsync("logout", "--revoke", "--yes")
+            #expect(result.status == 0)
+            #expect(result.stderr.contains("warning: could not reach Google"))
+            #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
+        }
+    }
+}

@@ -90,14 +90,18 @@ extension DriveClient {
 
     /// Every page of a query, each file once. `incomplete` says why the listing stopped early:
     /// a page that could not be read, a page token Drive had already given, or more pages
-    /// than the files could fill (see `spareListPages`).
+    /// than the files could fill (see `spareListPages`). A page token Drive rejects (400)
+    /// starts the listing again from the first page, once: the Drive reference says a
+    /// rejected `nextPageToken` "should be discarded, and pagination should be restarted
+    /// from the first page of results" (tokens are "typically valid for several hours").
     func list(query: String) async throws -> (files: [ListedFile], incomplete: String?) {
         var entries: [ListedFile] = []
         var ids: Set<String> = []
         var tokens: Set<String> = []
         var pages = 0
         var pageToken: String?
-        repeat {
+        var restarted = false
+        while true {
             var parameters = [
                 "q": query, "pageSize": "1000", "fields": "nextPageToken,files(\(Self.fileFields))",
             ]
@@ -105,6 +109,13 @@ extension DriveClient {
             let response: HTTPResponse
             do {
                 response = try await http.execute(HTTPRequest(method: "GET", url: http.url("drive/v3/files", parameters)), context: "listing Drive")
+            } catch let error as DriveError where pageToken != nil && error.status == 400 {
+                guard !restarted else {
+                    return (entries, "Drive rejected a page token again after the listing started over (\(error.localizedDescription))")
+                }
+                restarted = true
+                (entries, ids, tokens, pages, pageToken) = ([], [], [], 0, nil)
+                continue
             } catch let error as DriveError where !entries.isEmpty && error.isRetryable {
                 return (entries, "a page could not be read (\(error.localizedDescription))")
             }
@@ -116,16 +127,14 @@ extension DriveClient {
                 entries.append((file, object["mimeType"] as? String ?? "", object["parents"] as? [String] ?? []))
             }
             pageToken = page["nextPageToken"] as? String
-            if let token = pageToken {
-                guard tokens.insert(token).inserted else {
-                    return (entries, "Drive gave the same page token twice, so the listing would never end")
-                }
-                guard pages <= ids.count + Self.spareListPages else {
-                    return (entries, "Drive kept sending pages after \(pages) pages with \(ids.count) files")
-                }
+            guard let token = pageToken else { return (entries, nil) }
+            guard tokens.insert(token).inserted else {
+                return (entries, "Drive gave the same page token twice, so the listing would never end")
             }
-        } while pageToken != nil
-        return (entries, nil)
+            guard pages <= ids.count + Self.spareListPages else {
+                return (entries, "Drive kept sending pages after \(pages) pages with \(ids.count) files")
+            }
+        }
     }
 
     typealias ListedFile = (file: RemoteFile, mimeType: String, parents: [String])

@@ -65,3 +65,39 @@ struct EndlessListingTests {
         }
     }
 }
+
+@Suite("Listing when Drive rejects a page token")
+struct RejectedPageTokenTests {
+    @Test("a page token that expired mid-listing (400) starts the listing again from the first page", .timeLimit(.minutes(1)))
+    func expiredToken() async throws {
+        try await withGoogle { google in
+            await google.state.setTokenLifetime(seconds: 86_400)
+            let (drive, folders) = try await google.library(books: 5, pageCap: 2)
+            await google.state.clearRequests()
+            await google.state.addFault(FaultRule(method: "GET", pathContains: "pageToken=", times: 1, hold: true))
+            async let listed = drive.listLibrary(remembered: folders)
+            await google.state.waitForHeld(count: 1)
+            await google.state.advanceClock(by: 4 * 3600)
+            await google.state.releaseHeld()
+            let listing = try await listed
+            #expect(listing.isComplete, "\(listing.incompleteReason ?? "")")
+            #expect(Set(listing.files.map(\.name)) == Set((0..<5).map { "book_\($0).json" }))
+            #expect(await google.state.requests.filter { $0.status == 400 }.count == 1)
+        }
+    }
+
+    @Test("a page token rejected again after the restart ends the listing as incomplete, after one restart")
+    func rejectedTwice() async throws {
+        try await withGoogle { google in
+            let (drive, folders) = try await google.library(books: 5, pageCap: 3)
+            await google.state.addFault(FaultRule(method: "GET", pathContains: "pageToken=", status: 400, reason: "invalid"))
+            await google.state.clearRequests()
+            let listing = try await drive.listLibrary(remembered: folders)
+            #expect(!listing.isComplete)
+            #expect(listing.incompleteReason?.contains("rejected a page token again") == true, "\(listing.incompleteReason ?? "complete")")
+            let rejected = await google.state.requests.filter { $0.status == 400 }
+            let perQuery = Dictionary(grouping: rejected) { $0.query.split(separator: "&").first { $0.hasPrefix("q=") } ?? "" }
+            #expect(!perQuery.isEmpty && perQuery.values.allSatisfy { $0.count == 2 }, "the first page token, then the one after the restart")
+        }
+    }
+}

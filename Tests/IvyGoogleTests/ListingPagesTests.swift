@@ -17,8 +17,8 @@ extension GoogleHarness {
     }
 }
 
-/// Only the listing of the files, not the folder lookup: `('b' in parents ...) and trashed = false`.
-private let filesQuery = ") and trashed = false"
+/// Only the listings of the files, not the folder lookup: `'FOLDER' in parents and trashed = false`.
+private let filesQuery = "' in parents and trashed = false"
 
 @Suite("Listing against a Drive whose pages never end")
 struct EndlessListingTests {
@@ -45,8 +45,8 @@ struct EndlessListingTests {
             let listing = try await drive.listLibrary(remembered: nil)
             #expect(!listing.isComplete && listing.files.count == 5)
             #expect(listing.incompleteReason?.contains("kept sending pages") == true, "\(listing.incompleteReason ?? "complete")")
-            let pages = await google.state.requests.filter { $0.method == "GET" && $0.path == "/drive/v3/files" }
-            #expect(pages.count == 5 + DriveClient.spareListPages + 1, "26 pages, the last still asking for more")
+            let pages = await google.state.requests.filter { $0.path == "/drive/v3/files" && $0.query.contains(folders.books[0]) }
+            #expect(pages.count == 5 + DriveClient.spareListPages + 1, "26 pages of the books folder, the last still asking for more")
             #expect(try await drive.listLibrary(remembered: folders).isComplete == false)
         }
     }
@@ -57,8 +57,8 @@ struct EndlessListingTests {
     ])
     func someEmptyPages(books: Int, empty: Int, complete: Bool) async throws {
         try await withGoogle { google in
-            let (drive, _) = try await google.library(books: books, pageCap: 1)
-            await google.state.setListFault(ListFault(.emptyPages, queryContains: filesQuery, count: empty))
+            let (drive, folders) = try await google.library(books: books, pageCap: 1)
+            await google.state.setListFault(ListFault(.emptyPages, queryContains: "'\(folders.books[0])\(filesQuery)", count: empty))
             let listing = try await drive.listLibrary(remembered: nil)
             #expect(listing.isComplete == complete)
             #expect(listing.files.count == books)
@@ -72,7 +72,9 @@ struct RejectedPageTokenTests {
     func expiredToken() async throws {
         try await withGoogle { google in
             await google.state.setTokenLifetime(seconds: 86_400)
-            let (drive, folders) = try await google.library(books: 5, pageCap: 2)
+            // Three to a page: the folders (Ivy, books, clips) and the empty clips folder take
+            // one page each, the five books two.
+            let (drive, folders) = try await google.library(books: 5, pageCap: 3)
             await google.state.clearRequests()
             await google.state.addFault(FaultRule(method: "GET", pathContains: "pageToken=", times: 1, hold: true))
             async let listed = drive.listLibrary(remembered: folders)

@@ -8,6 +8,52 @@ import Testing
 /// Syncs against a Drive that behaves as Google's does, not as a tidy fake would.
 @Suite("Sync against Drive's quirks")
 struct DriveQuirkSyncTests {
+    @Test("two devices set up seconds apart while Drive's name index lags (kopia #90) end with one Ivy tree")
+    func nameIndexLag() async throws {
+        try await withWorld { world in
+            await world.state.setNameIndexDelay(seconds: 60)
+            let a = try await world.device("a")
+            let b = try await world.device("b")
+            try a.addBook("Dune")
+            #expect(try await a.sync().uploaded.books == 1)
+            await world.state.advanceClock(by: 3)
+            let again = try await a.sync()
+            #expect(again.transferredNothing && again.failures.isEmpty, "\(again.summary)")
+
+            await world.state.advanceClock(by: 3)
+            try b.addBook("Emma")
+            let second = try await b.sync()
+            #expect(second.downloaded.books == 1 && second.uploaded.books == 1, "\(second.summary)")
+            let folders = await world.state.dump(email: alice).filter(\.isFolder).map(\.name).sorted()
+            #expect(folders == ["Ivy", "books", "clips"], "one tree, no twin made while the name index lagged")
+            #expect(try await a.sync().downloaded.books == 1)
+            #expect(try a.snapshot() == b.snapshot())
+            let queries = await world.requests().filter { $0.path == "/drive/v3/files" && $0.method == "GET" }.map(\.query)
+            #expect(queries.allSatisfy { !($0.removingPercentEncoding ?? $0).contains("name =") }, "no query leans on the name index")
+        }
+    }
+
+    @Test("when an OR of parents drops a folder's files (rclone's fast-list bug), nothing is deleted here")
+    func orParentsDrop() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let b = try await world.device("b")
+            let book = try a.addBook("Dune")
+            let clips = try (0..<3).map { try a.addClip(to: book, note: "clip \($0)", start: Double($0)) }
+            #expect(try await a.sync().uploaded.pair == [1, 3])
+            #expect(try await b.sync().downloaded.pair == [1, 3])
+
+            await world.state.setListFault(ListFault(.dropOrParent))
+            let quiet = try await b.sync()
+            #expect(quiet.transferredNothing && quiet.skipped.isEmpty, "\(quiet.summary)")
+            #expect(try b.library.clips().count == 3)
+            try a.edit(clip: clips[0].id, ClipChanges(note: "edited on A"))
+            #expect(try await a.sync().uploaded.clips == 1)
+            #expect(try await b.sync().downloaded.clips == 1)
+            #expect(try a.snapshot() == b.snapshot())
+        }
+    }
+
     @Test("a new device downloads everything under Drive's read limit: rate-limited reads are retried and slow every request")
     func readLimit() async throws {
         try await withWorld { world in

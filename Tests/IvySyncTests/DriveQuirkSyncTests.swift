@@ -54,6 +54,35 @@ struct DriveQuirkSyncTests {
         }
     }
 
+    @Test("a listing that shows far fewer books than this library synced restores and deletes nothing")
+    func shortListing() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let b = try await world.device("b")
+            for index in 0..<12 { try a.addBook("Book \(index)") }
+            let book = try #require(try a.library.books(includeHidden: true).first)
+            try a.addClip(to: book, note: "kept")
+            #expect(try await a.sync().uploaded.pair == [12, 1])
+            #expect(try await b.sync().downloaded.pair == [12, 1])
+            let names = await world.names()
+
+            // Drive answers the books folder's listing with no files and no sign that any are missing.
+            let books = try await world.folderID("books")
+            await world.state.addFault(FaultRule(method: "GET", pathContains: books, jsonFields: ["files": "[]"]))
+            let report = try await b.sync()
+            #expect(report.uploaded.total == 0 && report.deletedLocal.total == 0, "\(report.summary)")
+            let reason = try #require(report.skipReason("Drive listing"), "the report says why")
+            #expect(reason.contains("0 of the 12 books"), "\(reason)")
+            #expect(await world.names() == names, "no book uploaded again as a duplicate")
+            #expect(try b.library.books(includeHidden: true).count == 12)
+            #expect(try b.library.localStatus().manifestEntries == 13, "the sync records are kept")
+
+            await world.state.clearFaults()
+            #expect(try await b.sync().transferredNothing)
+            #expect(try a.snapshot() == b.snapshot())
+        }
+    }
+
     @Test("a new device downloads everything under Drive's read limit: rate-limited reads are retried and slow every request")
     func readLimit() async throws {
         try await withWorld { world in

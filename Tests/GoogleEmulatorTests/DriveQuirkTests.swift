@@ -93,7 +93,8 @@ struct DriveQuirkTests {
             let token = try await google.signIn().access
             let folder = try await google.createFolder("books", token: token)
             let id = try #require(try await google.upload(name: "book_a.json", parent: folder, content: Data("{}".utf8), token: token).json["id"] as? String)
-            let set = try await google.json("POST", "/_emulator/read-limit", ["reads_per_second": 1.0, "burst": 2.0])
+            // So slow a refill that only the emulator's clock, never a slow machine, brings one.
+            let set = try await google.json("POST", "/_emulator/read-limit", ["reads_per_second": 0.001, "burst": 2.0])
             #expect(set.status == 200)
             #expect(try await google.request("GET", "/drive/v3/files/\(id)?alt=media", token: token).status == 200)
             #expect(try await google.list("'\(folder)' in parents", token: token).status == 200)
@@ -103,10 +104,10 @@ struct DriveQuirkTests {
             #expect(try await google.request("GET", "/drive/v3/files/\(id)?fields=id", token: token).status == 403)
             #expect(try await google.createFolder("clips", token: token).isEmpty == false, "writes have their own limit")
 
-            await google.state.advanceClock(by: 1)
+            await google.state.advanceClock(by: 1000)
             #expect(try await google.request("GET", "/drive/v3/files/\(id)?fields=id", token: token).status == 200, "one read refilled")
 
-            #expect(try await google.json("POST", "/_emulator/read-limit", ["reads_per_second": 1.0, "burst": 1.0, "status": 429]).status == 200)
+            #expect(try await google.json("POST", "/_emulator/read-limit", ["reads_per_second": 0.001, "burst": 1.0, "status": 429]).status == 200)
             #expect(try await google.request("GET", "/drive/v3/files/\(id)?fields=id", token: token).status == 200)
             let busy = try await google.request("GET", "/drive/v3/files/\(id)?fields=id", token: token)
             #expect(busy.status == 429 && busy.driveReason == "rateLimitExceeded")

@@ -33,6 +33,15 @@ extension EmulatorState {
             case ("DELETE", ["write-limit"]):
                 setWriteLimit(nil)
                 return ok
+            case ("POST", ["read-limit"]):
+                guard let rate = (body["reads_per_second"] as? NSNumber)?.doubleValue, let burst = (body["burst"] as? NSNumber)?.doubleValue else {
+                    return .json(400, ["error": "give reads_per_second and burst"])
+                }
+                setReadLimit(ReadLimit(readsPerSecond: rate, burst: burst, status: body["status"] as? Int ?? 403))
+                return ok
+            case ("DELETE", ["read-limit"]):
+                setReadLimit(nil)
+                return ok
             case ("POST", ["faults"]):
                 guard let rule = try? JSONDecoder().decode(FaultRule.self, from: request.body) else {
                     let fields = "method, pathContains, nth, probability, times, status, reason, retryAfterSeconds, "
@@ -49,7 +58,7 @@ extension EmulatorState {
                 return ok
             case ("POST", ["list-fault"]):
                 guard let kind = (body["kind"] as? String).flatMap(ListFault.Kind.init(rawValue:)) else {
-                    return .json(400, ["error": "give kind: repeat_token or empty_pages (and query_contains, count)"])
+                    return .json(400, ["error": "give kind: repeat_token, empty_pages or drop_or_parent (and query_contains, count)"])
                 }
                 setListFault(ListFault(kind, queryContains: body["query_contains"] as? String, count: body["count"] as? Int))
                 return ok
@@ -102,6 +111,8 @@ extension EmulatorState {
             case ("POST", ["config"]):
                 if let seconds = body["token_lifetime"] as? Int { setTokenLifetime(seconds: seconds) }
                 if let cap = body["page_size_cap"] as? Int { setPageSizeCap(cap) }
+                if let delay = (body["name_index_delay"] as? NSNumber)?.doubleValue { setNameIndexDelay(seconds: delay) }
+                if let lifetime = (body["page_token_lifetime"] as? NSNumber)?.doubleValue { setPageTokenLifetime(seconds: lifetime) }
                 setDeviceCode(lifetime: body["device_code_lifetime"] as? Int, interval: body["poll_interval"] as? Int)
                 if let omits = body["about_omits_email"] as? Bool { setAboutOmitsEmail(omits) }
                 if let limit = body["device_code_limit"] as? Int { setDeviceCodeLimit(perMinute: limit > 0 ? limit : nil) }

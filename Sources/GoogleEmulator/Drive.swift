@@ -52,7 +52,17 @@ extension EmulatorState {
 
     func rateLimited() -> EmulatorReply? {
         guard !admitWrite() else { return nil }
-        if writeLimit?.status == 429 {
+        return Self.overLimit(status: writeLimit?.status)
+    }
+
+    /// A read over the read limit: the same answers as for writes.
+    func readRateLimited() -> EmulatorReply? {
+        guard !admitRead() else { return nil }
+        return Self.overLimit(status: readLimit?.status)
+    }
+
+    static func overLimit(status: Int?) -> EmulatorReply {
+        if status == 429 {
             return .driveError(429, reason: "rateLimitExceeded", message: "Rate Limit Exceeded")
         }
         return .driveError(403, reason: "userRateLimitExceeded", message: "User rate limit exceeded.")
@@ -93,17 +103,39 @@ extension EmulatorState {
         }
         let pageSize = min(requested, pageSizeCap)
         let fingerprint = String(UInt64(bitPattern: Int64((request.query["q"] ?? "").hashValue)) % 1_000_000_007)
+        let time = now()
+        // offset:fingerprint:issued (ms):serial, the serial counting the empty pages of a list fault.
+        func pageToken(offset: Int, serial: Int = 0) -> String {
+            Data("\(offset):\(fingerprint):\(Int64(time.timeIntervalSince1970 * 1000)):\(serial)".utf8).base64EncodedString()
+        }
         var offset = 0
+        var serial = 0
         if let token = request.query["pageToken"] {
-            // offset:fingerprint, and a serial on the empty pages of a list fault.
             let parts = String(decoding: Data(base64Encoded: token) ?? Data(), as: UTF8.self).split(separator: ":")
-            guard parts.count == 2 || parts.count == 3, let start = Int(parts[0]), start >= 0, parts[1] == fingerprint else {
+            guard parts.count == 4, let start = Int(parts[0]), start >= 0, parts[1] == fingerprint, let issued = Int64(parts[2]),
+                let number = Int(parts[3])
+            else {
+                return Self.invalid("Invalid Value: pageToken")
+            }
+            // Drive's tokens are "typically valid for several hours", then rejected.
+            guard time.timeIntervalSince1970 - Double(issued) / 1000 <= pageTokenLifetime else {
                 return Self.invalid("Invalid Value: pageToken")
             }
             offset = start
+            serial = number
         }
+        let fault = listFault.flatMap { fault in fault.queryContains.map { (request.query["q"] ?? "").contains($0) } ?? true ? fault : nil }
+        // A name term is answered from Drive's name index, which lags behind creates and renames.
+        let unindexed = query?.mentionsName == true
+        // Children of the last folder of an OR of parents go missing (see ListFault.dropOrParent).
+        let dropped: String? = {
+            guard fault?.kind == .dropOrParent, let parents = query?.orParents, parents.count >= 2 else { return nil }
+            return parents.last
+        }()
         let matching = files.values
             .filter { isVisible($0, to: email) }
+            .filter { !unindexed || isNameIndexed($0) }
+            .filter { file in dropped.map { !file.parents.contains($0) } ?? true }
             .filter { file in
                 query?.matches(.init(name: file.name, mimeType: file.mimeType, parents: file.parents, trashed: isTrashed(file))) ?? true
             }
@@ -111,20 +143,19 @@ extension EmulatorState {
         let page = matching.dropFirst(offset).prefix(pageSize)
         var object: [String: Any] = ["kind": "drive#fileList", "incompleteSearch": false, "files": page.map(fileJSON)]
         if offset + page.count < matching.count {
-            object["nextPageToken"] = Data("\(offset + page.count):\(fingerprint)".utf8).base64EncodedString()
+            object["nextPageToken"] = pageToken(offset: offset + page.count)
         }
-        if let fault = listFault, fault.queryContains.map({ (request.query["q"] ?? "").contains($0) }) ?? true {
+        if let fault {
             switch fault.kind {
             case .repeatToken:
                 if let token = request.query["pageToken"] { object["nextPageToken"] = token }
             case .emptyPages:
-                // The serial of the page asked for, 0 for a real one: `count` empty pages follow the last file.
-                let decoded = request.query["pageToken"].flatMap { Data(base64Encoded: $0) } ?? Data()
-                let parts = String(decoding: decoded, as: UTF8.self).split(separator: ":")
-                let serial = parts.count == 3 ? Int(parts[2]) ?? 0 : 0
+                // `count` empty pages follow the last file; `serial` is 0 for a real page.
                 if object["nextPageToken"] == nil, serial < fault.count ?? Int.max {
-                    object["nextPageToken"] = Data("\(offset + page.count):\(fingerprint):\(serial + 1)".utf8).base64EncodedString()
+                    object["nextPageToken"] = pageToken(offset: offset + page.count, serial: serial + 1)
                 }
+            case .dropOrParent:
+                break
             }
         }
         let fields = request.query["fields"] ?? "kind,nextPageToken,incompleteSearch,files(kind,id,name,mimeType)"
@@ -314,7 +345,10 @@ extension EmulatorState {
         guard var file = visibleFile(id, email: email) else { return Self.notFound(id) }
         let body = request.jsonBody ?? [:]
         if let trashed = body["trashed"] as? Bool { file.explicitlyTrashed = trashed }
-        if let name = body["name"] as? String { file.name = name }
+        if let name = body["name"] as? String, name != file.name {
+            file.name = name
+            file.nameTime = now()
+        }
         file.modifiedTime = now()
         files[id] = file
         return fileReply(file, fields: request.query["fields"])

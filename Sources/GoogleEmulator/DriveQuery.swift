@@ -62,6 +62,51 @@ package indirect enum DriveQuery: Sendable, Equatable {
         }
     }
 
+    /// True when some term tests the name: Drive answers such a query from its name index.
+    package var mentionsName: Bool {
+        switch self {
+        case .and(let left, let right), .or(let left, let right): left.mentionsName || right.mentionsName
+        case .not(let query): query.mentionsName
+        case .name: true
+        case .mimeType, .inParents, .trashed: false
+        }
+    }
+
+    /// The folder ids of `in parents` terms that an `or` joins to another parent's, in the
+    /// order they appear: the queries whose results Drive sometimes leaves short.
+    package var orParents: [String] {
+        var found: [String] = []
+        collectOrParents(into: &found)
+        return found
+    }
+
+    private var parentIDs: [String] {
+        switch self {
+        case .and(let left, let right), .or(let left, let right): left.parentIDs + right.parentIDs
+        case .not(let query): query.parentIDs
+        case .inParents(let id): [id]
+        case .name, .mimeType, .trashed: []
+        }
+    }
+
+    private func collectOrParents(into found: inout [String]) {
+        switch self {
+        case .or(let left, let right):
+            if !left.parentIDs.isEmpty, !right.parentIDs.isEmpty {
+                for id in left.parentIDs + right.parentIDs where !found.contains(id) { found.append(id) }
+            }
+            left.collectOrParents(into: &found)
+            right.collectOrParents(into: &found)
+        case .and(let left, let right):
+            left.collectOrParents(into: &found)
+            right.collectOrParents(into: &found)
+        case .not(let query):
+            query.collectOrParents(into: &found)
+        case .name, .mimeType, .inParents, .trashed:
+            break
+        }
+    }
+
     private static func compare(_ actual: String, _ comparison: Comparison, _ value: String) -> Bool {
         switch comparison {
         case .equals: actual == value

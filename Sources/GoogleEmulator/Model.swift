@@ -56,6 +56,9 @@ package struct DriveFile: Sendable, Codable, Equatable {
     package var modifiedTime: Date
     package var content: Data
     package var explicitlyTrashed: Bool
+    /// When the name was last set (nil: at creation). Drive's name index catches up with it
+    /// only after `EmulatorState.nameIndexDelay`.
+    package var nameTime: Date?
     /// How the emulator lies about this file, to test a client against a hostile server.
     package var misreport: Misreport?
     /// The Cloud project of the app that created the file; nil for one a person made in
@@ -163,6 +166,12 @@ package struct ListFault: Sendable, Codable, Equatable {
         case repeatToken = "repeat_token"
         /// After the last file, empty pages with fresh tokens: `count` of them, or for ever.
         case emptyPages = "empty_pages"
+        /// A query that ORs `in parents` terms naming two or more folders leaves out the
+        /// children of the last of them, with `incompleteSearch` still false: searches for
+        /// "(A in parents) or (B in parents)" sometimes miss results (rclone's
+        /// `--drive-fast-list-bug-fix`, rclone issues #3114 and #4289, Google's issue tracker
+        /// 149522397).
+        case dropOrParent = "drop_or_parent"
     }
 
     package var kind: Kind
@@ -187,6 +196,22 @@ package struct WriteLimit: Sendable, Codable, Equatable {
 
     package init(writesPerSecond: Double, burst: Double, status: Int = 403) {
         self.writesPerSecond = writesPerSecond
+        self.burst = burst
+        self.status = status
+    }
+}
+
+/// Drive's rate limit on reads (`files.list`, `files.get`, downloads, every GET), as a token
+/// bucket. Google's handle-errors guide: reads are refused with 403 `userRateLimitExceeded`
+/// or `rateLimitExceeded` (the reason only in the JSON body) or 429 once over quota.
+package struct ReadLimit: Sendable, Codable, Equatable {
+    package var readsPerSecond: Double
+    package var burst: Double
+    /// 403 (`userRateLimitExceeded`) or 429 (`rateLimitExceeded`).
+    package var status: Int
+
+    package init(readsPerSecond: Double, burst: Double, status: Int = 403) {
+        self.readsPerSecond = readsPerSecond
         self.burst = burst
         self.status = status
     }

@@ -57,6 +57,9 @@ extension EmulatorState {
     private func drive(_ request: EmulatedRequest, email: String, baseURL: String) -> EmulatorReply {
         let segments = request.path.split(separator: "/").map(String.init)
         let route = segments.joined(separator: "/")
+        // Reads have a rate limit of their own (Drive's handle-errors guide lists 403 and 429
+        // rate-limit answers for every method).
+        if request.method == "GET", let limited = readRateLimited() { return limited }
         switch (request.method, route) {
         case ("GET", "drive/v3/about"): return handleAbout(request, email: email)
         case ("GET", "drive/v3/files"): return handleList(request, email: email)

@@ -62,6 +62,8 @@ package struct SyncPlan: Sendable, Equatable {
     package var skipped: [SkippedEntity] = []
     /// Why local deletions were held back, when they were.
     package var deletionsHeldReason: String?
+    /// Why a listing that read every page was still not taken at its word, when it was not.
+    package var listingDistrustedReason: String?
 
     package init() {}
 
@@ -214,17 +216,59 @@ package enum SyncPlanner {
         }
     }
 
+    /// True when a sync would act on this many of the `known` entities only with a look first:
+    /// more than `deletionFloor`, and more than half.
+    static func isSuspicious(_ count: Int, of known: Int) -> Bool {
+        count > deletionFloor && count * 2 > known
+    }
+
+    /// Why a listing that read every page cannot be the whole truth: it lacks more of the
+    /// books (or clips) this library synced than the safety valve lets go at once. Drive can
+    /// answer a query with results silently missing (rclone's `--drive-fast-list-bug-fix`).
+    /// A folder that is not the recorded one has a rule of its own.
+    private static func shortListing(_ input: PlanInput) -> String? {
+        guard input.remote.isComplete, input.folderIsRecorded else { return nil }
+        for kind in EntityKind.allCases {
+            let known = input.manifest.keys.filter { $0.kind == kind }
+            let missing = known.filter { input.remote.entities[$0] == nil }.count
+            if isSuspicious(missing, of: known.count) {
+                return "the Drive listing shows only \(known.count - missing) of the \(known.count) "
+                    + "\(kind == .book ? "books" : "clips") this library synced, so it is taken as incomplete"
+            }
+        }
+        return nil
+    }
+
     /// Holds back local deletions when there are suspiciously many, or when the Drive
-    /// folder is not the one this library synced with, unless the caller allows them.
+    /// folder is not the one this library synced with, unless the caller allows them. A
+    /// listing far shorter than what was synced is treated as incomplete besides: taken at its
+    /// word it would delete here what Drive only left out, and upload again beside the file
+    /// still on Drive every entity it lacks (books are restored when missing).
     private static func applySafetyValve(_ input: PlanInput, to plan: inout SyncPlan) {
+        guard !input.allowLocalDeletes else { return }
+        let short = shortListing(input)
+        if let short {
+            plan.listingDistrustedReason = "\(short): nothing was deleted here and nothing it lacks was uploaded again. "
+                + "If Drive really lost them, `ivy sync --allow-deletes` goes by the listing"
+            let lacking = plan.actions.filter { action in
+                action.action == .upload && action.remote == nil && input.manifest[action.key] != nil
+            }
+            plan.actions.removeAll { action in lacking.contains { $0.key == action.key } }
+            plan.held += lacking.map { HeldAction(key: $0.key, action: $0.action, reason: short) }
+            // Gone from the listing is not gone from Drive: keep the records of what was synced.
+            plan.manifestCleanup = []
+            plan.droppedQueueItems.removeAll { input.manifest[$0] != nil }
+        }
         let deletions = plan.actions(.deleteLocal)
-        guard !deletions.isEmpty, !input.allowLocalDeletes else { return }
+        guard !deletions.isEmpty else { return }
         let known = input.manifest.keys.filter { $0.kind == .clip }.count
         let reason: String
         if !input.folderIsRecorded {
             reason = "the Ivy folder on Drive is not the one this library last synced with"
-        } else if deletions.count > deletionFloor, deletions.count * 2 > known {
+        } else if isSuspicious(deletions.count, of: known) {
             reason = "\(deletions.count) of the \(known) clips this library synced would be deleted here"
+        } else if let short {
+            reason = short
         } else {
             return
         }

@@ -29,35 +29,86 @@ extension Task where Failure == any Error {
 }
 
 extension DriveClient {
-    static let folderQuery =
-        "mimeType = '\(folderType)' and trashed = false and ((name = 'Ivy' and 'root' in parents) or name = 'books' or name = 'clips')"
+    /// Every folder ivy can see, in one query with no name term. Drive answers name terms from
+    /// an index that lags behind creates: kopia issue #90 found `files.list` "not
+    /// read-after-write consistent when it comes to file names", while "look up by parent
+    /// folders or mime types" and `files.get` by id were. A `name = 'Ivy'` query can so miss
+    /// the folder another device made seconds ago, and ivy would make a twin. Under
+    /// `drive.file` only folders made by clients of ivy's Cloud project are visible: a few.
+    static let folderQuery = "mimeType = '\(folderType)' and trashed = false"
 
     /// `My Drive/Ivy/books` and `My Drive/Ivy/clips`, created when missing. One list request
     /// finds every twin; concurrent callers share it.
     package func folders() async throws -> DriveFolders {
-        try await folderCache.folders { [self] in try await self.resolveFolders() }
+        try await folderCache.folders { [self] in try await self.resolveFolders(remembered: nil, create: true) }
     }
 
-    private func resolveFolders() async throws -> DriveFolders {
+    /// The folders as Drive lists them; with `create`, the missing ones are made and the
+    /// folders listed again, so a twin another device made at the same moment is seen and the
+    /// oldest of each is used by both.
+    private func resolveFolders(remembered: DriveFolders?, create: Bool) async throws -> DriveFolders {
+        var (folders, alive) = try await lookUpFolders(known: remembered.map { $0.ivy + $0.books + $0.clips } ?? [])
+        guard create, folders.ivy.isEmpty || folders.books.isEmpty || folders.clips.isEmpty else { return folders }
+        var made: [String] = []
+        let ivy: String
+        if let existing = folders.ivy.first {
+            ivy = existing
+        } else {
+            ivy = try await createFolder("Ivy", parent: nil)
+            made.append(ivy)
+        }
+        if folders.books.isEmpty { made.append(try await createFolder("books", parent: ivy)) }
+        if folders.clips.isEmpty { made.append(try await createFolder("clips", parent: ivy)) }
+        (folders, _) = try await lookUpFolders(known: alive + made)
+        guard !folders.ivy.isEmpty, !folders.books.isEmpty, !folders.clips.isEmpty else {
+            throw DriveError(.unexpected, message: "Drive does not list the Ivy folders ivy has just created; the next sync tries again")
+        }
+        return folders
+    }
+
+    /// ivy's folders among every folder Drive lists, and which of the `known` ones (remembered,
+    /// or just made) exist. One the listing leaves out is asked for by id before ivy believes
+    /// it gone, so ivy never makes a twin of a folder it knows.
+    private func lookUpFolders(known: [String]) async throws -> (folders: DriveFolders, alive: [String]) {
         let found = try await list(query: Self.folderQuery)
         if let reason = found.incomplete {
             throw DriveError(
                 .server, message: "looking up the Ivy folders: the listing stopped early: \(reason); the next sync tries again")
         }
-        var folders = Self.structure(found.files)
-        if folders.ivy.isEmpty { folders.ivy = [try await createFolder("Ivy", parent: nil)] }
-        if folders.books.isEmpty { folders.books = [try await createFolder("books", parent: folders.ivy[0])] }
-        if folders.clips.isEmpty { folders.clips = [try await createFolder("clips", parent: folders.ivy[0])] }
-        return folders
+        var entries = found.files
+        for id in known where !entries.contains(where: { $0.file.id == id }) {
+            if let folder = try await liveFolder(id) { entries.append(folder) }
+        }
+        let ids = Set(entries.map(\.file.id))
+        return (Self.structure(entries), known.filter { ids.contains($0) })
     }
 
-    /// Which listed folders form ivy's tree; twins are kept, oldest first.
+    /// An id as a query string: Drive's ids have no quotes, but one that did must not break the query.
+    static func quoted(id: String) -> String {
+        id.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'")
+    }
+
+    /// A folder by id, or nil when it is gone (404) or in the trash.
+    private func liveFolder(_ id: String) async throws -> ListedFile? {
+        let response = try await http.execute(
+            HTTPRequest(method: "GET", url: http.url("drive/v3/files/\(id)", ["fields": "\(Self.fileFields),trashed"])),
+            accept: [200, 404], context: "checking an Ivy folder")
+        guard response.status == 200, let object = response.json, object["trashed"] as? Bool == false,
+            let file = Self.remoteFile(object)
+        else { return nil }
+        return (file, object["mimeType"] as? String ?? "", object["parents"] as? [String] ?? [])
+    }
+
+    /// Which listed folders form ivy's tree; twins are kept, oldest first. The Ivy folder is
+    /// one whose parent is not among them: My Drive's own id is unknown to ivy ('root' is
+    /// only an alias, and under `drive.file` `files.get('root')` may answer 404).
     static func structure(_ entries: [ListedFile]) -> DriveFolders {
         func oldestFirst(_ list: [ListedFile]) -> [String] {
             list.sorted { ($0.file.createdTime ?? 0, $0.file.id) < ($1.file.createdTime ?? 0, $1.file.id) }.map(\.file.id)
         }
         let folders = entries.filter { $0.mimeType == folderType }
-        let ivy = oldestFirst(folders.filter { $0.file.name == "Ivy" })
+        let all = Set(folders.map(\.file.id))
+        let ivy = oldestFirst(folders.filter { $0.file.name == "Ivy" && !$0.parents.contains { all.contains($0) } })
         let ivySet = Set(ivy)
         let inside = folders.filter { $0.parents.contains { ivySet.contains($0) } }
         return DriveFolders(
@@ -90,14 +141,18 @@ extension DriveClient {
 
     /// Every page of a query, each file once. `incomplete` says why the listing stopped early:
     /// a page that could not be read, a page token Drive had already given, or more pages
-    /// than the files could fill (see `spareListPages`).
-    func list(query: String) async throws -> (files: [ListedFile], incomplete: String?) {
+    /// than the files could fill (see `spareListPages`). A page token Drive rejects (400)
+    /// starts the listing again from the first page, once: the Drive reference says a
+    /// rejected `nextPageToken` "should be discarded, and pagination should be restarted
+    /// from the first page of results" (tokens are "typically valid for several hours").
+    func list(query: String) async throws -> FolderListing {
         var entries: [ListedFile] = []
         var ids: Set<String> = []
         var tokens: Set<String> = []
         var pages = 0
         var pageToken: String?
-        repeat {
+        var restarted = false
+        while true {
             var parameters = [
                 "q": query, "pageSize": "1000", "fields": "nextPageToken,files(\(Self.fileFields))",
             ]
@@ -105,6 +160,13 @@ extension DriveClient {
             let response: HTTPResponse
             do {
                 response = try await http.execute(HTTPRequest(method: "GET", url: http.url("drive/v3/files", parameters)), context: "listing Drive")
+            } catch let error as DriveError where pageToken != nil && error.status == 400 {
+                guard !restarted else {
+                    return (entries, "Drive rejected a page token again after the listing started over (\(error.localizedDescription))")
+                }
+                restarted = true
+                (entries, ids, tokens, pages, pageToken) = ([], [], [], 0, nil)
+                continue
             } catch let error as DriveError where !entries.isEmpty && error.isRetryable {
                 return (entries, "a page could not be read (\(error.localizedDescription))")
             }
@@ -116,54 +178,70 @@ extension DriveClient {
                 entries.append((file, object["mimeType"] as? String ?? "", object["parents"] as? [String] ?? []))
             }
             pageToken = page["nextPageToken"] as? String
-            if let token = pageToken {
-                guard tokens.insert(token).inserted else {
-                    return (entries, "Drive gave the same page token twice, so the listing would never end")
-                }
-                guard pages <= ids.count + Self.spareListPages else {
-                    return (entries, "Drive kept sending pages after \(pages) pages with \(ids.count) files")
-                }
+            guard let token = pageToken else { return (entries, nil) }
+            guard tokens.insert(token).inserted else {
+                return (entries, "Drive gave the same page token twice, so the listing would never end")
             }
-        } while pageToken != nil
-        return (entries, nil)
+            guard pages <= ids.count + Self.spareListPages else {
+                return (entries, "Drive kept sending pages after \(pages) pages with \(ids.count) files")
+            }
+        }
     }
 
     typealias ListedFile = (file: RemoteFile, mimeType: String, parents: [String])
+    /// What one query listed, and why it stopped early (nil when it read every page).
+    typealias FolderListing = (files: [ListedFile], incomplete: String?)
 
     static func remoteFile(_ object: [String: Any]) -> RemoteFile? { DriveRequester.remoteFile(object) }
 
-    /// The whole library on Drive. With folder ids remembered from the last sync, one query
-    /// both lists the files and re-validates the folders (a no-op sync of up to 1,000 files
-    /// costs one request); when the folders changed (trashed, gone, twins) it resolves them
-    /// again and lists every books and clips folder.
+    /// The whole library on Drive: the folders looked up (every twin, remembered ids checked),
+    /// then each books and clips folder listed with a query of its own. Drive's queries that
+    /// OR several parents can silently leave out one parent's files (rclone's
+    /// `--drive-fast-list-bug-fix`, rclone issues #3114 and #4289), so no query names two.
+    /// The remembered folders are listed while the folders are looked up: a no-op sync of up
+    /// to 1,000 books costs three requests, in one round trip.
     /// With `createFolders` false (a dry run) missing folders are not created: the listing
     /// covers what exists.
     package func listLibrary(remembered: DriveFolders?, createFolders: Bool = true) async throws -> DriveListing {
-        if let remembered, !remembered.books.isEmpty, !remembered.clips.isEmpty {
-            let parents = (remembered.books + remembered.clips).map { "'\($0)' in parents" }.joined(separator: " or ")
-            let combined = try await list(query: "(\(Self.folderQuery)) or ((\(parents)) and trashed = false)")
-            let found = Self.structure(combined.files)
-            if combined.incomplete == nil, found == remembered {
-                let folderIDs = Set(remembered.books + remembered.clips)
-                let files = combined.files.filter { $0.mimeType != Self.folderType && $0.parents.contains { folderIDs.contains($0) } }
-                return DriveListing(folders: remembered, files: files.map(\.file), incompleteReason: nil)
-            }
-            await folderCache.forget()
-        }
+        async let early = listEach((remembered?.books ?? []) + (remembered?.clips ?? []))
         let folders: DriveFolders
         if createFolders {
-            folders = try await self.folders()
+            // Looked up afresh, whatever an earlier call of this client found.
+            await folderCache.forget()
+            folders = try await folderCache.folders { [self] in try await self.resolveFolders(remembered: remembered, create: true) }
         } else {
-            let found = try await list(query: Self.folderQuery)
-            folders = Self.structure(found.files)
-            guard !(folders.books + folders.clips).isEmpty else {
-                return DriveListing(folders: folders, files: [], incompleteReason: found.incomplete)
-            }
+            folders = try await resolveFolders(remembered: remembered, create: false)
         }
-        let parents = (folders.books + folders.clips).map { "'\($0)' in parents" }.joined(separator: " or ")
-        let listed = try await list(query: "(\(parents)) and trashed = false")
-        let files = listed.files.filter { $0.mimeType != Self.folderType }.map(\.file)
-        return DriveListing(folders: folders, files: files, incompleteReason: listed.incomplete)
+        var listings = await early
+        let wanted = folders.books + folders.clips
+        for (id, listing) in await listEach(wanted.filter { listings[$0] == nil }) { listings[id] = listing }
+        var files: [RemoteFile] = []
+        var incomplete: String?
+        for id in wanted {
+            guard let listing = try listings[id]?.get() else { continue }
+            files += listing.files.filter { $0.mimeType != Self.folderType }.map(\.file)
+            incomplete = incomplete ?? listing.incomplete
+        }
+        return DriveListing(folders: folders, files: files, incompleteReason: incomplete)
+    }
+
+    /// Each folder's files, one query per folder, the folders at the same time (each folder's
+    /// pages in turn, as its page tokens require).
+    private func listEach(_ folders: [String]) async -> [String: Result<FolderListing, any Error>] {
+        await withTaskGroup(of: (String, Result<FolderListing, any Error>).self) { group in
+            for id in Set(folders) {
+                group.addTask {
+                    do {
+                        return (id, .success(try await self.list(query: "'\(Self.quoted(id: id))' in parents and trashed = false")))
+                    } catch {
+                        return (id, .failure(error))
+                    }
+                }
+            }
+            var results: [String: Result<FolderListing, any Error>] = [:]
+            for await (id, result) in group { results[id] = result }
+            return results
+        }
     }
 
     // MARK: uploads

@@ -22,8 +22,10 @@ package struct HTTPRequest: Sendable {
     package var url: URL
     package var headers: [String: String]
     package var body: Body
-    /// The most answer-body bytes to read. A longer answer fails with `ResponseTooLong` as
-    /// soon as it passes the limit, without the rest being read.
+    /// The most bytes of a 2xx answer's body to read. A longer answer fails with
+    /// `ResponseTooLong` as soon as it passes the limit, without the rest being read. An
+    /// error answer has a limit of its own (1 MiB), so a small file's limit never cuts off
+    /// the JSON that says why it was refused.
     package var responseLimit: Int64
 
     package init(
@@ -200,7 +202,7 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
 /// One request's answer as it arrives: counted against the limit, kept in memory or written
 /// to the download file, then handed to the waiting caller.
 private final class Transfer: Sendable {
-    /// An error answer to a download is read into memory up to this much.
+    /// An error answer is read into memory up to this much, whatever the request's limit.
     static let errorBodyLimit: Int64 = 1 << 20
 
     private struct State {
@@ -231,8 +233,11 @@ private final class Transfer: Sendable {
     func receive(_ data: Data, status: Int) -> Bool {
         state.withLock { state in
             guard !state.tooLong, state.writeError == nil else { return false }
-            let toFile = file != nil && (200..<300).contains(status)
-            let cap = toFile || file == nil ? limit : min(limit, Self.errorBodyLimit)
+            let success = (200..<300).contains(status)
+            let toFile = file != nil && success
+            // The limit is for the content asked for. An error answer is Drive's JSON, whose
+            // reason decides a retry: a rate limit on a 200-byte file still sends a longer body.
+            let cap = success ? limit : Self.errorBodyLimit
             guard state.received + Int64(data.count) <= cap else {
                 state.tooLong = true
                 return false

@@ -115,6 +115,9 @@ package final class SyncEngine: Sendable {
         if let reason = listing.incompleteReason {
             report.skipped.append(.init(entity: "Drive listing", reason: "stopped early: \(reason); nothing was deleted locally"))
         }
+        if let reason = plan.listingDistrustedReason {
+            report.skipped.append(.init(entity: "Drive listing", reason: reason))
+        }
 
         if options.dryRun {
             report.plan = plan.actions.map { .init(entity: "\($0.key)", reason: "\($0.action.rawValue): \($0.reason)") }

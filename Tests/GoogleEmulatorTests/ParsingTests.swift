@@ -109,6 +109,21 @@ extension ParsingTests {
             #expect(!query.matches(subject(["A"], trashed: true)))
         }
 
+        @Test("which queries test a name, and which OR parents together", arguments: [
+            ("'A' in parents and trashed = false", false, [String]()),
+            ("'A' in parents and name = 'x'", true, []),
+            ("not name contains 'x'", true, []),
+            ("('A' in parents or 'B' in parents) and trashed = false", false, ["A", "B"]),
+            ("'A' in parents or 'B' in parents or 'C' in parents", false, ["A", "B", "C"]),
+            ("'A' in parents or name = 'x'", true, []),
+            ("(name = 'Ivy' and 'root' in parents) or ('A' in parents or 'B' in parents)", true, ["root", "A", "B"]),
+        ])
+        func nameAndOrParents(text: String, name: Bool, parents: [String]) throws {
+            let query = try Q.parse(text)
+            #expect(query.mentionsName == name)
+            #expect(query.orParents == parents)
+        }
+
         @Test("matching each term", arguments: [
             ("name = 'Clip.mp3'", true),
             ("name = 'clip.mp3'", false),

@@ -275,6 +275,30 @@ struct PlannerRuleTests {
         #expect(plan(clips: [F.clip("c1")], manifest: [F.synced(clipKey)], allowDeletes: true, folderIsRecorded: false).actions.count == 1)
     }
 
+    @Test("a listing lacking more than half (and more than 10) of the books synced is not taken at its word")
+    func shortListing() {
+        let books = (0..<12).map { String(format: "b%02x", $0) }
+        let manifest = books.map { F.synced(EntityKey(.book, $0)) } + [F.synced(clipKey)]
+        let local = books.map { F.book($0) }
+        // Drive lists the clip but none of the books.
+        let files = [F.json(clipKey), F.mp3("c1")]
+        let result = plan(books: local, clips: [F.clip("c1")], files: files, manifest: manifest)
+        #expect(result.actions.isEmpty, "no book uploaded again beside the file Drive left out: \(only(result))")
+        #expect(result.held.count == 12 && result.held.allSatisfy { $0.action == .upload })
+        #expect(result.listingDistrustedReason?.contains("only 0 of the 12 books") == true, "\(result.listingDistrustedReason ?? "")")
+        // ... nor a clip deleted here, even one alone, nor a record forgotten.
+        let clipGone = plan(books: local, clips: [F.clip("c1")], manifest: manifest)
+        #expect(clipGone.actions(.deleteLocal).isEmpty && clipGone.held.contains { $0.action == .deleteLocal })
+        #expect(clipGone.deletionsHeldReason?.contains("--allow-deletes") == true)
+        let bothGone = plan(books: local, manifest: manifest + [F.synced(EntityKey(.clip, "c2"))])
+        #expect(bothGone.manifestCleanup.isEmpty)
+        // --allow-deletes takes it at its word; a shorter gap (10 of 12) is an ordinary listing.
+        #expect(plan(books: local, clips: [F.clip("c1")], files: files, manifest: manifest, allowDeletes: true).actions(.upload).count == 12)
+        let tenGone = files + books.prefix(2).map { F.json(EntityKey(.book, $0)) }
+        let ordinary = plan(books: local, clips: [F.clip("c1")], files: tenGone, manifest: manifest)
+        #expect(ordinary.actions(.upload).count == 10 && ordinary.listingDistrustedReason == nil)
+    }
+
     @Test("every planned action carries a reason")
     func reasons() {
         let result = plan(

@@ -39,7 +39,7 @@ struct DriveClientTests {
             }
             #expect(Set(results.map(\.ivy)).count == 1)
             let log = await google.state.requests
-            #expect(log.filter { $0.method == "GET" && $0.path == "/drive/v3/files" }.count == 1)
+            #expect(log.filter { $0.method == "GET" && $0.path == "/drive/v3/files" }.count == 2, "the lookup, and one after creating")
             #expect(log.filter { $0.method == "POST" && $0.path == "/drive/v3/files" }.count == 3)
             let all = await google.state.dump(email: "alice@example.com")
             #expect(all.filter { $0.name == "Ivy" }.count == 1)
@@ -89,11 +89,11 @@ struct DriveClientTests {
             await google.state.clearRequests()
             let listing = try await drive.listLibrary(remembered: folders)
             #expect(listing.isComplete && listing.files.count == 35)
-            #expect(await google.state.requests.count == 4)
+            #expect(await google.state.requests.filter { $0.query.contains(folders.books[0]) }.count == 4)
         }
     }
 
-    @Test("a no-op listing with remembered folders costs one request; a trashed folder is noticed")
+    @Test("a no-op listing with remembered folders costs three requests, none a name query; a trashed folder is noticed")
     func rememberedFolders() async throws {
         try await withGoogle { google in
             let drive = try await google.drive()
@@ -101,11 +101,32 @@ struct DriveClientTests {
             _ = try await drive.uploadJSON(name: "book_b1.json", data: Data("{}".utf8), folder: folders.books[0], replacing: [])
             await google.state.clearRequests()
             #expect(try await drive.listLibrary(remembered: folders).files.count == 1)
-            #expect(await google.state.requests.count == 1)
+            let log = await google.state.requests
+            #expect(log.count == 3, "the folders, the books, the clips")
+            #expect(log.allSatisfy { !($0.query.removingPercentEncoding ?? "").contains("name =") })
             try await google.state.trash(id: folders.ivy[0])
             let relisted = try await drive.listLibrary(remembered: folders)
             #expect(relisted.folders.ivy != folders.ivy, "a new Ivy folder replaces the trashed one")
             #expect(relisted.files.isEmpty)
+        }
+    }
+
+    @Test("a remembered folder missing from the folder listing is asked for by id, and no twin of it is made")
+    func knownFolderNeverTwinned() async throws {
+        try await withGoogle { google in
+            let drive = try await google.drive()
+            let folders = try await drive.folders()
+            _ = try await drive.uploadJSON(name: "book_b1.json", data: Data("{}".utf8), folder: folders.books[0], replacing: [])
+            // Drive lists no folders at all, as a lagging or short answer would.
+            await google.state.addFault(FaultRule(method: "GET", pathContains: "q=mimeType", jsonFields: ["files": "[]"]))
+            await google.state.clearRequests()
+            let listing = try await drive.listLibrary(remembered: folders)
+            #expect(listing.folders == folders)
+            #expect(listing.files.map(\.name) == ["book_b1.json"])
+            #expect(await google.state.requests.filter { $0.method == "POST" }.isEmpty, "nothing created")
+            let checked = await google.state.requests.filter { $0.method == "GET" && $0.path.hasPrefix("/drive/v3/files/") }
+            #expect(checked.count == 3, "Ivy, books and clips, each by id")
+            #expect(await google.state.dump(email: "alice@example.com").filter(\.isFolder).count == 3)
         }
     }
 

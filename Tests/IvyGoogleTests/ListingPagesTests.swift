@@ -17,8 +17,8 @@ extension GoogleHarness {
     }
 }
 
-/// Only the listing of the files, not the folder lookup: `('b' in parents ...) and trashed = false`.
-private let filesQuery = ") and trashed = false"
+/// Only the listings of the files, not the folder lookup: `'FOLDER' in parents and trashed = false`.
+private let filesQuery = "' in parents and trashed = false"
 
 @Suite("Listing against a Drive whose pages never end")
 struct EndlessListingTests {
@@ -45,8 +45,8 @@ struct EndlessListingTests {
             let listing = try await drive.listLibrary(remembered: nil)
             #expect(!listing.isComplete && listing.files.count == 5)
             #expect(listing.incompleteReason?.contains("kept sending pages") == true, "\(listing.incompleteReason ?? "complete")")
-            let pages = await google.state.requests.filter { $0.method == "GET" && $0.path == "/drive/v3/files" }
-            #expect(pages.count == 5 + DriveClient.spareListPages + 1, "26 pages, the last still asking for more")
+            let pages = await google.state.requests.filter { $0.path == "/drive/v3/files" && $0.query.contains(folders.books[0]) }
+            #expect(pages.count == 5 + DriveClient.spareListPages + 1, "26 pages of the books folder, the last still asking for more")
             #expect(try await drive.listLibrary(remembered: folders).isComplete == false)
         }
     }
@@ -57,11 +57,49 @@ struct EndlessListingTests {
     ])
     func someEmptyPages(books: Int, empty: Int, complete: Bool) async throws {
         try await withGoogle { google in
-            let (drive, _) = try await google.library(books: books, pageCap: 1)
-            await google.state.setListFault(ListFault(.emptyPages, queryContains: filesQuery, count: empty))
+            let (drive, folders) = try await google.library(books: books, pageCap: 1)
+            await google.state.setListFault(ListFault(.emptyPages, queryContains: "'\(folders.books[0])\(filesQuery)", count: empty))
             let listing = try await drive.listLibrary(remembered: nil)
             #expect(listing.isComplete == complete)
             #expect(listing.files.count == books)
+        }
+    }
+}
+
+@Suite("Listing when Drive rejects a page token")
+struct RejectedPageTokenTests {
+    @Test("a page token that expired mid-listing (400) starts the listing again from the first page", .timeLimit(.minutes(1)))
+    func expiredToken() async throws {
+        try await withGoogle { google in
+            await google.state.setTokenLifetime(seconds: 86_400)
+            // Three to a page: the folders (Ivy, books, clips) and the empty clips folder take
+            // one page each, the five books two.
+            let (drive, folders) = try await google.library(books: 5, pageCap: 3)
+            await google.state.clearRequests()
+            await google.state.addFault(FaultRule(method: "GET", pathContains: "pageToken=", times: 1, hold: true))
+            async let listed = drive.listLibrary(remembered: folders)
+            await google.state.waitForHeld(count: 1)
+            await google.state.advanceClock(by: 4 * 3600)
+            await google.state.releaseHeld()
+            let listing = try await listed
+            #expect(listing.isComplete, "\(listing.incompleteReason ?? "")")
+            #expect(Set(listing.files.map(\.name)) == Set((0..<5).map { "book_\($0).json" }))
+            #expect(await google.state.requests.filter { $0.status == 400 }.count == 1)
+        }
+    }
+
+    @Test("a page token rejected again after the restart ends the listing as incomplete, after one restart")
+    func rejectedTwice() async throws {
+        try await withGoogle { google in
+            let (drive, folders) = try await google.library(books: 5, pageCap: 3)
+            await google.state.addFault(FaultRule(method: "GET", pathContains: "pageToken=", status: 400, reason: "invalid"))
+            await google.state.clearRequests()
+            let listing = try await drive.listLibrary(remembered: folders)
+            #expect(!listing.isComplete)
+            #expect(listing.incompleteReason?.contains("rejected a page token again") == true, "\(listing.incompleteReason ?? "complete")")
+            let rejected = await google.state.requests.filter { $0.status == 400 }
+            let perQuery = Dictionary(grouping: rejected) { $0.query.split(separator: "&").first { $0.hasPrefix("q=") } ?? "" }
+            #expect(!perQuery.isEmpty && perQuery.values.allSatisfy { $0.count == 2 }, "the first page token, then the one after the restart")
         }
     }
 }

@@ -88,4 +88,29 @@ struct TransferFileTests {
             #expect(await google.state.requests.filter { $0.query.contains("alt=media") }.map(\.status) == [403, 200])
         }
     }
+
+    @Test("a file smaller than Drive's error body: its rate-limit answer is read whole, retried, and slows every request", arguments: [403, 429])
+    func rateLimitedSmallDownload(status: Int) async throws {
+        try await withGoogle { google in
+            let drive = try await google.drive()
+            let folders = try await drive.folders()
+            await google.state.putFile(email: "alice@example.com", name: "book_b.json", parents: [folders.books[0]], content: Data("{}".utf8))
+            await google.state.putFile(email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: Data("ID3".utf8))
+            let listed = try await drive.listLibrary(remembered: folders).files
+            let json = try #require(listed.first { $0.name == "book_b.json" })
+            let mp3 = try #require(listed.first { $0.name == "clip_c.mp3" })
+            // Drive's JSON error body is some 250 bytes, far more than either file.
+            await google.state.clearRequests()
+            await google.state.addFault(FaultRule(pathContains: "alt=media", times: 1, status: status))
+            #expect(try await drive.downloadData(json) == Data("{}".utf8))
+            await google.state.clearFaults()
+            await google.state.addFault(FaultRule(pathContains: "alt=media", times: 1, status: status))
+            let target = URL(fileURLWithPath: google.directory + "/c.mp3")
+            try await drive.downloadFile(mp3, to: target)
+            #expect(try Data(contentsOf: target) == Data("ID3".utf8))
+            let statuses = await google.state.requests.filter { $0.query.contains("alt=media") }.map(\.status)
+            #expect(statuses == [status, 200, status, 200], "each refused once, then retried")
+            #expect(drive.rateLimitCount == 2, "the pacer heard both")
+        }
+    }
 }

@@ -19,7 +19,7 @@ struct ListingTests {
             #expect(try await a.sync().deletedRemote.pair == [0, 1])
 
             // Only the listing of the files misbehaves, not the folder lookup.
-            await world.state.setListFault(ListFault(.emptyPages, queryContains: ") and trashed = false"))
+            await world.state.setListFault(ListFault(.emptyPages, queryContains: "' in parents and trashed = false"))
             let cut = try await b.sync()
             #expect(cut.deletedLocal.total == 0 && b.audio(clip.id) != nil)
             let reason = try #require(cut.skipped.first { $0.entity == "Drive listing" }?.reason)

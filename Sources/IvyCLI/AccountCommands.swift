@@ -106,12 +106,15 @@ struct LogoutCommand: AsyncParsableCommand {
             guard context.stdinIsTerminal else {
                 throw ValidationError("logout --revoke signs the Ivy app out too, so it asks first; run it on a terminal or pass --yes")
             }
-            guard let token = store.load() else { return context.output.line("Not signed in.") }
-            context.output.line(Self.consequence)
-            context.output.line("Revoke the access of \(Display.safe(token.email))? [y/N] ")
-            context.output.flush()
-            guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
-                return context.output.line("Nothing changed.")
+            // No usable token file: nothing to revoke, so nothing to ask; the rest below
+            // removes a damaged file and says so, as plain logout does.
+            if let token = store.quietLoad() {
+                context.output.line(Self.consequence)
+                context.output.line("Revoke the access of \(Display.safe(token.email))? [y/N] ")
+                context.output.flush()
+                guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+                    return context.output.line("Nothing changed.")
+                }
             }
         }
         // A sync running now would write its refreshed token back after the delete.

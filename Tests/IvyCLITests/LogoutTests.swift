@@ -136,6 +136,19 @@ struct LogoutTests {
         }
     }
 
+    @Test("logout --revoke on a terminal with a damaged token file asks nothing and removes it, like logout")
+    func revokeDamaged() async throws {
+        try await withSignIn { harness in
+            _ = try await harness.login()
+            try Data("garbage".utf8).write(to: URL(fileURLWithPath: harness.tokenFile))
+            let result = try await harness.ivy.runOnTerminal(["logout", "--revoke"], typing: "\n")
+            #expect(result.status == 0 && result.stdout == "Not signed in.\n", "\(result.stdout) \(result.stderr)")
+            #expect(result.stderr.components(separatedBy: "damaged").count == 2, "one warning: \(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
+            #expect(await harness.revocations == 0)
+        }
+    }
+
     @Test("logout --revoke with Google unreachable still deletes the token, with a warning")
     func revokeOffline() async throws {
         try await withSignIn { harness in

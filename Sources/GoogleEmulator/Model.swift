@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import IvyCore
 
@@ -67,7 +68,9 @@ package struct DriveFile: Sendable, Codable, Equatable {
 
     package var isFolder: Bool { mimeType == Self.folderType }
     package var size: Int { content.count }
-    package var md5: String { MD5.hex(content) }
+    /// Drive's `md5Checksum`, computed by swift-crypto rather than ivy's own MD5, so the two
+    /// sides of every integrity check are independent.
+    package var md5: String { Insecure.MD5.hash(data: content).map { String(format: "%02x", $0) }.joined() }
 }
 
 /// A file's metadata or media that does not tell the truth: what a hostile or broken

@@ -73,6 +73,18 @@ struct DriveTests {
         }
     }
 
+    @Test("md5Checksum is RFC 1321's MD5, from the emulator's own library, agreeing with ivy's", arguments: [
+        ("", "d41d8cd98f00b204e9800998ecf8427e"),
+        ("The quick brown fox jumps over the lazy dog", "9e107d9d372bb6826bd81d3542a419d6"),
+        (String(repeating: "a", count: 1_000_000), "7707d6ae4e027c70eea2a935c2296f21"),
+    ])
+    func md5Vectors(text: String, expected: String) async throws {
+        let state = EmulatorState(accounts: GoogleEmulator.defaultAccounts, clients: GoogleEmulator.defaultClients)
+        let file = await state.putFile(email: "alice@example.com", name: "x.mp3", parents: [], content: Data(text.utf8))
+        #expect(file.md5 == expected)
+        #expect(MD5.hex(Data(text.utf8)) == expected)
+    }
+
     @Test("multipart upload; metadata with size and md5 as strings; media whole or by range")
     func multipartAndDownload() async throws {
         try await withEmulator { google in

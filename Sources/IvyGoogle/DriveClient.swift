@@ -155,7 +155,7 @@ final class DriveRequester: Sendable {
                 }
                 failure = DriveError.from(response, context: context)
                 // A negative Retry-After is no wait; a huge one fails the retry bound below.
-                retryAfter = response.headers["retry-after"].flatMap { Int($0) }.map { .seconds(max(0, $0)) }
+                retryAfter = response.retryAfter
             } catch let error as DriveError {
                 failure = error
             }

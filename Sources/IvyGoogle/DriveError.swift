@@ -85,3 +85,10 @@ package struct RetryPolicy: Sendable {
         return ceiling * random
     }
 }
+
+extension HTTPResponse {
+    /// The wait a `Retry-After` header asks for, in whole seconds as Google sends it.
+    var retryAfter: Duration? {
+        headers["retry-after"].flatMap { Int($0) }.map { .seconds(max(0, $0)) }
+    }
+}

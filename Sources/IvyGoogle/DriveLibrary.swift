@@ -391,8 +391,7 @@ extension DriveClient {
                     }
                     failures += 1
                     guard error.isRetryable, failures <= http.policy.maxAttempts else { throw error }
-                    let retryAfter = response.headers["retry-after"].flatMap { Int($0) }.map { Duration.seconds(max(0, $0)) }
-                    try await http.sleep(http.policy.delay(attempt: failures, retryAfter: retryAfter, random: Double.random(in: 0...1)))
+                    try await http.sleep(http.policy.delay(attempt: failures, retryAfter: response.retryAfter, random: Double.random(in: 0...1)))
                     needsStatus = true
                 }
             }

@@ -81,7 +81,7 @@ package actor TokenProvider {
                 if error == "invalid_client" { throw GoogleError.invalidClient }
                 guard Self.isRetryable(response) else { throw GoogleError.from(response) }
                 failure = GoogleError.from(response)
-                retryAfter = response.headers["retry-after"].flatMap { Int($0) }.map { .seconds(max(0, $0)) }
+                retryAfter = response.retryAfter
             } catch GoogleError.network(let message) {
                 failure = .network(message)
             }

@@ -52,7 +52,8 @@ struct LoginCommand: AsyncParsableCommand {
         if let scope = tokens.scope, !scope.split(separator: " ").contains(Substring(DeviceFlow.scope)) {
             throw GoogleError.missingDriveScope
         }
-        let account = try await DriveAccount.fetch(drive: endpoints.drive, accessToken: tokens.accessToken, transport: effects.transport)
+        let account = try await DriveAccount.fetch(
+            drive: endpoints.drive, accessToken: tokens.accessToken, transport: effects.transport, sleep: effects.sleep)
         let token = StoredToken(
             accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt, scope: tokens.scope,
             clientID: credentials.id, email: account.email, permissionID: account.permissionID)

@@ -49,16 +49,16 @@ package struct DeviceFlow: Sendable {
     /// Asks for a device code and the user code to show.
     package func start() async throws -> DeviceAuthorization {
         let response = try await post("device/code", ["client_id": credentials.id, "scope": Self.scope])
-        guard response.status == 200, let json = response.json else { throw Self.failure(response) }
-        guard let deviceCode = json["device_code"] as? String, let userCode = json["user_code"] as? String,
-            let url = json["verification_url"] as? String ?? json["verification_uri"] as? String
-        else {
+        guard response.status == 200, let answer = response.decoded(DeviceCodeAnswer.self) else {
+            throw Self.failure(response)
+        }
+        guard let deviceCode = answer.deviceCode, let userCode = answer.userCode, let url = answer.verificationURL else {
             throw GoogleError.unexpectedResponse("the device code answer lacks device_code, user_code or verification_url")
         }
         return DeviceAuthorization(
             deviceCode: deviceCode, userCode: userCode, verificationURL: url,
-            expiresIn: OAuthLimits.seconds(json["expires_in"], in: OAuthLimits.deviceCodeLifetime) ?? 1800,
-            interval: OAuthLimits.seconds(json["interval"], in: OAuthLimits.pollInterval) ?? 5)
+            expiresIn: OAuthLimits.seconds(answer.expiresIn, in: OAuthLimits.deviceCodeLifetime) ?? 1800,
+            interval: OAuthLimits.seconds(answer.interval, in: OAuthLimits.pollInterval) ?? 5)
     }
 
     /// Polls until the person approves, denies, or the code expires. `slow_down` adds 5 s
@@ -83,7 +83,7 @@ package struct DeviceFlow: Sendable {
                 continue
             }
             if response.status == 200 { return try Self.tokens(response, now: effects.clock.now()) }
-            switch response.json?["error"] as? String {
+            switch GoogleError.oauthCode(response) {
             case "authorization_pending": continue
             case "slow_down": interval += 5
             case "access_denied": throw GoogleError.accessDenied
@@ -111,20 +111,21 @@ package struct DeviceFlow: Sendable {
     }
 
     static func tokens(_ response: HTTPResponse, now: Milliseconds) throws -> GrantedTokens {
-        guard let json = response.json, let access = json["access_token"] as? String else {
+        guard let answer = response.decoded(TokenAnswer.self), let access = answer.accessToken else {
             throw GoogleError.unexpectedResponse("the token answer has no access_token")
         }
-        let lifetime = OAuthLimits.seconds(json["expires_in"], in: OAuthLimits.accessTokenLifetime) ?? 3600
+        let lifetime = OAuthLimits.seconds(answer.expiresIn, in: OAuthLimits.accessTokenLifetime) ?? 3600
         return GrantedTokens(
-            accessToken: access, refreshToken: json["refresh_token"] as? String,
-            expiresAt: now + Milliseconds(lifetime) * 1000, scope: json["scope"] as? String)
+            accessToken: access, refreshToken: answer.refreshToken,
+            expiresAt: now + Milliseconds(lifetime) * 1000, scope: answer.scope)
     }
 
     static func failure(_ response: HTTPResponse) -> GoogleError {
         // The device-code quota answer keys its code as `error_code`, not `error` (Google's
         // "OAuth 2.0 for TV and Limited-Input Device Applications", Step 1).
-        if response.status == 403, response.json?["error_code"] as? String == "rate_limit_exceeded" { return .codeRateLimited }
-        switch response.json?["error"] as? String {
+        let answer = response.decoded(GoogleErrorAnswer.self)
+        if response.status == 403, answer?.errorCode == "rate_limit_exceeded" { return .codeRateLimited }
+        switch answer?.code {
         case "invalid_client": return .invalidClient
         default: return GoogleError.from(response)
         }
@@ -146,15 +147,15 @@ package enum OAuthLimits {
 
     /// Whole seconds from a JSON number (a fraction is dropped) or a numeric string, clamped
     /// into `range`; nil when it is no number at all, so the caller's default applies.
-    static func seconds(_ value: Any?, in range: ClosedRange<Int>) -> Int? {
+    static func seconds(_ value: OAuthNumber?, in range: ClosedRange<Int>) -> Int? {
         let number: Double
         switch value {
-        case let whole as Int: return whole.clamped(to: range)
-        case let real as Double: number = real
-        case let text as String:
+        case .whole(let whole): return whole.clamped(to: range)
+        case .real(let real): number = real
+        case .text(let text):
             guard let parsed = Double(text.trimmingCharacters(in: .whitespaces)) else { return nil }
             number = parsed
-        default: return nil
+        case nil: return nil
         }
         guard !number.isNaN else { return nil }
         if number <= Double(range.lowerBound) { return range.lowerBound }

@@ -62,33 +62,3 @@ package struct DriveError: LocalizedError, Equatable, Sendable {
         }
     }
 }
-
-/// How often and how long to retry: exponential backoff with full jitter, honouring
-/// Retry-After, bounded in attempts and in total time.
-package struct RetryPolicy: Sendable {
-    package var maxAttempts: Int
-    package var baseDelay: Duration
-    package var maxDelay: Duration
-    package var maxTotal: Duration
-
-    package init(maxAttempts: Int = 6, baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(32), maxTotal: Duration = .seconds(180)) {
-        self.maxAttempts = maxAttempts
-        self.baseDelay = baseDelay
-        self.maxDelay = maxDelay
-        self.maxTotal = maxTotal
-    }
-
-    /// The wait before retry number `attempt` (1-based).
-    func delay(attempt: Int, retryAfter: Duration?, random: Double) -> Duration {
-        if let retryAfter { return retryAfter }
-        let ceiling = min(maxDelay, baseDelay * (1 << min(attempt - 1, 20)))
-        return ceiling * random
-    }
-}
-
-extension HTTPResponse {
-    /// The wait a `Retry-After` header asks for, in whole seconds as Google sends it.
-    var retryAfter: Duration? {
-        headers["retry-after"].flatMap { Int($0) }.map { .seconds(max(0, $0)) }
-    }
-}

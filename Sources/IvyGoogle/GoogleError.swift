@@ -57,23 +57,29 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
 
     /// Reads Drive's `{"error":{"code","message","errors":[{"reason"}]}}` or OAuth's flat `{"error","error_description"}`.
     static func from(_ response: HTTPResponse) -> GoogleError {
-        let json = response.json
-        if let envelope = json?["error"] as? [String: Any] {
-            let reason = (envelope["errors"] as? [[String: Any]])?.first?["reason"] as? String
-            let message = envelope["message"] as? String ?? "no message"
+        let answer = response.decoded(GoogleErrorAnswer.self)
+        if let envelope = answer?.envelope {
+            let reason = envelope.reason
+            let message = envelope.message ?? "no message"
             switch (response.status, reason) {
             case (403, "accessNotConfigured"?):
                 // Google's message names the page that enables the API in the right project.
-                let link = message.firstMatch(of: /https:\/\/console\.(developers|cloud)\.google\.com\/[^\s"]+/).map { String($0.output.0) }
+                let link = message.firstMatch(of: /https:\/\/console\.(developers|cloud)\.google\.com\/[^\s"]+/)
+                    .map { String($0.output.0) }
                 return .driveAPIDisabled(link: link)
             case (403, "insufficientPermissions"?): return .missingDriveScope
             default: return .http(status: response.status, reason: reason, message: message)
             }
         }
-        if let code = json?["error"] as? String {
-            return .http(status: response.status, reason: code, message: json?["error_description"] as? String ?? code)
+        if let code = answer?.code {
+            return .http(status: response.status, reason: code, message: answer?.description ?? code)
         }
         return .http(status: response.status, reason: nil, message: HTTPStatusText.text(response.status))
+    }
+
+    /// OAuth's flat `error` code of an answer, if it has one.
+    static func oauthCode(_ response: HTTPResponse) -> String? {
+        response.decoded(GoogleErrorAnswer.self)?.code
     }
 }
 

@@ -61,34 +61,25 @@ package actor TokenProvider {
     /// only `invalid_grant` means the sign-in is over.
     private func performRefresh() async throws -> String {
         guard let refreshToken = token.refreshToken else { throw GoogleError.notSignedIn }
-        var attempt = 0
-        var waited = Duration.zero
-        var response: HTTPResponse
-        while true {
-            try Task.checkCancellation()
-            attempt += 1
+        let url = endpoints.oauth.appendingPathComponent("token")
+        let fields = [
+            "client_id": credentials.id, "client_secret": credentials.secret,
+            "grant_type": "refresh_token", "refresh_token": refreshToken,
+        ]
+        let response = try await policy.run(sleep: effects.sleep) { () async throws -> RetryOutcome<HTTPResponse> in
             refreshCount += 1
-            let failure: GoogleError
-            var retryAfter: Duration?
+            let response: HTTPResponse
             do {
-                response = try await FormPost.send(effects.transport, endpoints.oauth.appendingPathComponent("token"), [
-                    "client_id": credentials.id, "client_secret": credentials.secret,
-                    "grant_type": "refresh_token", "refresh_token": refreshToken,
-                ])
-                if response.status == 200 { break }
-                let error = response.json?["error"] as? String
-                if error == "invalid_grant" { throw signOut() }
-                if error == "invalid_client" { throw GoogleError.invalidClient }
-                guard Self.isRetryable(response) else { throw GoogleError.from(response) }
-                failure = GoogleError.from(response)
-                retryAfter = response.retryAfter
+                response = try await FormPost.send(effects.transport, url, fields)
             } catch GoogleError.network(let message) {
-                failure = .network(message)
+                return .retry(GoogleError.network(message), retryAfter: nil)
             }
-            let wait = policy.delay(attempt: attempt, retryAfter: retryAfter, random: Double.random(in: 0...1))
-            guard attempt < policy.maxAttempts, waited + wait <= policy.maxTotal else { throw failure }
-            try await effects.sleep(wait)
-            waited += wait
+            if response.status == 200 { return .done(response) }
+            let code = GoogleError.oauthCode(response)
+            if code == "invalid_grant" { throw signOut() }
+            if code == "invalid_client" { throw GoogleError.invalidClient }
+            guard Self.isRetryable(response) else { throw GoogleError.from(response) }
+            return .retry(GoogleError.from(response), retryAfter: response.retryAfter)
         }
         let granted = try DeviceFlow.tokens(response, now: effects.clock.now())
         token.accessToken = granted.accessToken
@@ -111,8 +102,7 @@ package actor TokenProvider {
 
     static func isRetryable(_ response: HTTPResponse) -> Bool {
         if [408, 429].contains(response.status) || (500...599).contains(response.status) { return true }
-        let error = response.json?["error"] as? String
-        return ["internal_failure", "server_error", "temporarily_unavailable"].contains(error ?? "")
+        return ["internal_failure", "server_error", "temporarily_unavailable"].contains(GoogleError.oauthCode(response) ?? "")
     }
 }
 
@@ -157,23 +147,36 @@ package struct DriveAccount: Sendable, Equatable {
     /// False when Drive left the address out and `email` names the permission id instead.
     package var emailShown = true
 
-    package static func fetch(drive: URL, accessToken: String, transport: any HTTPTransport) async throws -> DriveAccount {
+    /// The signed-in account. Retried as every Drive request is (network errors, rate limits,
+    /// 5xx), through the same policy and the injected `sleep`.
+    package static func fetch(
+        drive: URL, accessToken: String, transport: any HTTPTransport, policy: RetryPolicy = RetryPolicy(),
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    ) async throws -> DriveAccount {
         var components = URLComponents(url: drive.appendingPathComponent("drive/v3/about"), resolvingAgainstBaseURL: false)
         components?.queryItems = [URLQueryItem(name: "fields", value: "user(emailAddress,permissionId)")]
         guard let url = components?.url else { throw GoogleError.badEndpoint("bad Drive URL \(drive)") }
-        let response: HTTPResponse
-        do {
-            response = try await transport.send(HTTPRequest(method: "GET", url: url, headers: ["Authorization": "Bearer \(accessToken)"]))
-        } catch {
-            throw GoogleError.network(error.localizedDescription)
+        let request = HTTPRequest(method: "GET", url: url, headers: ["Authorization": "Bearer \(accessToken)"])
+        let response = try await policy.run(sleep: sleep) { () async throws -> RetryOutcome<HTTPResponse> in
+            let response: HTTPResponse
+            do {
+                response = try await transport.send(request)
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                return .retry(GoogleError.network(error.localizedDescription), retryAfter: nil)
+            }
+            if response.status == 200 { return .done(response) }
+            guard DriveError.from(response, context: "").isRetryable else { throw GoogleError.from(response) }
+            return .retry(GoogleError.from(response), retryAfter: response.retryAfter)
         }
-        guard response.status == 200, let user = response.json?["user"] as? [String: Any],
-            let permissionID = user["permissionId"] as? String
-        else { throw GoogleError.from(response) }
+        guard let user = response.decoded(AboutAnswer.self)?.user, let permissionID = user.permissionId else {
+            throw GoogleError.from(response)
+        }
         // Drive's User resource: the address "may not be present in certain contexts if the
         // user has not made their email address visible to the requester". The permission id
         // always is, and is what ivy keys the account on anyway.
-        guard let email = user["emailAddress"] as? String, !email.isEmpty else {
+        guard let email = user.emailAddress, !email.isEmpty else {
             return DriveAccount(email: "Google account \(permissionID)", permissionID: permissionID, emailShown: false)
         }
         return DriveAccount(email: email, permissionID: permissionID)

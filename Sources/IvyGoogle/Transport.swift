@@ -57,8 +57,6 @@ package struct HTTPResponse: Sendable {
         self.headers = headers
         self.body = body
     }
-
-    package var json: [String: Any]? { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] }
 }
 
 /// Sends HTTP requests. The real one is URLSession; tests use the same one against the

@@ -148,17 +148,29 @@ extension LibraryDatabase {
     // MARK: remembered folders
 
     /// Drive folder ids as kept between syncs: each a list, oldest first (twins included).
-    package func rememberedFolders() throws -> (ivy: [String], books: [String], clips: [String])? {
+    /// Nil until a sync has found them (or after the manifest was reset).
+    package func rememberedFolders() throws -> DriveFolders? {
         let values = try [InternalSetting.ivyFolderID, .booksFolderID, .clipsFolderID].map { try internalSetting($0) }
         guard let ivy = values[0], let books = values[1], let clips = values[2] else { return nil }
-        func split(_ text: String) -> [String] { text.split(separator: ",").map(String.init) }
-        return (split(ivy), split(books), split(clips))
+        return DriveFolders(ivy: Self.folderIDs(ivy), books: Self.folderIDs(books), clips: Self.folderIDs(clips))
     }
 
-    package func rememberFolders(ivy: [String], books: [String], clips: [String]) throws {
-        try setInternalSetting(.ivyFolderID, ivy.joined(separator: ","))
-        try setInternalSetting(.booksFolderID, books.joined(separator: ","))
-        try setInternalSetting(.clipsFolderID, clips.joined(separator: ","))
+    package func rememberFolders(_ folders: DriveFolders) throws {
+        try setInternalSetting(.ivyFolderID, Self.folderSetting(folders.ivy))
+        try setInternalSetting(.booksFolderID, Self.folderSetting(folders.books))
+        try setInternalSetting(.clipsFolderID, Self.folderSetting(folders.clips))
+    }
+
+    /// One folder's ids as a setting: a JSON array of strings.
+    static func folderSetting(_ ids: [String]) -> String {
+        (try? JSONEncoder().encode(ids)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+    }
+
+    /// A folder setting as written now (a JSON array) or by ivy before it (the ids joined
+    /// with commas, which Drive ids never contain); the next sync rewrites the old form.
+    static func folderIDs(_ setting: String) -> [String] {
+        if let ids = try? JSONDecoder().decode([String].self, from: Data(setting.utf8)) { return ids }
+        return setting.split(separator: ",").map(String.init)
     }
 }
 

@@ -93,11 +93,11 @@ package final class SyncEngine: Sendable {
         if !options.dryRun { TransferFiles.removeLeftovers(in: library.paths.audioDirectory) }
         progress(SyncProgress(phase: "listing Drive", done: 0, total: 0, bytes: 0))
 
-        let remembered = try library.rememberedFolders().map { DriveFolders(ivy: $0.ivy, books: $0.books, clips: $0.clips) }
+        let remembered = try library.rememberedFolders()
         let listing = try await drive.listLibrary(remembered: remembered, createFolders: !options.dryRun)
         let folderIsRecorded = remembered.map { $0.ivy.first == listing.folders.ivy.first } ?? true
         if !options.dryRun {
-            try library.rememberFolders(ivy: listing.folders.ivy, books: listing.folders.books, clips: listing.folders.clips)
+            try library.rememberFolders(listing.folders)
         }
 
         let queue = try library.queueItems()

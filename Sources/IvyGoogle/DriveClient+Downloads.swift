@@ -1,0 +1,72 @@
+import Foundation
+import IvyCore
+
+extension DriveClient {
+    // MARK: downloads
+
+    /// A small file (backup JSON) into memory, refusing anything over `limit` bytes, and
+    /// more than Drive listed: reading stops there, however much the server sends.
+    package func downloadData(_ file: RemoteFile, limit: Int = 1 << 20) async throws -> Data {
+        if let size = file.size, size > limit {
+            throw DriveError(.fileTooLarge, message: "\(file.name) is \(AudioRules.grouped(size)) bytes, more than a backup file can be")
+        }
+        let context = "downloading \(file.name)"
+        let request = HTTPRequest(
+            method: "GET", url: http.url("drive/v3/files/\(file.id)", ["alt": "media"]),
+            responseLimit: min(file.size ?? Int64(limit), Int64(limit)))
+        do {
+            return try await http.execute(request, context: context).body
+        } catch let error as DriveError where error.kind == .fileTooLarge {
+            throw Self.longer(file, than: request.responseLimit, context: context)
+        }
+    }
+
+    /// An MP3 streamed to a temporary file beside `destination`, its size and md5 checked,
+    /// then renamed into place. Over the 50 MB cap it is refused before downloading; a body
+    /// longer than Drive listed (or than the cap) is cut off as it streams, never kept.
+    package func downloadFile(_ file: RemoteFile, to destination: URL) async throws {
+        if let size = file.size, size > AudioRules.maximumBytes {
+            throw DriveError(.fileTooLarge, message: "\(file.name) on Drive is \(AudioRules.grouped(size)) bytes, over the 50 MB clip limit; it was not downloaded")
+        }
+        let context = "downloading \(file.name)"
+        let temporary = destination.deletingLastPathComponent()
+            .appendingPathComponent(TransferFiles.downloadPrefix + UUID().uuidString)
+        defer { try? FileManager.default.removeItem(at: temporary) }
+        let request = HTTPRequest(
+            method: "GET", url: http.url("drive/v3/files/\(file.id)", ["alt": "media"]),
+            responseLimit: min(file.size ?? AudioRules.maximumBytes, AudioRules.maximumBytes))
+        do {
+            _ = try await http.execute(request, context: context, download: temporary)
+        } catch let error as DriveError where error.kind == .fileTooLarge {
+            throw Self.longer(file, than: request.responseLimit, context: context)
+        }
+        let size = try Self.fileSize(temporary)
+        if let expected = file.size, expected != size {
+            throw DriveError(.integrity, message: "downloading \(file.name): got \(size) bytes, Drive listed \(expected)")
+        }
+        if let md5 = file.md5, try Self.md5(of: temporary) != md5 {
+            throw DriveError(.integrity, message: "downloading \(file.name): the content does not match Drive's checksum")
+        }
+        guard rename(temporary.path, destination.path) == 0 else {
+            throw DriveError(.unexpected, message: "cannot move the download to \(destination.path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// A download that kept coming past what Drive listed (or past the cap).
+    static func longer(_ file: RemoteFile, than limit: Int64, context: String) -> DriveError {
+        let listed = file.size.map { "the \(AudioRules.grouped($0)) bytes Drive listed" }
+            ?? "\(AudioRules.grouped(limit)) bytes"
+        return DriveError(
+            .fileTooLarge,
+            message: "\(context): Drive sent more than \(listed), so the download was stopped and nothing was kept; "
+                + "the next sync lists it afresh")
+    }
+
+    package static func md5(of file: URL) throws -> String {
+        let handle = try FileHandle(forReadingFrom: file)
+        defer { try? handle.close() }
+        var digest = MD5()
+        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { digest.update(chunk) }
+        return digest.finalize()
+    }
+}

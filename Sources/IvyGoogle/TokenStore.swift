@@ -51,23 +51,51 @@ package struct TokenStore: Sendable {
         self.warn = warn
     }
 
-    /// The stored token, or nil when there is none or it cannot be read (with a warning).
-    package func load() -> StoredToken? {
+    /// What is at `path`, read once: the one reader the three views below share.
+    private enum Reading {
+        case missing
+        /// There, but its bytes cannot be read (`damaged`: read, but not a token).
+        case unreadable(changed: Milliseconds, mode: mode_t)
+        case damaged(changed: Milliseconds, mode: mode_t)
+        case token(StoredToken, changed: Milliseconds, mode: mode_t)
+
+        var mode: mode_t? {
+            switch self {
+            case .missing: nil
+            case .unreadable(_, let mode), .damaged(_, let mode), .token(_, _, let mode): mode
+            }
+        }
+    }
+
+    private func read() -> Reading {
         var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        if info.st_mode & 0o077 != 0 {
-            warn("\(path) was readable by others (mode \(String(info.st_mode & 0o777, radix: 8))); tightened to 0600")
+        guard stat(path, &info) == 0 else { return .missing }
+        let changed = Milliseconds(info.st_mtim.tv_sec) * 1000 + Milliseconds(info.st_mtim.tv_nsec / 1_000_000)
+        let mode = info.st_mode
+        guard let data = FileManager.default.contents(atPath: path) else { return .unreadable(changed: changed, mode: mode) }
+        guard let token = try? JSONDecoder().decode(StoredToken.self, from: data) else {
+            return .damaged(changed: changed, mode: mode)
+        }
+        return .token(token, changed: changed, mode: mode)
+    }
+
+    /// The stored token, or nil when there is none or it cannot be read (with a warning). A
+    /// file others could read is tightened to 0600 first, with a warning.
+    package func load() -> StoredToken? {
+        let reading = read()
+        if let mode = reading.mode, mode & 0o077 != 0 {
+            warn("\(path) was readable by others (mode \(String(mode & 0o777, radix: 8))); tightened to 0600")
             chmod(path, 0o600)
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
+        switch reading {
+        case .missing: return nil
+        case .unreadable:
             warn("cannot read \(path); treating this as signed out")
             return nil
-        }
-        do {
-            return try JSONDecoder().decode(StoredToken.self, from: data)
-        } catch {
+        case .damaged:
             warn("\(path) is damaged; treating this as signed out (run `ivy login`)")
             return nil
+        case .token(let token, _, _): return token
         }
     }
 
@@ -82,23 +110,22 @@ package struct TokenStore: Sendable {
 
     /// The stored token without a warning, or nil.
     package func quietLoad() -> StoredToken? {
-        FileManager.default.contents(atPath: path).flatMap { try? JSONDecoder().decode(StoredToken.self, from: $0) }
+        guard case .token(let token, _, _) = read() else { return nil }
+        return token
     }
 
     package func signIn() -> SignIn {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return .never }
-        let changed = Milliseconds(info.st_mtim.tv_sec) * 1000 + Milliseconds(info.st_mtim.tv_nsec / 1_000_000)
-        guard let data = FileManager.default.contents(atPath: path),
-            let token = try? JSONDecoder().decode(StoredToken.self, from: data)
-        else {
+        switch read() {
+        case .missing: return .never
+        case .unreadable(let changed, _), .damaged(let changed, _):
             return .stopped(reason: "\(path) is damaged or unreadable, so the saved sign-in cannot be used", since: changed)
+        case .token(let token, let changed, _):
+            if let reason = token.signedOutReason { return .stopped(reason: reason, since: token.signedOutAt) }
+            guard token.refreshToken != nil else {
+                return .stopped(reason: "the saved sign-in has no refresh token", since: changed)
+            }
+            return .signedIn(token)
         }
-        if let reason = token.signedOutReason { return .stopped(reason: reason, since: token.signedOutAt) }
-        guard token.refreshToken != nil else {
-            return .stopped(reason: "the saved sign-in has no refresh token", since: changed)
-        }
-        return .signedIn(token)
     }
 
     /// Replaces the file atomically: a temporary file created 0600, synced, renamed over.

@@ -14,6 +14,7 @@ struct OAuthNumberTests {
         (expires: "\"900\"", interval: "\"7\"", clamped: (900, 7)),
         (expires: "\"soon\"", interval: "null", clamped: (1800, 5)),
         (expires: "[]", interval: "{}", clamped: (1800, 5)),
+        (expires: "true", interval: "false", clamped: (60, 0)),
     ])
     func deviceCodeNumbers(expires: String, interval: String, clamped: (Int, Int)) async throws {
         try await withGoogle { google in
@@ -32,7 +33,7 @@ struct OAuthNumberTests {
 
     @Test("an absurd expires_in from the token endpoint is clamped into 1 min–1 day, on sign-in and on refresh", arguments: [
         ("9223372036854775807", 86_400), ("99999999999999999999999", 86_400), ("-1", 60), ("0", 60),
-        ("3599.99", 3599), ("\"1200\"", 1200), ("\"later\"", 3600), ("{}", 3600),
+        ("3599.99", 3599), ("\"1200\"", 1200), ("\"later\"", 3600), ("{}", 3600), ("true", 60),
     ])
     func tokenLifetime(raw: String, seconds: Int64) async throws {
         try await withGoogle { google in

@@ -52,7 +52,8 @@ package struct DeviceFlow: Sendable {
         guard response.status == 200, let answer = response.decoded(DeviceCodeAnswer.self) else {
             throw Self.failure(response)
         }
-        guard let deviceCode = answer.deviceCode, let userCode = answer.userCode, let url = answer.verificationURL else {
+        guard let deviceCode = answer.deviceCode, let userCode = answer.userCode, let url = answer.verificationURL
+        else {
             throw GoogleError.unexpectedResponse("the device code answer lacks device_code, user_code or verification_url")
         }
         return DeviceAuthorization(

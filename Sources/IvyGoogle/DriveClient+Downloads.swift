@@ -8,7 +8,9 @@ extension DriveClient {
     /// more than Drive listed: reading stops there, however much the server sends.
     package func downloadData(_ file: RemoteFile, limit: Int = 1 << 20) async throws -> Data {
         if let size = file.size, size > limit {
-            throw DriveError(.fileTooLarge, message: "\(file.name) is \(AudioRules.grouped(size)) bytes, more than a backup file can be")
+            throw DriveError(
+                .fileTooLarge,
+                message: "\(file.name) is \(AudioRules.grouped(size)) bytes, more than a backup file can be")
         }
         let context = "downloading \(file.name)"
         let request = HTTPRequest(
@@ -26,7 +28,10 @@ extension DriveClient {
     /// longer than Drive listed (or than the cap) is cut off as it streams, never kept.
     package func downloadFile(_ file: RemoteFile, to destination: URL) async throws {
         if let size = file.size, size > AudioRules.maximumBytes {
-            throw DriveError(.fileTooLarge, message: "\(file.name) on Drive is \(AudioRules.grouped(size)) bytes, over the 50 MB clip limit; it was not downloaded")
+            throw DriveError(
+                .fileTooLarge,
+                message: "\(file.name) on Drive is \(AudioRules.grouped(size)) bytes, over the 50 MB clip limit; "
+                    + "it was not downloaded")
         }
         let context = "downloading \(file.name)"
         let temporary = destination.deletingLastPathComponent()
@@ -42,19 +47,24 @@ extension DriveClient {
         }
         let size = try Self.fileSize(temporary)
         if let expected = file.size, expected != size {
-            throw DriveError(.integrity, message: "downloading \(file.name): got \(size) bytes, Drive listed \(expected)")
+            throw DriveError(
+                .integrity, message: "downloading \(file.name): got \(size) bytes, Drive listed \(expected)")
         }
         if let md5 = file.md5, try Self.md5(of: temporary) != md5 {
-            throw DriveError(.integrity, message: "downloading \(file.name): the content does not match Drive's checksum")
+            throw DriveError(
+                .integrity, message: "downloading \(file.name): the content does not match Drive's checksum")
         }
         guard rename(temporary.path, destination.path) == 0 else {
-            throw DriveError(.unexpected, message: "cannot move the download to \(destination.path): \(String(cString: strerror(errno)))")
+            throw DriveError(
+                .unexpected,
+                message: "cannot move the download to \(destination.path): \(String(cString: strerror(errno)))")
         }
     }
 
     /// A download that kept coming past what Drive listed (or past the cap).
     static func longer(_ file: RemoteFile, than limit: Int64, context: String) -> DriveError {
-        let listed = file.size.map { "the \(AudioRules.grouped($0)) bytes Drive listed" }
+        let listed =
+            file.size.map { "the \(AudioRules.grouped($0)) bytes Drive listed" }
             ?? "\(AudioRules.grouped(limit)) bytes"
         return DriveError(
             .fileTooLarge,

@@ -1,9 +1,6 @@
 import Foundation
 import IvyCore
 
-import Foundation
-import IvyCore
-
 /// Concurrent callers of "ensure the folders" await one in-flight lookup-or-creation,
 /// so two parts of one sync never create twin folders.
 actor FolderCache {
@@ -27,7 +24,11 @@ extension Task where Failure == any Error {
     /// The shared in-flight task's value; a caller that is cancelled (a sync stopped at its
     /// deadline) cancels it too, since an unstructured task never inherits cancellation.
     func valueCancellingWithCaller() async throws -> Success {
-        try await withTaskCancellationHandler { try await value } onCancel: { cancel() }
+        try await withTaskCancellationHandler {
+            try await value
+        } onCancel: {
+            cancel()
+        }
     }
 }
 
@@ -64,7 +65,9 @@ extension DriveClient {
         if folders.clips.isEmpty { made.append(try await createFolder("clips", parent: ivy)) }
         (folders, _) = try await lookUpFolders(known: alive + made)
         guard !folders.ivy.isEmpty, !folders.books.isEmpty, !folders.clips.isEmpty else {
-            throw DriveError(.unexpected, message: "Drive does not list the Ivy folders ivy has just created; the next sync tries again")
+            throw DriveError(
+                .unexpected,
+                message: "Drive does not list the Ivy folders ivy has just created; the next sync tries again")
         }
         return folders
     }
@@ -76,7 +79,8 @@ extension DriveClient {
         let found = try await list(query: Self.folderQuery)
         if let reason = found.incomplete {
             throw DriveError(
-                .server, message: "looking up the Ivy folders: the listing stopped early: \(reason); the next sync tries again")
+                .server,
+                message: "looking up the Ivy folders: the listing stopped early: \(reason); the next sync tries again")
         }
         var entries = found.files
         for id in known where !entries.contains(where: { $0.file.id == id }) {
@@ -107,7 +111,8 @@ extension DriveClient {
     /// only an alias, and under `drive.file` `files.get('root')` may answer 404).
     static func structure(_ entries: [ListedFile]) -> DriveFolders {
         func oldestFirst(_ list: [ListedFile]) -> [String] {
-            list.sorted { ($0.file.createdTime ?? 0, $0.file.id) < ($1.file.createdTime ?? 0, $1.file.id) }.map(\.file.id)
+            list.sorted { ($0.file.createdTime ?? 0, $0.file.id) < ($1.file.createdTime ?? 0, $1.file.id) }.map(
+                \.file.id)
         }
         let folders = entries.filter { $0.mimeType == folderType }
         let all = Set(folders.map(\.file.id))

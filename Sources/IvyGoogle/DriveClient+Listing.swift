@@ -29,10 +29,12 @@ extension DriveClient {
             parameters["pageToken"] = pageToken
             let response: HTTPResponse
             do {
-                response = try await http.execute(HTTPRequest(method: "GET", url: http.url("drive/v3/files", parameters)), context: "listing Drive")
+                response = try await http.execute(
+                    HTTPRequest(method: "GET", url: http.url("drive/v3/files", parameters)), context: "listing Drive")
             } catch let error as DriveError where pageToken != nil && error.status == 400 {
                 guard !restarted else {
-                    return (entries, "Drive rejected a page token again after the listing started over (\(error.localizedDescription))")
+                    let reason = "Drive rejected a page token again after the listing started over"
+                    return (entries, "\(reason) (\(error.localizedDescription))")
                 }
                 restarted = true
                 (entries, ids, tokens, pages, pageToken) = ([], [], [], 0, nil)
@@ -76,7 +78,9 @@ extension DriveClient {
         if createFolders {
             // Looked up afresh, whatever an earlier call of this client found.
             await folderCache.forget()
-            folders = try await folderCache.folders { [self] in try await self.resolveFolders(remembered: remembered, create: true) }
+            folders = try await folderCache.folders { [self] in
+                try await self.resolveFolders(remembered: remembered, create: true)
+            }
         } else {
             folders = try await resolveFolders(remembered: remembered, create: false)
         }
@@ -100,7 +104,11 @@ extension DriveClient {
             for id in Set(folders) {
                 group.addTask {
                     do {
-                        return (id, .success(try await self.list(query: "'\(Self.quoted(id: id))' in parents and trashed = false")))
+                        return (
+                            id,
+                            .success(
+                                try await self.list(query: "'\(Self.quoted(id: id))' in parents and trashed = false"))
+                        )
                     } catch {
                         return (id, .failure(error))
                     }

@@ -6,7 +6,9 @@ extension DriveClient {
 
     /// Delete-then-create: removes the files of that name seen in this sync's listing
     /// (404 counts as gone), then creates the new one with a pre-generated id.
-    package func uploadJSON(name: String, data: Data, folder: String, replacing: [RemoteFile]) async throws -> UploadedFile {
+    package func uploadJSON(name: String, data: Data, folder: String, replacing: [RemoteFile]) async throws
+        -> UploadedFile
+    {
         for file in replacing { try await delete(file.id) }
         let context = "uploading \(name)"
         var id = try await ids.next()
@@ -21,7 +23,8 @@ extension DriveClient {
             let request = HTTPRequest(
                 method: "POST",
                 url: http.url(
-                    "upload/drive/v3/files", ["uploadType": "multipart", "fields": "id,name,size,md5Checksum,modifiedTime"]),
+                    "upload/drive/v3/files",
+                    ["uploadType": "multipart", "fields": Self.createdFields]),
                 headers: ["Content-Type": "multipart/related; boundary=\(boundary)"], body: .data(body))
             do {
                 return try http.uploaded(try await http.execute(request, context: context), context: context)
@@ -51,10 +54,15 @@ extension DriveClient {
     /// rest; a session that expired or answered another 4xx starts over (Google: "For any 4xx
     /// errors (including 403) during a resumable upload, restart the upload"), at most three
     /// sessions in all. Over the 50 MB cap it fails before any request.
-    package func uploadMP3(name: String, file: URL, folder: String, replacing: [RemoteFile]) async throws -> UploadedFile {
+    package func uploadMP3(name: String, file: URL, folder: String, replacing: [RemoteFile]) async throws
+        -> UploadedFile
+    {
         let size = try Self.fileSize(file)
         guard size <= AudioRules.maximumBytes else {
-            throw DriveError(.fileTooLarge, message: "\(file.path) is \(AudioRules.grouped(size)) bytes; clip audio is limited to 50 MB (\(AudioRules.grouped(AudioRules.maximumBytes)) bytes)")
+            throw DriveError(
+                .fileTooLarge,
+                message: "\(file.path) is \(AudioRules.grouped(size)) bytes; clip audio is limited to 50 MB "
+                    + "(\(AudioRules.grouped(AudioRules.maximumBytes)) bytes)")
         }
         for old in replacing { try await delete(old.id) }
         var id = try await ids.next()
@@ -91,13 +99,18 @@ extension DriveClient {
                 let response: HTTPResponse
                 do {
                     if needsStatus {
-                        response = try await http.attempt(HTTPRequest(
-                            method: "PUT", url: session, headers: ["Content-Range": "bytes */\(size)", "Content-Length": "0"], body: .data(Data())))
+                        response = try await http.attempt(
+                            HTTPRequest(
+                                method: "PUT", url: session,
+                                headers: ["Content-Range": "bytes */\(size)", "Content-Length": "0"],
+                                body: .data(Data())))
                     } else {
                         let range = size == 0 ? "bytes */0" : "bytes \(offset)-\(size - 1)/\(size)"
-                        response = try await http.attempt(HTTPRequest(
-                            method: "PUT", url: session, headers: ["Content-Range": range, "Content-Type": "audio/mpeg"],
-                            body: .file(file, range: offset..<size)))
+                        response = try await http.attempt(
+                            HTTPRequest(
+                                method: "PUT", url: session,
+                                headers: ["Content-Range": range, "Content-Type": "audio/mpeg"],
+                                body: .file(file, range: offset..<size)))
                     }
                 } catch let error as DriveError where error.isRetryable {
                     try await retries.backOff(after: error, retryAfter: nil)
@@ -115,7 +128,8 @@ extension DriveClient {
                         throw DriveError(
                             .server, status: 308,
                             message: "\(context): Drive confirmed \(Self.quoted(response.headers["range"])) "
-                                + "of a \(size)-byte upload, which cannot be; the upload was stopped and the next sync tries again")
+                                + "of a \(size)-byte upload, which cannot be; the upload was stopped "
+                                + "and the next sync tries again")
                     }
                     // A 308 that does not move the confirmed part forward is a stall; a few
                     // are normal (the status query after a dropped connection), an answer that
@@ -127,7 +141,8 @@ extension DriveClient {
                         guard stalls <= http.policy.maxAttempts else {
                             throw DriveError(
                                 .server, status: 308,
-                                message: "\(context): Drive stopped confirming the upload at byte \(confirmed) of \(size); "
+                                message:
+                                    "\(context): Drive stopped confirming the upload at byte \(confirmed) of \(size); "
                                     + "the next sync tries again")
                         }
                     }
@@ -142,7 +157,8 @@ extension DriveClient {
                 default:
                     let error = DriveError.from(response, context: context)
                     if Self.endsSession(response.status, error) {
-                        ended = "Drive ended the upload session (\(response.status)\(error.reason.map { " \($0)" } ?? ""))"
+                        ended =
+                            "Drive ended the upload session (\(response.status)\(error.reason.map { " \($0)" } ?? ""))"
                         break sessionLoop
                     }
                     guard error.isRetryable else { throw error }
@@ -151,7 +167,8 @@ extension DriveClient {
                 }
             }
             guard sessions < 3 else {
-                throw DriveError(.server, message: "\(context): \(ended), three sessions in a row; the next sync tries again")
+                throw DriveError(
+                    .server, message: "\(context): \(ended), three sessions in a row; the next sync tries again")
             }
         }
     }
@@ -163,10 +180,14 @@ extension DriveClient {
         (400..<500).contains(status) && status != 401 && ![.rateLimited, .driveFull, .setup].contains(error.kind)
     }
 
-    private func startSession(id: String, name: String, folder: String, size: Int64, context: String) async throws -> URL {
+    private func startSession(id: String, name: String, folder: String, size: Int64, context: String) async throws
+        -> URL
+    {
         let metadata = try NewFile(id: id, name: name, parents: [folder], mimeType: "audio/mpeg").json()
         let request = HTTPRequest(
-            method: "POST", url: http.url("upload/drive/v3/files", ["uploadType": "resumable", "fields": "id,name,size,md5Checksum,modifiedTime"]),
+            method: "POST",
+            url: http.url(
+                "upload/drive/v3/files", ["uploadType": "resumable", "fields": Self.createdFields]),
             headers: [
                 "Content-Type": "application/json; charset=UTF-8", "X-Upload-Content-Type": "audio/mpeg",
                 "X-Upload-Content-Length": String(size),

@@ -18,6 +18,8 @@ package struct DriveListing: Sendable {
 package final class DriveClient: Sendable {
     package static let folderType = "application/vnd.google-apps.folder"
     static let fileFields = "id,name,mimeType,size,md5Checksum,modifiedTime,createdTime,parents"
+    /// What a create (or the look-up after a 409) asks Drive to answer: an `UploadedFile`.
+    static let createdFields = "id,name,size,md5Checksum,modifiedTime"
 
     let http: DriveRequester
     let ids: IDPool
@@ -49,7 +51,8 @@ package final class DriveClient: Sendable {
     func existing(_ id: String, context: String) async throws -> UploadedFile {
         let response = try await http.execute(
             HTTPRequest(
-                method: "GET", url: http.url("drive/v3/files/\(id)", ["fields": "id,name,size,md5Checksum,modifiedTime"])),
+                method: "GET",
+                url: http.url("drive/v3/files/\(id)", ["fields": Self.createdFields])),
             context: context)
         return try http.uploaded(response, context: context)
     }

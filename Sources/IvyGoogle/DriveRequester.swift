@@ -32,7 +32,9 @@ final class DriveRequester: Sendable {
     func url(_ path: String, _ query: [String: String] = [:]) -> URL {
         var components = URLComponents(url: base.appendingPathComponent(path), resolvingAgainstBaseURL: false)
         if !query.isEmpty {
-            components?.queryItems = query.sorted { $0.key < $1.key }.map { URLQueryItem(name: $0.key, value: $0.value) }
+            components?.queryItems = query.sorted { $0.key < $1.key }.map {
+                URLQueryItem(name: $0.key, value: $0.value)
+            }
             // URLComponents leaves '+' alone, which servers read as a space.
             let encoded = components?.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B")
             components?.percentEncodedQuery = encoded

@@ -102,7 +102,8 @@ package actor TokenProvider {
 
     static func isRetryable(_ response: HTTPResponse) -> Bool {
         if [408, 429].contains(response.status) || (500...599).contains(response.status) { return true }
-        return ["internal_failure", "server_error", "temporarily_unavailable"].contains(GoogleError.oauthCode(response) ?? "")
+        let code = GoogleError.oauthCode(response) ?? ""
+        return ["internal_failure", "server_error", "temporarily_unavailable"].contains(code)
     }
 }
 

@@ -72,7 +72,9 @@ package struct TokenStore: Sendable {
         guard stat(path, &info) == 0 else { return .missing }
         let changed = Milliseconds(info.st_mtim.tv_sec) * 1000 + Milliseconds(info.st_mtim.tv_nsec / 1_000_000)
         let mode = info.st_mode
-        guard let data = FileManager.default.contents(atPath: path) else { return .unreadable(changed: changed, mode: mode) }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return .unreadable(changed: changed, mode: mode)
+        }
         guard let token = try? JSONDecoder().decode(StoredToken.self, from: data) else {
             return .damaged(changed: changed, mode: mode)
         }
@@ -120,7 +122,9 @@ package struct TokenStore: Sendable {
         case .unreadable(let changed, _), .damaged(let changed, _):
             return .stopped(reason: "\(path) is damaged or unreadable, so the saved sign-in cannot be used", since: changed)
         case .token(let token, let changed, _):
-            if let reason = token.signedOutReason { return .stopped(reason: reason, since: token.signedOutAt) }
+            if let reason = token.signedOutReason {
+                return .stopped(reason: reason, since: token.signedOutAt)
+            }
             guard token.refreshToken != nil else {
                 return .stopped(reason: "the saved sign-in has no refresh token", since: changed)
             }

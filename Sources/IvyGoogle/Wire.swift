@@ -52,9 +52,11 @@ struct WireFile: Decodable {
         createdTime = fields.lenient(WireKey("createdTime"))
         parents = fields.lenient(WireKey("parents"))
         // Foundation's JSONSerialization, which ivy read these with before, took 0 and 1 as Booleans.
-        trashed = fields.lenient(WireKey("trashed")) ?? (fields.lenient(WireKey("trashed")) as Int?).flatMap {
-            $0 == 0 ? false : $0 == 1 ? true : nil
-        }
+        trashed =
+            fields.lenient(WireKey("trashed"))
+            ?? (fields.lenient(WireKey("trashed")) as Int?).flatMap {
+                $0 == 0 ? false : $0 == 1 ? true : nil
+            }
     }
 
     /// The file as the planner sees it; nil without an id, a name or a readable `modifiedTime`.

@@ -1,8 +1,9 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
-@testable import IvyGoogle
 import Testing
+
+@testable import IvyGoogle
 
 /// Every retry of the Google clients waits in one place (`RetryBudget.backOff`); these are the
 /// paths that reached it last.
@@ -18,7 +19,8 @@ struct RetryPathTests {
             let flow = google.flow(approve)
             let tokens = try await flow.waitForApproval(try await flow.start())
             await google.state.addFault(FaultRule(pathContains: "/drive/v3/about", nth: 1, dropAfterBytes: 0))
-            await google.state.addFault(FaultRule(pathContains: "/drive/v3/about", times: 1, status: 503, retryAfterSeconds: 6))
+            await google.state.addFault(
+                FaultRule(pathContains: "/drive/v3/about", times: 1, status: 503, retryAfterSeconds: 6))
             let sleeper = Sleeper()
             let account = try await DriveAccount.fetch(
                 drive: google.endpoints.drive, accessToken: tokens.accessToken, transport: google.transport,
@@ -39,7 +41,8 @@ struct RetryPathTests {
             let sleeper = Sleeper()
             await #expect {
                 try await DriveAccount.fetch(
-                    drive: google.endpoints.drive, accessToken: access, transport: google.transport, sleep: sleeper.sleep)
+                    drive: google.endpoints.drive, accessToken: access, transport: google.transport,
+                    sleep: sleeper.sleep)
             } throws: { error in
                 if case .driveAPIDisabled = error as? GoogleError { return true }
                 return false
@@ -74,7 +77,8 @@ struct RetryPathTests {
             _ = try await drive.listLibrary(remembered: nil)
             #expect(sleeper.durations == [5])
             await google.state.addFault(
-                FaultRule(method: "GET", pathContains: "/drive/v3/files", times: 1, status: 503, retryAfterSeconds: 181))
+                FaultRule(method: "GET", pathContains: "/drive/v3/files", times: 1, status: 503, retryAfterSeconds: 181)
+            )
             await #expect(throws: DriveError.self) { try await drive.listLibrary(remembered: nil) }
             #expect(sleeper.durations == [5], "181 s is past the 180 s bound: no wait, the error")
         }

@@ -1,7 +1,8 @@
 import Foundation
 import IvyCore
-@testable import IvyStore
 import Testing
+
+@testable import IvyStore
 
 @Suite("Remembered Drive folder ids")
 struct FolderIDTests {

@@ -1,5 +1,6 @@
 import Foundation
 import IvyCore
+import IvySystem
 
 /// Concurrent callers of "ensure the folders" await one in-flight lookup-or-creation,
 /// so two parts of one sync never create twin folders.
@@ -295,9 +296,9 @@ extension DriveClient {
     /// errors (including 403) during a resumable upload, restart the upload"), at most three
     /// sessions in all. Over the 50 MB cap it fails before any request.
     package func uploadMP3(name: String, file: URL, folder: String, replacing: [RemoteFile]) async throws -> UploadedFile {
-        let size = try Self.fileSize(file)
-        guard size <= AudioRules.maximumBytes else {
-            throw DriveError(.fileTooLarge, message: "\(file.path) is \(AudioRules.grouped(size)) bytes; clip audio is limited to 50 MB (\(AudioRules.grouped(AudioRules.maximumBytes)) bytes)")
+        let size = try LocalFile.size(of: file)
+        guard AudioRules.allows(size) else {
+            throw DriveError(.fileTooLarge, message: "\(file.path) is \(AudioRules.grouped(size)) bytes; \(AudioRules.limitSentence)")
         }
         for old in replacing { try await delete(old.id) }
         var id = try await ids.next()
@@ -443,11 +444,6 @@ extension DriveClient {
         return "\"" + String(header.prefix(60)) + (header.count > 60 ? "…" : "") + "\""
     }
 
-    package static func fileSize(_ file: URL) throws -> Int64 {
-        let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
-        return (attributes[.size] as? NSNumber)?.int64Value ?? 0
-    }
-
     // MARK: downloads
 
     /// A small file (backup JSON) into memory, refusing anything over `limit` bytes, and
@@ -471,8 +467,8 @@ extension DriveClient {
     /// then renamed into place. Over the 50 MB cap it is refused before downloading; a body
     /// longer than Drive listed (or than the cap) is cut off as it streams, never kept.
     package func downloadFile(_ file: RemoteFile, to destination: URL) async throws {
-        if let size = file.size, size > AudioRules.maximumBytes {
-            throw DriveError(.fileTooLarge, message: "\(file.name) on Drive is \(AudioRules.grouped(size)) bytes, over the 50 MB clip limit; it was not downloaded")
+        if let size = file.size, let excess = AudioRules.overLimit(size) {
+            throw DriveError(.fileTooLarge, message: "\(file.name) on Drive is \(excess); it was not downloaded")
         }
         let context = "downloading \(file.name)"
         let temporary = destination.deletingLastPathComponent()
@@ -486,11 +482,11 @@ extension DriveClient {
         } catch let error as DriveError where error.kind == .fileTooLarge {
             throw Self.longer(file, than: request.responseLimit, context: context)
         }
-        let size = try Self.fileSize(temporary)
+        let size = try LocalFile.size(of: temporary)
         if let expected = file.size, expected != size {
             throw DriveError(.integrity, message: "downloading \(file.name): got \(size) bytes, Drive listed \(expected)")
         }
-        if let md5 = file.md5, try Self.md5(of: temporary) != md5 {
+        if let md5 = file.md5, try LocalFile.md5(of: temporary) != md5 {
             throw DriveError(.integrity, message: "downloading \(file.name): the content does not match Drive's checksum")
         }
         guard rename(temporary.path, destination.path) == 0 else {
@@ -506,13 +502,5 @@ extension DriveClient {
             .fileTooLarge,
             message: "\(context): Drive sent more than \(listed), so the download was stopped and nothing was kept; "
                 + "the next sync lists it afresh")
-    }
-
-    package static func md5(of file: URL) throws -> String {
-        let handle = try FileHandle(forReadingFrom: file)
-        defer { try? handle.close() }
-        var digest = MD5()
-        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { digest.update(chunk) }
-        return digest.finalize()
     }
 }

@@ -298,7 +298,8 @@ extension DriveClient {
     package func uploadMP3(name: String, file: URL, folder: String, replacing: [RemoteFile]) async throws -> UploadedFile {
         let size = try LocalFile.size(of: file)
         guard AudioRules.allows(size) else {
-            throw DriveError(.fileTooLarge, message: "\(file.path) is \(AudioRules.grouped(size)) bytes; \(AudioRules.limitSentence)")
+            let message = "\(file.path) is \(AudioRules.grouped(size)) bytes; \(AudioRules.limitSentence)"
+            throw DriveError(.fileTooLarge, message: message)
         }
         for old in replacing { try await delete(old.id) }
         var id = try await ids.next()

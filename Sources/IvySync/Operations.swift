@@ -7,10 +7,11 @@ import IvySystem
 /// Why an operation did not finish, and what that means for the rest of the sync. The rule
 /// is written once, in `SyncFailure.of(_:)`, and every operation goes through it:
 ///
-/// - **The whole sync stops** (`stopsSync`) when no later item could do better: Google
-///   refused the sign-in or the account (any `GoogleError`), or the sync was cancelled (its
-///   deadline passed: what was in flight is not that item's failure). What finished before
-///   is already recorded.
+/// - **The whole sync stops** (`stopsSync`) when no later item could do better: the sign-in
+///   gave no access token (a `GoogleError`: signed out, client refused, Google unreachable),
+///   so every later request would fail the same way; or the sync was cancelled (its deadline
+///   passed: what was in flight is not that item's failure). What finished before is
+///   already recorded.
 /// - **One item fails** for everything else, and the sync goes on:
 ///   - `unusableRemote`: Drive's copy cannot be used (over a size cap, unreadable, malformed,
 ///     another id, a clip without its MP3). Reported as skipped, never applied, and not a
@@ -31,14 +32,23 @@ enum SyncFailure: Error {
 
     /// What an error thrown while carrying out one item means for the sync.
     static func of(_ error: any Error) -> SyncFailure {
-        let failure = error as? SyncFailure
-        switch failure {
-        case .stopsSync?, .unusableRemote?, .changedDuringSync?: return failure!
-        case .permanent?, .retryable?, nil: break
+        switch error {
+        case let error as GoogleError: .stopsSync(error)
+        case is CancellationError: .stopsSync(CancellationError())
+        case let failure as SyncFailure where !failure.failsTheItem: failure
+        // Stopped at the deadline: what was in flight is not this item's failure.
+        case _ where Task.isCancelled: .stopsSync(CancellationError())
+        case let failure as SyncFailure: failure
+        default: .retryable(error.localizedDescription)
         }
-        if let error = error as? GoogleError { return .stopsSync(error) }
-        if error is CancellationError || Task.isCancelled { return .stopsSync(CancellationError()) }
-        return failure ?? .retryable(error.localizedDescription)
+    }
+
+    /// Whether the item is reported as failed (and a push retried or held back).
+    var failsTheItem: Bool {
+        switch self {
+        case .permanent, .retryable: true
+        case .stopsSync, .unusableRemote, .changedDuringSync: false
+        }
     }
 }
 
@@ -157,7 +167,8 @@ extension SyncEngine {
         let key = action.key
         if [.upload, .merge, .deleteRemote].contains(action.action) {
             let exists = context.snapshot.updatedAt(key) != nil
-            try? library.recordFailure(key, operation: exists ? .upsert : .delete, message: message, retryable: retryable)
+            try? library.recordFailure(
+                key, operation: exists ? .upsert : .delete, message: message, retryable: retryable)
         }
         return Outcome(key: key, result: .failed(message))
     }
@@ -332,7 +343,9 @@ extension SyncEngine {
     }
 
     private func fetchBook(_ remote: RemoteEntity?) async throws -> Fetched<BookBackup> {
-        guard let json = remote?.json else { throw SyncFailure.unusableRemote(file: "book", reason: "no JSON on Drive") }
+        guard let json = remote?.json else {
+            throw SyncFailure.unusableRemote(file: "book", reason: "no JSON on Drive")
+        }
         return try await fetch(json)
     }
 
@@ -353,15 +366,16 @@ extension SyncEngine {
         switch key.kind {
         case .book:
             let fetched = try await fetchBook(action.remote)
-            try applyRemote(key, context, recording: fetched.agreement(at: clock.now())) { try fetched.backup.save(in: $0) }
+            let agreement = fetched.agreement(at: clock.now())
+            try applyRemote(key, context, recording: agreement) { try fetched.backup.save(in: $0) }
             return Outcome(key: key, result: .done(.download, conflict: false))
         case .clip:
             let (fetched, mp3) = try await fetchClip(action.remote)
             let audioKept = context.manifest[key]?.remoteMP3FileID == mp3.id && library.hasAudio(clipID: key.id)
             let staged = audioKept ? nil : try await stageAudio(mp3)
             defer { if let staged { library.discardStagedAudio(staged.path) } }
-            let audioMD5 =
-                try mp3.md5 ?? LocalFile.md5(of: URL(fileURLWithPath: staged?.path ?? library.audioPath(clipID: key.id)))
+            let audioFile = URL(fileURLWithPath: staged?.path ?? library.audioPath(clipID: key.id))
+            let audioMD5 = try mp3.md5 ?? LocalFile.md5(of: audioFile)
             let agreement = fetched.agreement(mp3: mp3, audioMD5: audioMD5, at: clock.now())
             try applyRemote(key, context, recording: agreement, audio: staged) { try fetched.backup.save(in: $0) }
             let bytes = staged?.bytes ?? 0
@@ -453,12 +467,15 @@ extension SyncEngine {
         let down = staged?.bytes ?? 0
         let up = adopt ? 0 : try await push(clip: merged, replacing: action.remote, context)
         let conflict = !combined.conflicts.isEmpty || audio.conflict
-        return Outcome(key: key, result: .done(.merge, conflict: conflict), bytes: up + down, bytesUp: up, bytesDown: down)
+        return Outcome(
+            key: key, result: .done(.merge, conflict: conflict), bytes: up + down, bytesUp: up, bytesDown: down)
     }
 
     /// Drive's copy when adopted; otherwise the merge, refused before anything is written
     /// when it could not be pushed.
-    private static func mergeResult<Backup: EntityBackup>(_ merged: Backup, _ remote: Backup, adopt: Bool) throws -> Backup {
+    private static func mergeResult<Backup: EntityBackup>(
+        _ merged: Backup, _ remote: Backup, adopt: Bool
+    ) throws -> Backup {
         if adopt { return remote }
         _ = try encoded(merged)
         return merged

@@ -94,19 +94,17 @@ package final class SyncEngine: Sendable {
         let plan = self.plan(gathered, options)
         var report = SyncReport(plan, gathered, dryRun: options.dryRun)
         if options.dryRun {
-            report.plan = plan.actions.map { .init(entity: "\($0.key)", reason: "\($0.action.rawValue): \($0.reason)") }
-                + plan.staleDuplicates.map { .init(entity: $0.file.name, reason: "delete stale duplicate \($0.file.id)") }
-            for action in plan.actions { report.count(action.action, action.key.kind) }
-            report.heldChanges = try heldChanges()
-            report.requests = drive.requestCount
-            report.durationMilliseconds = clock.now() - started
+            report.preview(plan)
+            try finish(&report, started: started)
             return report
         }
         let context = Context(gathered, syncStarted: started)
         let tick = progressTicker(total: plan.actions.count + plan.staleDuplicates.count)
         for outcome in try await execute(plan.actions, context, tick: tick) { report.add(outcome) }
         try await settle(plan, context, into: &report, tick: tick)
-        try record(&report, started: started)
+        report.orphanClips = try library.orphanClipCount()
+        try finish(&report, started: started)
+        try record(report)
         return report
     }
 
@@ -206,13 +204,17 @@ package final class SyncEngine: Sendable {
         for key in plan.droppedQueueItems { try library.dropQueueItem(key, queuedAt: context.queuedAt(key)) }
     }
 
-    /// Completes the report and records the sync: its time, its first failure as
-    /// `last_error` (or none), and every failure and skipped file in the log.
-    private func record(_ report: inout SyncReport, started: Milliseconds) throws {
-        report.orphanClips = try library.orphanClipCount()
+    /// What the report says of every sync, a dry run's included: the changes still held
+    /// back, the requests made and the time taken.
+    private func finish(_ report: inout SyncReport, started: Milliseconds) throws {
         report.heldChanges = try heldChanges()
         report.requests = drive.requestCount
         report.durationMilliseconds = clock.now() - started
+    }
+
+    /// Records the sync: its time, its first failure as `last_error` (or none), and every
+    /// failure and skipped file in the log.
+    private func record(_ report: SyncReport) throws {
         try library.recordSetting(.lastSyncTime, String(clock.now()))
         try library.recordSetting(.lastError, report.failures.first.map { "\($0.entity): \($0.reason)" })
         for failure in report.failures {
@@ -277,11 +279,19 @@ extension SyncReport {
         skipped = plan.skipped.map { .init(entity: "\($0.key)", reason: $0.reason) }
             + gathered.remote.ignored.map { .init(entity: $0.name, reason: "not an ivy file name; left alone") }
         if let reason = gathered.listing.incompleteReason {
-            skipped.append(.init(entity: "Drive listing", reason: "stopped early: \(reason); nothing was deleted locally"))
+            skipped.append(
+                .init(entity: "Drive listing", reason: "stopped early: \(reason); nothing was deleted locally"))
         }
         if let reason = plan.listingDistrustedReason {
             skipped.append(.init(entity: "Drive listing", reason: reason))
         }
+    }
+
+    /// A dry run's report: every planned action with its reason, counted as if done.
+    mutating func preview(_ plan: SyncPlan) {
+        self.plan = plan.actions.map { .init(entity: "\($0.key)", reason: "\($0.action.rawValue): \($0.reason)") }
+            + plan.staleDuplicates.map { .init(entity: $0.file.name, reason: "delete stale duplicate \($0.file.id)") }
+        for action in plan.actions { count(action.action, action.key.kind) }
     }
 
     mutating func count(_ action: SyncAction, _ kind: EntityKind) {

@@ -37,7 +37,9 @@ package enum PrivateFile {
     /// Replaces `path` atomically: a new file named `temporaryPrefix` + a UUID beside it,
     /// created 0600, written, synced, then renamed over. A crash leaves the old file or the
     /// new one, never a part; the temporary file is removed when anything fails.
-    package static func write(_ data: Data, atomicallyTo path: String, temporaryPrefix: String) throws(PrivateFileError) {
+    package static func write(
+        _ data: Data, atomicallyTo path: String, temporaryPrefix: String
+    ) throws(PrivateFileError) {
         let directory = (path as NSString).deletingLastPathComponent
         let temporary = directory + "/\(temporaryPrefix)\(UUID().uuidString).tmp"
         let descriptor = try open(temporary, .createNew)

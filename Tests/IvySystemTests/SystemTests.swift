@@ -53,7 +53,8 @@ struct PrivateFileTests {
         let root = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let path = root + "/token.json"
-        _ = FileManager.default.createFile(atPath: path, contents: Data("old".utf8), attributes: [.posixPermissions: 0o644])
+        _ = FileManager.default.createFile(
+            atPath: path, contents: Data("old".utf8), attributes: [.posixPermissions: 0o644])
         try PrivateFile.write(Data("new".utf8), atomicallyTo: path, temporaryPrefix: ".token-")
         #expect(FileManager.default.contents(atPath: path) == Data("new".utf8))
         #expect(mode(path) == 0o600)

@@ -324,10 +324,10 @@ extension SyncEngine {
             throw SyncFailure.unusableRemote(file: json.name, reason: "not a \(Backup.kind.rawValue) file")
         }
         if let size = json.size, size > BackupCodec.maximumBytes {
+            let limit = AudioRules.grouped(Int64(BackupCodec.maximumBytes))
             throw SyncFailure.unusableRemote(
                 file: json.name,
-                reason: "\(AudioRules.grouped(size)) bytes, over the \(AudioRules.grouped(Int64(BackupCodec.maximumBytes)))"
-                    + "-byte limit for backup JSON")
+                reason: "\(AudioRules.grouped(size)) bytes, over the \(limit)-byte limit for backup JSON")
         }
         let data: Data
         do {

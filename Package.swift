@@ -16,16 +16,17 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
-        // The emulator's MD5: never ivy's own, so a bug in it cannot pass ivy's integrity checks.
+        // MD5 from a maintained library, for ivy (IvySystem) and for the emulator, which calls it
+        // directly and never through ivy's code.
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // Pure: models, ids, time parsing, settings rules, paths. No I/O, no GRDB, no networking.
         .target(name: "IvyCore"),
-        // The only GRDB importer: library.db, migrations, change-capture triggers, audio files.
         // The file system, the same way everywhere: private directories and files, the lock
         // file, the log file, file md5 and size. Depends on no ivy module.
         .target(name: "IvySystem", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // The only GRDB importer: library.db, migrations, change-capture triggers, audio files.
         .target(
             name: "IvyStore",
             dependencies: [

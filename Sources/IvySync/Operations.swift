@@ -194,7 +194,7 @@ extension SyncEngine {
     }
 
     /// Records an agreement reached by a push (nothing was applied locally).
-    private func record(_ agreement: Agreement, _ context: Context) throws {
+    private func recordPushed(_ agreement: Agreement, _ context: Context) throws {
         try library.recordSynced(agreement.entry, base: agreement.base, queuedAt: context.queuedAt(agreement.entry.key))
     }
 
@@ -241,7 +241,7 @@ extension SyncEngine {
         let data = try Self.encoded(book)
         let uploaded = try await drive.uploadJSON(
             name: key.jsonFileName, data: data, folder: context.folders.books[0], replacing: remote?.allFiles ?? [])
-        try record(
+        try recordPushed(
             Agreement(
                 key, localUpdatedAt: book.updatedAt, jsonID: uploaded.id, jsonModifiedTime: uploaded.modifiedTime,
                 json: data, syncedAt: clock.now()),
@@ -293,7 +293,7 @@ extension SyncEngine {
                 throw error
             }
         }
-        try record(
+        try recordPushed(
             Agreement(
                 key, localUpdatedAt: clip.updatedAt, jsonID: json.id, jsonModifiedTime: json.modifiedTime, mp3ID: mp3ID,
                 json: data, audioMD5: md5, syncedAt: clock.now()),

@@ -16,32 +16,40 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
-        // The emulator's MD5: never ivy's own, so a bug in it cannot pass ivy's integrity checks.
+        // MD5 from a maintained library, for ivy (IvySystem) and for the emulator, which calls it
+        // directly and never through ivy's code.
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // Pure: models, ids, time parsing, settings rules, paths. No I/O, no GRDB, no networking.
         .target(name: "IvyCore"),
+        // The file system, the same way everywhere: private directories and files, the lock
+        // file, the log file, file md5 and size. Depends on no ivy module.
+        .target(name: "IvySystem", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // The only GRDB importer: library.db, migrations, change-capture triggers, audio files.
         .target(
             name: "IvyStore",
             dependencies: [
                 "IvyCore",
+                "IvySystem",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // HTTP over URLSession, Google's OAuth device flow, the token file and refresher, Drive v3.
-        .target(name: "IvyGoogle", dependencies: ["IvyCore"]),
+        .target(name: "IvyGoogle", dependencies: ["IvyCore", "IvySystem"]),
         // The sync engine: lock, gate, list, plan, execute, record, report.
         .target(
             name: "IvySync",
-            dependencies: ["IvyCore", "IvyStore", "IvyGoogle", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "IvyCore", "IvySystem", "IvyStore", "IvyGoogle", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // The `ivy` executable: the only ArgumentParser importer.
         .executableTarget(
             name: "IvyCLI",
             dependencies: [
                 "IvyCore",
+                "IvySystem",
                 "IvyStore",
                 "IvyGoogle",
                 "IvySync",
@@ -78,12 +86,12 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "GoogleEmulatorTests", dependencies: ["GoogleEmulator", "IvyCore"]),
-        .testTarget(name: "IvyGoogleTests", dependencies: ["IvyGoogle", "IvyCore", "GoogleEmulator"]),
+        .testTarget(name: "GoogleEmulatorTests", dependencies: ["GoogleEmulator", "IvyCore", "IvySystem"]),
+        .testTarget(name: "IvyGoogleTests", dependencies: ["IvyGoogle", "IvyCore", "IvySystem", "GoogleEmulator"]),
         .testTarget(
             name: "IvySyncTests",
             dependencies: [
-                "IvySync", "IvyGoogle", "IvyStore", "IvyCore", "GoogleEmulator",
+                "IvySync", "IvyGoogle", "IvyStore", "IvyCore", "IvySystem", "GoogleEmulator",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
@@ -98,10 +106,11 @@ let package = Package(
         .testTarget(
             name: "IvyStoreTests",
             dependencies: [
-                "IvyCore", "IvyStore",
+                "IvyCore", "IvyStore", "IvySystem",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        .testTarget(name: "IvySystemTests", dependencies: ["IvySystem"]),
         // Runs a short `ivy-soak`; depends on both executables so they are built first.
         .testTarget(name: "IvySoakTests", dependencies: ["IvySoak", "IvyCLI"]),
         // Drives the built `ivy` binary as a user would; depends on IvyCLI so it is built first.

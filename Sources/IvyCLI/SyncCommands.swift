@@ -3,6 +3,7 @@ import Foundation
 import IvyCore
 import IvyGoogle
 import IvyStore
+import IvySystem
 import IvySync
 import Logging
 

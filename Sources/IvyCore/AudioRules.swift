@@ -3,6 +3,23 @@ package enum AudioRules {
     /// 50 MB: the mobile app's cap. Exactly this many bytes is allowed.
     package static let maximumBytes: Int64 = 52_428_800
 
+    /// Whether audio of `bytes` bytes may be a clip's; every check of the cap goes through here.
+    package static func allows(_ bytes: Int64) -> Bool { bytes <= maximumBytes }
+
+    /// The cap as people read it: "50 MB".
+    package static var limitText: String { "\(maximumBytes >> 20) MB" }
+
+    /// "clip audio is limited to 50 MB (52,428,800 bytes)".
+    package static var limitSentence: String {
+        "clip audio is limited to \(limitText) (\(grouped(maximumBytes)) bytes)"
+    }
+
+    /// Why audio of `bytes` bytes cannot be a clip's, "53,000,000 bytes, over the 50 MB clip
+    /// limit"; nil when it can.
+    package static func overLimit(_ bytes: Int64) -> String? {
+        allows(bytes) ? nil : "\(grouped(bytes)) bytes, over the \(limitText) clip limit"
+    }
+
     /// How many leading bytes `looksLikeMP3` needs.
     package static let sniffLength = 4
 

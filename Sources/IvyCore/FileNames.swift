@@ -29,6 +29,14 @@ package struct EntityFileName: Sendable, Hashable {
     package var name: String { "\(key.kind.rawValue)_\(key.id).\(format.rawValue)" }
 }
 
+extension EntityKey {
+    /// The name of the entity's backup JSON on Drive: `book_<id>.json` or `clip_<id>.json`.
+    package var jsonFileName: String { EntityFileName(key: self, format: .json).name }
+
+    /// The name of a clip's audio on Drive: `clip_<id>.mp3`.
+    package var mp3FileName: String { EntityFileName(key: self, format: .mp3).name }
+}
+
 /// One entity: its kind and id.
 package struct EntityKey: Sendable, Hashable, Comparable, CustomStringConvertible {
     package var kind: EntityKind

@@ -24,22 +24,18 @@ package enum Merge {
     package static func bookMerge(
         local: BookBackup, remote: BookBackup, base: BookBackup?, now: Milliseconds
     ) -> Merged<BookBackup> {
-        let localWins = laterWrite(local.updatedAt, remote.updatedAt) {
-            compare(
-                [local.title, local.artist ?? "", local.artwork ?? "", canonical(.object(local.extras))],
-                [remote.title, remote.artist ?? "", remote.artwork ?? "", canonical(.object(remote.extras))])
+        var fields = ThreeWay(local: local, remote: remote, base: base, extras: \.extras) {
+            [$0.title, $0.artist ?? "", $0.artwork ?? ""]
         }
-        var fields = Fields(base: base != nil)
-        func later<T>(_ mine: T, _ theirs: T) -> T { localWins ? mine : theirs }
         let merged = BookBackup(
             id: local.id,
-            title: fields.pick("title", local.title, remote.title, base?.title, rule: later),
-            artist: fields.pick("artist", local.artist, remote.artist, base?.artist, rule: later),
-            artwork: fields.pick("artwork", local.artwork, remote.artwork, base?.artwork, rule: later),
-            position: fields.pick("position", local.position, remote.position, base?.position, rule: max),
-            hidden: fields.pick("hidden", local.hidden, remote.hidden, base?.hidden) { $0 || $1 },
+            title: fields.pick("title", \.title),
+            artist: fields.pick("artist", \.artist),
+            artwork: fields.pick("artwork", \.artwork),
+            position: fields.pick("position", \.position, rule: max),
+            hidden: fields.pick("hidden", \.hidden) { $0 || $1 },
             createdAt: min(local.createdAt, remote.createdAt), updatedAt: now,
-            extras: fields.extras(local.extras, remote.extras, base?.extras, localWins: localWins))
+            extras: fields.extras)
         return Merged(value: merged, conflicts: fields.conflicts)
     }
 
@@ -54,30 +50,24 @@ package enum Merge {
     package static func clipMerge(
         local: ClipBackup, remote: ClipBackup, base: ClipBackup?, now: Milliseconds
     ) -> Merged<ClipBackup> {
-        let localWins = laterWrite(local.updatedAt, remote.updatedAt) {
-            compare(
-                [local.bookID, "\(local.start)", "\(local.duration)", local.transcription ?? "",
-                 canonical(.object(local.extras))],
-                [remote.bookID, "\(remote.start)", "\(remote.duration)", remote.transcription ?? "",
-                 canonical(.object(remote.extras))])
+        var fields = ThreeWay(local: local, remote: remote, base: base, extras: \.extras) {
+            [$0.bookID, "\($0.start)", "\($0.duration)", $0.transcription ?? ""]
         }
-        var fields = Fields(base: base != nil)
-        func later<T>(_ mine: T, _ theirs: T) -> T { localWins ? mine : theirs }
+        let localWins = fields.localWins
         let merged = ClipBackup(
             id: local.id,
-            bookID: fields.pick("book_id", local.bookID, remote.bookID, base?.bookID, rule: later),
-            start: fields.pick("start", local.start, remote.start, base?.start, rule: later),
-            duration: fields.pick("duration", local.duration, remote.duration, base?.duration, rule: later),
-            note: fields.pick("note", local.note, remote.note, base?.note) { note(local: $0, remote: $1, now: now) },
-            transcription: fields.pick("transcription", local.transcription, remote.transcription, base?.transcription) {
-                mine, theirs in
+            bookID: fields.pick("book_id", \.bookID),
+            start: fields.pick("start", \.start),
+            duration: fields.pick("duration", \.duration),
+            note: fields.pick("note", \.note) { note(local: $0, remote: $1, now: now) },
+            transcription: fields.pick("transcription", \.transcription) { mine, theirs in
                 switch (mine, theirs) {
                 case (nil, let other), (let other, nil): other
                 case (let mine?, let theirs?): localWins ? mine : theirs
                 }
             },
             createdAt: min(local.createdAt, remote.createdAt), updatedAt: now,
-            extras: fields.extras(local.extras, remote.extras, base?.extras, localWins: localWins))
+            extras: fields.extras)
         return Merged(value: merged, conflicts: fields.conflicts)
     }
 
@@ -157,36 +147,69 @@ package enum Merge {
 
     // MARK: helpers
 
-    /// Collects the fields resolved by a rule while a merge picks each field's value.
-    private struct Fields {
-        let base: Bool
-        var conflicts: [String] = []
+    /// One merge of two sides and their base, field by field: what every entity's merge
+    /// shares (which side is the later write, the three-way pick, the unknown keys), so each
+    /// entity's merge states only its own rules.
+    private struct ThreeWay<Backup: StampedBackup> {
+        let local: Backup
+        let remote: Backup
+        let base: Backup?
+        /// Whether the local side is the later write (on a tie: the larger field values).
+        let localWins: Bool
+        /// Names of the fields resolved by a rule rather than taken from one side.
+        private(set) var conflicts: [String] = []
+        private let extrasPath: KeyPath<Backup, [String: JSONValue]>
 
-        /// Equal sides, or one side unchanged since the base: no rule needed.
-        mutating func pick<T: Equatable>(_ name: String, _ mine: T, _ theirs: T, _ agreed: T?, rule: (T, T) -> T) -> T {
+        /// `order` lists the entity's fields as text, for the tie break between equal
+        /// `updated_at`s; the unknown keys are compared after them.
+        init(
+            local: Backup, remote: Backup, base: Backup?, extras: KeyPath<Backup, [String: JSONValue]>,
+            order: (Backup) -> [String]
+        ) {
+            self.local = local
+            self.remote = remote
+            self.base = base
+            extrasPath = extras
+            localWins = laterWrite(local.updatedAt, remote.updatedAt) {
+                compare(
+                    order(local) + [canonical(.object(local[keyPath: extras]))],
+                    order(remote) + [canonical(.object(remote[keyPath: extras]))])
+            }
+        }
+
+        /// Equal sides, or one side unchanged since the base: no rule needed. Otherwise the
+        /// field is a conflict and `rule` decides.
+        mutating func pick<T: Equatable>(_ name: String, _ field: KeyPath<Backup, T>, rule: (T, T) -> T) -> T {
+            let mine = local[keyPath: field], theirs = remote[keyPath: field]
             if mine == theirs { return mine }
-            if base {
-                if mine == agreed { return theirs }
-                if theirs == agreed { return mine }
+            if let base {
+                if mine == base[keyPath: field] { return theirs }
+                if theirs == base[keyPath: field] { return mine }
             }
             conflicts.append(name)
             return rule(mine, theirs)
         }
 
+        /// `pick` whose rule is the later write's value.
+        mutating func pick<T: Equatable>(_ name: String, _ field: KeyPath<Backup, T>) -> T {
+            let localWins = localWins
+            return pick(name, field) { localWins ? $0 : $1 }
+        }
+
         /// Unknown keys, three-way per key; a key changed on both sides takes the later
         /// write's value (or, without a base, whichever side has it).
-        func extras(
-            _ local: [String: JSONValue], _ remote: [String: JSONValue], _ agreed: [String: JSONValue]?, localWins: Bool
-        ) -> [String: JSONValue] {
+        var extras: [String: JSONValue] {
+            let ours = local[keyPath: extrasPath], their = remote[keyPath: extrasPath]
+            let agreed = base?[keyPath: extrasPath]
             var result: [String: JSONValue] = [:]
-            for key in Set(local.keys).union(remote.keys).sorted() {
-                let mine = local[key], theirs = remote[key]
+            for key in Set(ours.keys).union(their.keys).sorted() {
+                let mine = ours[key], theirs = their[key]
                 let value: JSONValue?
                 if mine == theirs {
                     value = mine
-                } else if base, mine == agreed?[key] {
+                } else if let agreed, mine == agreed[key] {
                     value = theirs
-                } else if base, theirs == agreed?[key] {
+                } else if let agreed, theirs == agreed[key] {
                     value = mine
                 } else {
                     value = localWins ? (mine ?? theirs) : (theirs ?? mine)

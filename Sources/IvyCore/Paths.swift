@@ -57,34 +57,3 @@ package struct IvyPaths: Sendable, Equatable {
         return result
     }
 }
-
-/// Why ivy refuses a directory it keeps files in: the library (with the OAuth client secret
-/// in its settings), the sign-in, the lock and the log must not be replaceable by anyone else.
-package struct UnsafeDirectoryError: LocalizedError, Equatable, Sendable, CustomStringConvertible {
-    package let path: String
-    /// The directory's permission bits.
-    package let mode: UInt32
-    package let owner: UInt32
-    /// The user ivy runs as.
-    package let user: UInt32
-
-    /// The refusal for a directory with this owner and mode, or nil when ivy may use it:
-    /// it must belong to the user and be writable by no one else (0700 or 0755 are fine).
-    package static func check(path: String, mode: UInt32, owner: UInt32, user: UInt32) -> UnsafeDirectoryError? {
-        let error = UnsafeDirectoryError(path: path, mode: mode & 0o7777, owner: owner, user: user)
-        return owner != user || mode & 0o022 != 0 ? error : nil
-    }
-
-    package var description: String {
-        if owner != user {
-            return "ivy will not use \(path): it belongs to another user (uid \(owner), you are uid \(user)); "
-                + "use a directory of your own with --home or IVY_HOME, or make it yours "
-                + "(`chown $(id -u) \(path)`) and run `chmod 700 \(path)`"
-        }
-        let who = mode & 0o002 != 0 ? "every user" : "its group"
-        return "ivy will not use \(path): \(who) can write to it (mode \(String(mode, radix: 8))), so its files "
-            + "could be replaced; run `chmod 700 \(path)`"
-    }
-
-    package var errorDescription: String? { description }
-}

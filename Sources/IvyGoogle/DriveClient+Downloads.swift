@@ -1,5 +1,6 @@
 import Foundation
 import IvyCore
+import IvySystem
 
 extension DriveClient {
     // MARK: downloads
@@ -27,11 +28,8 @@ extension DriveClient {
     /// then renamed into place. Over the 50 MB cap it is refused before downloading; a body
     /// longer than Drive listed (or than the cap) is cut off as it streams, never kept.
     package func downloadFile(_ file: RemoteFile, to destination: URL) async throws {
-        if let size = file.size, size > AudioRules.maximumBytes {
-            throw DriveError(
-                .fileTooLarge,
-                message: "\(file.name) on Drive is \(AudioRules.grouped(size)) bytes, over the 50 MB clip limit; "
-                    + "it was not downloaded")
+        if let size = file.size, let excess = AudioRules.overLimit(size) {
+            throw DriveError(.fileTooLarge, message: "\(file.name) on Drive is \(excess); it was not downloaded")
         }
         let context = "downloading \(file.name)"
         let temporary = destination.deletingLastPathComponent()
@@ -45,12 +43,12 @@ extension DriveClient {
         } catch let error as DriveError where error.kind == .fileTooLarge {
             throw Self.longer(file, than: request.responseLimit, context: context)
         }
-        let size = try Self.fileSize(temporary)
+        let size = try LocalFile.size(of: temporary)
         if let expected = file.size, expected != size {
             throw DriveError(
                 .integrity, message: "downloading \(file.name): got \(size) bytes, Drive listed \(expected)")
         }
-        if let md5 = file.md5, try Self.md5(of: temporary) != md5 {
+        if let md5 = file.md5, try LocalFile.md5(of: temporary) != md5 {
             throw DriveError(
                 .integrity, message: "downloading \(file.name): the content does not match Drive's checksum")
         }
@@ -70,13 +68,5 @@ extension DriveClient {
             .fileTooLarge,
             message: "\(context): Drive sent more than \(listed), so the download was stopped and nothing was kept; "
                 + "the next sync lists it afresh")
-    }
-
-    package static func md5(of file: URL) throws -> String {
-        let handle = try FileHandle(forReadingFrom: file)
-        defer { try? handle.close() }
-        var digest = MD5()
-        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { digest.update(chunk) }
-        return digest.finalize()
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import IvyCore
+import IvySystem
 
 extension DriveClient {
     // MARK: uploads
@@ -57,12 +58,10 @@ extension DriveClient {
     package func uploadMP3(name: String, file: URL, folder: String, replacing: [RemoteFile]) async throws
         -> UploadedFile
     {
-        let size = try Self.fileSize(file)
-        guard size <= AudioRules.maximumBytes else {
-            throw DriveError(
-                .fileTooLarge,
-                message: "\(file.path) is \(AudioRules.grouped(size)) bytes; clip audio is limited to 50 MB "
-                    + "(\(AudioRules.grouped(AudioRules.maximumBytes)) bytes)")
+        let size = try LocalFile.size(of: file)
+        guard AudioRules.allows(size) else {
+            let message = "\(file.path) is \(AudioRules.grouped(size)) bytes; \(AudioRules.limitSentence)"
+            throw DriveError(.fileTooLarge, message: message)
         }
         for old in replacing { try await delete(old.id) }
         var id = try await ids.next()
@@ -217,10 +216,5 @@ extension DriveClient {
     static func quoted(_ header: String?) -> String {
         guard let header else { return "nothing" }
         return "\"" + String(header.prefix(60)) + (header.count > 60 ? "…" : "") + "\""
-    }
-
-    package static func fileSize(_ file: URL) throws -> Int64 {
-        let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
-        return (attributes[.size] as? NSNumber)?.int64Value ?? 0
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import IvyCore
+import IvySystem
 
 /// What `token.json` holds. Never printed: only whether a refresh token exists and when
 /// the access token expires are shown.
@@ -139,16 +140,10 @@ package struct TokenStore: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(token)
-        let temporary = directory + "/.token-\(UUID().uuidString).tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-        guard descriptor >= 0 else { throw TokenFileError(path: temporary, errno: errno) }
-        let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        let synced = fsync(descriptor) == 0
-        close(descriptor)
-        guard written == data.count, synced, rename(temporary, path) == 0 else {
-            let error = TokenFileError(path: path, errno: errno)
-            unlink(temporary)
-            throw error
+        do {
+            try PrivateFile.write(data, atomicallyTo: path, temporaryPrefix: ".token-")
+        } catch {
+            throw TokenFileError(path: error.path, errno: error.code)
         }
     }
 
@@ -162,34 +157,5 @@ package struct TokenFileError: LocalizedError {
     let errno: Int32
     package var errorDescription: String? {
         "cannot write \(path): \(String(cString: strerror(errno))); check the permissions of its directory"
-    }
-}
-
-/// Creates a directory (and parents) with mode 0700 for the directory itself; an existing one
-/// must belong to the user and be writable by no one else.
-package enum PrivateDirectory {
-    package static func ensure(_ path: String) throws {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            return try check(path)
-        }
-        let parent = (path as NSString).deletingLastPathComponent
-        if !parent.isEmpty, !FileManager.default.fileExists(atPath: parent) {
-            try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-        }
-        if mkdir(path, 0o700) != 0, errno != EEXIST { throw TokenFileError(path: path, errno: errno) }
-        chmod(path, 0o700)
-    }
-
-    /// Refuses an existing directory that another user owns or others can write to
-    /// (`UnsafeDirectoryError`); a missing one passes.
-    package static func check(_ path: String) throws {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return }
-        if let problem = UnsafeDirectoryError.check(
-            path: path, mode: UInt32(info.st_mode), owner: UInt32(info.st_uid), user: UInt32(geteuid()))
-        {
-            throw problem
-        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import IvySystem
 import Synchronization
 
 #if canImport(FoundationNetworking)
@@ -113,11 +114,13 @@ package final class URLSessionTransport: HTTPTransport {
     }
 
     package func download(_ request: HTTPRequest, to file: URL) async throws -> HTTPResponse {
-        let descriptor = open(file.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw CocoaError.error(errno, path: file.path) }
+        let descriptor: Int32
+        do {
+            descriptor = try PrivateFile.open(file.path, .truncate)
+        } catch {
+            throw CocoaError.error(error.code, path: file.path)
+        }
         defer { close(descriptor) }
-        // An existing file keeps its old mode through O_CREAT; the body is nobody else's business.
-        fchmod(descriptor, 0o600)
         return try await perform(request, into: descriptor)
     }
 
@@ -315,8 +318,12 @@ enum FileSlice {
     static func privateCopy(of source: URL, range: Range<Int64>) throws -> URL {
         let target = source.deletingLastPathComponent()
             .appendingPathComponent(TransferFiles.uploadPrefix + UUID().uuidString)
-        let descriptor = open(target.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw CocoaError.error(errno, path: target.path) }
+        let descriptor: Int32
+        do {
+            descriptor = try PrivateFile.open(target.path, .createNew)
+        } catch {
+            throw CocoaError.error(error.code, path: target.path)
+        }
         let output = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         do {
             let input = try FileHandle(forReadingFrom: source)
@@ -336,24 +343,5 @@ enum FileSlice {
             throw error
         }
         return target
-    }
-}
-
-/// The temporary files transfers leave beside ivy's audio: `.download-*` (a download being
-/// checked before it is renamed into place) and `.upload-*` (the tail of a resumed upload).
-package enum TransferFiles {
-    package static let downloadPrefix = ".download-"
-    package static let uploadPrefix = ".upload-"
-
-    /// Removes what a killed run left in `directory`. Called under the sync lock, so no
-    /// other transfer is using them. Returns how many were removed.
-    @discardableResult
-    package static func removeLeftovers(in directory: String) -> Int {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        var removed = 0
-        for name in names where name.hasPrefix(downloadPrefix) || name.hasPrefix(uploadPrefix) {
-            if unlink(directory + "/" + name) == 0 { removed += 1 }
-        }
-        return removed
     }
 }

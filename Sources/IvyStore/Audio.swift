@@ -1,5 +1,6 @@
 import Foundation
 import IvyCore
+import IvySystem
 
 /// Clip audio on disk: validated before anything is written, copied in through a
 /// temporary file that is renamed into place, so an interrupted copy leaves no partial MP3.
@@ -13,7 +14,7 @@ enum AudioFiles {
         }
         guard info.st_mode & S_IFMT == S_IFREG else { throw StoreError.audioNotAFile(path: path) }
         let size = Int64(info.st_size)
-        guard size <= AudioRules.maximumBytes else { throw StoreError.audioTooLarge(path: path, bytes: size) }
+        guard AudioRules.allows(size) else { throw StoreError.audioTooLarge(path: path, bytes: size) }
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw StoreError.audioUnreadable(path: path, reason: "permission denied")
         }
@@ -54,5 +55,43 @@ enum AudioFiles {
 
     static func remove(_ path: String) {
         _ = unlink(path)
+    }
+}
+
+extension LibraryDatabase {
+    /// A fresh `.download-` path in the audio directory (created private when missing) for an
+    /// MP3 on its way in from Drive. It is moved into place only inside the transaction that
+    /// checks its row (`EngineWriter.placeAudio`); if ivy is killed first, the next sync
+    /// removes it (`removeTransferLeftovers`).
+    package func downloadStagingPath() throws -> String {
+        try Directories.ensurePrivate(paths.audioDirectory)
+        return paths.audioDirectory + "/" + TransferFiles.downloadPrefix + UUID().uuidString + ".mp3"
+    }
+
+    /// Removes a staged file that was not placed (or was, and so is gone already).
+    package func discardStagedAudio(_ path: String) {
+        AudioFiles.remove(path)
+    }
+
+    /// Removes a clip's audio, after its row is gone.
+    package func removeAudio(clipID: String) {
+        AudioFiles.remove(audioPath(clipID: clipID))
+    }
+
+    /// Removes the transfer files a killed run left beside the audio. Only under the sync
+    /// lock: then no other transfer is using them.
+    package func removeTransferLeftovers() {
+        TransferFiles.removeLeftovers(in: paths.audioDirectory)
+    }
+
+    /// Whether the clip's audio is on disk.
+    package func hasAudio(clipID: String) -> Bool {
+        FileManager.default.fileExists(atPath: audioPath(clipID: clipID))
+    }
+
+    /// The md5 of the clip's audio, or nil when there is no file.
+    package func audioMD5(clipID: String) throws -> String? {
+        guard hasAudio(clipID: clipID) else { return nil }
+        return try LocalFile.md5(of: URL(fileURLWithPath: audioPath(clipID: clipID)))
     }
 }

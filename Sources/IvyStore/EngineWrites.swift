@@ -16,6 +16,14 @@ package struct EngineWriter {
         try db.execute(sql: Clip.upsertSQL, arguments: clip.arguments)
     }
 
+    /// The row's `updated_at` as this transaction sees it; nil when there is no row.
+    package func updatedAt(_ key: EntityKey) throws -> Milliseconds? {
+        switch key.kind {
+        case .book: try book(id: key.id)?.updatedAt
+        case .clip: try clip(id: key.id)?.updatedAt
+        }
+    }
+
     package func deleteClip(id: String) throws {
         try db.execute(sql: "DELETE FROM clips WHERE id = ?", arguments: [id])
     }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IvyCore
+import IvySystem
 
 /// The library database, `library.db`, and the clip audio beside it.
 ///
@@ -202,13 +203,12 @@ enum LibraryFiles {
     /// Creates an empty database file with mode 0600 before SQLite sees it: SQLite gives the
     /// `-wal` and `-shm` files the database's mode, so none of them is ever readable by others.
     static func create(_ path: String) throws {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            if errno == EEXIST { return }
-            throw StoreError.cannotOpen(path: path, reason: String(cString: strerror(errno)))
+        do {
+            close(try PrivateFile.open(path, .createNew))
+        } catch {
+            if error.code == EEXIST { return }
+            throw StoreError.cannotOpen(path: path, reason: String(cString: strerror(error.code)))
         }
-        fchmod(descriptor, 0o600)
-        close(descriptor)
     }
 
     /// A library made by an older ivy (or under a loose umask) may be readable by others.
@@ -243,44 +243,27 @@ enum LibraryFiles {
     }
 }
 
+/// The store's private directories (`PrivateDirectory`), refused in the store's words.
 enum Directories {
     /// Creates `path` (and missing parents) with mode 0700 for the directory itself; an
     /// existing one must belong to the user and be writable by no one else.
     static func ensurePrivate(_ path: String) throws {
-        let manager = FileManager.default
-        var isDirectory: ObjCBool = false
-        if manager.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else {
-                throw StoreError.cannotCreateDirectory(path: path, reason: "a file of that name exists")
-            }
-            return try checkPrivate(path)
-        }
         do {
-            let parent = (path as NSString).deletingLastPathComponent
-            if !parent.isEmpty, !manager.fileExists(atPath: parent) {
-                try manager.createDirectory(atPath: parent, withIntermediateDirectories: true)
-            }
-            if mkdir(path, 0o700) != 0, errno != EEXIST {
-                throw StoreError.cannotCreateDirectory(path: path, reason: String(cString: strerror(errno)))
-            }
-            // mkdir applies the umask; the mode must be exactly 0700.
-            _ = chmod(path, 0o700)
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw StoreError.cannotCreateDirectory(path: path, reason: error.localizedDescription)
+            try PrivateDirectory.ensure(path)
+        } catch let error as PrivateDirectoryError {
+            throw StoreError.cannotCreateDirectory(path: error.path, reason: error.reason)
+        } catch let error as UnsafeDirectoryError {
+            throw StoreError.unsafeDirectory(error)
         }
     }
 
     /// Refuses an existing directory that another user owns or others can write to.
     /// A missing one passes: it is created private when something is first written.
     static func checkPrivate(_ path: String) throws {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return }
-        if let problem = UnsafeDirectoryError.check(
-            path: path, mode: UInt32(info.st_mode), owner: UInt32(info.st_uid), user: UInt32(geteuid()))
-        {
-            throw StoreError.unsafeDirectory(problem)
+        do {
+            try PrivateDirectory.check(path)
+        } catch {
+            throw StoreError.unsafeDirectory(error)
         }
     }
 }

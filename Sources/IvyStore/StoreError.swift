@@ -1,5 +1,6 @@
 import Foundation
 import IvyCore
+import IvySystem
 
 /// Everything the store can refuse, worded to read well after "Error: " and to name the fix.
 package enum StoreError: LocalizedError, Equatable {
@@ -67,7 +68,7 @@ package enum StoreError: LocalizedError, Equatable {
         case .audioNotMP3(let path):
             "audio file \(path) is not an MP3 (no ID3 tag or MPEG frame at its start); convert it to MP3 first"
         case .audioTooLarge(let path, let bytes):
-            "audio file \(path) is \(AudioRules.grouped(bytes)) bytes; clip audio is limited to 50 MB (\(AudioRules.grouped(AudioRules.maximumBytes)) bytes): cut a shorter clip"
+            "audio file \(path) is \(AudioRules.grouped(bytes)) bytes; \(AudioRules.limitSentence): cut a shorter clip"
         case .audioCopyFailed(let path, let reason):
             "cannot copy the audio into \(path): \(reason); nothing was changed"
         case .invalidSetting(let message):

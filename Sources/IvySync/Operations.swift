@@ -2,21 +2,131 @@ import Foundation
 import IvyCore
 import IvyGoogle
 import IvyStore
+import IvySystem
 
-/// A remote file that cannot be used: reported and skipped, never applied.
-struct UnusableRemote: Error {
-    let file: String
-    let reason: String
+/// Why an operation did not finish, and what that means for the rest of the sync. The rule
+/// is written once, in `SyncFailure.of(_:)`, and every operation goes through it:
+///
+/// - **The whole sync stops** (`stopsSync`) when no later item could do better: the sign-in
+///   gave no access token (a `GoogleError`: signed out, client refused, Google unreachable),
+///   so every later request would fail the same way; or the sync was cancelled (its deadline
+///   passed: what was in flight is not that item's failure). What finished before is
+///   already recorded.
+/// - **One item fails** for everything else, and the sync goes on:
+///   - `unusableRemote`: Drive's copy cannot be used (over a size cap, unreadable, malformed,
+///     another id, a clip without its MP3). Reported as skipped, never applied, and not a
+///     failure that would repeat every run.
+///   - `changedDuringSync`: the local row changed while the sync ran. Nothing is written; the
+///     next sync plans it afresh.
+///   - `permanent`: a local cause no retry can fix (audio missing or over the cap, an entity
+///     that cannot be encoded, unreadable kept keys). A push is held back at once.
+///   - `retryable`: anything else, every answer from Drive included (one odd 400 must not
+///     bury a change). A push counts one attempt and is retried until
+///     `QueueItem.maximumAttempts`.
+enum SyncFailure: Error {
+    case stopsSync(any Error)
+    case unusableRemote(file: String, reason: String)
+    case changedDuringSync
+    case permanent(String)
+    case retryable(String)
+
+    /// What an error thrown while carrying out one item means for the sync.
+    static func of(_ error: any Error) -> SyncFailure {
+        switch error {
+        case let error as GoogleError: .stopsSync(error)
+        case is CancellationError: .stopsSync(CancellationError())
+        case let failure as SyncFailure where !failure.failsTheItem: failure
+        // Stopped at the deadline: what was in flight is not this item's failure.
+        case _ where Task.isCancelled: .stopsSync(CancellationError())
+        case let failure as SyncFailure: failure
+        default: .retryable(error.localizedDescription)
+        }
+    }
+
+    /// Whether the item is reported as failed (and a push retried or held back).
+    var failsTheItem: Bool {
+        switch self {
+        case .permanent, .retryable: true
+        case .stopsSync, .unusableRemote, .changedDuringSync: false
+        }
+    }
 }
 
-/// A local cause no retry can fix (audio missing, over a cap, cannot be encoded, unreadable
-/// kept keys): the item fails at once. Every answer from Drive is worth another sync.
-struct PermanentFailure: Error {
-    let message: String
+/// What a finished operation records: the entity here and its files on Drive agree on this
+/// content. The one place a `ManifestEntry` is made.
+struct Agreement {
+    let entry: ManifestEntry
+    /// The merge base: the JSON exactly as sent or received, and the audio's md5.
+    let base: SyncBase
+
+    init(
+        _ key: EntityKey, localUpdatedAt: Milliseconds, jsonID: String, jsonModifiedTime: Milliseconds,
+        mp3ID: String? = nil, json: Data, audioMD5: String? = nil, syncedAt: Milliseconds
+    ) {
+        entry = ManifestEntry(
+            key: key, localUpdatedAt: localUpdatedAt, remoteUpdatedAt: jsonModifiedTime, remoteFileID: jsonID,
+            remoteMP3FileID: mp3ID, syncedAt: syncedAt)
+        base = SyncBase(json: json, audioMD5: audioMD5)
+    }
 }
 
-/// The local entity changed while the sync ran: leave it for the next sync.
-struct ChangedDuringSync: Error {}
+/// A backup JSON read from Drive: the file, its bytes (the next merge base) and its content.
+struct Fetched<Backup: EntityBackup> {
+    let json: RemoteFile
+    let data: Data
+    let backup: Backup
+
+    /// Drive's copy adopted as it is.
+    func agreement(mp3: RemoteFile? = nil, audioMD5: String? = nil, at now: Milliseconds) -> Agreement {
+        Agreement(
+            EntityKey(Backup.kind, backup.id), localUpdatedAt: backup.updatedAt, jsonID: json.id,
+            jsonModifiedTime: json.modifiedTime, mp3ID: mp3?.id, json: data, audioMD5: audioMD5, syncedAt: now)
+    }
+}
+
+/// An MP3 downloaded beside the audio, waiting to be placed by the transaction that checks
+/// its row.
+struct StagedAudio {
+    let path: String
+    let bytes: Int64
+}
+
+/// What the engine does the same way for books and clips.
+protocol EntityBackup: StampedBackup, Sendable {
+    static var kind: EntityKind { get }
+    var id: String { get }
+    static func decode(_ data: Data, expectedID: String) throws(BackupDecodingError) -> Self
+    static func encode(_ backup: Self) throws(BackupEncodingError) -> Data
+    /// Writes the entity and its unknown keys as given, timestamps included.
+    func save(in writer: EngineWriter) throws
+}
+
+extension BookBackup: EntityBackup {
+    static var kind: EntityKind { .book }
+    static func decode(_ data: Data, expectedID: String) throws(BackupDecodingError) -> BookBackup {
+        try BackupCodec.decodeBook(data, expectedID: expectedID)
+    }
+    static func encode(_ backup: BookBackup) throws(BackupEncodingError) -> Data { try BackupCodec.encode(backup) }
+
+    /// The book's file uri never leaves this device: the row's own is kept.
+    func save(in writer: EngineWriter) throws {
+        try writer.save(book(uri: try writer.book(id: id)?.uri))
+        try writer.saveExtras(EntityKey(.book, id), extras)
+    }
+}
+
+extension ClipBackup: EntityBackup {
+    static var kind: EntityKind { .clip }
+    static func decode(_ data: Data, expectedID: String) throws(BackupDecodingError) -> ClipBackup {
+        try BackupCodec.decodeClip(data, expectedID: expectedID)
+    }
+    static func encode(_ backup: ClipBackup) throws(BackupEncodingError) -> Data { try BackupCodec.encode(backup) }
+
+    func save(in writer: EngineWriter) throws {
+        try writer.save(clip)
+        try writer.saveExtras(EntityKey(.clip, id), extras)
+    }
+}
 
 extension SyncEngine {
     func perform(_ action: PlannedAction, _ context: Context) async throws -> Outcome {
@@ -28,46 +138,64 @@ extension SyncEngine {
             case .merge: return try await merge(action, context)
             case .deleteRemote:
                 for file in action.remote?.allFiles ?? [] { try await drive.delete(file.id) }
-                try library.forgetSynced(key, queuedAt: context.queue[key]?.queuedAt)
+                try library.forgetSynced(key, queuedAt: context.queuedAt(key))
                 return Outcome(key: key, result: .done(.deleteRemote, conflict: false))
             case .deleteLocal:
-                let expected = context.snapshot.updatedAt(key)
-                try library.applyingRemoteChanges { writer in
-                    guard try writer.clip(id: key.id)?.updatedAt == expected else { throw ChangedDuringSync() }
+                try applyRemote(key, context) { writer in
                     try writer.deleteClip(id: key.id)
                     try writer.saveExtras(key, [:])
                 }
-                unlink(library.audioPath(clipID: key.id))
+                library.removeAudio(clipID: key.id)
                 try library.forgetSynced(key, queuedAt: nil)
                 return Outcome(key: key, result: .done(.deleteLocal, conflict: false))
             }
-        } catch let error as GoogleError {
-            throw error
-        } catch is CancellationError {
-            throw CancellationError()
-        } catch is ChangedDuringSync {
-            return Outcome(key: key, result: .nothing)
-        } catch let unusable as UnusableRemote {
-            return Outcome(key: key, result: .skipped(unusable.file, unusable.reason))
-        } catch where Task.isCancelled {
-            // Stopped at the deadline: what was in flight is not this item's failure.
-            throw CancellationError()
         } catch {
-            // Any answer from Drive counts one attempt for this sync, whatever it was (one odd
-            // 400 must not bury a change); only a local cause no retry can fix fails at once.
-            let (message, retryable): (String, Bool) =
-                switch error {
-                case let permanent as PermanentFailure: (permanent.message, false)
-                default: (error.localizedDescription, true)
-                }
-            // Only a push has a local change to retry. A failed download or local delete is
-            // reported and planned afresh next time: a queue row would turn it into a push.
-            if [.upload, .merge, .deleteRemote].contains(action.action) {
-                let exists = context.snapshot.updatedAt(key) != nil
-                try? library.recordFailure(key, operation: exists ? .upsert : .delete, message: message, retryable: retryable)
+            switch SyncFailure.of(error) {
+            case .stopsSync(let error): throw error
+            case .changedDuringSync: return Outcome(key: key, result: .nothing)
+            case .unusableRemote(let file, let reason): return Outcome(key: key, result: .skipped(file, reason))
+            case .permanent(let message): return failed(action, context, message, retryable: false)
+            case .retryable(let message): return failed(action, context, message, retryable: true)
             }
-            return Outcome(key: key, result: .failed(message))
         }
+    }
+
+    /// Records a failed item. Only a push has a local change to retry: a failed download or
+    /// local delete is reported and planned afresh next time (a queue row would turn it into
+    /// a push).
+    private func failed(_ action: PlannedAction, _ context: Context, _ message: String, retryable: Bool) -> Outcome {
+        let key = action.key
+        if [.upload, .merge, .deleteRemote].contains(action.action) {
+            let exists = context.snapshot.updatedAt(key) != nil
+            try? library.recordFailure(
+                key, operation: exists ? .upsert : .delete, message: message, retryable: retryable)
+        }
+        return Outcome(key: key, result: .failed(message))
+    }
+
+    /// Applies Drive's content to the library in one transaction, unless the local row
+    /// changed since the plan was made (its `updated_at` is not the one the plan saw): then
+    /// nothing is written and the item waits for the next sync. The agreement is recorded
+    /// and staged audio placed in that same transaction, after the check, so a change made
+    /// here meanwhile (a new recording included) is never overwritten.
+    private func applyRemote(
+        _ key: EntityKey, _ context: Context, recording agreement: Agreement? = nil, audio staged: StagedAudio? = nil,
+        _ write: (EngineWriter) throws -> Void
+    ) throws {
+        let expected = context.snapshot.updatedAt(key)
+        try library.applyingRemoteChanges { writer in
+            guard try writer.updatedAt(key) == expected else { throw SyncFailure.changedDuringSync }
+            try write(writer)
+            if let agreement {
+                try writer.recordSynced(agreement.entry, base: agreement.base, queuedAt: context.queuedAt(key))
+            }
+            if let staged { try writer.placeAudio(staged.path, at: library.audioPath(clipID: key.id)) }
+        }
+    }
+
+    /// Records an agreement reached by a push (nothing was applied locally).
+    private func recordPushed(_ agreement: Agreement, _ context: Context) throws {
+        try library.recordSynced(agreement.entry, base: agreement.base, queuedAt: context.queuedAt(agreement.entry.key))
     }
 
     // MARK: upload
@@ -94,31 +222,30 @@ extension SyncEngine {
             return try library.extras(key)
         } catch let error as StoreError {
             guard case .unreadableExtras = error else { throw error }
-            throw PermanentFailure(message: error.localizedDescription)
+            throw SyncFailure.permanent(error.localizedDescription)
         }
     }
 
     /// Backup JSON for an upload; an entity that cannot be written exactly is never sent.
-    private static func encoded(_ encode: () throws(BackupEncodingError) -> Data) throws -> Data {
+    private static func encoded<Backup: EntityBackup>(_ backup: Backup) throws -> Data {
         do {
-            return try encode()
+            return try Backup.encode(backup)
         } catch {
-            throw PermanentFailure(message: error.description)
+            throw SyncFailure.permanent(error.description)
         }
     }
 
     /// Uploads a book's JSON over whatever files of its name exist, and records it.
     private func push(book: BookBackup, replacing remote: RemoteEntity?, _ context: Context) async throws {
         let key = EntityKey(.book, book.id)
-        let data = try Self.encoded { () throws(BackupEncodingError) in try BackupCodec.encode(book) }
+        let data = try Self.encoded(book)
         let uploaded = try await drive.uploadJSON(
-            name: "book_\(book.id).json", data: data, folder: context.folders.books[0],
-            replacing: remote?.allFiles ?? [])
-        try library.recordSynced(
-            ManifestEntry(
-                key: key, localUpdatedAt: book.updatedAt, remoteUpdatedAt: uploaded.modifiedTime,
-                remoteFileID: uploaded.id, syncedAt: clock.now()),
-            base: SyncBase(json: data), queuedAt: context.queue[key]?.queuedAt)
+            name: key.jsonFileName, data: data, folder: context.folders.books[0], replacing: remote?.allFiles ?? [])
+        try recordPushed(
+            Agreement(
+                key, localUpdatedAt: book.updatedAt, jsonID: uploaded.id, jsonModifiedTime: uploaded.modifiedTime,
+                json: data, syncedAt: clock.now()),
+            context)
     }
 
     /// Uploads a clip: JSON, then the MP3 (kept when Drive already has the same bytes). If
@@ -127,20 +254,18 @@ extension SyncEngine {
     private func push(clip: ClipBackup, replacing remote: RemoteEntity?, _ context: Context) async throws -> Int64 {
         let key = EntityKey(.clip, clip.id)
         let audio = URL(fileURLWithPath: library.audioPath(clipID: clip.id))
-        guard FileManager.default.fileExists(atPath: audio.path) else {
-            throw PermanentFailure(
-                message: "the clip's audio \(audio.path) is missing; replace it with `ivy clip update \(clip.id) --audio FILE`")
+        guard library.hasAudio(clipID: clip.id) else {
+            throw SyncFailure.permanent(
+                "the clip's audio \(audio.path) is missing; replace it with `ivy clip update \(clip.id) --audio FILE`")
         }
-        let size = try DriveClient.fileSize(audio)
-        guard size <= AudioRules.maximumBytes else {
-            throw PermanentFailure(
-                message: "\(audio.path) is \(AudioRules.grouped(size)) bytes, over the 50 MB clip limit; "
-                    + "replace it with a shorter clip")
+        let size = try LocalFile.size(of: audio)
+        if let excess = AudioRules.overLimit(size) {
+            throw SyncFailure.permanent("\(audio.path) is \(excess); replace it with a shorter clip")
         }
-        let data = try Self.encoded { () throws(BackupEncodingError) in try BackupCodec.encode(clip) }
-        let md5 = try DriveClient.md5(of: audio)
+        let data = try Self.encoded(clip)
+        let md5 = try LocalFile.md5(of: audio)
         let files = remote?.allFiles ?? []
-        let jsonName = "clip_\(clip.id).json", mp3Name = "clip_\(clip.id).mp3"
+        let jsonName = key.jsonFileName, mp3Name = key.mp3FileName
         var keptMP3: RemoteFile?
         if let current = remote?.mp3, current.size == size, current.md5 == md5,
             !files.contains(where: { $0.name == mp3Name && $0.id != current.id })
@@ -168,11 +293,11 @@ extension SyncEngine {
                 throw error
             }
         }
-        try library.recordSynced(
-            ManifestEntry(
-                key: key, localUpdatedAt: clip.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
-                remoteMP3FileID: mp3ID, syncedAt: clock.now()),
-            base: SyncBase(json: data, audioMD5: md5), queuedAt: context.queue[key]?.queuedAt)
+        try recordPushed(
+            Agreement(
+                key, localUpdatedAt: clip.updatedAt, jsonID: json.id, jsonModifiedTime: json.modifiedTime, mp3ID: mp3ID,
+                json: data, audioMD5: md5, syncedAt: clock.now()),
+            context)
         return keptMP3 == nil ? size : 0
     }
 
@@ -192,213 +317,168 @@ extension SyncEngine {
 
     // MARK: download
 
-    /// A backup JSON from Drive: over the size cap, unreadable or malformed, it is unusable
-    /// (skipped and reported, never applied, not a failure that repeats every run).
-    private func fetchJSON(_ json: RemoteFile) async throws -> Data {
+    /// A backup JSON from Drive, decoded: over the size cap, unreadable or malformed, it is
+    /// unusable (skipped and reported, never applied, not a failure that repeats every run).
+    private func fetch<Backup: EntityBackup>(_ json: RemoteFile) async throws -> Fetched<Backup> {
+        guard let id = EntityFileName(parsing: json.name)?.key.id else {
+            throw SyncFailure.unusableRemote(file: json.name, reason: "not a \(Backup.kind.rawValue) file")
+        }
         if let size = json.size, size > BackupCodec.maximumBytes {
-            throw UnusableRemote(
+            let limit = AudioRules.grouped(Int64(BackupCodec.maximumBytes))
+            throw SyncFailure.unusableRemote(
                 file: json.name,
-                reason: "\(AudioRules.grouped(size)) bytes, over the \(AudioRules.grouped(Int64(BackupCodec.maximumBytes)))"
-                    + "-byte limit for backup JSON")
+                reason: "\(AudioRules.grouped(size)) bytes, over the \(limit)-byte limit for backup JSON")
         }
+        let data: Data
         do {
-            return try await drive.downloadData(json, limit: BackupCodec.maximumBytes)
+            data = try await drive.downloadData(json, limit: BackupCodec.maximumBytes)
         } catch let error as DriveError where error.kind == .fileTooLarge {
-            throw UnusableRemote(file: json.name, reason: error.localizedDescription)
+            throw SyncFailure.unusableRemote(file: json.name, reason: error.localizedDescription)
         }
-    }
-
-    private func fetchBook(_ remote: RemoteEntity?) async throws -> (BookBackup, RemoteFile, Data) {
-        guard let json = remote?.json else { throw UnusableRemote(file: "book", reason: "no JSON on Drive") }
-        guard let id = EntityFileName(parsing: json.name)?.key.id else {
-            throw UnusableRemote(file: json.name, reason: "not a book file")
-        }
-        let data = try await fetchJSON(json)
         do {
-            return (try BackupCodec.decodeBook(data, expectedID: id), json, data)
+            return Fetched(json: json, data: data, backup: try Backup.decode(data, expectedID: id))
         } catch {
-            throw UnusableRemote(file: json.name, reason: error.reason)
+            throw SyncFailure.unusableRemote(file: json.name, reason: error.reason)
         }
     }
 
-    private func fetchClip(_ remote: RemoteEntity?) async throws -> (ClipBackup, RemoteFile, RemoteFile, Data) {
+    private func fetchBook(_ remote: RemoteEntity?) async throws -> Fetched<BookBackup> {
+        guard let json = remote?.json else {
+            throw SyncFailure.unusableRemote(file: "book", reason: "no JSON on Drive")
+        }
+        return try await fetch(json)
+    }
+
+    /// A clip's JSON, and its MP3's listing; an MP3 over the cap makes the clip unusable.
+    private func fetchClip(_ remote: RemoteEntity?) async throws -> (Fetched<ClipBackup>, mp3: RemoteFile) {
         guard let json = remote?.json, let mp3 = remote?.mp3 else {
-            throw UnusableRemote(file: "clip", reason: "incomplete on Drive")
+            throw SyncFailure.unusableRemote(file: "clip", reason: "incomplete on Drive")
         }
-        guard let id = EntityFileName(parsing: json.name)?.key.id else {
-            throw UnusableRemote(file: json.name, reason: "not a clip file")
+        let fetched: Fetched<ClipBackup> = try await fetch(json)
+        if let size = mp3.size, let excess = AudioRules.overLimit(size) {
+            throw SyncFailure.unusableRemote(file: mp3.name, reason: excess)
         }
-        let data = try await fetchJSON(json)
-        let backup: ClipBackup
-        do {
-            backup = try BackupCodec.decodeClip(data, expectedID: id)
-        } catch {
-            throw UnusableRemote(file: json.name, reason: error.reason)
-        }
-        if let size = mp3.size, size > AudioRules.maximumBytes {
-            throw UnusableRemote(file: mp3.name, reason: "\(AudioRules.grouped(size)) bytes, over the 50 MB clip limit")
-        }
-        return (backup, json, mp3, data)
+        return (fetched, mp3)
     }
 
     private func download(_ action: PlannedAction, _ context: Context) async throws -> Outcome {
         let key = action.key
-        let expected = context.snapshot.updatedAt(key)
         switch key.kind {
         case .book:
-            let (book, json, data) = try await fetchBook(action.remote)
-            let synced = clock.now()
-            try library.applyingRemoteChanges { writer in
-                let current = try writer.book(id: key.id)
-                guard current?.updatedAt == expected else { throw ChangedDuringSync() }
-                try writer.save(book.book(uri: current?.uri))
-                try writer.saveExtras(key, book.extras)
-                try writer.recordSynced(
-                    ManifestEntry(
-                        key: key, localUpdatedAt: book.updatedAt, remoteUpdatedAt: json.modifiedTime,
-                        remoteFileID: json.id, syncedAt: synced),
-                    base: SyncBase(json: data), queuedAt: context.queue[key]?.queuedAt)
-            }
+            let fetched = try await fetchBook(action.remote)
+            let agreement = fetched.agreement(at: clock.now())
+            try applyRemote(key, context, recording: agreement) { try fetched.backup.save(in: $0) }
             return Outcome(key: key, result: .done(.download, conflict: false))
         case .clip:
-            let (clip, json, mp3, data) = try await fetchClip(action.remote)
-            let destination = library.audioPath(clipID: key.id)
-            let audioKept =
-                context.manifest[key]?.remoteMP3FileID == mp3.id && FileManager.default.fileExists(atPath: destination)
+            let (fetched, mp3) = try await fetchClip(action.remote)
+            let audioKept = context.manifest[key]?.remoteMP3FileID == mp3.id && library.hasAudio(clipID: key.id)
             let staged = audioKept ? nil : try await stageAudio(mp3)
-            defer { if let staged { unlink(staged.path) } }
-            let audioMD5 = try mp3.md5 ?? DriveClient.md5(of: URL(fileURLWithPath: staged?.path ?? destination))
-            let synced = clock.now()
-            try library.applyingRemoteChanges { writer in
-                guard try writer.clip(id: key.id)?.updatedAt == expected else { throw ChangedDuringSync() }
-                try writer.save(clip.clip)
-                try writer.saveExtras(key, clip.extras)
-                try writer.recordSynced(
-                    ManifestEntry(
-                        key: key, localUpdatedAt: clip.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
-                        remoteMP3FileID: mp3.id, syncedAt: synced),
-                    base: SyncBase(json: data, audioMD5: audioMD5), queuedAt: context.queue[key]?.queuedAt)
-                if let staged { try writer.placeAudio(staged.path, at: destination) }
-            }
+            defer { if let staged { library.discardStagedAudio(staged.path) } }
+            let audioFile = URL(fileURLWithPath: staged?.path ?? library.audioPath(clipID: key.id))
+            let audioMD5 = try mp3.md5 ?? LocalFile.md5(of: audioFile)
+            let agreement = fetched.agreement(mp3: mp3, audioMD5: audioMD5, at: clock.now())
+            try applyRemote(key, context, recording: agreement, audio: staged) { try fetched.backup.save(in: $0) }
             let bytes = staged?.bytes ?? 0
             return Outcome(key: key, result: .done(.download, conflict: false), bytes: bytes, bytesDown: bytes)
         }
     }
 
     /// Downloads an MP3 (checked against Drive's size and md5) to a staging file beside the
-    /// audio; the caller moves it into place only inside the transaction that checks its row.
-    private func stageAudio(_ mp3: RemoteFile) async throws -> (path: String, bytes: Int64) {
-        // A `.download-` name: the next sync removes it if ivy is killed before it is placed.
-        try PrivateDirectory.ensure(library.paths.audioDirectory)
-        let staged = library.paths.audioDirectory + "/" + TransferFiles.downloadPrefix + UUID().uuidString + ".mp3"
+    /// audio; it is moved into place only inside the transaction that checks its row.
+    private func stageAudio(_ mp3: RemoteFile) async throws -> StagedAudio {
+        let staged = try library.downloadStagingPath()
         do {
             try await drive.downloadFile(mp3, to: URL(fileURLWithPath: staged))
         } catch {
-            unlink(staged)
+            library.discardStagedAudio(staged)
             throw error
         }
-        return (staged, mp3.size ?? 0)
+        return StagedAudio(path: staged, bytes: mp3.size ?? 0)
     }
 
     // MARK: merge
 
     /// The base of a three-way merge, decoded; nil (two-way rules) when none was recorded
     /// or it cannot be read.
-    private func base<Backup>(
-        _ key: EntityKey, _ decode: (Data, String) throws(BackupDecodingError) -> Backup
-    ) -> (backup: Backup?, audioMD5: String?) {
+    private func base<Backup: EntityBackup>(_ key: EntityKey) -> (backup: Backup?, audioMD5: String?) {
         guard let base = try? library.base(key) else { return (nil, nil) }
-        return (try? decode(base.json, key.id), base.audioMD5)
+        return (try? Backup.decode(base.json, expectedID: key.id), base.audioMD5)
     }
 
+    /// Merges both sides' changes. When the merge changes nothing of Drive's copy it is
+    /// adopted exactly (its `updated_at` included) so every device ends with identical rows;
+    /// otherwise the merge is applied here and pushed. Drive's copy unreadable: the local
+    /// one replaces it.
     private func merge(_ action: PlannedAction, _ context: Context) async throws -> Outcome {
-        let key = action.key
-        let now = clock.now()
-        let expected = context.snapshot.updatedAt(key)
         do {
-            switch key.kind {
-            case .book:
-                let (remote, json, data) = try await fetchBook(action.remote)
-                guard let local = try library.book(id: key.id), local.updatedAt == expected else {
-                    return Outcome(key: key, result: .nothing)
-                }
-                let mine = BookBackup(local, extras: try localExtras(key))
-                let base = base(key) { (data, id) throws(BackupDecodingError) in
-                    try BackupCodec.decodeBook(data, expectedID: id)
-                }
-                let combined = Merge.bookMerge(local: mine, remote: remote, base: base.backup, now: now)
-                // When the merge changes nothing of Drive's copy, adopt it exactly (its updated_at
-                // included) so every device ends with identical rows.
-                let adopt = Self.sameContent(combined.value, remote)
-                let merged = adopt ? remote : combined.value
-                if !adopt { _ = try Self.encoded { () throws(BackupEncodingError) in try BackupCodec.encode(merged) } }
-                try library.applyingRemoteChanges { writer in
-                    guard try writer.book(id: key.id)?.updatedAt == expected else { throw ChangedDuringSync() }
-                    try writer.save(merged.book(uri: local.uri))
-                    try writer.saveExtras(key, merged.extras)
-                    if adopt {
-                        try writer.recordSynced(
-                            ManifestEntry(
-                                key: key, localUpdatedAt: merged.updatedAt, remoteUpdatedAt: json.modifiedTime,
-                                remoteFileID: json.id, syncedAt: now),
-                            base: SyncBase(json: data), queuedAt: context.queue[key]?.queuedAt)
-                    }
-                }
-                if !adopt { try await push(book: merged, replacing: action.remote, context) }
-                return Outcome(key: key, result: .done(.merge, conflict: !combined.conflicts.isEmpty))
-            case .clip:
-                let (remote, json, mp3, data) = try await fetchClip(action.remote)
-                guard let local = try library.clip(id: key.id), local.updatedAt == expected else {
-                    return Outcome(key: key, result: .nothing)
-                }
-                let mine = ClipBackup(local, extras: try localExtras(key))
-                let base = base(key) { (data, id) throws(BackupDecodingError) in
-                    try BackupCodec.decodeClip(data, expectedID: id)
-                }
-                let combined = Merge.clipMerge(local: mine, remote: remote, base: base.backup, now: now)
-                let destination = library.audioPath(clipID: key.id)
-                let localMD5 =
-                    FileManager.default.fileExists(atPath: destination)
-                    ? try DriveClient.md5(of: URL(fileURLWithPath: destination)) : nil
-                let audio = Merge.audio(
-                    Merge.AudioState(
-                        localMD5: localMD5, localUpdatedAt: local.updatedAt, remoteMD5: mp3.md5, remoteFileID: mp3.id,
-                        remoteUpdatedAt: remote.updatedAt, baseMD5: base.audioMD5,
-                        baseFileID: context.manifest[key]?.remoteMP3FileID))
-                let adopt = Self.sameContent(combined.value, remote) && (audio.choice == .remote || localMD5 == mp3.md5)
-                let merged = adopt ? remote : combined.value
-                if !adopt { _ = try Self.encoded { () throws(BackupEncodingError) in try BackupCodec.encode(merged) } }
-                let staged = audio.choice == .remote && localMD5 != mp3.md5 ? try await stageAudio(mp3) : nil
-                defer { if let staged { unlink(staged.path) } }
-                try library.applyingRemoteChanges { writer in
-                    guard try writer.clip(id: key.id)?.updatedAt == expected else { throw ChangedDuringSync() }
-                    try writer.save(merged.clip)
-                    try writer.saveExtras(key, merged.extras)
-                    if adopt {
-                        try writer.recordSynced(
-                            ManifestEntry(
-                                key: key, localUpdatedAt: merged.updatedAt, remoteUpdatedAt: json.modifiedTime,
-                                remoteFileID: json.id, remoteMP3FileID: mp3.id, syncedAt: now),
-                            base: SyncBase(json: data, audioMD5: mp3.md5 ?? localMD5),
-                            queuedAt: context.queue[key]?.queuedAt)
-                    }
-                    if let staged { try writer.placeAudio(staged.path, at: destination) }
-                }
-                let down = staged?.bytes ?? 0
-                let up = adopt ? 0 : try await push(clip: merged, replacing: action.remote, context)
-                let conflict = !combined.conflicts.isEmpty || audio.conflict
-                return Outcome(
-                    key: key, result: .done(.merge, conflict: conflict), bytes: up + down, bytesUp: up, bytesDown: down)
+            switch action.key.kind {
+            case .book: return try await mergeBook(action, context)
+            case .clip: return try await mergeClip(action, context)
             }
-        } catch let unusable as UnusableRemote {
-            // The Drive copy cannot be read: keep the local one, replace the broken file with it.
+        } catch SyncFailure.unusableRemote(let file, let reason) {
             let outcome = try await upload(action, context)
             var reported = outcome
             if case .done = outcome.result { reported.result = .done(.upload, conflict: false) }
-            logger.warning(
-                "replaced an unreadable Drive file", metadata: ["file": "\(unusable.file)", "reason": "\(unusable.reason)"])
+            logger.warning("replaced an unreadable Drive file", metadata: ["file": "\(file)", "reason": "\(reason)"])
             return reported
         }
+    }
+
+    private func mergeBook(_ action: PlannedAction, _ context: Context) async throws -> Outcome {
+        let key = action.key
+        let now = clock.now()
+        let remote = try await fetchBook(action.remote)
+        guard let local = try library.book(id: key.id), local.updatedAt == context.snapshot.updatedAt(key) else {
+            return Outcome(key: key, result: .nothing)
+        }
+        let mine = BookBackup(local, extras: try localExtras(key))
+        let combined = Merge.bookMerge(local: mine, remote: remote.backup, base: base(key).backup, now: now)
+        let adopt = Self.sameContent(combined.value, remote.backup)
+        let merged = try Self.mergeResult(combined.value, remote.backup, adopt: adopt)
+        try applyRemote(key, context, recording: adopt ? remote.agreement(at: now) : nil) { try merged.save(in: $0) }
+        if !adopt { try await push(book: merged, replacing: action.remote, context) }
+        return Outcome(key: key, result: .done(.merge, conflict: !combined.conflicts.isEmpty))
+    }
+
+    /// A clip's merge is a book's with the audio as one more field (`Merge.audio`).
+    private func mergeClip(_ action: PlannedAction, _ context: Context) async throws -> Outcome {
+        let key = action.key
+        let now = clock.now()
+        let (remote, mp3) = try await fetchClip(action.remote)
+        guard let local = try library.clip(id: key.id), local.updatedAt == context.snapshot.updatedAt(key) else {
+            return Outcome(key: key, result: .nothing)
+        }
+        let mine = ClipBackup(local, extras: try localExtras(key))
+        let base: (backup: ClipBackup?, audioMD5: String?) = base(key)
+        let combined = Merge.clipMerge(local: mine, remote: remote.backup, base: base.backup, now: now)
+        let localMD5 = try library.audioMD5(clipID: key.id)
+        let audio = Merge.audio(
+            Merge.AudioState(
+                localMD5: localMD5, localUpdatedAt: local.updatedAt, remoteMD5: mp3.md5, remoteFileID: mp3.id,
+                remoteUpdatedAt: remote.backup.updatedAt, baseMD5: base.audioMD5,
+                baseFileID: context.manifest[key]?.remoteMP3FileID))
+        let adopt =
+            Self.sameContent(combined.value, remote.backup) && (audio.choice == .remote || localMD5 == mp3.md5)
+        let merged = try Self.mergeResult(combined.value, remote.backup, adopt: adopt)
+        let staged = audio.choice == .remote && localMD5 != mp3.md5 ? try await stageAudio(mp3) : nil
+        defer { if let staged { library.discardStagedAudio(staged.path) } }
+        let agreement = adopt ? remote.agreement(mp3: mp3, audioMD5: mp3.md5 ?? localMD5, at: now) : nil
+        try applyRemote(key, context, recording: agreement, audio: staged) { try merged.save(in: $0) }
+        let down = staged?.bytes ?? 0
+        let up = adopt ? 0 : try await push(clip: merged, replacing: action.remote, context)
+        let conflict = !combined.conflicts.isEmpty || audio.conflict
+        return Outcome(
+            key: key, result: .done(.merge, conflict: conflict), bytes: up + down, bytesUp: up, bytesDown: down)
+    }
+
+    /// Drive's copy when adopted; otherwise the merge, refused before anything is written
+    /// when it could not be pushed.
+    private static func mergeResult<Backup: EntityBackup>(
+        _ merged: Backup, _ remote: Backup, adopt: Bool
+    ) throws -> Backup {
+        if adopt { return remote }
+        _ = try encoded(merged)
+        return merged
     }
 
     /// Equal apart from when each side was written.

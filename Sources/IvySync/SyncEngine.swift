@@ -85,12 +85,45 @@ package final class SyncEngine: Sendable {
         }
     }
 
+    /// One sync in five steps: gather what both sides hold, plan, execute the plan's
+    /// operations, settle what is left (stale duplicates, manifest and queue tidying), and
+    /// record the outcome. A dry run stops after the plan.
     private func runToEnd(_ options: SyncOptions) async throws -> SyncReport {
         let started = clock.now()
-        var report = SyncReport()
-        report.dryRun = options.dryRun
+        let gathered = try await gather(options)
+        let plan = self.plan(gathered, options)
+        var report = SyncReport(plan, gathered, dryRun: options.dryRun)
+        if options.dryRun {
+            report.preview(plan)
+            try finish(&report, started: started)
+            return report
+        }
+        let context = Context(gathered, syncStarted: started)
+        let tick = progressTicker(total: plan.actions.count + plan.staleDuplicates.count)
+        for outcome in try await execute(plan.actions, context, tick: tick) { report.add(outcome) }
+        try await settle(plan, context, into: &report, tick: tick)
+        report.orphanClips = try library.orphanClipCount()
+        try finish(&report, started: started)
+        try record(report)
+        return report
+    }
+
+    /// What one sync starts from: Drive's listing (creating ivy's folders unless this is a
+    /// dry run) and the library's rows, queue and manifest, read after it.
+    struct Gathered: Sendable {
+        let listing: DriveListing
+        /// Whether the folder listed is the one this library last synced with.
+        let folderIsRecorded: Bool
+        let queue: [QueueItem]
+        let snapshot: LocalSnapshot
+        let manifest: [ManifestEntry]
+        /// The listing grouped by entity.
+        let remote: RemoteListing
+    }
+
+    private func gather(_ options: SyncOptions) async throws -> Gathered {
         // Under the sync lock no other transfer is running: these are a killed run's.
-        if !options.dryRun { TransferFiles.removeLeftovers(in: library.paths.audioDirectory) }
+        if !options.dryRun { library.removeTransferLeftovers() }
         progress(SyncProgress(phase: "listing Drive", done: 0, total: 0, bytes: 0))
 
         let remembered = try library.rememberedFolders()
@@ -99,42 +132,23 @@ package final class SyncEngine: Sendable {
         if !options.dryRun {
             try library.rememberFolders(listing.folders)
         }
+        return Gathered(
+            listing: listing, folderIsRecorded: folderIsRecorded, queue: try library.queueItems(),
+            snapshot: LocalSnapshot(books: try library.books(includeHidden: true), clips: try library.clips()),
+            manifest: try library.manifestEntries(),
+            remote: RemoteListing(files: listing.files, isComplete: listing.isComplete))
+    }
 
-        let queue = try library.queueItems()
-        let snapshot = LocalSnapshot(books: try library.books(includeHidden: true), clips: try library.clips())
-        let remote = RemoteListing(files: listing.files, isComplete: listing.isComplete)
-        let manifest = try library.manifestEntries()
-        let plan = SyncPlanner.plan(PlanInput(
-            local: snapshot, remote: remote, manifest: manifest, queue: queue,
-            allowLocalDeletes: options.allowDeletes, folderIsRecorded: folderIsRecorded))
+    private func plan(_ gathered: Gathered, _ options: SyncOptions) -> SyncPlan {
+        SyncPlanner.plan(PlanInput(
+            local: gathered.snapshot, remote: gathered.remote, manifest: gathered.manifest, queue: gathered.queue,
+            allowLocalDeletes: options.allowDeletes, folderIsRecorded: gathered.folderIsRecorded))
+    }
 
-        report.held = plan.held.map { .init(entity: "\($0.key)", reason: "\($0.action.rawValue) held back: \($0.reason)") }
-        report.deletionsHeld = plan.deletionsHeldReason
-        report.skipped = plan.skipped.map { .init(entity: "\($0.key)", reason: $0.reason) }
-            + remote.ignored.map { .init(entity: $0.name, reason: "not an ivy file name; left alone") }
-        if let reason = listing.incompleteReason {
-            report.skipped.append(.init(entity: "Drive listing", reason: "stopped early: \(reason); nothing was deleted locally"))
-        }
-        if let reason = plan.listingDistrustedReason {
-            report.skipped.append(.init(entity: "Drive listing", reason: reason))
-        }
-
-        if options.dryRun {
-            report.plan = plan.actions.map { .init(entity: "\($0.key)", reason: "\($0.action.rawValue): \($0.reason)") }
-                + plan.staleDuplicates.map { .init(entity: $0.file.name, reason: "delete stale duplicate \($0.file.id)") }
-            for action in plan.actions { report.count(action.action, action.key.kind) }
-            report.heldChanges = try heldChanges()
-            report.requests = drive.requestCount
-            report.durationMilliseconds = clock.now() - started
-            return report
-        }
-
-        let context = Context(
-            folders: listing.folders, queue: Dictionary(queue.map { ($0.key, $0) }, uniquingKeysWith: { $1 }), snapshot: snapshot,
-            manifest: Dictionary(manifest.map { ($0.key, $0) }, uniquingKeysWith: { $1 }), syncStarted: started)
-        let total = plan.actions.count + plan.staleDuplicates.count
+    /// Counts finished operations into the live progress line.
+    private func progressTicker(total: Int) -> @Sendable (Int64) -> Void {
         let done = Mutex((count: 0, bytes: Int64(0)))
-        let tick: @Sendable (Int64) -> Void = { [progress] bytes in
+        return { [progress] bytes in
             let state = done.withLock { value in
                 value.count += 1
                 value.bytes += bytes
@@ -142,10 +156,16 @@ package final class SyncEngine: Sendable {
             }
             progress(SyncProgress(phase: "syncing", done: state.count, total: total, bytes: state.bytes))
         }
+    }
 
-        let outcomes = try await withThrowingTaskGroup(of: Outcome.self) { group in
+    /// Carries out the planned operations, `window` at a time; each records itself as it
+    /// finishes. An error that stops the sync (`SyncFailure`) ends them all.
+    private func execute(
+        _ actions: [PlannedAction], _ context: Context, tick: @escaping @Sendable (Int64) -> Void
+    ) async throws -> [Outcome] {
+        try await withThrowingTaskGroup(of: Outcome.self) { group in
             var results: [Outcome] = []
-            var pending = plan.actions[...]
+            var pending = actions[...]
             func launch() {
                 guard !Task.isCancelled, let action = pending.popFirst() else { return }
                 group.addTask { [self] in
@@ -161,32 +181,48 @@ package final class SyncEngine: Sendable {
             }
             return results
         }
-        for outcome in outcomes { report.add(outcome) }
+    }
 
+    /// What is left once the operations ran: stale duplicates deleted on Drive, manifest rows
+    /// of entities gone on both sides and queue items with nothing left to push dropped.
+    private func settle(
+        _ plan: SyncPlan, _ context: Context, into report: inout SyncReport, tick: @Sendable (Int64) -> Void
+    ) async throws {
         for stale in plan.staleDuplicates {
             try Task.checkCancellation()
             do {
                 try await drive.delete(stale.file.id)
                 report.staleDuplicatesDeleted += 1
-            } catch let error as GoogleError {
-                throw error
             } catch {
-                report.failures.append(.init(entity: stale.file.name, reason: "deleting a stale duplicate: \(error.localizedDescription)"))
+                if case .stopsSync(let error) = SyncFailure.of(error) { throw error }
+                report.failures.append(
+                    .init(entity: stale.file.name, reason: "deleting a stale duplicate: \(error.localizedDescription)"))
             }
             tick(0)
         }
         try library.cleanUpManifest(plan.manifestCleanup)
-        for key in plan.droppedQueueItems { try library.dropQueueItem(key, queuedAt: context.queue[key]?.queuedAt) }
+        for key in plan.droppedQueueItems { try library.dropQueueItem(key, queuedAt: context.queuedAt(key)) }
+    }
 
-        report.orphanClips = try library.orphanClipCount()
+    /// What the report says of every sync, a dry run's included: the changes still held
+    /// back, the requests made and the time taken.
+    private func finish(_ report: inout SyncReport, started: Milliseconds) throws {
         report.heldChanges = try heldChanges()
         report.requests = drive.requestCount
         report.durationMilliseconds = clock.now() - started
+    }
+
+    /// Records the sync: its time, its first failure as `last_error` (or none), and every
+    /// failure and skipped file in the log.
+    private func record(_ report: SyncReport) throws {
         try library.recordSetting(.lastSyncTime, String(clock.now()))
         try library.recordSetting(.lastError, report.failures.first.map { "\($0.entity): \($0.reason)" })
-        for failure in report.failures { logger.error("sync failure", metadata: ["entity": "\(failure.entity)", "reason": "\(failure.reason)"]) }
-        for skipped in report.skipped { logger.warning("skipped", metadata: ["entity": "\(skipped.entity)", "reason": "\(skipped.reason)"]) }
-        return report
+        for failure in report.failures {
+            logger.error("sync failure", metadata: ["entity": "\(failure.entity)", "reason": "\(failure.reason)"])
+        }
+        for skipped in report.skipped {
+            logger.warning("skipped", metadata: ["entity": "\(skipped.entity)", "reason": "\(skipped.reason)"])
+        }
     }
 
     /// The queue's failed items, read after the sync: what is still not on Drive, and why.
@@ -194,12 +230,26 @@ package final class SyncEngine: Sendable {
         try library.heldItems().map { .init(entity: "\($0.key)", reason: $0.lastError ?? "no error was recorded") }
     }
 
+    /// What every operation of one sync reads: the folders, and the queue, rows and manifest
+    /// as they were when the plan was made.
     struct Context: Sendable {
         let folders: DriveFolders
         let queue: [EntityKey: QueueItem]
         let snapshot: LocalSnapshot
         let manifest: [EntityKey: ManifestEntry]
         let syncStarted: Milliseconds
+
+        init(_ gathered: Gathered, syncStarted: Milliseconds) {
+            folders = gathered.listing.folders
+            queue = Dictionary(gathered.queue.map { ($0.key, $0) }, uniquingKeysWith: { $1 })
+            snapshot = gathered.snapshot
+            manifest = Dictionary(gathered.manifest.map { ($0.key, $0) }, uniquingKeysWith: { $1 })
+            self.syncStarted = syncStarted
+        }
+
+        /// When the entity's queue item was queued, so that recording a push removes that
+        /// item and not a newer change queued meanwhile.
+        func queuedAt(_ key: EntityKey) -> Milliseconds? { queue[key]?.queuedAt }
     }
 }
 
@@ -220,6 +270,30 @@ struct Outcome: Sendable {
 }
 
 extension SyncReport {
+    /// A report of what the plan holds back or skips, before anything is carried out.
+    init(_ plan: SyncPlan, _ gathered: SyncEngine.Gathered, dryRun: Bool) {
+        self.init()
+        self.dryRun = dryRun
+        held = plan.held.map { .init(entity: "\($0.key)", reason: "\($0.action.rawValue) held back: \($0.reason)") }
+        deletionsHeld = plan.deletionsHeldReason
+        skipped = plan.skipped.map { .init(entity: "\($0.key)", reason: $0.reason) }
+            + gathered.remote.ignored.map { .init(entity: $0.name, reason: "not an ivy file name; left alone") }
+        if let reason = gathered.listing.incompleteReason {
+            skipped.append(
+                .init(entity: "Drive listing", reason: "stopped early: \(reason); nothing was deleted locally"))
+        }
+        if let reason = plan.listingDistrustedReason {
+            skipped.append(.init(entity: "Drive listing", reason: reason))
+        }
+    }
+
+    /// A dry run's report: every planned action with its reason, counted as if done.
+    mutating func preview(_ plan: SyncPlan) {
+        self.plan = plan.actions.map { .init(entity: "\($0.key)", reason: "\($0.action.rawValue): \($0.reason)") }
+            + plan.staleDuplicates.map { .init(entity: $0.file.name, reason: "delete stale duplicate \($0.file.id)") }
+        for action in plan.actions { count(action.action, action.key.kind) }
+    }
+
     mutating func count(_ action: SyncAction, _ kind: EntityKind) {
         switch action {
         case .upload: uploaded.add(kind)

@@ -5,6 +5,7 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+import IvySystem
 #endif
 
 /// The knobs that make the emulator answer the way a broken or hostile server might, so

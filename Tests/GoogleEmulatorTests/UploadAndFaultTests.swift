@@ -1,6 +1,7 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
+import IvySystem
 import Testing
 
 @Suite("Emulated resumable uploads, faults and limits")

@@ -160,24 +160,3 @@ struct BackupTests {
         #expect(throws: BackupDecodingError.self) { try BackupCodec.decodeClip(Data(json.utf8), expectedID: "c1") }
     }
 }
-
-@Suite("MD5")
-struct MD5Tests {
-    @Test("RFC 1321 test vectors, and streaming gives the same digest", arguments: [
-        ("", "d41d8cd98f00b204e9800998ecf8427e"), ("a", "0cc175b9c0f1b6a831c399e269772661"),
-        ("abc", "900150983cd24fb0d6963f7d28e17f72"), ("message digest", "f96b697d7cb7938d525a2f31aaf161d0"),
-        ("12345678901234567890123456789012345678901234567890123456789012345678901234567890", "57edf4a22be3c955ac49da2e2107b67a"),
-    ])
-    func vectors(text: String, digest: String) {
-        #expect(MD5.hex(Array(text.utf8)) == digest)
-        var streaming = MD5()
-        for chunk in Array(text.utf8).chunked(into: 7) { streaming.update(chunk) }
-        #expect(streaming.finalize() == digest)
-    }
-}
-
-extension Array {
-    fileprivate func chunked(into size: Int) -> [[Element]] {
-        stride(from: 0, to: count, by: size).map { Array(self[$0..<Swift.min($0 + size, count)]) }
-    }
-}

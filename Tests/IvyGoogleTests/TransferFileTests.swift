@@ -2,6 +2,7 @@ import Foundation
 import GoogleEmulator
 import IvyCore
 @testable import IvyGoogle
+import IvySystem
 import Testing
 
 extension GoogleHarness {

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import IvyCore
 @testable import IvyStore
+import IvySystem
 import Testing
 
 @Suite("Opening library.db")

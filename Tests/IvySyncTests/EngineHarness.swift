@@ -4,6 +4,7 @@ import IvyCore
 import IvyGoogle
 import IvyStore
 import IvySync
+import IvySystem
 import Logging
 import Synchronization
 import Testing

@@ -4,6 +4,7 @@ import GoogleEmulator
 import IvyCore
 import IvyStore
 import IvySync
+import IvySystem
 import Testing
 
 /// Issue 12: paths on which a change a person made was silently undone, each closed.

@@ -1,0 +1,80 @@
+import Foundation
+
+/// Files only the user may read: every one is opened with mode 0600, never through a
+/// symbolic link (one planted at the path would make ivy write whatever file it points to),
+/// and closed on exec.
+package enum PrivateFile {
+    /// How an open treats what is already at the path.
+    package enum Opening: Sendable {
+        /// Read and write, creating the file when missing; its content is kept.
+        case readWrite
+        /// Append, creating the file when missing.
+        case append
+        /// Write from the start, creating the file or emptying an existing one.
+        case truncate
+        /// Create a new file; an existing one (or a link) is refused with `EEXIST`.
+        case createNew
+
+        var flags: Int32 {
+            switch self {
+            case .readWrite: O_RDWR | O_CREAT
+            case .append: O_WRONLY | O_CREAT | O_APPEND
+            case .truncate: O_WRONLY | O_CREAT | O_TRUNC
+            case .createNew: O_WRONLY | O_CREAT | O_EXCL
+            }
+        }
+    }
+
+    /// Opens `path` as `opening` says and returns the descriptor. An existing file keeps its
+    /// old mode through `O_CREAT`, so it is set to 0600 again.
+    package static func open(_ path: String, _ opening: Opening) throws(PrivateFileError) -> Int32 {
+        let descriptor = Glibc.open(path, opening.flags | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw PrivateFileError(path: path, errno: errno) }
+        fchmod(descriptor, 0o600)
+        return descriptor
+    }
+
+    /// Replaces `path` atomically: a new file named `temporaryPrefix` + a UUID beside it,
+    /// created 0600, written, synced, then renamed over. A crash leaves the old file or the
+    /// new one, never a part; the temporary file is removed when anything fails.
+    package static func write(
+        _ data: Data, atomicallyTo path: String, temporaryPrefix: String
+    ) throws(PrivateFileError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let temporary = directory + "/\(temporaryPrefix)\(UUID().uuidString).tmp"
+        let descriptor = try open(temporary, .createNew)
+        let written = data.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+        let synced = fsync(descriptor) == 0
+        close(descriptor)
+        guard written == data.count, synced, rename(temporary, path) == 0 else {
+            let error = PrivateFileError(path: path, errno: errno)
+            unlink(temporary)
+            throw error
+        }
+    }
+}
+
+/// A private file (the lock, the log, a temporary file) ivy cannot use, with the fix.
+package struct PrivateFileError: LocalizedError, Equatable, Sendable {
+    package let path: String
+    /// The `errno` of the failed call; 0 when the failure was not a system call's.
+    package let code: Int32
+    package let reason: String
+
+    package init(path: String, reason: String) {
+        self.path = path
+        self.code = 0
+        self.reason = reason
+    }
+
+    package init(path: String, errno code: Int32) {
+        self.path = path
+        self.code = code
+        reason =
+            code == ELOOP
+            ? "it is a symbolic link, which ivy does not follow; remove it (`rm \(path)`) and run ivy again"
+            : String(cString: strerror(code))
+    }
+
+    package var errorDescription: String? { "cannot use \(path): \(reason)" }
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+/// The exclusive lock one sync holds for its whole run: `flock` on the lock file, which the
+/// operating system releases if ivy dies, with the holder's process id written inside.
+/// `ivy login` and `ivy logout` take it too, so a sync's token refresh never writes back the
+/// token of an account that was signed out or replaced meanwhile.
+package final class SyncLock: Sendable {
+    private let descriptor: Int32
+
+    private init(descriptor: Int32) { self.descriptor = descriptor }
+
+    package enum Outcome: Sendable {
+        case acquired(SyncLock)
+        /// Another process holds it; its id when it could be read.
+        case busy(pid: Int32?)
+    }
+
+    /// Takes the lock if it is free, without waiting.
+    package static func acquire(path: String) throws -> Outcome {
+        let descriptor = try openLockFile(path)
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let pid = holder(descriptor)
+            close(descriptor)
+            return .busy(pid: pid)
+        }
+        return .acquired(SyncLock(holding: descriptor))
+    }
+
+    /// Takes the lock, waiting as long as another process holds it; `waiting` runs once,
+    /// before the wait, with the holder's process id when it could be read.
+    package static func acquireWaiting(path: String, waiting: (Int32?) -> Void) throws -> SyncLock {
+        let descriptor = try openLockFile(path)
+        if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            waiting(holder(descriptor))
+            while flock(descriptor, LOCK_EX) != 0 {
+                guard errno == EINTR else {
+                    let reason = String(cString: strerror(errno))
+                    close(descriptor)
+                    throw PrivateFileError(path: path, reason: reason)
+                }
+            }
+        }
+        return SyncLock(holding: descriptor)
+    }
+
+    /// Opens (creating) the lock file 0600 in its private directory; never through a link.
+    private static func openLockFile(_ path: String) throws -> Int32 {
+        try PrivateDirectory.ensure((path as NSString).deletingLastPathComponent)
+        return try PrivateFile.open(path, .readWrite)
+    }
+
+    private static func holder(_ descriptor: Int32) -> Int32? {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let count = pread(descriptor, &buffer, buffer.count, 0)
+        guard count > 0 else { return nil }
+        return Int32(String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    private convenience init(holding descriptor: Int32) {
+        ftruncate(descriptor, 0)
+        let pid = "\(getpid())\n"
+        _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
+        self.init(descriptor: descriptor)
+    }
+
+    deinit {
+        flock(descriptor, LOCK_UN)
+        close(descriptor)
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import IvySystem
+import Testing
+
+@Suite("MD5")
+struct MD5Tests {
+    @Test("RFC 1321 test vectors, and streaming gives the same digest", arguments: [
+        ("", "d41d8cd98f00b204e9800998ecf8427e"), ("a", "0cc175b9c0f1b6a831c399e269772661"),
+        ("abc", "900150983cd24fb0d6963f7d28e17f72"), ("message digest", "f96b697d7cb7938d525a2f31aaf161d0"),
+        (
+            "12345678901234567890123456789012345678901234567890123456789012345678901234567890",
+            "57edf4a22be3c955ac49da2e2107b67a"
+        ),
+    ])
+    func vectors(text: String, digest: String) {
+        #expect(MD5.hex(Array(text.utf8)) == digest)
+        var streaming = MD5()
+        for chunk in Array(text.utf8).chunked(into: 7) { streaming.update(chunk) }
+        #expect(streaming.finalize() == digest)
+    }
+
+    @Test("a file's md5 and size, read in chunks, match the bytes'")
+    func file() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Over one 1 MiB chunk and not a multiple of it.
+        let bytes = Data((0..<(3 << 19) + 17).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let file = URL(fileURLWithPath: directory + "/audio.mp3")
+        try bytes.write(to: file)
+        #expect(try LocalFile.md5(of: file) == MD5.hex(bytes))
+        #expect(try LocalFile.size(of: file) == Int64(bytes.count))
+    }
+}
+
+@Suite("Private files")
+struct PrivateFileTests {
+    @Test("a private directory is created 0700 with its parents; one writable by others is refused")
+    func directory() throws {
+        let root = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let path = root + "/a/b"
+        try PrivateDirectory.ensure(path)
+        #expect(mode(path) == 0o700)
+        chmod(path, 0o777)
+        #expect(throws: UnsafeDirectoryError.self) { try PrivateDirectory.ensure(path) }
+        #expect(throws: UnsafeDirectoryError.self) { try PrivateDirectory.check(path) }
+        _ = FileManager.default.createFile(atPath: root + "/file", contents: Data())
+        #expect(throws: PrivateDirectoryError.self) { try PrivateDirectory.ensure(root + "/file") }
+    }
+
+    @Test("an atomic write leaves a 0600 file and no temporary one, replacing the old content")
+    func atomicWrite() throws {
+        let root = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let path = root + "/token.json"
+        _ = FileManager.default.createFile(
+            atPath: path, contents: Data("old".utf8), attributes: [.posixPermissions: 0o644])
+        try PrivateFile.write(Data("new".utf8), atomicallyTo: path, temporaryPrefix: ".token-")
+        #expect(FileManager.default.contents(atPath: path) == Data("new".utf8))
+        #expect(mode(path) == 0o600)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root) == ["token.json"])
+    }
+
+    @Test("an open never follows a symbolic link, and says how to fix it")
+    func link() throws {
+        let root = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let target = root + "/target"
+        _ = FileManager.default.createFile(atPath: target, contents: Data("keep".utf8))
+        symlink(target, root + "/ivy.log")
+        #expect {
+            try LogFile.prepare(path: root + "/ivy.log")
+        } throws: { error in
+            (error as? PrivateFileError)?.reason.contains("symbolic link") == true
+        }
+        #expect(FileManager.default.contents(atPath: target) == Data("keep".utf8))
+    }
+
+    @Test("the lock is exclusive across opens and records the holder's process id")
+    func lock() throws {
+        let root = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let path = root + "/state/sync.lock"
+        guard case .acquired(let held) = try SyncLock.acquire(path: path) else {
+            Issue.record("a free lock was busy")
+            return
+        }
+        guard case .busy(let pid) = try SyncLock.acquire(path: path) else {
+            Issue.record("a held lock was taken twice")
+            return
+        }
+        #expect(pid == getpid())
+        #expect(mode(path) == 0o600 && mode(root + "/state") == 0o700)
+        _ = held
+    }
+}
+
+private func temporaryDirectory() throws -> String {
+    let path = NSTemporaryDirectory() + "ivy-system-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+    return path
+}
+
+private func mode(_ path: String) -> UInt32 {
+    var info = stat()
+    guard lstat(path, &info) == 0 else { return 0 }
+    return UInt32(info.st_mode) & 0o7777
+}
+
+extension Array {
+    fileprivate func chunked(into size: Int) -> [[Element]] {
+        stride(from: 0, to: count, by: size).map { Array(self[$0..<Swift.min($0 + size, count)]) }
+    }
+}

@@ -250,7 +250,7 @@ struct DriveClientTests {
         try await withGoogle { google in
             let drive = try await google.drive(realSleep: true)
             let folders = try await drive.folders()
-            await google.state.setWriteLimit(WriteLimit(writesPerSecond: 3, burst: 10))
+            await google.state.setWriteLimit(RateLimit(perSecond: 3, burst: 10))
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<60 {
                     group.addTask {

@@ -98,7 +98,7 @@ struct FailureTests {
             // A refill far below what even a slow machine sends in real time, so the limit is
             // always reached; the client's backoff waits move the emulator clock on, and that
             // refills the bucket.
-            await world.state.setWriteLimit(WriteLimit(writesPerSecond: 0.5, burst: 5))
+            await world.state.setWriteLimit(RateLimit(perSecond: 0.5, burst: 5))
             await world.state.addFault(FaultRule(method: "POST", pathContains: "/upload", times: 3, status: 503))
             await world.state.addFault(FaultRule(method: "GET", pathContains: "generateIds", times: 1, status: 503))
 

@@ -151,8 +151,8 @@ package actor EmulatorState {
     /// How many device codes one client may ask for per minute; over it Google answers 403
     /// `{"error_code":"rate_limit_exceeded"}`. Nil: no limit.
     package private(set) var deviceCodeLimit: Int?
-    /// Filler bytes endless downloads have sent since the last `misreport`: how a test sees
-    /// that a client stopped reading.
+    /// Filler bytes endless downloads have sent (or are sending) since the last `misreport`:
+    /// how a test sees that a client stopped reading.
     package private(set) var endlessBytesSent = 0
     package private(set) var requests: [LoggedRequest] = []
 

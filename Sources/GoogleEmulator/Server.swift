@@ -237,9 +237,11 @@ struct EmulatorResponder: HTTPResponder {
                 var sent = 0
                 while sent < endlessLimit {
                     try Task.checkCancellation()
+                    // Counted before it goes out: a client that has read some bytes always
+                    // finds them counted, even while this write still waits on the socket.
+                    await state.countEndless(filler.readableBytes)
                     try await writer.write(filler)
                     sent += filler.readableBytes
-                    await state.countEndless(filler.readableBytes)
                 }
                 try await writer.finish(nil)
             })

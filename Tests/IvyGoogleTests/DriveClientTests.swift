@@ -245,7 +245,7 @@ struct DriveClientTests {
         }
     }
 
-    @Test("with Drive's write limit at 3/s and a burst of 10, 60 uploads at once get exactly one rate-limited answer")
+    @Test("with Drive's write limit at 5/s and a burst of 10, 60 uploads at once get exactly one rate-limited answer")
     func writeLimit() async throws {
         try await withGoogle { google in
             // The client's waits pass in the emulator's time instead of real time: its clock
@@ -258,7 +258,7 @@ struct DriveClientTests {
             let drive = try await google.drive(sleeper: sleeper, concurrency: 1)
             let folders = try await drive.folders()
             await state.freezeClock()
-            await state.setWriteLimit(RateLimit(perSecond: 3, burst: 10))
+            await state.setWriteLimit(RateLimit(perSecond: 5, burst: 10))
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<60 {
                     group.addTask {
@@ -270,12 +270,12 @@ struct DriveClientTests {
             #expect(await google.names(in: folders.books[0]).count == 60)
             // Why exactly 1: the first 10 writes take the burst, and nothing has slept, so no
             // time has passed when the 11th finds the bucket empty. That 403 widens the shared
-            // pacer: the next start comes 1 s (its pause) after it, each later one 250 ms
-            // (narrowing 0.3% a success) after the one before. No wait really passes, so the
-            // pacer's schedule runs further ahead of real time with every write and each later
-            // write waits 1 s or more of emulator time (while a request takes less real time
-            // than the pacer's gap): 3 tokens or more, never a second 403. One request at a time,
-            // so no write is already on its way when the bucket runs dry; with 8 at once, how
+            // pacer: the next start waits its 1 s pause (5 tokens), each later one at least the
+            // pacer's 250 ms gap, narrowed 0.3% a success: 250 ms × 0.997^50 ≈ 215 ms after the
+            // 50 that follow, still 1.08 tokens at 5/s. Every gap refills more than a write takes, so no
+            // second 403. (The pacer reads real time while its waits pass in emulator time, so
+            // its waits come out longer still; that only adds tokens.) One request at a time,
+            // so no write is already on its way when the bucket runs dry: with 8 at once, how
             // many of those in flight beat the first retry's clock advance would vary.
             let limited = await google.state.requests.filter { $0.status == 403 }.count
             #expect(limited == 1, "\(limited) rate-limited answers for 60 uploads")

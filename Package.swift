@@ -62,7 +62,6 @@ let package = Package(
         .target(
             name: "GoogleEmulator",
             dependencies: [
-                "IvyCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

@@ -28,7 +28,7 @@ extension EmulatorState {
                 guard let rate = body["writes_per_second"] as? Double, let burst = body["burst"] as? Double else {
                     return .json(400, ["error": "give writes_per_second and burst"])
                 }
-                setWriteLimit(WriteLimit(writesPerSecond: rate, burst: burst, status: body["status"] as? Int ?? 403))
+                setWriteLimit(RateLimit(perSecond: rate, burst: burst, status: body["status"] as? Int ?? 403))
                 return ok
             case ("DELETE", ["write-limit"]):
                 setWriteLimit(nil)
@@ -37,7 +37,7 @@ extension EmulatorState {
                 guard let rate = (body["reads_per_second"] as? NSNumber)?.doubleValue, let burst = (body["burst"] as? NSNumber)?.doubleValue else {
                     return .json(400, ["error": "give reads_per_second and burst"])
                 }
-                setReadLimit(ReadLimit(readsPerSecond: rate, burst: burst, status: body["status"] as? Int ?? 403))
+                setReadLimit(RateLimit(perSecond: rate, burst: burst, status: body["status"] as? Int ?? 403))
                 return ok
             case ("DELETE", ["read-limit"]):
                 setReadLimit(nil)
@@ -106,7 +106,18 @@ extension EmulatorState {
                 try trash(id: segments[1])
                 return ok
             case ("POST", ["clock"]):
-                advanceClock(by: body["advance_seconds"] as? Double ?? 0)
+                if body["freeze"] as? Bool == true { freezeClock() }
+                advanceClock(by: (body["advance_seconds"] as? NSNumber)?.doubleValue ?? 0)
+                return ok
+            case ("GET", ["clock"]):
+                return .json(200, ["now": RFC3339.string(now()), "manual": clock.isManual])
+            case ("GET", ["seed"]):
+                return .json(200, ["seed": NSNumber(value: seed)])
+            case ("POST", ["seed"]):
+                guard let seed = (body["seed"] as? NSNumber)?.uint64Value else {
+                    return .json(400, ["error": "give seed"])
+                }
+                reseed(seed)
                 return ok
             case ("POST", ["config"]):
                 if let seconds = body["token_lifetime"] as? Int { setTokenLifetime(seconds: seconds) }

@@ -102,7 +102,7 @@ extension EmulatorState {
             return Self.invalid("Invalid value for pageSize: must be between 1 and 1000.")
         }
         let pageSize = min(requested, pageSizeCap)
-        let fingerprint = String(UInt64(bitPattern: Int64((request.query["q"] ?? "").hashValue)) % 1_000_000_007)
+        let fingerprint = String(stableHash(request.query["q"] ?? "") % 1_000_000_007)
         let time = now()
         // offset:fingerprint:issued (ms):serial, the serial counting the empty pages of a list fault.
         func pageToken(offset: Int, serial: Int = 0) -> String {

@@ -1,5 +1,4 @@
 import Foundation
-import IvyCore
 
 /// What the emulator answers: a status, headers and a body, or a dropped connection.
 package struct EmulatorReply: Sendable {
@@ -128,8 +127,8 @@ package actor EmulatorState {
     /// The most files one list page returns, whatever pageSize asks for.
     package var pageSizeCap: Int = 1000
     package var latencyMilliseconds: Int = 0
-    package private(set) var writeLimit: WriteLimit?
-    package private(set) var readLimit: ReadLimit?
+    package private(set) var writeLimit: RateLimit?
+    package private(set) var readLimit: RateLimit?
     /// Seconds before a new (or renamed) file shows in queries that test its name. Google
     /// indexes names apart from the file: `name = '…'` queries are not read-after-write
     /// consistent, while `'ID' in parents`, `mimeType` terms and `files.get` by id are (kopia
@@ -152,8 +151,8 @@ package actor EmulatorState {
     /// How many device codes one client may ask for per minute; over it Google answers 403
     /// `{"error_code":"rate_limit_exceeded"}`. Nil: no limit.
     package private(set) var deviceCodeLimit: Int?
-    /// Filler bytes endless downloads have sent since the last `misreport`: how a test sees
-    /// that a client stopped reading.
+    /// Filler bytes endless downloads have sent (or are sending) since the last `misreport`:
+    /// how a test sees that a client stopped reading.
     package private(set) var endlessBytesSent = 0
     package private(set) var requests: [LoggedRequest] = []
 
@@ -173,36 +172,66 @@ package actor EmulatorState {
     private var heldWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     private var faultMatches: [Int: Int] = [:]
     private var faultFirings: [Int: Int] = [:]
-    private var bucket: (tokens: Double, updated: Date)?
-    private var readBucket: (tokens: Double, updated: Date)?
-    private var clockOffset: TimeInterval = 0
-    private var counter: UInt64 = 0
-    private var random = SystemRandomNumberGenerator()
+    private var writeBucket: RateLimit.Bucket?
+    private var readBucket: RateLimit.Bucket?
+    /// The only time the emulator reads; see `EmulatorClock`.
+    package private(set) var clock: EmulatorClock
+    /// The seed `random` started from, for a failing run to be repeated with.
+    package private(set) var seed: UInt64
+    /// Every random choice the emulator makes comes from here.
+    var random: SeededGenerator
+    /// Counts the ids and tokens made; each carries it, so none repeats another.
+    var serial: UInt64 = 0
 
-    package init(accounts: [EmulatedAccount], clients: [EmulatedClient]) {
+    /// The seed of an emulator not given one: fixed, so tests repeat their ids and codes.
+    package static let defaultSeed: UInt64 = 14
+
+    package init(
+        accounts: [EmulatedAccount], clients: [EmulatedClient], clock: EmulatorClock = .system,
+        seed: UInt64 = EmulatorState.defaultSeed
+    ) {
         self.accounts = accounts
         self.clients = clients
+        self.clock = clock
+        self.seed = seed
+        random = SeededGenerator(seed: seed)
     }
 
     // MARK: clock and ids
 
-    /// The emulator's clock: real time plus whatever tests have advanced it by, in whole ms.
-    package func now() -> Date {
-        let seconds = Date().timeIntervalSince1970 + clockOffset
-        return Date(timeIntervalSince1970: (seconds * 1000).rounded(.down) / 1000)
-    }
+    /// The emulator's time, in whole milliseconds, from its one clock.
+    package func now() -> Date { clock.now() }
 
     /// Moves the emulator's clock forward, to expire codes and tokens without waiting.
-    package func advanceClock(by seconds: TimeInterval) { clockOffset += seconds }
+    package func advanceClock(by seconds: TimeInterval) { clock.advance(by: seconds) }
 
-    func token(_ prefix: String, length: Int = 32) -> String {
-        counter += 1
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-        let tail = String((0..<length).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &random)] })
-        return prefix + String(counter, radix: 36) + tail
+    /// Stops the clock where it reads now: from then on time moves only by `advanceClock`,
+    /// so rate-limit buckets refill only when a test (or a client's sleep it stands in for)
+    /// says time has passed.
+    package func freezeClock() { clock = clock.frozen() }
+
+    /// Starts the random choices over from `seed`. Ids keep a serial number, so they stay
+    /// unique across a reseed.
+    package func reseed(_ seed: UInt64) {
+        self.seed = seed
+        random = SeededGenerator(seed: seed)
     }
 
-    func newFileID() -> String { token("1", length: 27) }
+    func token(_ prefix: String, length: Int = 32) -> String {
+        serial += 1
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+        let tail = String((0..<length).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &random)] })
+        return prefix + String(serial, radix: 36) + tail
+    }
+
+    /// A new file id, never one a file or a `generateIds` answer already has (a state file
+    /// restored under a reused seed holds ids the same sequence makes again).
+    func newFileID() -> String {
+        while true {
+            let id = token("1", length: 27)
+            if files[id] == nil && !reservedIDs.contains(id) { return id }
+        }
+    }
 
     // MARK: control
 
@@ -225,14 +254,14 @@ package actor EmulatorState {
         deviceCodeRequests = [:]
     }
 
-    package func setWriteLimit(_ limit: WriteLimit?) {
+    package func setWriteLimit(_ limit: RateLimit?) {
         writeLimit = limit
-        bucket = limit.map { ($0.burst, now()) }
+        writeBucket = limit?.fullBucket(at: now())
     }
 
-    package func setReadLimit(_ limit: ReadLimit?) {
+    package func setReadLimit(_ limit: RateLimit?) {
         readLimit = limit
-        readBucket = limit.map { ($0.burst, now()) }
+        readBucket = limit?.fullBucket(at: now())
     }
 
     package func setNameIndexDelay(seconds: TimeInterval) { nameIndexDelay = max(0, seconds) }
@@ -461,27 +490,18 @@ package actor EmulatorState {
         return nil
     }
 
-    /// Takes one write from the token bucket; false when over Drive's sustained rate.
+    /// Takes one write from the write bucket; false when over Drive's sustained rate.
     func admitWrite() -> Bool {
-        guard let limit = writeLimit else { return true }
-        return Self.take(from: &bucket, rate: limit.writesPerSecond, burst: limit.burst, now: now())
+        guard let limit = writeLimit, var bucket = writeBucket else { return true }
+        defer { writeBucket = bucket }
+        return limit.take(from: &bucket, at: now())
     }
 
     /// Takes one read from the read bucket; false when over the read limit.
     func admitRead() -> Bool {
-        guard let limit = readLimit else { return true }
-        return Self.take(from: &readBucket, rate: limit.readsPerSecond, burst: limit.burst, now: now())
-    }
-
-    private static func take(from bucket: inout (tokens: Double, updated: Date)?, rate: Double, burst: Double, now time: Date) -> Bool {
-        guard let current = bucket else { return true }
-        let refilled = min(burst, current.tokens + time.timeIntervalSince(current.updated) * rate)
-        guard refilled >= 1 else {
-            bucket = (refilled, time)
-            return false
-        }
-        bucket = (refilled - 1, time)
-        return true
+        guard let limit = readLimit, var bucket = readBucket else { return true }
+        defer { readBucket = bucket }
+        return limit.take(from: &bucket, at: now())
     }
 
     /// The account, project and scopes behind a bearer token, or why there is none.

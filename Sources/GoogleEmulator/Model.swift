@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import IvyCore
 
 /// A Google account of the emulator, with a Drive of its own.
 package struct EmulatedAccount: Sendable, Codable, Equatable {
@@ -10,7 +9,7 @@ package struct EmulatedAccount: Sendable, Codable, Equatable {
 
     package init(email: String, permissionID: String? = nil, displayName: String? = nil) {
         self.email = email
-        self.permissionID = permissionID ?? String(UInt64(bitPattern: Int64(email.hashValue)) % 1_000_000_000_000)
+        self.permissionID = permissionID ?? String(stableHash(email) % 1_000_000_000_000)
         self.displayName = displayName ?? String(email.prefix { $0 != "@" }).capitalized
     }
 }
@@ -190,33 +189,45 @@ package struct ListFault: Sendable, Codable, Equatable {
     }
 }
 
-/// Drive's sustained write limit, as a token bucket.
-package struct WriteLimit: Sendable, Codable, Equatable {
-    package var writesPerSecond: Double
+/// One of Drive's rate limits, as a token bucket: the sustained write limit, or the limit
+/// on reads (`files.list`, `files.get`, downloads, every GET). Google's handle-errors guide:
+/// over quota, Drive answers 403 `userRateLimitExceeded` or `rateLimitExceeded` (the reason
+/// only in the JSON body) or 429. The bucket refills from the emulator's clock alone.
+package struct RateLimit: Sendable, Codable, Equatable {
+    /// Requests a second the bucket refills by.
+    package var perSecond: Double
+    /// Requests the full bucket holds: how many go through at once.
     package var burst: Double
     /// 403 (`userRateLimitExceeded`) or 429 (`rateLimitExceeded`).
     package var status: Int
 
-    package init(writesPerSecond: Double, burst: Double, status: Int = 403) {
-        self.writesPerSecond = writesPerSecond
+    package init(perSecond: Double, burst: Double, status: Int = 403) {
+        self.perSecond = perSecond
         self.burst = burst
         self.status = status
     }
-}
 
-/// Drive's rate limit on reads (`files.list`, `files.get`, downloads, every GET), as a token
-/// bucket. Google's handle-errors guide: reads are refused with 403 `userRateLimitExceeded`
-/// or `rateLimitExceeded` (the reason only in the JSON body) or 429 once over quota.
-package struct ReadLimit: Sendable, Codable, Equatable {
-    package var readsPerSecond: Double
-    package var burst: Double
-    /// 403 (`userRateLimitExceeded`) or 429 (`rateLimitExceeded`).
-    package var status: Int
+    /// What a limit's bucket holds, and when it was last filled up.
+    package struct Bucket: Sendable, Equatable {
+        package var tokens: Double
+        package var updated: Date
+    }
 
-    package init(readsPerSecond: Double, burst: Double, status: Int = 403) {
-        self.readsPerSecond = readsPerSecond
-        self.burst = burst
-        self.status = status
+    /// A full bucket at `time`.
+    package func fullBucket(at time: Date) -> Bucket { Bucket(tokens: burst, updated: time) }
+
+    /// Takes one request's token from `bucket`, refilled for the time since it was last
+    /// touched; false (and nothing taken) when less than one token is there. A time before
+    /// the last one counts as no time at all.
+    package func take(from bucket: inout Bucket, at time: Date) -> Bool {
+        let time = max(time, bucket.updated)
+        let refilled = min(burst, bucket.tokens + time.timeIntervalSince(bucket.updated) * perSecond)
+        guard refilled >= 1 else {
+            bucket = Bucket(tokens: refilled, updated: time)
+            return false
+        }
+        bucket = Bucket(tokens: refilled - 1, updated: time)
+        return true
     }
 }
 

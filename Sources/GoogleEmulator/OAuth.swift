@@ -24,10 +24,12 @@ extension EmulatorState {
             deviceCodeRequests[clientID] = recent + [time]
         }
         let letters = Array("BCDFGHJKLMNPQRSTVWXZ")
-        var generator = SystemRandomNumberGenerator()
-        let half = { String((0..<4).map { _ in letters[Int.random(in: 0..<letters.count, using: &generator)] }) }
+        let deviceCode = token("AH-1Ng", length: 40)
+        let userCode = [0, 1].map { _ in
+            String((0..<4).map { _ in letters[Int.random(in: 0..<letters.count, using: &random)] })
+        }.joined(separator: "-")
         let session = DeviceSession(
-            deviceCode: token("AH-1Ng", length: 40), userCode: "\(half())-\(half())", clientID: clientID, scope: scope,
+            deviceCode: deviceCode, userCode: userCode, clientID: clientID, scope: scope,
             expiresAt: now().addingTimeInterval(TimeInterval(deviceCodeLifetime)), interval: pollInterval, lastPoll: nil,
             decision: .pending, grantedScope: nil)
         devices[session.deviceCode] = session

@@ -12,13 +12,16 @@ struct EmulatorSnapshot: Codable {
     var files: [String: DriveFile]
     var reservedIDs: Set<String>
     var tokenLifetime: Int
+    /// The serial number in the last id or token made; absent in older files. Carried on so
+    /// ids and tokens made after a restart never repeat old ones, whatever the seed.
+    var serial: UInt64?
 }
 
 extension EmulatorState {
     package func snapshot() throws -> Data {
         let snapshot = EmulatorSnapshot(
             version: 2, accounts: accounts, clients: clients, refreshTokens: refreshTokens, accessTokens: accessTokens, files: files,
-            reservedIDs: reservedIDs, tokenLifetime: tokenLifetime)
+            reservedIDs: reservedIDs, tokenLifetime: tokenLifetime, serial: serial)
         return try JSONEncoder().encode(snapshot)
     }
 
@@ -35,5 +38,6 @@ extension EmulatorState {
         }
         reservedIDs = snapshot.reservedIDs
         tokenLifetime = snapshot.tokenLifetime
+        serial = max(serial, snapshot.serial ?? 0)
     }
 }

@@ -33,12 +33,14 @@ package final class GoogleEmulator: Sendable {
     }
 
     /// Starts listening on 127.0.0.1, or on `host` (`::1` for IPv6 loopback); port 0 picks a
-    /// free one. Returns once it accepts connections.
+    /// free one. Returns once it accepts connections. `clock` and `seed` make a new state's
+    /// time and random choices (an `existing` state has its own).
     package static func start(
         host: String = "127.0.0.1", port: Int = 0, accounts: [EmulatedAccount] = defaultAccounts,
-        clients: [EmulatedClient] = defaultClients, state existing: EmulatorState? = nil
+        clients: [EmulatedClient] = defaultClients, clock: EmulatorClock = .system,
+        seed: UInt64 = EmulatorState.defaultSeed, state existing: EmulatorState? = nil
     ) async throws -> GoogleEmulator {
-        let state = existing ?? EmulatorState(accounts: accounts, clients: clients)
+        let state = existing ?? EmulatorState(accounts: accounts, clients: clients, clock: clock, seed: seed)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let application = Application(
             responder: EmulatorResponder(state: state),
@@ -235,9 +237,11 @@ struct EmulatorResponder: HTTPResponder {
                 var sent = 0
                 while sent < endlessLimit {
                     try Task.checkCancellation()
+                    // Counted before it goes out: a client that has read some bytes always
+                    // finds them counted, even while this write still waits on the socket.
+                    await state.countEndless(filler.readableBytes)
                     try await writer.write(filler)
                     sent += filler.readableBytes
-                    await state.countEndless(filler.readableBytes)
                 }
                 try await writer.finish(nil)
             })

@@ -30,9 +30,15 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Delay every Google request by this many milliseconds.") var latency = 0
     @Option(help: "Seconds an access token lives.") var tokenLifetime = 3599
     @Option(help: ArgumentHelp("Add an account (repeatable).", valueName: "EMAIL")) var account: [String] = []
+    @Option(help: "The seed of the emulator's random choices (ids, codes, tokens, faults); default: a new one.")
+    var seed: UInt64?
 
     func run() async throws {
-        let emulatorState = EmulatorState(accounts: GoogleEmulator.defaultAccounts, clients: GoogleEmulator.defaultClients)
+        // A fresh seed unless given: a state file holds ids that a reused seed would make again.
+        let seed = seed ?? UInt64.random(in: .min ... .max)
+        let emulatorState = EmulatorState(
+            accounts: GoogleEmulator.defaultAccounts, clients: GoogleEmulator.defaultClients, clock: .system,
+            seed: seed)
         if let state, FileManager.default.fileExists(atPath: state) {
             do {
                 try await emulatorState.restore(from: Data(contentsOf: URL(fileURLWithPath: state)))
@@ -53,6 +59,7 @@ struct Serve: AsyncParsableCommand {
             client id:     \(GoogleEmulator.defaultClient.id)
             client secret: \(GoogleEmulator.defaultClient.secret)
             accounts:      \(accounts)
+            seed:          \(seed)
             approve a sign-in with: ivy-emulator approve --url \(emulator.baseURL.absoluteString)
 
             """.utf8))

@@ -51,7 +51,8 @@ struct IvySoakCommand: AsyncParsableCommand {
 
         let emulator: GoogleEmulator
         do {
-            emulator = try await GoogleEmulator.start()
+            // The run's seed makes the emulator's ids, tokens and fault draws too.
+            emulator = try await GoogleEmulator.start(seed: seed)
         } catch {
             cleanup.removeFiles()
             throw error

@@ -6,7 +6,7 @@ struct ExecutableTests {
     static let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         .deletingLastPathComponent().appendingPathComponent("ivy-emulator")
 
-    @Test("prints its loopback URL first, keeps the Drive in --state, and stops cleanly on SIGTERM")
+    @Test("prints its loopback URL first, takes --seed, keeps the Drive in --state, and stops cleanly on SIGTERM")
     func lifecycle() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("emulator-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -15,7 +15,7 @@ struct ExecutableTests {
 
         let process = Process()
         process.executableURL = Self.binary
-        process.arguments = ["--port", "0", "--state", stateFile]
+        process.arguments = ["--port", "0", "--state", stateFile, "--seed", "18446744073709551615"]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -39,6 +39,8 @@ struct ExecutableTests {
 
         let (data, _) = try await URLSession.shared.data(from: try #require(URL(string: url + "/_emulator/pending")))
         #expect(String(decoding: data, as: UTF8.self).contains("user_codes"))
+        let (seed, _) = try await URLSession.shared.data(from: try #require(URL(string: url + "/_emulator/seed")))
+        #expect(String(decoding: seed, as: UTF8.self) == #"{"seed":18446744073709551615}"#)
 
         process.terminate()
         await withCheckedContinuation { continuation in

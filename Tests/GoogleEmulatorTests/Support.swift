@@ -19,8 +19,11 @@ struct Reply {
 }
 
 /// Runs `body` against a fresh emulator on a loopback port, stopping it afterwards whatever happens.
-func withEmulator(_ body: (EmulatorClient) async throws -> Void) async throws {
-    let emulator = try await GoogleEmulator.start()
+func withEmulator(
+    clock: EmulatorClock = .system, seed: UInt64 = EmulatorState.defaultSeed,
+    _ body: (EmulatorClient) async throws -> Void
+) async throws {
+    let emulator = try await GoogleEmulator.start(clock: clock, seed: seed)
     let client = EmulatorClient(emulator: emulator)
     do {
         try await body(client)

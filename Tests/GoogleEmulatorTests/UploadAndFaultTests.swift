@@ -83,7 +83,7 @@ struct UploadAndFaultTests {
     func writeLimit() async throws {
         try await withEmulator { google in
             let token = try await google.signIn().access
-            await google.state.setWriteLimit(WriteLimit(writesPerSecond: 0.001, burst: 3))
+            await google.state.setWriteLimit(RateLimit(perSecond: 0.001, burst: 3))
             var statuses: [Int] = []
             for index in 0..<6 {
                 statuses.append(try await google.json("POST", "/drive/v3/files", token: token, ["name": "f\(index)"]).status)
@@ -92,7 +92,7 @@ struct UploadAndFaultTests {
             let limited = try await google.json("POST", "/drive/v3/files", token: token, ["name": "x"])
             #expect(limited.driveReason == "userRateLimitExceeded")
             #expect(try await google.request("GET", "/drive/v3/files", token: token).status == 200, "reads are not limited")
-            await google.state.setWriteLimit(WriteLimit(writesPerSecond: 0.001, burst: 0, status: 429))
+            await google.state.setWriteLimit(RateLimit(perSecond: 0.001, burst: 0, status: 429))
             let tooMany = try await google.json("POST", "/drive/v3/files", token: token, ["name": "y"])
             #expect(tooMany.status == 429 && tooMany.driveReason == "rateLimitExceeded")
         }
@@ -171,7 +171,7 @@ struct UploadAndFaultTests {
             #expect(try await google.request("GET", "/drive/v3/about?fields=user", token: token).status == 500)
             #expect(try await google.request("DELETE", "/_emulator/faults").status == 200)
             #expect(try await google.json("POST", "/_emulator/write-limit", ["writes_per_second": 3.0, "burst": 10.0]).status == 200)
-            #expect(await google.state.writeLimit == WriteLimit(writesPerSecond: 3, burst: 10))
+            #expect(await google.state.writeLimit == RateLimit(perSecond: 3, burst: 10))
             let put = try await google.json("POST", "/_emulator/files", [
                 "email": "bob@example.com", "name": "book_x.json", "content": Data("{\"id\":1}".utf8).base64EncodedString(),
             ])

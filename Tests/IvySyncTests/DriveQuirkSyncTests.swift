@@ -96,7 +96,8 @@ struct DriveQuirkSyncTests {
 
             // 403 userRateLimitExceeded, the reason only in the JSON body, past a burst of 3 reads at one
             // every 5 s: only the retries' waits (moving the emulator's clock) refill it, never a slow machine.
-            await world.state.setReadLimit(ReadLimit(readsPerSecond: 0.2, burst: 3))
+            await world.state.freezeClock()
+            await world.state.setReadLimit(RateLimit(perSecond: 0.2, burst: 3))
             await world.state.clearRequests()
             let report = try await b.sync()
             #expect(report.failures.isEmpty && report.downloaded.pair == [20, 5], "\(report.summary) \(report.skipped)")

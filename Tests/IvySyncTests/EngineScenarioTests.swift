@@ -220,7 +220,7 @@ struct EngineScenarioTests {
         try await withEngineDrive { google in
             let phone = try await EngineDevice.signIn(google, name: "phone")
             for index in 0..<30 { _ = try phone.addBook("Book \(index)") }
-            await google.state.setWriteLimit(WriteLimit(writesPerSecond: 1000, burst: 5))
+            await google.state.setWriteLimit(RateLimit(perSecond: 1000, burst: 5))
             await google.state.addFault(FaultRule(method: "POST", pathContains: "/upload", times: 3, status: 503))
             var report = try await phone.sync()
             var rounds = 1

@@ -95,10 +95,11 @@ struct FailureTests {
             var books: [Book] = []
             for index in 0..<30 { books.append(try a.addBook("Book \(index)", position: Double(index))) }
             let clip = try a.addClip(to: books[0], note: "one clip too")
-            // A refill far below what even a slow machine sends in real time, so the limit is
-            // always reached; the client's backoff waits move the emulator clock on, and that
-            // refills the bucket.
-            await world.state.setWriteLimit(WriteLimit(writesPerSecond: 0.5, burst: 5))
+            // A refill far below what the client sends, so the limit is always reached; the
+            // emulator's clock stands still but for the client's backoff waits, which alone
+            // refill the bucket.
+            await world.state.freezeClock()
+            await world.state.setWriteLimit(RateLimit(perSecond: 0.5, burst: 5))
             await world.state.addFault(FaultRule(method: "POST", pathContains: "/upload", times: 3, status: 503))
             await world.state.addFault(FaultRule(method: "GET", pathContains: "generateIds", times: 1, status: 503))
 

@@ -207,7 +207,7 @@ final class BlockingWorkExecutor: TaskExecutor {
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        DispatchQueue.global().async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        blockingWork.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
 
@@ -242,9 +242,47 @@ final class Captured: Sendable {
     }
 }
 
+/// Where blocking work runs: threads of our own, one more whenever every one is busy, so one
+/// blocked wait never holds up another. (Linux's libdispatch adds a thread to its global
+/// queues only when its monitor, about once a second, sees the ones it has blocked.)
+let blockingWork = ThreadPool()
+
+final class ThreadPool: @unchecked Sendable {
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var jobs: [@Sendable () -> Void] = []
+    private var idle = 0
+
+    func async(_ job: @escaping @Sendable () -> Void) {
+        condition.lock()
+        defer { condition.unlock() }
+        jobs.append(job)
+        if jobs.count > idle {
+            let thread = Thread { [self] in work() }
+            thread.start()
+        } else {
+            condition.signal()
+        }
+    }
+
+    private func work() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty {
+                idle += 1
+                condition.wait()
+                idle -= 1
+            }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job()
+        }
+    }
+}
+
 /// Runs blocking work (subprocess waits, pipe reads) on a GCD thread and awaits it.
 func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        blockingWork.async { continuation.resume(with: Result { try work() }) }
     }
 }

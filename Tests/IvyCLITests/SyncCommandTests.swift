@@ -97,6 +97,24 @@ struct SyncCommandTests {
         }
     }
 
+    @Test("two syncs in one process exclude each other as two processes do: the lock is flock, held per open file")
+    func twoSyncsInOneProcess() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            try await device.addLibrary(books: 1, clips: 0)
+            await emulator.state.addFault(FaultRule(method: "GET", pathContains: "/drive/v3/files", hold: true))
+            let first = device.ivy.start(["sync"])
+            await emulator.state.waitForHeld(count: 1)
+            let second = try await device.ivy.run("sync")
+            #expect(second.status == 4 && second.stderr.contains("another sync is running (process \(getpid()))"))
+            await emulator.state.clearFaults()
+            await emulator.state.releaseHeld()
+            let finished = await first.finish()
+            #expect(finished.status == 0, "\(finished.stderr)")
+            #expect(try await device.ivy.run("sync").status == 0, "the lock was freed")
+        }
+    }
+
     @Test("signed out: interactive sync without a terminal names ivy login (exit 3); a revoked sign-in under --auto is silent")
     func signedOut() async throws {
         try await withEmulator { emulator in
@@ -132,6 +150,16 @@ struct SyncCommandTests {
             let interactive = try await device.ivy.run("sync")
             #expect(interactive.status == 1 && interactive.stderr.contains("Error:"))
         }
+    }
+
+    @Test("reset-manifest on a terminal asks first; only yes forgets", arguments: [("y\n", true), ("no\n", false), ("", false)])
+    func resetManifestAsks(answer: String, forgets: Bool) async throws {
+        let ivy = try IvyHome()
+        _ = try await ivy.id("book", "add", "--title", "Dune")
+        let result = try await ivy.runOnTerminal(["reset-manifest"], typing: answer)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.hasPrefix("Forget what this library last synced?"))
+        #expect(result.stdout.hasSuffix(forgets ? "the next `ivy sync` is a full re-sync.\n" : "Nothing changed.\n"))
     }
 
     @Test("queue, retry-failed and reset-manifest")

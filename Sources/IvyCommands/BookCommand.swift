@@ -186,7 +186,8 @@ extension BookCommand {
         func validate() throws { _ = try checkedID(id, kind: .book) }
 
         func run(_ context: Context) async throws {
-            try change(book: id, BookChanges(hidden: true, uri: .some(nil)), home: try global.home(context), done: "deleted")
+            let changes = BookChanges(hidden: true, uri: .some(nil))
+            try change(book: id, changes, home: try global.home(context), done: "deleted")
         }
     }
 }

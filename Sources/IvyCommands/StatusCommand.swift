@@ -65,7 +65,8 @@ struct StatusCommand: ContextCommand {
 
     func run(_ context: Context) async throws {
         let home = try global.home(context)
-        let report = try Self.report(library: try home.library(readOnly: true), tokens: home.tokenStore, now: home.clock.now())
+        let library = try home.library(readOnly: true)
+        let report = try Self.report(library: library, tokens: home.tokenStore, now: home.clock.now())
         if json { return try home.output.json(report) }
         home.output.fields(Self.fields(report))
     }
@@ -98,7 +99,10 @@ struct StatusCommand: ContextCommand {
 
     private static func fields(_ report: Report) -> [(String, String)] {
         var fields: [(String, String)] = [
-            ("authenticated", report.authenticated ? "yes" : "no: \(report.signInProblem ?? "not signed in"); run `ivy login`"),
+            (
+                "authenticated",
+                report.authenticated ? "yes" : "no: \(report.signInProblem ?? "not signed in"); run `ivy login`"
+            ),
             ("account", Display.optional(report.account)),
             ("access token", report.accessTokenExpires.map { "expires \($0)" } ?? "-"),
             ("refresh token", report.refreshToken ? "present" : "none"),
@@ -107,7 +111,10 @@ struct StatusCommand: ContextCommand {
             ("last sync", report.lastSync ?? "never"),
             ("last error", Display.optional(report.lastError)),
             ("manifest entries", String(report.manifestEntries)),
-            ("next auto sync", report.nextAutoSync ?? (report.syncEnabled ? "when signed in" : "never (sync_enabled is false)")),
+            (
+                "next auto sync",
+                report.nextAutoSync ?? (report.syncEnabled ? "when signed in" : "never (sync_enabled is false)")
+            ),
             ("orphan clips", String(report.orphanClips)),
         ]
         for change in report.heldChanges {

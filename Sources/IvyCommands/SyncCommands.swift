@@ -89,7 +89,8 @@ struct SyncCommand: ContextCommand {
             home.output.error("Error: \(SignInText.problem(signIn) ?? "not signed in"); run `ivy login`")
             throw ExitCode(IvyExit.notSignedIn)
         }
-        return try await LoginCommand.signIn(home, library: session.library, tokens: session.tokens, holdingSyncLock: true)
+        return try await LoginCommand.signIn(
+            home, library: session.library, tokens: session.tokens, holdingSyncLock: true)
     }
 
     /// The live progress line on standard error, for a person at a terminal.
@@ -97,8 +98,8 @@ struct SyncCommand: ContextCommand {
         { progress in
             guard let output else { return }
             let megabytes = Double(progress.bytes) / 1_048_576
-            let line = "\r\(progress.phase) \(progress.done)/\(progress.total)" + (progress.bytes > 0 ? String(format: ", %.1f MB", megabytes) : "")
-            output.errorText(line)
+            let size = progress.bytes > 0 ? String(format: ", %.1f MB", megabytes) : ""
+            output.errorText("\r\(progress.phase) \(progress.done)/\(progress.total)" + size)
         }
     }
 

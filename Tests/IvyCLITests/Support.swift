@@ -51,9 +51,10 @@ final class IvyHome: @unchecked Sendable {
     }
 
     @discardableResult
-    func run(_ arguments: [String], environment extra: [String: String] = [:], input: [String] = []) async throws -> RunResult {
-        let command = start(arguments, environment: extra, input: input)
-        return await command.finish()
+    func run(
+        _ arguments: [String], environment extra: [String: String] = [:], input: [String] = []
+    ) async throws -> RunResult {
+        await start(arguments, environment: extra, input: input).finish()
     }
 
     /// Starts ivy's command in this process; its output can be read while it runs.

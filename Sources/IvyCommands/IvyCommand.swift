@@ -133,9 +133,15 @@ struct Home {
         GoogleEffects(transport: URLSessionTransport(), clock: clock, sleep: { try await Task.sleep(for: $0) })
     }
 
+    /// The token file; what is wrong with it is a warning on standard error.
     var tokenStore: TokenStore {
         let output = output
-        return TokenStore(path: paths.tokenFile, warn: { output.error("warning: \($0)") })
+        return tokenStore(warn: { output.error("warning: \($0)") })
+    }
+
+    /// The token file, with its warnings sent to `warn`. (The one place the CLI makes one.)
+    func tokenStore(warn: @escaping @Sendable (String) -> Void) -> TokenStore {
+        TokenStore(path: paths.tokenFile, warn: warn)
     }
 
     /// The sync lock, waiting for a running sync to finish (and saying so on a terminal).

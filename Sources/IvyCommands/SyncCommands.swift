@@ -63,7 +63,7 @@ struct SyncCommand: ContextCommand {
     /// The session under the sync lock, or nil when --auto skips.
     private func start(_ home: Home, library: LibraryDatabase, logger: Logger) throws -> SyncSession? {
         // Cron never hears about sign-in: a damaged token file is logged, not printed.
-        let tokens = auto ? TokenStore(path: home.paths.tokenFile, warn: { logger.warning("\($0)") }) : home.tokenStore
+        let tokens = auto ? home.tokenStore(warn: { logger.warning("\($0)") }) : home.tokenStore
         switch try SyncSession.start(
             library: library, tokens: tokens, lockFile: home.paths.lockFile, clock: home.clock, logger: logger,
             auto: auto)

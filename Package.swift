@@ -44,9 +44,10 @@ let package = Package(
                 "IvyCore", "IvySystem", "IvyStore", "IvyGoogle", .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The `ivy` executable: the only ArgumentParser importer.
-        .executableTarget(
-            name: "IvyCLI",
+        // The commands of `ivy`, run on an injected context: the only ArgumentParser importer
+        // besides the executables.
+        .target(
+            name: "IvyCommands",
             dependencies: [
                 "IvyCore",
                 "IvySystem",
@@ -57,6 +58,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The `ivy` executable: builds the context from the process and runs IvyCommands on it.
+        .executableTarget(name: "IvyCLI", dependencies: ["IvyCore", "IvyCommands"]),
         // A loopback fake of Google's OAuth device flow and Drive v3, for tests, benchmarks
         // and trying ivy without a Google account.
         .target(
@@ -112,11 +115,13 @@ let package = Package(
         .testTarget(name: "IvySystemTests", dependencies: ["IvySystem"]),
         // Runs a short `ivy-soak`; depends on both executables so they are built first.
         .testTarget(name: "IvySoakTests", dependencies: ["IvySoak", "IvyCLI"]),
-        // Drives the built `ivy` binary as a user would; depends on IvyCLI so it is built first.
+        // Runs ivy's commands in-process on a test context, and the built `ivy` binary (built
+        // first, as IvyCLI is a dependency) for what only a process shows.
         .testTarget(
             name: "IvyCLITests",
             dependencies: [
                 "IvyCLI",
+                "IvyCommands",
                 "GoogleEmulator",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

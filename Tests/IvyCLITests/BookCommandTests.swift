@@ -8,56 +8,56 @@ struct BookCommandTests {
     init() throws { ivy = try IvyHome() }
 
     @Test("add prints a lowercase id; list and show find the book")
-    func addListShow() throws {
-        let id = try ivy.id("book", "add", "--title", "Dune", "--artist", "Frank Herbert", "--position", "1:02:03.5")
+    func addListShow() async throws {
+        let id = try await ivy.id("book", "add", "--title", "Dune", "--artist", "Frank Herbert", "--position", "1:02:03.5")
         #expect(id.range(of: "^[a-f0-9-]{36}$", options: .regularExpression) != nil)
-        let list = try ivy.run("book", "list")
+        let list = try await ivy.run("book", "list")
         #expect(list.status == 0)
         #expect(list.lines.count == 2)
         #expect(list.lines[0].hasPrefix("ID"))
         #expect(list.lines[1].contains("Dune") && list.lines[1].contains("Frank Herbert") && list.lines[1].contains("1:02:03.5"))
-        let show = try ivy.run("book", "show", id)
+        let show = try await ivy.run("book", "show", id)
         #expect(show.stdout.contains("title     Dune"))
         #expect(show.stdout.contains("position  1:02:03.5"))
     }
 
     @Test("JSON shows every key, seconds for the position and null for absent values")
-    func json() throws {
-        let id = try ivy.id("book", "add", "--title", "Dune", "--position", "2700.5")
-        let object = try #require(try ivy.run("book", "show", id, "--json").json() as? [String: Any])
+    func json() async throws {
+        let id = try await ivy.id("book", "add", "--title", "Dune", "--position", "2700.5")
+        let object = try #require(try await ivy.run("book", "show", id, "--json").json() as? [String: Any])
         #expect(Set(object.keys) == ["id", "title", "artist", "artwork", "position", "hidden", "uri", "created_at", "updated_at"])
         #expect(object["position"] as? Double == 2700.5)
         #expect(object["hidden"] as? Bool == false)
         #expect(object["artist"] is NSNull)
         #expect((object["created_at"] as? Int ?? 0) > 1_600_000_000_000)
-        let array = try #require(try ivy.run("book", "list", "--json").json() as? [[String: Any]])
+        let array = try #require(try await ivy.run("book", "list", "--json").json() as? [[String: Any]])
         #expect(array.count == 1 && array[0]["id"] as? String == id)
         let empty = try IvyHome()
-        #expect((try empty.run("book", "list", "--json").json() as? [Any])?.isEmpty == true)
+        #expect((try await empty.run("book", "list", "--json").json() as? [Any])?.isEmpty == true)
     }
 
     @Test("update changes only what it is given; an empty artist clears it")
-    func update() throws {
-        let id = try ivy.id("book", "add", "--title", "Dune", "--artist", "F. H.")
-        #expect(try ivy.run("book", "update", id, "--position", "45:00", "--artist", "").stdout == "updated \(id)\n")
-        let object = try #require(try ivy.run("book", "show", id, "--json").json() as? [String: Any])
+    func update() async throws {
+        let id = try await ivy.id("book", "add", "--title", "Dune", "--artist", "F. H.")
+        #expect(try await ivy.run("book", "update", id, "--position", "45:00", "--artist", "").stdout == "updated \(id)\n")
+        let object = try #require(try await ivy.run("book", "show", id, "--json").json() as? [String: Any])
         #expect(object["position"] as? Double == 2700)
         #expect(object["artist"] is NSNull)
         #expect(object["title"] as? String == "Dune")
-        #expect(try ivy.run("book", "update", id, "--position", "2700").stdout == "unchanged \(id)\n")
+        #expect(try await ivy.run("book", "update", id, "--position", "2700").stdout == "unchanged \(id)\n")
     }
 
     @Test("archive and delete hide a book; only --all lists it; delete clears the uri")
-    func archiveAndDelete() throws {
-        let kept = try ivy.id("book", "add", "--title", "Kept")
-        let archived = try ivy.id("book", "add", "--title", "Archived")
-        let deleted = try ivy.id("book", "add", "--title", "Deleted")
+    func archiveAndDelete() async throws {
+        let kept = try await ivy.id("book", "add", "--title", "Kept")
+        let archived = try await ivy.id("book", "add", "--title", "Archived")
+        let deleted = try await ivy.id("book", "add", "--title", "Deleted")
         try ivy.execute("UPDATE books SET uri = '/m/x.m4b'")
-        #expect(try ivy.run("book", "archive", archived).status == 0)
-        #expect(try ivy.run("book", "delete", deleted).status == 0)
-        #expect(try ivy.run("book", "list").stdout.contains("Kept"))
-        #expect(!(try ivy.run("book", "list").stdout.contains("Archived")))
-        let all = try ivy.run("book", "list", "--all").stdout
+        #expect(try await ivy.run("book", "archive", archived).status == 0)
+        #expect(try await ivy.run("book", "delete", deleted).status == 0)
+        #expect(try await ivy.run("book", "list").stdout.contains("Kept"))
+        #expect(!(try await ivy.run("book", "list").stdout.contains("Archived")))
+        let all = try await ivy.run("book", "list", "--all").stdout
         #expect(all.contains("Archived") && all.contains("Deleted") && all.contains("ARCHIVED"))
         let rows = try ivy.sql("SELECT id, hidden, uri FROM books ORDER BY title")
         let state = Dictionary(uniqueKeysWithValues: rows.map { row in
@@ -67,18 +67,18 @@ struct BookCommandTests {
         #expect(state[deleted] == "1 nil")
         #expect(state[kept] == "0 /m/x.m4b")
         #expect(try ivy.count("SELECT count(*) FROM books") == 3)
-        #expect(try ivy.run("book", "unarchive", archived).status == 0)
-        #expect(try ivy.run("book", "list").stdout.contains("Archived"))
+        #expect(try await ivy.run("book", "unarchive", archived).status == 0)
+        #expect(try await ivy.run("book", "list").stdout.contains("Archived"))
     }
 
     @Test("every change is queued for the next sync")
-    func queued() throws {
-        let id = try ivy.id("book", "add", "--title", "Dune")
-        try ivy.run("book", "update", id, "--title", "Dune Messiah")
+    func queued() async throws {
+        let id = try await ivy.id("book", "add", "--title", "Dune")
+        try await ivy.run("book", "update", id, "--title", "Dune Messiah")
         let rows = try ivy.sql("SELECT entity_type, entity_id, operation FROM sync_queue")
             .map { "\($0["entity_type"] as String) \($0["entity_id"] as String) \($0["operation"] as String)" }
         #expect(rows == ["book \(id) upsert"])
-        let status = try #require(try ivy.run("status", "--json").json() as? [String: Any])
+        let status = try #require(try await ivy.run("status", "--json").json() as? [String: Any])
         #expect(status["pending"] as? Int == 1)
     }
 
@@ -97,8 +97,8 @@ struct BookCommandTests {
         (["book", "archive", "0000-dead-beef"], "no book with id", 1),
         (["book", "delete", "0000-dead-beef"], "no book with id", 1),
     ] as [([String], String, Int32)])
-    func badInput(arguments: [String], message: String, status: Int32) throws {
-        let result = try ivy.run(arguments)
+    func badInput(arguments: [String], message: String, status: Int32) async throws {
+        let result = try await ivy.run(arguments)
         #expect(result.status == status)
         #expect(result.stderr.contains(message), "stderr: \(result.stderr)")
         #expect(result.stdout.isEmpty)

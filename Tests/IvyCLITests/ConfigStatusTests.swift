@@ -8,25 +8,25 @@ struct ConfigStatusTests {
     init() throws { ivy = try IvyHome() }
 
     @Test("list shows every key with its default; set, get and unset round-trip")
-    func roundTrip() throws {
-        let list = try ivy.run("config", "list").stdout
+    func roundTrip() async throws {
+        let list = try await ivy.run("config", "list").stdout
         for key in ["sync_enabled", "auto_sync_cooldown", "concurrency", "client_id", "client_secret", "last_sync_time", "last_error"] {
             #expect(list.contains(key))
         }
-        #expect(try ivy.run("config", "get", "auto_sync_cooldown").stdout == "300\n")
-        #expect(try ivy.run("config", "set", "sync_enabled", "no").stdout == "sync_enabled = false\n")
-        #expect(try ivy.run("config", "get", "sync_enabled").stdout == "false\n")
-        #expect(try ivy.run("config", "unset", "sync_enabled").status == 0)
-        #expect(try ivy.run("config", "get", "sync_enabled").stdout == "true\n")
-        #expect(try ivy.run("config", "get", "client_id").stdout == "")
+        #expect(try await ivy.run("config", "get", "auto_sync_cooldown").stdout == "300\n")
+        #expect(try await ivy.run("config", "set", "sync_enabled", "no").stdout == "sync_enabled = false\n")
+        #expect(try await ivy.run("config", "get", "sync_enabled").stdout == "false\n")
+        #expect(try await ivy.run("config", "unset", "sync_enabled").status == 0)
+        #expect(try await ivy.run("config", "get", "sync_enabled").stdout == "true\n")
+        #expect(try await ivy.run("config", "get", "client_id").stdout == "")
     }
 
     @Test("the client secret is stored but never printed")
-    func secretHidden() throws {
+    func secretHidden() async throws {
         let secret = "GOCSPX-very-secret-value"
-        let set = try ivy.run("config", "set", "client_secret", secret)
-        let get = try ivy.run("config", "get", "client_secret")
-        let list = try ivy.run("config", "list")
+        let set = try await ivy.run("config", "set", "client_secret", secret)
+        let get = try await ivy.run("config", "get", "client_secret")
+        let list = try await ivy.run("config", "list")
         for result in [set, get, list] {
             #expect(!result.stdout.contains(secret) && !result.stderr.contains(secret))
         }
@@ -43,8 +43,8 @@ struct ConfigStatusTests {
         (["config", "set", "last_sync_time", "5"], "recorded by ivy"),
         (["config", "unset", "last_error"], "recorded by ivy"),
     ])
-    func refused(arguments: [String], message: String) throws {
-        let result = try ivy.run(arguments)
+    func refused(arguments: [String], message: String) async throws {
+        let result = try await ivy.run(arguments)
         #expect(result.status == 64)
         #expect(result.stderr.contains(message), "stderr: \(result.stderr)")
         if FileManager.default.fileExists(atPath: ivy.home + "/library.db") {
@@ -53,13 +53,13 @@ struct ConfigStatusTests {
     }
 
     @Test("status reports the local state, as JSON with the documented keys")
-    func status() throws {
-        let book = try ivy.id("book", "add", "--title", "Dune")
-        _ = try ivy.id("book", "add", "--title", "Emma")
+    func status() async throws {
+        let book = try await ivy.id("book", "add", "--title", "Dune")
+        _ = try await ivy.id("book", "add", "--title", "Emma")
         try ivy.execute("UPDATE sync_queue SET attempts = 3, last_error = 'offline' WHERE entity_id = '\(book)'")
         try ivy.execute("INSERT INTO sync_manifest (entity_type, entity_id) VALUES ('book', '\(book)')")
         try ivy.execute("INSERT INTO settings (key, value) VALUES ('last_sync_time', '1795000000000'), ('last_error', 'Drive is full')")
-        let object = try #require(try ivy.run("status", "--json").json() as? [String: Any])
+        let object = try #require(try await ivy.run("status", "--json").json() as? [String: Any])
         #expect(Set(object.keys).isSuperset(of: ["authenticated", "account", "pending", "failed", "last_sync", "last_error", "manifest_entries"]))
         #expect(object["refresh_token_present"] as? Bool == false)
         #expect(object["authenticated"] as? Bool == false)
@@ -69,7 +69,7 @@ struct ConfigStatusTests {
         #expect(object["manifest_entries"] as? Int == 1)
         #expect(object["last_sync"] as? String == "2026-11-18T11:06:40Z")
         #expect(object["last_error"] as? String == "Drive is full")
-        let human = try ivy.run("status").stdout
+        let human = try await ivy.run("status").stdout
         #expect(human.contains("failed            1"))
         #expect(human.contains("last error        Drive is full"))
     }
@@ -81,23 +81,23 @@ struct HomeTests {
     init() throws { ivy = try IvyHome() }
 
     @Test("--home wins over IVY_HOME, before or after the command name")
-    func homeOption() throws {
+    func homeOption() async throws {
         let other = ivy.path + "/other"
-        #expect(try ivy.run("--home", other, "book", "add", "--title", "A").status == 0)
-        #expect(try ivy.run("book", "add", "--title", "B", "--home", other).status == 0)
+        #expect(try await ivy.run("--home", other, "book", "add", "--title", "A").status == 0)
+        #expect(try await ivy.run("book", "add", "--title", "B", "--home", other).status == 0)
         #expect(FileManager.default.fileExists(atPath: other + "/library.db"))
-        #expect(try ivy.run("book", "list", "--home", other).lines.count == 3)
-        #expect(try ivy.run("book", "list").stdout.contains("No books"))
+        #expect(try await ivy.run("book", "list", "--home", other).lines.count == 3)
+        #expect(try await ivy.run("book", "list").stdout.contains("No books"))
     }
 
     @Test("without IVY_HOME, files follow XDG with private directories")
-    func xdgLayout() throws {
+    func xdgLayout() async throws {
         var environment = ivy.environment
         environment["IVY_HOME"] = nil
         environment["XDG_DATA_HOME"] = ivy.path + "/data"
         ivy.environment = environment
-        let book = try ivy.id("book", "add", "--title", "Dune")
-        _ = try ivy.id("clip", "add", "--book", book, "--start", "0", "--duration", "1", "--audio", try ivy.mp3("a.mp3"))
+        let book = try await ivy.id("book", "add", "--title", "Dune")
+        _ = try await ivy.id("clip", "add", "--book", book, "--start", "0", "--duration", "1", "--audio", try ivy.mp3("a.mp3"))
         let data = ivy.path + "/data/ivy"
         #expect(FileManager.default.fileExists(atPath: data + "/library.db"))
         for directory in [data, data + "/audio"] {
@@ -107,16 +107,16 @@ struct HomeTests {
         // The standard fallback: ~/.local/share when XDG_DATA_HOME is unset.
         environment["XDG_DATA_HOME"] = nil
         ivy.environment = environment
-        _ = try ivy.id("book", "add", "--title", "Emma")
+        _ = try await ivy.id("book", "add", "--title", "Emma")
         #expect(FileManager.default.fileExists(atPath: ivy.path + "/.local/share/ivy/library.db"))
     }
 
     @Test("a library.db that is not SQLite is named in the error and left as it was")
-    func notSQLite() throws {
+    func notSQLite() async throws {
         try FileManager.default.createDirectory(atPath: ivy.home, withIntermediateDirectories: true)
         let content = Data(String(repeating: "my notes, not a database\n", count: 300).utf8)
         _ = FileManager.default.createFile(atPath: ivy.home + "/library.db", contents: content)
-        let result = try ivy.run("book", "add", "--title", "Dune")
+        let result = try await ivy.run("book", "add", "--title", "Dune")
         #expect(result.status == 1)
         #expect(result.stderr.contains(ivy.home + "/library.db") && result.stderr.contains("not an SQLite database"))
         #expect(FileManager.default.contents(atPath: ivy.home + "/library.db") == content)
@@ -125,22 +125,22 @@ struct HomeTests {
     }
 
     @Test("a library.db from a newer ivy is refused, not migrated")
-    func newerSchema() throws {
-        _ = try ivy.id("book", "add", "--title", "Dune")
+    func newerSchema() async throws {
+        _ = try await ivy.id("book", "add", "--title", "Dune")
         try ivy.execute("INSERT INTO grdb_migrations (identifier) VALUES ('v2: from a newer ivy')")
-        let result = try ivy.run("book", "list")
+        let result = try await ivy.run("book", "list")
         #expect(result.status == 1)
         #expect(result.stderr.contains("newer version of ivy") && result.stderr.contains("library.db"))
     }
 
     @Test("books written by another program are listed")
-    func externalWriter() throws {
+    func externalWriter() async throws {
         // Commands that only read create nothing, so a change makes the library.
-        _ = try ivy.id("config", "set", "concurrency", "4")
+        _ = try await ivy.id("config", "set", "concurrency", "4")
         try ivy.execute("INSERT INTO books (id, title, position, created_at, updated_at) VALUES ('abc-123', 'From elsewhere', 61, 1, 1)")
-        let list = try ivy.run("book", "list")
+        let list = try await ivy.run("book", "list")
         #expect(list.stdout.contains("From elsewhere") && list.stdout.contains("0:01:01"))
-        let refused = try ivy.run("status")
+        let refused = try await ivy.run("status")
         #expect(refused.status == 0)
     }
 }
@@ -155,22 +155,37 @@ struct HelpTests {
     ]
 
     @Test("every command has --help", arguments: commands)
-    func help(command: [String]) throws {
-        let result = try IvyHome().run(command + ["--help"])
+    func help(command: [String]) async throws {
+        let result = try await IvyHome().run(command + ["--help"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("USAGE:"))
     }
 
     @Test("--version prints the version")
-    func version() throws {
-        let result = try IvyHome().run("--version")
+    func version() async throws {
+        let result = try await IvyHome().run("--version")
         #expect(result.status == 0)
         #expect(result.stdout.range(of: #"^\d+\.\d+\.\d+\n$"#, options: .regularExpression) != nil)
     }
 
     @Test("an unknown command is a usage error")
-    func unknownCommand() throws {
-        let result = try IvyHome().run("frobnicate")
+    func unknownCommand() async throws {
+        let result = try await IvyHome().run("frobnicate")
         #expect(result.status == 64)
+    }
+
+    @Test(
+        "the binary ends as the in-process run does: the same status and error text",
+        arguments: [
+            ["frobnicate"], ["book", "add", "--title", " "], ["book", "show", "00000000-0000-4000-8000-000000000000"],
+            ["sync"], ["reset-manifest"], ["logout", "--yes"],
+        ])
+    func binaryAgrees(arguments: [String]) async throws {
+        let ivy = try IvyHome()
+        let binary = try await ivy.runBinaryAsync(arguments)
+        let inProcess = try await ivy.run(arguments)
+        #expect(binary.status == inProcess.status && binary.status != 0)
+        #expect(binary.stderr == inProcess.stderr)
+        #expect(binary.stdout == inProcess.stdout)
     }
 }

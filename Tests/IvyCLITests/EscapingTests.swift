@@ -17,11 +17,11 @@ struct EscapingTests {
     static let title = "Evil\u{1B}[2J\u{1B}]0;pwned\u{7} title\nsecond\u{9B}31m line\u{7F}"
 
     @Test("titles, artists, notes and settings written by another program are escaped in tables and show")
-    func tablesAndShow() throws {
-        let book = try ivy.id("book", "add", "--title", "Plain")
-        let clip = try ivy.id("clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", try ivy.mp3("a.mp3"))
+    func tablesAndShow() async throws {
+        let book = try await ivy.id("book", "add", "--title", "Plain")
+        let clip = try await ivy.id("clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", try ivy.mp3("a.mp3"))
         let library = try DatabaseQueue(path: ivy.home + "/library.db")
-        try library.write { db in
+        try await library.write { db in
             try db.execute(
                 sql: "UPDATE books SET title = ?, artist = ?, artwork = ?", arguments: [Self.title, "A\tB", "\u{1B}[5m"])
             try db.execute(sql: "UPDATE clips SET note = ?, transcription = ?", arguments: ["\u{1B}[31mred\nnext", "\r\u{1B}[K"])
@@ -42,24 +42,24 @@ struct EscapingTests {
             (["status"], [#"failed\n\u{1B}[2Jforged"#]), (["queue"], [#"Drive said \u{1B}[41mno"#]),
         ]
         for (arguments, expected) in runs {
-            let result = try ivy.run(arguments)
+            let result = try await ivy.run(arguments)
             #expect(result.status == 0, "\(arguments): \(result.stderr)")
             #expect(!hasControlCharacters(result.stdout), "\(arguments): \(result.stdout.debugDescription)")
             for text in expected {
                 #expect(result.stdout.contains(text), "\(arguments): \(result.stdout)")
             }
         }
-        #expect(try ivy.run("book", "list").lines.count == 2, "one line per book")
+        #expect(try await ivy.run("book", "list").lines.count == 2, "one line per book")
         // JSON keeps the text exactly, escaped by the encoder.
-        let json = try #require(try ivy.run("book", "show", book, "--json").json() as? [String: Any])
+        let json = try #require(try await ivy.run("book", "show", book, "--json").json() as? [String: Any])
         #expect(json["title"] as? String == Self.title)
     }
 
     @Test("an error message that echoes such text escapes it")
-    func errors() throws {
-        let book = try ivy.id("book", "add", "--title", "Plain")
+    func errors() async throws {
+        let book = try await ivy.id("book", "add", "--title", "Plain")
         let audio = ivy.path + "/no\u{1B}[2Jsuch\nfile.mp3"
-        let result = try ivy.run("clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", audio)
+        let result = try await ivy.run("clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", audio)
         #expect(result.status == 1)
         #expect(result.stderr.contains(#"no\u{1B}[2Jsuch\nfile.mp3"#), "\(result.stderr)")
         #expect(!hasControlCharacters(result.stderr), "\(result.stderr.debugDescription)")
@@ -69,19 +69,19 @@ struct EscapingTests {
     func driveNamesInTheLog() async throws {
         try await withEmulator { emulator in
             let device = try await SignInHarness.signedIn(emulator)
-            try device.addLibrary(books: 1, clips: 0)
-            #expect(try await device.ivy.runAsync("sync").status == 0)
+            try await device.addLibrary(books: 1, clips: 0)
+            #expect(try await device.ivy.run("sync").status == 0)
             let books = try #require(await emulator.state.dump().first { $0.isFolder && $0.name == "books" })
             await emulator.state.putFile(
                 email: "alice@example.com", name: "x\n2026-01-01T00:00:00Z error forged\u{1B}[2J", parents: [books.id],
                 content: Data("{}".utf8))
-            let sync = try await device.ivy.runAsync("sync")
+            let sync = try await device.ivy.run("sync")
             #expect(sync.status == 0, "\(sync.stderr)")
             let log = try String(contentsOfFile: device.ivy.home + "/ivy.log", encoding: .utf8)
             #expect(log.contains(#"x\n2026-01-01T00:00:00Z error forged\u{1B}[2J"#), "\(log)")
             #expect(!log.split(separator: "\n").contains { $0.hasPrefix("2026-01-01T00:00:00Z") })
             #expect(!hasControlCharacters(log))
-            let dryRun = try await device.ivy.runAsync("sync", "--dry-run")
+            let dryRun = try await device.ivy.run("sync", "--dry-run")
             #expect(!hasControlCharacters(dryRun.stdout + dryRun.stderr))
         }
     }

@@ -16,7 +16,7 @@ struct GoogleSetupTests {
             await harness.emulator.state.setDriveAPI(enabled: true)
             #expect(try await harness.login().status == 0)
             await harness.emulator.state.setDriveAPI(enabled: false)
-            let sync = try await harness.ivy.runAsync("sync")
+            let sync = try await harness.ivy.run("sync")
             #expect(sync.status == 1)
             #expect(sync.stderr.contains("Google Drive API is not enabled") && sync.stderr.contains("then try again"))
         }

@@ -3,7 +3,8 @@ import GoogleEmulator
 import GRDB
 import Testing
 
-/// `ivy` runs as a subprocess; the emulator runs in this test process on a loopback port.
+/// ivy runs in this test process (or as the binary, to be interrupted); the emulator runs
+/// in this test process on a loopback port.
 final class SignInHarness {
     let emulator: GoogleEmulator
     let ivy: IvyHome
@@ -23,6 +24,16 @@ final class SignInHarness {
         try await state.approve(userCode: code, email: "alice@example.com")
     }) async throws -> RunResult {
         await emulator.state.setDeviceCode(interval: 0)
+        if interrupt { return try await interruptedLogin() }
+        let login = ivy.start(["login"])
+        if let userCode = await login.output.first(/\b([A-Z]{4}-[A-Z]{4})\b/) {
+            try await decide(emulator.state, userCode)
+        }
+        return await login.finish()
+    }
+
+    /// `ivy login` as a process, interrupted (SIGINT) once it shows the code.
+    private func interruptedLogin() async throws -> RunResult {
         let process = Process()
         process.executableURL = IvyHome.binary
         process.arguments = ["login"]
@@ -42,13 +53,7 @@ final class SignInHarness {
                 if let match = text.firstMatch(of: /\b([A-Z]{4}-[A-Z]{4})\b/) { return (seen, String(match.1)) }
             }
         }
-        if let userCode = code.1 {
-            if interrupt {
-                kill(process.processIdentifier, SIGINT)
-            } else {
-                try await decide(emulator.state, userCode)
-            }
-        }
+        if code.1 != nil { kill(process.processIdentifier, SIGINT) }
         let (rest, errors) = try await offCooperativePool { () -> (Data, Data) in
             let rest = out.fileHandleForReading.readDataToEndOfFile()
             let errors = err.fileHandleForReading.readDataToEndOfFile()
@@ -95,7 +100,7 @@ struct LoginTests {
             #expect(token["email"] as? String == "alice@example.com")
             #expect(token["permission_id"] as? String == "04871234567890123456")
             #expect(token["refresh_token"] is String && token["expires_at"] is Int)
-            let status = try #require(try await harness.ivy.runAsync("status", "--json").json() as? [String: Any])
+            let status = try #require(try await harness.ivy.run("status", "--json").json() as? [String: Any])
             #expect(status["authenticated"] as? Bool == true)
             #expect(status["account"] as? String == "alice@example.com")
             #expect(status["refresh_token_present"] as? Bool == true)
@@ -118,7 +123,7 @@ struct LoginTests {
         try await withSignIn { harness in
             await harness.emulator.state.setDeviceCodeLimit(perMinute: 1)
             #expect(try await harness.login().status == 0)
-            let second = try await harness.ivy.runAsync("login")
+            let second = try await harness.ivy.run("login")
             #expect(second.status == 1)
             #expect(second.stderr.contains("rate_limit_exceeded") && second.stderr.contains("wait a few minutes"))
         }
@@ -129,7 +134,7 @@ struct LoginTests {
         try await withSignIn { harness in
             harness.ivy.environment["IVY_CLIENT_ID"] = nil
             harness.ivy.environment["IVY_CLIENT_SECRET"] = nil
-            let result = try await harness.ivy.runAsync("login")
+            let result = try await harness.ivy.run("login")
             #expect(result.status == 1)
             #expect(result.stderr.contains("TVs and Limited Input devices") && result.stderr.contains("ivy config set client_id"))
         }
@@ -138,7 +143,7 @@ struct LoginTests {
     @Test("plain http to a non-loopback host is refused before any request")
     func insecureEndpoint() async throws {
         try await withSignIn { harness in
-            let result = try await harness.ivy.runAsync(["login"], environment: ["IVY_OAUTH_URL": "http://oauth2.googleapis.com"])
+            let result = try await harness.ivy.run(["login"], environment: ["IVY_OAUTH_URL": "http://oauth2.googleapis.com"])
             #expect(result.status == 1 && result.stderr.contains("https://"))
             #expect(await harness.emulator.state.requests.isEmpty)
         }
@@ -149,8 +154,8 @@ struct LoginTests {
         try await withSignIn { harness in
             harness.ivy.environment["IVY_CLIENT_ID"] = nil
             harness.ivy.environment["IVY_CLIENT_SECRET"] = nil
-            try await harness.ivy.runAsync("config", "set", "client_id", GoogleEmulator.defaultClient.id)
-            try await harness.ivy.runAsync("config", "set", "client_secret", GoogleEmulator.defaultClient.secret)
+            try await harness.ivy.run("config", "set", "client_id", GoogleEmulator.defaultClient.id)
+            try await harness.ivy.run("config", "set", "client_secret", GoogleEmulator.defaultClient.secret)
             #expect(try await harness.login().status == 0)
         }
     }
@@ -159,10 +164,10 @@ struct LoginTests {
     func logout() async throws {
         try await withSignIn { harness in
             _ = try await harness.login()
-            let result = try await harness.ivy.runAsync("logout")
+            let result = try await harness.ivy.run("logout")
             #expect(result.status == 0 && result.stdout.hasPrefix("Signed out of alice@example.com"))
             #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
-            #expect(try await harness.ivy.runAsync("logout").stdout == "Not signed in.\n")
+            #expect(try await harness.ivy.run("logout").stdout == "Not signed in.\n")
         }
     }
 
@@ -170,7 +175,7 @@ struct LoginTests {
     func accountSwitch() async throws {
         try await withSignIn { harness in
             _ = try await harness.login()
-            _ = try harness.ivy.id("book", "add", "--title", "Dune")
+            _ = try await harness.ivy.id("book", "add", "--title", "Dune")
             try harness.ivy.execute("INSERT INTO sync_manifest (entity_type, entity_id) VALUES ('book', 'abc')")
             try harness.ivy.execute("INSERT INTO settings (key, value) VALUES ('folder_ivy_id', 'F1')")
             let same = try await harness.login()
@@ -199,7 +204,7 @@ struct LoginTests {
         try await withSignIn { harness in
             _ = try await harness.login()
             try Data("garbage".utf8).write(to: URL(fileURLWithPath: harness.tokenFile))
-            let status = try await harness.ivy.runAsync("status", "--json")
+            let status = try await harness.ivy.run("status", "--json")
             #expect(status.status == 0)
             let json = try #require(try status.json() as? [String: Any])
             #expect(json["authenticated"] as? Bool == false)
@@ -212,11 +217,11 @@ struct LoginTests {
         try await withSignIn { harness in
             var printed = [try await harness.login()]
             let token = try harness.storedToken()
-            printed.append(try await harness.ivy.runAsync("status"))
-            printed.append(try await harness.ivy.runAsync("status", "--json"))
-            printed.append(try await harness.ivy.runAsync("config", "list"))
-            printed.append(try await harness.ivy.runAsync("sync"))
-            printed.append(try await harness.ivy.runAsync("logout", "--revoke", "--yes"))
+            printed.append(try await harness.ivy.run("status"))
+            printed.append(try await harness.ivy.run("status", "--json"))
+            printed.append(try await harness.ivy.run("config", "list"))
+            printed.append(try await harness.ivy.run("sync"))
+            printed.append(try await harness.ivy.run("logout", "--revoke", "--yes"))
             let log = (try? String(contentsOfFile: harness.ivy.home + "/ivy.log", encoding: .utf8)) ?? ""
             #expect(log.contains("sync finished"))
             let everything = printed.map { $0.stdout + $0.stderr }.joined() + log
@@ -234,7 +239,7 @@ struct LoginTests {
             let login = try await harness.login()
             #expect(login.status == 0, "\(login.stderr)")
             #expect(login.stdout.contains("Signed in as Google account 04871234567890123456"))
-            let status = try #require(try await harness.ivy.runAsync("status", "--json").json() as? [String: Any])
+            let status = try #require(try await harness.ivy.run("status", "--json").json() as? [String: Any])
             #expect(status["account"] as? String == "Google account 04871234567890123456")
         }
     }

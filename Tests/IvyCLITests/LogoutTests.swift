@@ -30,9 +30,9 @@ extension SignInHarness {
 }
 
 extension IvyHome {
-    /// Runs `ivy` with a pseudo-terminal as standard input and `input` typed into it: a
-    /// person answering a question on a terminal. Output goes to files, as in `run`.
-    func runOnTerminal(_ arguments: [String], typing input: String) async throws -> RunResult {
+    /// Runs the `ivy` binary with a pseudo-terminal as standard input and `input` typed into
+    /// it: a person answering a question on a terminal. Output goes to files, as in `runBinary`.
+    func runBinaryOnTerminal(_ arguments: [String], typing input: String) async throws -> RunResult {
         try await offCooperativePool { [self] in
             // posix_openpt and friends are not in Swift's Glibc module; this is what they do:
             // unlock the new pseudo-terminal (TIOCSPTLCK) and ask its number (TIOCGPTN).
@@ -84,13 +84,13 @@ struct LogoutTests {
         try await withSignIn { harness in
             _ = try await harness.login()
             let phone = try await harness.phoneSignsIn()
-            let result = try await harness.ivy.runAsync("logout")
+            let result = try await harness.ivy.run("logout")
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdout.contains("Signed out of alice@example.com on this computer") && result.stdout.contains("stay signed in"))
             #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
             #expect(await harness.revocations == 0)
             #expect(try await harness.refreshStatus(phone) == 200, "the phone is still signed in")
-            let status = try #require(try await harness.ivy.runAsync("status", "--json").json() as? [String: Any])
+            let status = try #require(try await harness.ivy.run("status", "--json").json() as? [String: Any])
             #expect(status["authenticated"] as? Bool == false)
         }
     }
@@ -99,12 +99,12 @@ struct LogoutTests {
     func revokeNeedsConfirmation() async throws {
         try await withSignIn { harness in
             _ = try await harness.login()
-            let result = try await harness.ivy.runAsync("logout", "--revoke")
+            let result = try await harness.ivy.run("logout", "--revoke")
             #expect(result.status == 64)
             #expect(result.stderr.contains("--yes") && result.stderr.contains("Ivy app"))
             #expect(FileManager.default.fileExists(atPath: harness.tokenFile))
             #expect(await harness.revocations == 0)
-            #expect(try await harness.ivy.runAsync("logout", "--yes").status == 64, "--yes alone means nothing")
+            #expect(try await harness.ivy.run("logout", "--yes").status == 64, "--yes alone means nothing")
         }
     }
 
@@ -113,7 +113,7 @@ struct LogoutTests {
         try await withSignIn { harness in
             _ = try await harness.login()
             let phone = try await harness.phoneSignsIn()
-            let result = try await harness.ivy.runAsync("logout", "--revoke", "--yes")
+            let result = try await harness.ivy.run("logout", "--revoke", "--yes")
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdout.contains("revoked its access at Google") && result.stdout.contains("Ivy app"))
             #expect(await harness.emulator.state.requests.contains { $0.path == "/revoke" && $0.status == 200 })
@@ -141,7 +141,7 @@ struct LogoutTests {
         try await withSignIn { harness in
             _ = try await harness.login()
             try Data("garbage".utf8).write(to: URL(fileURLWithPath: harness.tokenFile))
-            let result = try await harness.ivy.runOnTerminal(["logout", "--revoke"], typing: "\n")
+            let result = try await harness.ivy.runBinaryOnTerminal(["logout", "--revoke"], typing: "\n")
             #expect(result.status == 0 && result.stdout == "Not signed in.\n", "\(result.stdout) \(result.stderr)")
             #expect(result.stderr.components(separatedBy: "damaged").count == 2, "one warning: \(result.stderr)")
             #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
@@ -154,7 +154,7 @@ struct LogoutTests {
         try await withSignIn { harness in
             _ = try await harness.login()
             await harness.emulator.stop()
-            let result = try await harness.ivy.runAsync("logout", "--revoke", "--yes")
+            let result = try await harness.ivy.run("logout", "--revoke", "--yes")
             #expect(result.status == 0)
             #expect(result.stderr.contains("warning: could not reach Google"))
             #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))

@@ -12,8 +12,8 @@ struct ManPageTests {
     static var text: String { page.replacingOccurrences(of: "\\-", with: "-") }
 
     @Test("documents every command and every option that --help shows", arguments: HelpTests.commands)
-    func coverage(command: [String]) throws {
-        let help = try IvyHome().run(command + ["--help"]).stdout
+    func coverage(command: [String]) async throws {
+        let help = try await IvyHome().run(command + ["--help"]).stdout
         let options = Set(help.matches(of: /--[a-z][a-z-]+/).map { String($0.output) })
         let text = Self.text
         let missing = options.filter { !text.contains($0) }.sorted()
@@ -23,7 +23,7 @@ struct ManPageTests {
     }
 
     @Test("renders without groff warnings")
-    func groff() throws {
+    func groff() async throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["groff", "-mandoc", "-ww", "-z", "-"]

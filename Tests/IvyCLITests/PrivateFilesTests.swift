@@ -8,17 +8,17 @@ struct PrivateFilesTests {
     func leftoversAndCache() async throws {
         try await withEmulator { emulator in
             let laptop = try await SignInHarness.signedIn(emulator)
-            try laptop.addLibrary(books: 1, clips: 1)
+            try await laptop.addLibrary(books: 1, clips: 1)
             let audio = laptop.ivy.home + "/audio"
             let leftovers = [".download-0F8A2C1E", ".upload-5B7D9E3F"]
             for name in leftovers { #expect(FileManager.default.createFile(atPath: audio + "/" + name, contents: Data(count: 4096))) }
-            let first = try await laptop.ivy.runAsync("sync")
+            let first = try await laptop.ivy.run("sync")
             #expect(first.status == 0, "\(first.stderr)")
             let remaining = try FileManager.default.contentsOfDirectory(atPath: audio)
             #expect(remaining.count == 1 && remaining.allSatisfy { $0.hasSuffix(".mp3") }, "\(remaining)")
 
             let desktop = try await SignInHarness.signedIn(emulator)
-            let second = try await desktop.ivy.runAsync("sync")
+            let second = try await desktop.ivy.run("sync")
             #expect(second.status == 0 && second.stdout.hasPrefix("Synced: 2 downloaded"), "\(second.stdout) \(second.stderr)")
             for device in [laptop, desktop] {
                 #expect(!FileManager.default.fileExists(atPath: device.ivy.path + "/.cache"), "HOME is \(device.ivy.path)")

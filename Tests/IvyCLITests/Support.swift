@@ -1,8 +1,11 @@
 import Foundation
 import GRDB
+import IvyCommands
+import IvyCore
+import Synchronization
 import Testing
 
-/// What one run of the `ivy` binary printed and how it ended.
+/// What one run of ivy printed and how it ended, in-process or through the binary.
 struct RunResult {
     let status: Int32
     let stdout: String
@@ -15,7 +18,8 @@ struct RunResult {
     }
 }
 
-/// The built `ivy` binary run in a fresh home, as a user would run it.
+/// A fresh home to run ivy in: in-process on a test context (`run`), or as the built
+/// binary (`runBinary`) for what only a process shows.
 /// (`@unchecked`: its environment is set up before any concurrent use.)
 final class IvyHome: @unchecked Sendable {
     let path: String
@@ -38,17 +42,48 @@ final class IvyHome: @unchecked Sendable {
         return executable.deletingLastPathComponent().appendingPathComponent("ivy")
     }()
 
-    /// Runs `ivy` with `arguments`; output goes through files so large output cannot block.
+    /// Runs ivy's command in this process, on a context with this home's environment
+    /// (merged with `extra`), no terminal, and `input` as standard input; the status and
+    /// error text are the binary's (`IvyCommand.main`).
     @discardableResult
-    func run(_ arguments: String..., environment extra: [String: String] = [:]) throws -> RunResult {
-        try run(arguments, environment: extra)
+    func run(_ arguments: String..., environment extra: [String: String] = [:]) async throws -> RunResult {
+        try await run(arguments, environment: extra)
+    }
+
+    @discardableResult
+    func run(
+        _ arguments: [String], environment extra: [String: String] = [:], input: [String] = []
+    ) async throws -> RunResult {
+        await start(arguments, environment: extra, input: input).finish()
+    }
+
+    /// Starts ivy's command in this process; its output can be read while it runs.
+    func start(
+        _ arguments: [String], environment extra: [String: String] = [:], input: [String] = [], onTerminal: Bool = false
+    ) -> RunningCommand {
+        RunningCommand(
+            arguments, environment: environment.merging(extra) { $1 }, workingDirectory: path, input: input,
+            onTerminal: onTerminal)
+    }
+
+    /// Runs ivy's command in this process with standard input on a terminal, `input`
+    /// typed into it: a person answering a question.
+    func runOnTerminal(_ arguments: [String], typing input: String) async throws -> RunResult {
+        let lines = input.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+        return await start(arguments, input: lines, onTerminal: true).finish()
+    }
+
+    /// Runs the `ivy` binary with `arguments`; output goes through files so large output cannot block.
+    @discardableResult
+    func runBinary(_ arguments: String..., environment extra: [String: String] = [:]) throws -> RunResult {
+        try runBinary(arguments, environment: extra)
     }
 
     /// Runs `ivy` with `arguments`, started through `wrapper` when given (`["/bin/sh", "-c",
     /// "umask 002; exec \"$0\" \"$@\""]`, `setpriv …`): the wrapper's arguments, then the
     /// binary, then `arguments`.
     @discardableResult
-    func run(
+    func runBinary(
         _ arguments: [String], environment extra: [String: String] = [:], through wrapper: [String] = []
     ) throws -> RunResult {
         let process = Process()
@@ -87,18 +122,20 @@ final class IvyHome: @unchecked Sendable {
     /// Runs `ivy` on a GCD thread: waiting on a subprocess must not block Swift's few
     /// cooperative threads, which an in-process emulator needs to answer that subprocess.
     @discardableResult
-    func runAsync(_ arguments: String..., environment extra: [String: String] = [:]) async throws -> RunResult {
-        try await runAsync(arguments, environment: extra)
+    func runBinaryAsync(_ arguments: String..., environment extra: [String: String] = [:]) async throws -> RunResult {
+        try await runBinaryAsync(arguments, environment: extra)
     }
 
     @discardableResult
-    func runAsync(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> RunResult {
-        try await offCooperativePool { try self.run(arguments, environment: extra) }
+    func runBinaryAsync(
+        _ arguments: [String], environment extra: [String: String] = [:], through wrapper: [String] = []
+    ) async throws -> RunResult {
+        try await offCooperativePool { try self.runBinary(arguments, environment: extra, through: wrapper) }
     }
 
     /// Runs a command that must succeed and returns its output's first line.
-    func id(_ arguments: String...) throws -> String {
-        let result = try run(arguments)
+    func id(_ arguments: String...) async throws -> String {
+        let result = try await run(arguments)
         #expect(result.status == 0, "ivy \(arguments.joined(separator: " ")): \(result.stderr)")
         return result.lines.first ?? ""
     }
@@ -128,9 +165,125 @@ final class IvyHome: @unchecked Sendable {
     }
 }
 
+/// One in-process run of ivy's command on a test context, started as a task.
+final class RunningCommand: Sendable {
+    let output = Captured()
+    let error = Captured()
+    private let task: Task<Int32, Never>
+
+    init(
+        _ arguments: [String], environment: [String: String], workingDirectory: String, input: [String],
+        onTerminal: Bool
+    ) {
+        let lines = Mutex(input[...])
+        var terminal = Terminal.none(environment: environment)
+        terminal.input = onTerminal
+        let context = Context(
+            streams: Streams(output: { [output] in output.append($0) }, error: { [error] in error.append($0) }),
+            terminal: terminal,
+            environment: environment,
+            workingDirectory: workingDirectory,
+            readLine: { lines.withLock { $0.popFirst() } },
+            clock: WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) },
+            ids: .uuid)
+        task = Task(executorPreference: BlockingWorkExecutor.shared) { [output, error] in
+            let status = await IvyCommand.main(arguments, context: context)
+            output.close()
+            error.close()
+            return status
+        }
+    }
+
+    func finish() async -> RunResult {
+        let status = await task.value
+        return RunResult(status: status, stdout: output.text, stderr: error.text)
+    }
+}
+
+/// Runs in-process commands on GCD threads. A command blocks its thread now and then, as
+/// in the binary (SQLite's busy wait, a `flock`); on one of Swift's few cooperative
+/// threads that would starve the in-process emulators and every other test.
+final class BlockingWorkExecutor: TaskExecutor {
+    static let shared = BlockingWorkExecutor()
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        blockingWork.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
+
+/// Text a command writes, kept whole and also handed out as it comes.
+final class Captured: Sendable {
+    private let kept = Mutex("")
+    let chunks: AsyncStream<String>
+    private let continuation: AsyncStream<String>.Continuation
+
+    init() {
+        (chunks, continuation) = AsyncStream.makeStream()
+    }
+
+    func append(_ text: String) {
+        kept.withLock { $0 += text }
+        continuation.yield(text)
+    }
+
+    func close() { continuation.finish() }
+
+    var text: String { kept.withLock { $0 } }
+
+    /// Waits until the text so far matches `pattern`, and returns the match's first group;
+    /// nil when the command ended first.
+    func first(_ pattern: Regex<(Substring, Substring)>) async -> String? {
+        var seen = ""
+        for await chunk in chunks {
+            seen += chunk
+            if let match = seen.firstMatch(of: pattern) { return String(match.1) }
+        }
+        return nil
+    }
+}
+
+/// Where blocking work runs: threads of our own, one more whenever every one is busy, so one
+/// blocked wait never holds up another. (Linux's libdispatch adds a thread to its global
+/// queues only when its monitor, about once a second, sees the ones it has blocked.)
+let blockingWork = ThreadPool()
+
+final class ThreadPool: @unchecked Sendable {
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var jobs: [@Sendable () -> Void] = []
+    private var idle = 0
+
+    func async(_ job: @escaping @Sendable () -> Void) {
+        condition.lock()
+        defer { condition.unlock() }
+        jobs.append(job)
+        if jobs.count > idle {
+            let thread = Thread { [self] in work() }
+            thread.start()
+        } else {
+            condition.signal()
+        }
+    }
+
+    private func work() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty {
+                idle += 1
+                condition.wait()
+                idle -= 1
+            }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job()
+        }
+    }
+}
+
 /// Runs blocking work (subprocess waits, pipe reads) on a GCD thread and awaits it.
 func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        blockingWork.async { continuation.resume(with: Result { try work() }) }
     }
 }

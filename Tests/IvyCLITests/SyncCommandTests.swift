@@ -12,12 +12,12 @@ extension SignInHarness {
         return harness
     }
 
-    func addLibrary(books: Int, clips: Int, audioBytes: Int = 2000) throws {
+    func addLibrary(books: Int, clips: Int, audioBytes: Int = 2000) async throws {
         var bookIDs: [String] = []
-        for index in 0..<books { bookIDs.append(try ivy.id("book", "add", "--title", "Book \(index)", "--position", "\(index)")) }
+        for index in 0..<books { bookIDs.append(try await ivy.id("book", "add", "--title", "Book \(index)", "--position", "\(index)")) }
         for index in 0..<clips {
             let audio = try ivy.mp3("clip\(index).mp3", size: audioBytes)
-            _ = try ivy.id("clip", "add", "--book", bookIDs[index % max(1, bookIDs.count)], "--start", "\(index)", "--duration", "5", "--audio", audio, "--note", "note \(index)")
+            _ = try await ivy.id("clip", "add", "--book", bookIDs[index % max(1, bookIDs.count)], "--start", "\(index)", "--duration", "5", "--audio", audio, "--note", "note \(index)")
         }
     }
 
@@ -34,20 +34,20 @@ struct SyncCommandTests {
     func twoDevices() async throws {
         try await withEmulator { emulator in
             let laptop = try await SignInHarness.signedIn(emulator)
-            try laptop.addLibrary(books: 3, clips: 2)
-            let first = try await laptop.ivy.runAsync("sync", "--json")
+            try await laptop.addLibrary(books: 3, clips: 2)
+            let first = try await laptop.ivy.run("sync", "--json")
             #expect(first.status == 0, "\(first.stderr)")
             let report = try #require(try first.json() as? [String: Any])
             #expect((report["uploaded"] as? [String: Int]) == ["books": 3, "clips": 2])
             let server = try await SignInHarness.signedIn(emulator)
-            let second = try await server.ivy.runAsync("sync")
+            let second = try await server.ivy.run("sync")
             #expect(second.status == 0 && second.stdout.hasPrefix("Synced: 5 downloaded"))
             #expect(try server.library() == laptop.library())
             for clip in try laptop.ivy.sql("SELECT id FROM clips").map({ $0["id"] as String }) {
                 #expect(FileManager.default.contents(atPath: server.ivy.home + "/audio/\(clip).mp3") == FileManager.default.contents(atPath: laptop.ivy.home + "/audio/\(clip).mp3"))
             }
             await emulator.state.clearRequests()
-            let quiet = try await laptop.ivy.runAsync("sync", "--json")
+            let quiet = try await laptop.ivy.run("sync", "--json")
             #expect((try quiet.json() as? [String: Any])?["requests"] as? Int == 3, "the folders, the books, the clips")
             #expect(await emulator.state.requests.count == 3)
         }
@@ -57,8 +57,8 @@ struct SyncCommandTests {
     func dryRun() async throws {
         try await withEmulator { emulator in
             let device = try await SignInHarness.signedIn(emulator)
-            try device.addLibrary(books: 1, clips: 0)
-            let result = try await device.ivy.runAsync("sync", "--dry-run")
+            try await device.addLibrary(books: 1, clips: 0)
+            let result = try await device.ivy.run("sync", "--dry-run")
             #expect(result.status == 0)
             #expect(result.stdout.contains("upload: new here") && result.stdout.contains("Would sync: 1 uploaded"))
             #expect(await emulator.state.dump().isEmpty)
@@ -71,29 +71,47 @@ struct SyncCommandTests {
     func autoSkips() async throws {
         try await withEmulator { emulator in
             let signedOut = try SignInHarness(emulator: emulator)
-            try signedOut.addLibrary(books: 1, clips: 0)
+            try await signedOut.addLibrary(books: 1, clips: 0)
             let device = try await SignInHarness.signedIn(emulator)
-            try device.addLibrary(books: 1, clips: 0)
+            try await device.addLibrary(books: 1, clips: 0)
             await emulator.state.clearRequests()
-            var results = [try await signedOut.ivy.runAsync("sync", "--auto")]
-            try await device.ivy.runAsync("config", "set", "sync_enabled", "false")
-            results.append(try await device.ivy.runAsync("sync", "--auto"))
-            try await device.ivy.runAsync("config", "set", "sync_enabled", "true")
+            var results = [try await signedOut.ivy.run("sync", "--auto")]
+            try await device.ivy.run("config", "set", "sync_enabled", "false")
+            results.append(try await device.ivy.run("sync", "--auto"))
+            try await device.ivy.run("config", "set", "sync_enabled", "true")
             try device.ivy.execute("INSERT INTO settings (key, value) VALUES ('last_sync_time', '\(Int64(Date().timeIntervalSince1970 * 1000))')")
-            results.append(try await device.ivy.runAsync("sync", "--auto"))
+            results.append(try await device.ivy.run("sync", "--auto"))
             try device.ivy.execute("DELETE FROM settings WHERE key = 'last_sync_time'")
             let lock = try HeldLock(path: device.ivy.home + "/ivy.lock")
-            results.append(try await device.ivy.runAsync("sync", "--auto"))
+            results.append(try await device.ivy.run("sync", "--auto"))
             for result in results {
                 #expect(result.status == 0 && result.stdout.isEmpty && result.stderr.isEmpty, "\(result.stderr)")
             }
             #expect(await emulator.state.requests.isEmpty)
             // Interactive: the held lock is an error naming the other process.
-            let busy = try await device.ivy.runAsync("sync")
+            let busy = try await device.ivy.run("sync")
             #expect(busy.status == 4 && busy.stderr.contains("another sync is running (process \(getpid()))"))
             lock.release()
-            #expect(try await device.ivy.runAsync("sync", "--auto").status == 0)
+            #expect(try await device.ivy.run("sync", "--auto").status == 0)
             #expect(await emulator.state.dump().count == 4)
+        }
+    }
+
+    @Test("two syncs in one process exclude each other as two processes do: the lock is flock, held per open file")
+    func twoSyncsInOneProcess() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            try await device.addLibrary(books: 1, clips: 0)
+            await emulator.state.addFault(FaultRule(method: "GET", pathContains: "/drive/v3/files", hold: true))
+            let first = device.ivy.start(["sync"])
+            await emulator.state.waitForHeld(count: 1)
+            let second = try await device.ivy.run("sync")
+            #expect(second.status == 4 && second.stderr.contains("another sync is running (process \(getpid()))"))
+            await emulator.state.clearFaults()
+            await emulator.state.releaseHeld()
+            let finished = await first.finish()
+            #expect(finished.status == 0, "\(finished.stderr)")
+            #expect(try await device.ivy.run("sync").status == 0, "the lock was freed")
         }
     }
 
@@ -101,7 +119,7 @@ struct SyncCommandTests {
     func signedOut() async throws {
         try await withEmulator { emulator in
             let stranger = try SignInHarness(emulator: emulator)
-            let refused = try await stranger.ivy.runAsync("sync")
+            let refused = try await stranger.ivy.run("sync")
             #expect(refused.status == 3 && refused.stderr.contains("ivy login"))
             let device = try await SignInHarness.signedIn(emulator)
             await emulator.state.revoke(email: "alice@example.com")
@@ -109,11 +127,11 @@ struct SyncCommandTests {
             var token = try device.storedToken()
             token["expires_at"] = 0
             try JSONSerialization.data(withJSONObject: token).write(to: URL(fileURLWithPath: device.tokenFile))
-            let auto = try await device.ivy.runAsync("sync", "--auto")
+            let auto = try await device.ivy.run("sync", "--auto")
             #expect(auto.status == 0 && auto.stdout.isEmpty && auto.stderr.isEmpty)
-            let interactive = try await device.ivy.runAsync("sync")
+            let interactive = try await device.ivy.run("sync")
             #expect(interactive.status == 3 && interactive.stderr.contains("ivy login"))
-            let status = try #require(try await device.ivy.runAsync("status", "--json").json() as? [String: Any])
+            let status = try #require(try await device.ivy.run("status", "--json").json() as? [String: Any])
             #expect(status["authenticated"] as? Bool == false && status["signed_out_reason"] is String)
         }
     }
@@ -122,37 +140,47 @@ struct SyncCommandTests {
     func unreachable() async throws {
         try await withEmulator { emulator in
             let device = try await SignInHarness.signedIn(emulator)
-            try device.addLibrary(books: 2, clips: 0)
+            try await device.addLibrary(books: 2, clips: 0)
             device.ivy.environment["IVY_DRIVE_URL"] = "http://127.0.0.1:9"
-            let auto = try await device.ivy.runAsync("sync", "--auto")
+            let auto = try await device.ivy.run("sync", "--auto")
             #expect(auto.status == 0 && auto.stderr.isEmpty)
             let log = try String(contentsOfFile: device.ivy.home + "/ivy.log", encoding: .utf8)
             #expect(log.contains("sync failed"))
             #expect(try device.ivy.count("SELECT count(*) FROM sync_queue") == 2)
-            let interactive = try await device.ivy.runAsync("sync")
+            let interactive = try await device.ivy.run("sync")
             #expect(interactive.status == 1 && interactive.stderr.contains("Error:"))
         }
+    }
+
+    @Test("reset-manifest on a terminal asks first; only yes forgets", arguments: [("y\n", true), ("no\n", false), ("", false)])
+    func resetManifestAsks(answer: String, forgets: Bool) async throws {
+        let ivy = try IvyHome()
+        _ = try await ivy.id("book", "add", "--title", "Dune")
+        let result = try await ivy.runOnTerminal(["reset-manifest"], typing: answer)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.hasPrefix("Forget what this library last synced?"))
+        #expect(result.stdout.hasSuffix(forgets ? "the next `ivy sync` is a full re-sync.\n" : "Nothing changed.\n"))
     }
 
     @Test("queue, retry-failed and reset-manifest")
     func repairTools() async throws {
         try await withEmulator { emulator in
             let device = try await SignInHarness.signedIn(emulator)
-            try device.addLibrary(books: 1, clips: 0)
+            try await device.addLibrary(books: 1, clips: 0)
             try device.ivy.execute("UPDATE sync_queue SET attempts = 3, last_error = 'Drive is full'")
-            let queue = try #require(try await device.ivy.runAsync("queue", "--json").json() as? [[String: Any]])
+            let queue = try #require(try await device.ivy.run("queue", "--json").json() as? [[String: Any]])
             #expect(queue.count == 1 && queue[0]["failed"] as? Bool == true && queue[0]["last_error"] as? String == "Drive is full")
-            #expect(try await device.ivy.runAsync("queue").stdout.contains("failed"))
-            let held = try await device.ivy.runAsync("sync", "--json")
+            #expect(try await device.ivy.run("queue").stdout.contains("failed"))
+            let held = try await device.ivy.run("sync", "--json")
             #expect((try held.json() as? [String: Any])?["held"] as? [Any] != nil)
             #expect(await emulator.state.dump().filter { $0.name.hasPrefix("book_") }.isEmpty)
-            #expect(try await device.ivy.runAsync("retry-failed").stdout == "1 failed item will be tried again at the next sync.\n")
-            #expect(try await device.ivy.runAsync("sync").status == 0)
-            #expect(try await device.ivy.runAsync("queue").stdout.contains("empty"))
-            let refused = try await device.ivy.runAsync("reset-manifest")
+            #expect(try await device.ivy.run("retry-failed").stdout == "1 failed item will be tried again at the next sync.\n")
+            #expect(try await device.ivy.run("sync").status == 0)
+            #expect(try await device.ivy.run("queue").stdout.contains("empty"))
+            let refused = try await device.ivy.run("reset-manifest")
             #expect(refused.status == 64 && refused.stderr.contains("--yes"))
-            #expect(try await device.ivy.runAsync("reset-manifest", "--yes").stdout.contains("Forgot 1 synced entry"))
-            let resync = try await device.ivy.runAsync("sync", "--json")
+            #expect(try await device.ivy.run("reset-manifest", "--yes").stdout.contains("Forgot 1 synced entry"))
+            let resync = try await device.ivy.run("sync", "--json")
             #expect(((try resync.json() as? [String: Any])?["conflicts"] as? [Any])?.isEmpty == true)
             let names = await emulator.state.dump().map(\.name)
             #expect(names.count == Set(names).count, "no duplicate files on Drive")
@@ -163,7 +191,7 @@ struct SyncCommandTests {
     func killNine() async throws {
         try await withEmulator { emulator in
             let device = try await SignInHarness.signedIn(emulator)
-            try device.addLibrary(books: 40, clips: 10, audioBytes: 20_000)
+            try await device.addLibrary(books: 40, clips: 10, audioBytes: 20_000)
             await emulator.state.setLatency(milliseconds: 5)
             await emulator.state.clearRequests()
             let process = Process()
@@ -178,13 +206,13 @@ struct SyncCommandTests {
             try await offCooperativePool { process.waitUntilExit() }
             #expect(process.terminationReason == .uncaughtSignal)
             await emulator.state.setLatency(milliseconds: 0)
-            let again = try await device.ivy.runAsync("sync")
+            let again = try await device.ivy.run("sync")
             #expect(again.status == 0, "\(again.stderr)")
             let names = await emulator.state.dump().map(\.name).filter { $0.hasPrefix("book_") || $0.hasPrefix("clip_") }
             #expect(names.count == 60 && Set(names).count == 60, "one file per name: \(names.count) files")
             #expect(try device.ivy.count("SELECT count(*) FROM sync_queue") == 0)
             let other = try await SignInHarness.signedIn(emulator)
-            #expect(try await other.ivy.runAsync("sync").status == 0)
+            #expect(try await other.ivy.run("sync").status == 0)
             #expect(try other.library() == device.library())
         }
     }

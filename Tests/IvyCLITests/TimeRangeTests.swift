@@ -16,8 +16,8 @@ struct TimeRangeCLITests {
         (["clip", "add", "--book", "0000", "--start", "1", "--duration", "99999999", "--audio", "a.mp3"],
          "durations are at most 10,000,000 seconds"),
     ])
-    func outOfRange(arguments: [String], message: String) throws {
-        let result = try ivy.run(arguments)
+    func outOfRange(arguments: [String], message: String) async throws {
+        let result = try await ivy.run(arguments)
         #expect(result.status == 64)
         #expect(result.stderr.contains(message), "stderr: \(result.stderr)")
         #expect(result.stdout.isEmpty)
@@ -25,18 +25,18 @@ struct TimeRangeCLITests {
     }
 
     @Test("update refuses an out-of-range time like add does")
-    func updateOutOfRange() throws {
-        let id = try ivy.id("book", "add", "--title", "Dune")
-        let result = try ivy.run("book", "update", id, "--position", "-5")
+    func updateOutOfRange() async throws {
+        let id = try await ivy.id("book", "add", "--title", "Dune")
+        let result = try await ivy.run("book", "update", id, "--position", "-5")
         #expect(result.status == 64)
         #expect(result.stderr.contains("positions are 0 or more"), "stderr: \(result.stderr)")
         #expect(try ivy.sql("SELECT position FROM books").first?["position"] == 0.0)
     }
 
     @Test("rows another program wrote before the time rules list and show without crashing")
-    func oldRowsShow() throws {
-        let book = try ivy.id("book", "add", "--title", "Huge")
-        let clip = try ivy.id(
+    func oldRowsShow() async throws {
+        let book = try await ivy.id("book", "add", "--title", "Huge")
+        let clip = try await ivy.id(
             "clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", try ivy.mp3("a.mp3"))
         // As the library looked before the time-range migration: no triggers, odd values.
         try ivy.execute("""
@@ -46,22 +46,22 @@ struct TimeRangeCLITests {
             UPDATE books SET position = 1e300;
             UPDATE clips SET start = -1, duration = 9e999;
             """)
-        let list = try ivy.run("book", "list")
+        let list = try await ivy.run("book", "list")
         #expect(list.status == 0, "\(list.stderr)")
         #expect(list.stdout.contains("1e+300 s"))
-        let show = try ivy.run("book", "show", book)
+        let show = try await ivy.run("book", "show", book)
         #expect(show.status == 0 && show.stdout.contains("1e+300 s"), "\(show.stderr)")
-        let clips = try ivy.run("clip", "list")
+        let clips = try await ivy.run("clip", "list")
         #expect(clips.status == 0 && clips.stdout.contains("-0:00:01") && clips.stdout.contains("inf s"), "\(clips.stderr)")
-        let clipShow = try ivy.run("clip", "show", clip)
+        let clipShow = try await ivy.run("clip", "show", clip)
         #expect(clipShow.status == 0 && clipShow.stdout.contains("inf s"), "\(clipShow.stderr)")
-        let json = try ivy.run("clip", "show", clip, "--json")
+        let json = try await ivy.run("clip", "show", clip, "--json")
         #expect(json.status == 0, "\(json.stderr)")
 
         // The next write must bring the time into range, and says how.
-        let rename = try ivy.run("book", "update", book, "--title", "Renamed")
+        let rename = try await ivy.run("book", "update", book, "--title", "Renamed")
         #expect(rename.status == 1)
         #expect(rename.stderr.contains("--position"), "\(rename.stderr)")
-        #expect(try ivy.run("book", "update", book, "--title", "Renamed", "--position", "10").status == 0)
+        #expect(try await ivy.run("book", "update", book, "--title", "Renamed", "--position", "10").status == 0)
     }
 }

@@ -3,25 +3,27 @@ import IvyCore
 
 /// Everything ivy prints goes through here: tables for people, JSON for programs.
 struct Output {
+    let streams: Streams
     /// Bold table headers only for a person at a terminal who has not asked for NO_COLOR.
     let styled: Bool
 
-    init(environment: [String: String]) {
-        styled = isatty(STDOUT_FILENO) == 1 && environment["NO_COLOR"] == nil
+    init(_ context: Context) {
+        streams = context.streams
+        styled = context.terminal.styled
     }
 
     func line(_ text: String = "") {
-        print(text)
-    }
-
-    /// Pushes buffered standard output out now (before a long wait).
-    func flush() {
-        fflush(nil)
+        streams.output(text + "\n")
     }
 
     /// One line on standard error; what it echoes (a Drive error, a file name) is escaped.
     func error(_ text: String) {
-        FileHandle.standardError.write(Data((TerminalText.escaped(text) + "\n").utf8))
+        streams.error(TerminalText.escaped(text) + "\n")
+    }
+
+    /// Text on standard error as it is: already escaped, or a progress line's control codes.
+    func errorText(_ text: String) {
+        streams.error(text)
     }
 
     /// Left-aligned columns, two spaces apart; the last column is not padded. Every cell is

@@ -7,9 +7,9 @@ import IvySystem
 import IvySync
 import Logging
 
-@main
-struct IvyCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+/// `ivy`: the root command. `IvyCommand.main(_:context:)` runs it on a home.
+package struct IvyCommand: ParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "ivy",
         abstract: "Keep an audiobook library of books and clips, backed up to Google Drive.",
         discussion: """
@@ -26,19 +26,38 @@ struct IvyCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    /// ArgumentParser's main, except that an error's message is escaped before it is printed:
-    /// it may echo a title, a Drive file name or a Google answer (see `Display`).
-    static func main() async {
+    package init() {}
+
+    /// Parses `arguments` (without the program name), runs the command on `context` and
+    /// returns the exit status. The binary and the in-process tests both run ivy through
+    /// here, so they see the same statuses and the same error text.
+    package static func main(_ arguments: [String], context: Context) async -> Int32 {
         do {
-            var command = try await asyncParseAsRoot()
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
+            var command = try parseAsRoot(arguments)
+            if let runnable = command as? any ContextCommand {
+                try await runnable.run(context)
             } else {
+                // A command group: ArgumentParser's own run shows its help.
                 try command.run()
             }
+            return 0
         } catch {
-            exit(withError: terminalSafe(error))
+            return status(for: error, context: context)
         }
+    }
+
+    /// ArgumentParser's ending for `error` (help on standard output, a message and perhaps
+    /// the usage on standard error, 64 for a usage error), except that an error's message is
+    /// escaped before it is printed: it may echo a title, a Drive file name or a Google
+    /// answer (see `Display`).
+    package static func status(for error: any Error, context: Context) -> Int32 {
+        let error = terminalSafe(error)
+        let status = exitCode(for: error).rawValue
+        let text = fullMessage(for: error, columns: context.terminal.width)
+        if !text.isEmpty {
+            (status == 0 ? context.streams.output : context.streams.error)(text + "\n")
+        }
+        return status
     }
 
     private static func terminalSafe(_ error: any Error) -> any Error {
@@ -57,6 +76,11 @@ struct IvyCommand: AsyncParsableCommand {
     }
 }
 
+/// A command that runs on an injected context rather than on the process.
+protocol ContextCommand: ParsableCommand {
+    func run(_ context: Context) async throws
+}
+
 /// An error whose message has been made safe to print.
 private struct EscapedError: LocalizedError {
     let errorDescription: String?
@@ -71,14 +95,12 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Keep every ivy file in DIR (overrides IVY_HOME).", valueName: "DIR"))
     var home: String?
 
-    /// The effects of one run: built here, from the real process, and nowhere else.
-    func context() throws -> Context {
-        let environment = ProcessInfo.processInfo.environment
+    /// The home this run works in, checked.
+    func home(_ context: Context) throws -> Home {
         let paths: IvyPaths
         do {
             paths = try IvyPaths.resolve(
-                home: home, environment: environment,
-                workingDirectory: FileManager.default.currentDirectoryPath)
+                home: home, environment: context.environment, workingDirectory: context.workingDirectory)
         } catch {
             throw ValidationError(error.message)
         }
@@ -87,23 +109,20 @@ struct GlobalOptions: ParsableArguments {
         for directory in Set([paths.configDirectory, paths.dataDirectory, paths.stateDirectory]).sorted() {
             try PrivateDirectory.check(directory)
         }
-        return Context(
-            paths: paths,
-            environment: environment,
-            clock: WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) },
-            ids: .uuid,
-            output: Output(environment: environment),
-            stdinIsTerminal: isatty(STDIN_FILENO) == 1)
+        return Home(paths: paths, context: context)
     }
 }
 
-struct Context {
+/// One run in one ivy home: the context and the home's paths, and what is built from them.
+struct Home {
     let paths: IvyPaths
-    let environment: [String: String]
-    let clock: WallClock
-    let ids: IDGenerator
-    let output: Output
-    let stdinIsTerminal: Bool
+    let context: Context
+
+    var environment: [String: String] { context.environment }
+    var clock: WallClock { context.clock }
+    var ids: IDGenerator { context.ids }
+    var terminal: Terminal { context.terminal }
+    var output: Output { Output(context) }
 
     /// The library; `readOnly` for commands that only read: they change nothing on disk, work
     /// on a read-only file or directory, and never wait for another program's write.
@@ -115,16 +134,22 @@ struct Context {
         GoogleEffects(transport: URLSessionTransport(), clock: clock, sleep: { try await Task.sleep(for: $0) })
     }
 
+    /// The token file; what is wrong with it is a warning on standard error.
     var tokenStore: TokenStore {
         let output = output
-        return TokenStore(path: paths.tokenFile, warn: { output.error("warning: \($0)") })
+        return tokenStore(warn: { output.error("warning: \($0)") })
+    }
+
+    /// The token file, with its warnings sent to `warn`. (The one place the CLI makes one.)
+    func tokenStore(warn: @escaping @Sendable (String) -> Void) -> TokenStore {
+        TokenStore(path: paths.tokenFile, warn: warn)
     }
 
     /// The sync lock, waiting for a running sync to finish (and saying so on a terminal).
     func waitForSyncLock() throws -> SyncLock {
-        let output = output
+        let output = output, terminal = terminal
         return try SyncLock.acquireWaiting(path: paths.lockFile) { pid in
-            guard isatty(STDERR_FILENO) == 1 else { return }
+            guard terminal.error else { return }
             output.error("waiting for the running sync\(pid.map { " (process \($0))" } ?? "") to finish…")
         }
     }

@@ -34,7 +34,7 @@ struct BookJSON: Encodable {
 }
 
 extension BookCommand {
-    struct Add: ParsableCommand {
+    struct Add: ContextCommand {
         static let configuration = CommandConfiguration(
             abstract: "Add a book and print its id.")
 
@@ -50,18 +50,18 @@ extension BookCommand {
             _ = try seconds(position, option: "--position")
         }
 
-        func run() throws {
-            let context = try global.context()
-            let book = try context.library().addBook(
-                id: context.ids.next(), title: title,
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
+            let book = try home.library().addBook(
+                id: home.ids.next(), title: title,
                 artist: artist.flatMap { $0.isEmpty ? nil : $0 },
                 artwork: artwork.flatMap { $0.isEmpty ? nil : $0 },
                 position: try seconds(position, option: "--position") ?? 0)
-            context.output.line(book.id)
+            home.output.line(book.id)
         }
     }
 
-    struct List: ParsableCommand {
+    struct List: ContextCommand {
         static let configuration = CommandConfiguration(
             abstract: "List books (archived and deleted ones only with --all).")
 
@@ -69,10 +69,10 @@ extension BookCommand {
         @Flag(help: "Include archived and deleted books.") var all = false
         @Flag(help: "Print one JSON array.") var json = false
 
-        func run() throws {
-            let context = try global.context()
-            let books = try context.library(readOnly: true).books(includeHidden: all)
-            let output = context.output
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
+            let books = try home.library(readOnly: true).books(includeHidden: all)
+            let output = home.output
             if json { return try output.json(books.map(BookJSON.init)) }
             guard !books.isEmpty else {
                 return output.line(all ? "No books yet; add one with `ivy book add --title TITLE`." : "No books to show; `ivy book list --all` includes archived ones, `ivy book add --title TITLE` adds one.")
@@ -87,21 +87,21 @@ extension BookCommand {
         }
     }
 
-    struct Show: ParsableCommand {
+    struct Show: ContextCommand {
         static let configuration = CommandConfiguration(abstract: "Show one book.")
 
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The book's id.") var id: String
         @Flag(help: "Print one JSON object.") var json = false
 
-        func run() throws {
-            let context = try global.context()
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
             let id = try checkedID(id, kind: .book)
-            guard let book = try context.library(readOnly: true).book(id: id) else {
+            guard let book = try home.library(readOnly: true).book(id: id) else {
                 throw StoreError.bookNotFound(id: id)
             }
-            if json { return try context.output.json(BookJSON(book: book)) }
-            context.output.fields([
+            if json { return try home.output.json(BookJSON(book: book)) }
+            home.output.fields([
                 ("id", book.id),
                 ("title", book.title),
                 ("artist", Display.optional(book.artist)),
@@ -115,7 +115,7 @@ extension BookCommand {
         }
     }
 
-    struct Update: ParsableCommand {
+    struct Update: ContextCommand {
         static let configuration = CommandConfiguration(
             abstract: "Change a book's title, artist, artwork or position.",
             discussion: "An empty --artist or --artwork clears it. Changing nothing writes nothing.")
@@ -137,16 +137,16 @@ extension BookCommand {
             }
         }
 
-        func run() throws {
-            let context = try global.context()
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
             let changes = BookChanges(
                 title: title, artist: clearable(artist), artwork: clearable(artwork),
                 position: try seconds(position, option: "--position"))
-            try change(book: id, changes, context: context, done: "updated")
+            try change(book: id, changes, home: home, done: "updated")
         }
     }
 
-    struct Archive: ParsableCommand {
+    struct Archive: ContextCommand {
         static let configuration = CommandConfiguration(
             abstract: "Archive a book: hide it from lists on every device.")
 
@@ -155,12 +155,12 @@ extension BookCommand {
 
         func validate() throws { _ = try checkedID(id, kind: .book) }
 
-        func run() throws {
-            try change(book: id, BookChanges(hidden: true), context: try global.context(), done: "archived")
+        func run(_ context: Context) async throws {
+            try change(book: id, BookChanges(hidden: true), home: try global.home(context), done: "archived")
         }
     }
 
-    struct Unarchive: ParsableCommand {
+    struct Unarchive: ContextCommand {
         static let configuration = CommandConfiguration(
             abstract: "Bring an archived or deleted book back into lists.",
             discussion: "If another device changes the same book before this change reaches it, the merge keeps the book hidden: hidden wins.")
@@ -170,12 +170,12 @@ extension BookCommand {
 
         func validate() throws { _ = try checkedID(id, kind: .book) }
 
-        func run() throws {
-            try change(book: id, BookChanges(hidden: false), context: try global.context(), done: "unarchived")
+        func run(_ context: Context) async throws {
+            try change(book: id, BookChanges(hidden: false), home: try global.home(context), done: "unarchived")
         }
     }
 
-    struct Delete: ParsableCommand {
+    struct Delete: ContextCommand {
         static let configuration = CommandConfiguration(
             abstract: "Delete a book: hide it and forget its local file.",
             discussion: "Books are never removed from the database or from Drive, so every device learns of the deletion; its clips stay.")
@@ -185,13 +185,14 @@ extension BookCommand {
 
         func validate() throws { _ = try checkedID(id, kind: .book) }
 
-        func run() throws {
-            try change(book: id, BookChanges(hidden: true, uri: .some(nil)), context: try global.context(), done: "deleted")
+        func run(_ context: Context) async throws {
+            let changes = BookChanges(hidden: true, uri: .some(nil))
+            try change(book: id, changes, home: try global.home(context), done: "deleted")
         }
     }
 }
 
-private func change(book id: String, _ changes: BookChanges, context: Context, done: String) throws {
-    let result = try context.library().updateBook(id: id, changes)
-    context.output.line(result.changed ? "\(done) \(id)" : "unchanged \(id)")
+private func change(book id: String, _ changes: BookChanges, home: Home, done: String) throws {
+    let result = try home.library().updateBook(id: id, changes)
+    home.output.line(result.changed ? "\(done) \(id)" : "unchanged \(id)")
 }

@@ -3,8 +3,9 @@ import Foundation
 import IvyCore
 import IvyGoogle
 import IvyStore
+import IvySync
 
-struct LoginCommand: AsyncParsableCommand {
+struct LoginCommand: ContextCommand {
     static let configuration = CommandConfiguration(
         commandName: "login",
         abstract: "Sign in to Google Drive with a code entered on any device (works over SSH).",
@@ -16,25 +17,36 @@ struct LoginCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    func run() async throws {
-        let context = try global.context()
-        try await Self.signIn(context, library: try context.library(), holdingSyncLock: false)
+    func run(_ context: Context) async throws {
+        let home = try global.home(context)
+        let library = try home.library()
+        try await Self.signIn(home, library: library, tokens: home.tokenStore, holdingSyncLock: false)
     }
 
-    /// The device flow, the account from Drive, the token file and the account binding.
-    /// The token is saved and the account bound under the sync lock (taken here unless the
-    /// caller holds it), so a running sync cannot write its account's token back over it.
+    /// Signs in (see `SignIn`), showing the code and then who signed in. Unless the caller
+    /// holds the sync lock, the token is saved under it, waiting for a running sync.
     @discardableResult
     static func signIn(
-        _ context: Context, library: LibraryDatabase, holdingSyncLock: Bool
+        _ home: Home, library: LibraryDatabase, tokens: TokenStore, holdingSyncLock: Bool
     ) async throws -> StoredToken {
-        let credentials = try context.credentials(library)
-        let endpoints = try context.endpoints()
-        let effects = context.google
-        let flow = DeviceFlow(endpoints: endpoints, credentials: credentials, effects: effects)
-        let authorization = try await flow.start()
+        let credentials = try home.credentials(library)
+        let signIn = SignIn(
+            library: library, tokens: tokens, lockFile: home.paths.lockFile, endpoints: try home.endpoints(),
+            credentials: credentials, effects: home.google)
+        let authorization = try await signIn.start()
+        showCode(authorization, output: home.output)
+        let output = home.output, terminal = home.terminal
+        let signedIn = try await signIn.finish(authorization, holdingSyncLock: holdingSyncLock) { pid in
+            guard terminal.error else { return }
+            output.error("waiting for the running sync\(pid.map { " (process \($0))" } ?? "") to finish…")
+        }
+        showAccount(signedIn, output: home.output)
+        return signedIn.token
+    }
+
+    private static func showCode(_ authorization: DeviceAuthorization, output: Output) {
         let minutes = max(1, authorization.expiresIn / 60)
-        context.output.line("""
+        output.line("""
             To sign in, open this page on any device:
 
                 \(authorization.verificationURL)
@@ -45,34 +57,22 @@ struct LoginCommand: AsyncParsableCommand {
 
             The code works for \(minutes) minute\(minutes == 1 ? "" : "s"). Waiting for approval (Ctrl-C to cancel)...
             """)
-        context.output.flush()
-        let tokens = try await flow.waitForApproval(authorization)
-        // Google's consent screen lets a person untick what ivy asks for; a sign-in without
-        // drive.file could do nothing. (Not revoked: that would sign the Ivy app out too.)
-        if let scope = tokens.scope, !scope.split(separator: " ").contains(Substring(DeviceFlow.scope)) {
-            throw GoogleError.missingDriveScope
-        }
-        let account = try await DriveAccount.fetch(
-            drive: endpoints.drive, accessToken: tokens.accessToken, transport: effects.transport, sleep: effects.sleep)
-        let token = StoredToken(
-            accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt, scope: tokens.scope,
-            clientID: credentials.id, email: account.email, permissionID: account.permissionID)
-        let lock = holdingSyncLock ? nil : try context.waitForSyncLock()
-        defer { withExtendedLifetime(lock) {} }
-        try context.tokenStore.save(token)
-        if try library.bindAccount(permissionID: account.permissionID, email: account.email) {
-            context.output.line("""
+    }
+
+    private static func showAccount(_ signedIn: SignIn.SignedIn, output: Output) {
+        let account = signedIn.account
+        if signedIn.forgotOtherAccount {
+            output.line("""
                 This library last synced with a different Google account. It has forgotten what it synced there; \
                 the next `ivy sync` uploads the whole library to \(Display.safe(account.email)). Queued changes are kept.
                 """)
         }
         let unnamed = account.emailShown ? "" : " (Google does not show ivy this account's email address)"
-        context.output.line("Signed in as \(Display.safe(account.email))\(unnamed)")
-        return token
+        output.line("Signed in as \(Display.safe(account.email))\(unnamed)")
     }
 }
 
-struct LogoutCommand: AsyncParsableCommand {
+struct LogoutCommand: ContextCommand {
     static let configuration = CommandConfiguration(
         commandName: "logout",
         abstract: "Sign out on this computer: delete the saved sign-in. The Ivy app stays signed in.",
@@ -100,53 +100,52 @@ struct LogoutCommand: AsyncParsableCommand {
         if yes && !revoke { throw ValidationError("--yes only goes with --revoke") }
     }
 
-    func run() async throws {
-        let context = try global.context()
-        let store = context.tokenStore
+    func run(_ context: Context) async throws {
+        let home = try global.home(context)
+        let store = home.tokenStore
         if revoke, !yes {
-            guard context.stdinIsTerminal else {
+            guard home.terminal.input else {
                 throw ValidationError("logout --revoke signs the Ivy app out too, so it asks first; run it on a terminal or pass --yes")
             }
             // No usable token file: nothing to revoke, so nothing to ask; the rest below
             // removes a damaged file and says so, as plain logout does.
             if let token = store.quietLoad() {
-                context.output.line(Self.consequence)
-                context.output.line("Revoke the access of \(Display.safe(token.email))? [y/N] ")
-                context.output.flush()
-                guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
-                    return context.output.line("Nothing changed.")
+                home.output.line(Self.consequence)
+                home.output.line("Revoke the access of \(Display.safe(token.email))? [y/N] ")
+                guard let answer = context.readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+                    return home.output.line("Nothing changed.")
                 }
             }
         }
         // A sync running now would write its refreshed token back after the delete.
-        let lock = try context.waitForSyncLock()
+        let lock = try home.waitForSyncLock()
         defer { withExtendedLifetime(lock) {} }
         guard let token = store.load() else {
             store.delete()
-            return context.output.line("Not signed in.")
+            return home.output.line("Not signed in.")
         }
         guard revoke else {
             store.delete()
-            return context.output.line(
+            return home.output.line(
                 "Signed out of \(Display.safe(token.email)) on this computer; the Ivy app and your other devices stay signed in.")
         }
         var revoked = false
         if let revocable = token.refreshToken ?? token.accessToken {
             do {
                 let response = try await DeviceFlow.revoke(
-                    revocable, endpoints: try context.endpoints(), transport: context.google.transport)
+                    revocable, endpoints: try home.endpoints(), transport: home.google.transport)
                 // 400 is Google's answer for a token it no longer knows: already revoked.
                 revoked = response.status == 200 || response.status == 400
                 if !revoked {
-                    context.output.error("warning: Google answered \(response.status) to the revocation; the sign-in may stay listed in your Google account's third-party access")
+                    home.output.error("warning: Google answered \(response.status) to the revocation; the sign-in may stay listed in your Google account's third-party access")
                 }
             } catch {
-                context.output.error("warning: could not reach Google to revoke the sign-in (\(error.localizedDescription)); the local token is deleted anyway")
+                home.output.error("warning: could not reach Google to revoke the sign-in (\(error.localizedDescription)); the local token is deleted anyway")
             }
         }
         store.delete()
-        guard revoked else { return context.output.line("Signed out of \(Display.safe(token.email)) on this computer.") }
-        context.output.line("""
+        guard revoked else { return home.output.line("Signed out of \(Display.safe(token.email)) on this computer.") }
+        home.output.line("""
             Signed out of \(Display.safe(token.email)) and revoked its access at Google: the Ivy app and ivy on your \
             other devices must sign in again.
             """)

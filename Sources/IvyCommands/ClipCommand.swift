@@ -32,7 +32,7 @@ struct ClipJSON: Encodable {
 }
 
 extension ClipCommand {
-    struct Add: ParsableCommand {
+    struct Add: ContextCommand {
         static let configuration = CommandConfiguration(
             abstract: "Add a clip to a book and print its id.",
             discussion: "The audio must be an MP3 of at most 50 MB (52,428,800 bytes); ivy keeps its own copy.")
@@ -53,20 +53,20 @@ extension ClipCommand {
             _ = try seconds(duration, option: "--duration")
         }
 
-        func run() throws {
-            let context = try global.context()
-            let clip = try context.library().addClip(
-                id: context.ids.next(), bookID: book,
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
+            let clip = try home.library().addClip(
+                id: home.ids.next(), bookID: book,
                 start: try seconds(start, option: "--start") ?? 0,
                 duration: try seconds(duration, option: "--duration") ?? 0,
                 note: note.flatMap { $0.isEmpty ? nil : $0 },
                 transcription: transcription.flatMap { $0.isEmpty ? nil : $0 },
                 audio: audio)
-            context.output.line(clip.id)
+            home.output.line(clip.id)
         }
     }
 
-    struct List: ParsableCommand {
+    struct List: ContextCommand {
         static let configuration = CommandConfiguration(abstract: "List clips, of every book or of one.")
 
         @OptionGroup var global: GlobalOptions
@@ -77,12 +77,12 @@ extension ClipCommand {
             if let book { _ = try checkedID(book, kind: .book) }
         }
 
-        func run() throws {
-            let context = try global.context()
-            let library = try context.library(readOnly: true)
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
+            let library = try home.library(readOnly: true)
             if let book, try library.book(id: book) == nil { throw StoreError.bookNotFound(id: book) }
             let clips = try library.clips(bookID: book)
-            let output = context.output
+            let output = home.output
             if json { return try output.json(clips.map(ClipJSON.init)) }
             guard !clips.isEmpty else {
                 return output.line("No clips yet; add one with `ivy clip add --book ID --start S --duration D --audio FILE`.")
@@ -93,7 +93,7 @@ extension ClipCommand {
         }
     }
 
-    struct Show: ParsableCommand {
+    struct Show: ContextCommand {
         static let configuration = CommandConfiguration(abstract: "Show one clip.")
 
         @OptionGroup var global: GlobalOptions
@@ -102,12 +102,12 @@ extension ClipCommand {
 
         func validate() throws { _ = try checkedID(id, kind: .clip) }
 
-        func run() throws {
-            let context = try global.context()
-            let library = try context.library(readOnly: true)
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
+            let library = try home.library(readOnly: true)
             guard let clip = try library.clip(id: id) else { throw StoreError.clipNotFound(id: id) }
-            if json { return try context.output.json(ClipJSON(clip: clip)) }
-            context.output.fields([
+            if json { return try home.output.json(ClipJSON(clip: clip)) }
+            home.output.fields([
                 ("id", clip.id),
                 ("book", clip.bookID),
                 ("start", TimeText.clock(clip.start)),
@@ -121,7 +121,7 @@ extension ClipCommand {
         }
     }
 
-    struct Update: ParsableCommand {
+    struct Update: ContextCommand {
         static let configuration = CommandConfiguration(
             abstract: "Change a clip's note, times, transcription or audio.",
             discussion: "An empty --note or --transcription clears it. Changing nothing writes nothing.")
@@ -145,18 +145,18 @@ extension ClipCommand {
             }
         }
 
-        func run() throws {
-            let context = try global.context()
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
             let changes = ClipChanges(
                 start: try seconds(start, option: "--start"),
                 duration: try seconds(duration, option: "--duration"),
                 note: clearable(note), transcription: clearable(transcription))
-            let result = try context.library().updateClip(id: id, changes, audio: audio)
-            context.output.line(result.changed ? "updated \(id)" : "unchanged \(id)")
+            let result = try home.library().updateClip(id: id, changes, audio: audio)
+            home.output.line(result.changed ? "updated \(id)" : "unchanged \(id)")
         }
     }
 
-    struct Delete: ParsableCommand {
+    struct Delete: ContextCommand {
         static let configuration = CommandConfiguration(
             abstract: "Delete a clip and its audio; the next sync deletes it on Drive too.")
 
@@ -165,10 +165,10 @@ extension ClipCommand {
 
         func validate() throws { _ = try checkedID(id, kind: .clip) }
 
-        func run() throws {
-            let context = try global.context()
-            try context.library().deleteClip(id: id)
-            context.output.line("deleted \(id)")
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
+            try home.library().deleteClip(id: id)
+            home.output.line("deleted \(id)")
         }
     }
 }

@@ -29,21 +29,21 @@ func shown(_ key: SettingKey, _ value: String?) -> String {
 }
 
 extension ConfigCommand {
-    struct List: ParsableCommand {
+    struct List: ContextCommand {
         static let configuration = CommandConfiguration(abstract: "Show every setting and its value.")
 
         @OptionGroup var global: GlobalOptions
 
-        func run() throws {
-            let context = try global.context()
-            let rows = try context.library(readOnly: true).settings().map { entry in
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
+            let rows = try home.library(readOnly: true).settings().map { entry in
                 [entry.key.rawValue, entry.value.map { shown(entry.key, $0) } ?? "-", entry.isDefault ? "default" : "set"]
             }
-            context.output.table(["KEY", "VALUE", "SOURCE"], rows)
+            home.output.table(["KEY", "VALUE", "SOURCE"], rows)
         }
     }
 
-    struct Get: ParsableCommand {
+    struct Get: ContextCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print one setting's value (nothing when it has none).")
 
@@ -52,16 +52,16 @@ extension ConfigCommand {
 
         func validate() throws { _ = try settingKey(key) }
 
-        func run() throws {
-            let context = try global.context()
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
             let key = try settingKey(key)
-            if let value = try context.library(readOnly: true).setting(key) {
-                context.output.line(shown(key, value))
+            if let value = try home.library(readOnly: true).setting(key) {
+                home.output.line(shown(key, value))
             }
         }
     }
 
-    struct Set: ParsableCommand {
+    struct Set: ContextCommand {
         static let configuration = CommandConfiguration(abstract: "Change a setting.")
 
         @OptionGroup var global: GlobalOptions
@@ -73,15 +73,15 @@ extension ConfigCommand {
             if case .failure(let error) = key.normalize(value) { throw ValidationError(error.message) }
         }
 
-        func run() throws {
-            let context = try global.context()
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
             let key = try settingKey(key)
-            let stored = try context.library().setSetting(key, to: value)
-            context.output.line("\(key.rawValue) = \(shown(key, stored))")
+            let stored = try home.library().setSetting(key, to: value)
+            home.output.line("\(key.rawValue) = \(shown(key, stored))")
         }
     }
 
-    struct Unset: ParsableCommand {
+    struct Unset: ContextCommand {
         static let configuration = CommandConfiguration(abstract: "Forget a setting's value, so its default applies.")
 
         @OptionGroup var global: GlobalOptions
@@ -92,11 +92,11 @@ extension ConfigCommand {
             if key.isReadOnly { throw ValidationError("\(key.rawValue) is recorded by ivy and cannot be changed") }
         }
 
-        func run() throws {
-            let context = try global.context()
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
             let key = try settingKey(key)
-            try context.library().unsetSetting(key)
-            context.output.line(key.defaultValue.map { "\(key.rawValue) = \($0) (default)" } ?? "\(key.rawValue) unset")
+            try home.library().unsetSetting(key)
+            home.output.line(key.defaultValue.map { "\(key.rawValue) = \($0) (default)" } ?? "\(key.rawValue) unset")
         }
     }
 }

@@ -3,7 +3,7 @@ import IvyCore
 import IvyGoogle
 import IvyStore
 
-struct StatusCommand: ParsableCommand {
+struct StatusCommand: ContextCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show sign-in, queue and last-sync state.")
@@ -26,6 +26,10 @@ struct StatusCommand: ParsableCommand {
         let nextAutoSync: String?
         let orphanClips: Int
         let heldChanges: [Held]
+        /// Not printed in JSON: only says why there is no next auto sync.
+        let syncEnabled: Bool
+        /// Why the sign-in does not work, when it stopped.
+        let signInProblem: String?
 
         struct Held: Encodable {
             let entity: String
@@ -59,23 +63,29 @@ struct StatusCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
-        let context = try global.context()
-        let library = try context.library(readOnly: true)
+    func run(_ context: Context) async throws {
+        let home = try global.home(context)
+        let library = try home.library(readOnly: true)
+        let report = try Self.report(library: library, tokens: home.tokenStore, now: home.clock.now())
+        if json { return try home.output.json(report) }
+        home.output.fields(Self.fields(report))
+    }
+
+    private static func report(library: LibraryDatabase, tokens: TokenStore, now: Milliseconds) throws -> Report {
         let local = try library.localStatus()
-        let signIn = context.tokenStore.signIn()
-        let token: StoredToken? = if case .signedIn(let saved) = signIn { saved } else { context.tokenStore.quietLoad() }
+        let signIn = tokens.signIn()
+        let token: StoredToken? = if case .signedIn(let saved) = signIn { saved } else { tokens.quietLoad() }
         let enabled = try library.setting(.syncEnabled) == "true"
         let cooldown = Milliseconds(try library.number(.autoSyncCooldown)) * 1000
         let signedIn = if case .signedIn = signIn { true } else { false }
         let next: String? =
-            if !enabled || !signedIn { nil } else { Display.date(max(context.clock.now(), (local.lastSyncTime ?? 0) + cooldown)) }
+            if !enabled || !signedIn { nil } else { Display.date(max(now, (local.lastSyncTime ?? 0) + cooldown)) }
         let (stoppedReason, stoppedSince): (String?, Milliseconds?) =
             if case .stopped(let reason, let since) = signIn { (reason, since) } else { (nil, nil) }
         let held = try library.heldItems().map {
             Report.Held(entity: "\($0.key)", reason: $0.lastError ?? "no error was recorded")
         }
-        let report = Report(
+        return Report(
             authenticated: signedIn, account: token?.email,
             accessTokenExpires: token?.expiresAt.map(Display.date), refreshToken: token?.refreshToken != nil,
             signedOutReason: stoppedReason, signedOutSince: stoppedSince.map(Display.date),
@@ -84,10 +94,15 @@ struct StatusCommand: ParsableCommand {
             // Never "-" while a change is held back: its error is the one that matters.
             lastError: local.lastError ?? held.first.map { "\($0.entity): \($0.reason)" },
             manifestEntries: local.manifestEntries, nextAutoSync: next, orphanClips: try library.orphanClipCount(),
-            heldChanges: held)
-        if json { return try context.output.json(report) }
+            heldChanges: held, syncEnabled: enabled, signInProblem: SignInText.problem(signIn))
+    }
+
+    private static func fields(_ report: Report) -> [(String, String)] {
         var fields: [(String, String)] = [
-            ("authenticated", signedIn ? "yes" : "no: \(SignInText.problem(signIn) ?? "not signed in"); run `ivy login`"),
+            (
+                "authenticated",
+                report.authenticated ? "yes" : "no: \(report.signInProblem ?? "not signed in"); run `ivy login`"
+            ),
             ("account", Display.optional(report.account)),
             ("access token", report.accessTokenExpires.map { "expires \($0)" } ?? "-"),
             ("refresh token", report.refreshToken ? "present" : "none"),
@@ -96,11 +111,16 @@ struct StatusCommand: ParsableCommand {
             ("last sync", report.lastSync ?? "never"),
             ("last error", Display.optional(report.lastError)),
             ("manifest entries", String(report.manifestEntries)),
-            ("next auto sync", report.nextAutoSync ?? (enabled ? "when signed in" : "never (sync_enabled is false)")),
+            (
+                "next auto sync",
+                report.nextAutoSync ?? (report.syncEnabled ? "when signed in" : "never (sync_enabled is false)")
+            ),
             ("orphan clips", String(report.orphanClips)),
         ]
-        for change in held { fields.append(("held back", "\(change.entity): \(change.reason); run `ivy retry-failed`")) }
-        context.output.fields(fields)
+        for change in report.heldChanges {
+            fields.append(("held back", "\(change.entity): \(change.reason); run `ivy retry-failed`"))
+        }
+        return fields
     }
 }
 

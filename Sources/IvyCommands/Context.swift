@@ -1,0 +1,72 @@
+import IvyCore
+
+/// Where one run's text goes, unbuffered: the real ones write to the process's standard
+/// output and error, a test's into buffers.
+package struct Streams: Sendable {
+    package let output: @Sendable (String) -> Void
+    package let error: @Sendable (String) -> Void
+
+    package init(output: @escaping @Sendable (String) -> Void, error: @escaping @Sendable (String) -> Void) {
+        self.output = output
+        self.error = error
+    }
+}
+
+/// What ivy knows of the terminal it runs on.
+package struct Terminal: Sendable {
+    /// Whether standard input, output and error are terminals.
+    package var input: Bool
+    package var output: Bool
+    package var error: Bool
+    /// How wide help text is wrapped.
+    package var width: Int
+    /// The user asked for no colour (`NO_COLOR` is set).
+    package var noColor: Bool
+
+    package init(input: Bool, output: Bool, error: Bool, width: Int, noColor: Bool) {
+        self.input = input
+        self.output = output
+        self.error = error
+        self.width = width
+        self.noColor = noColor
+    }
+
+    /// No terminal at all, as under cron or in a test.
+    package static func none(environment: [String: String]) -> Terminal {
+        Terminal(input: false, output: false, error: false, width: 80, noColor: environment["NO_COLOR"] != nil)
+    }
+
+    /// Bold table headers only for a person at a terminal who has not asked for NO_COLOR.
+    var styled: Bool { output && !noColor }
+}
+
+/// Every effect of one `ivy` run that does not go through a file: its output, its terminal,
+/// its environment and working directory, its standard input, its clock and its ids.
+/// `ivy`'s main builds it from the process; tests build one of their own and run commands
+/// in-process. Nothing else in the CLI reads the process's environment or terminal.
+package struct Context: Sendable {
+    package var streams: Streams
+    package var terminal: Terminal
+    package var environment: [String: String]
+    /// Where a relative `--home` starts. (A relative `--audio` is opened by the store, from
+    /// the process's working directory: the same directory in the binary, so in-process
+    /// tests give absolute paths.)
+    package var workingDirectory: String
+    /// One line of standard input without its newline; nil at its end.
+    package var readLine: @Sendable () -> String?
+    package var clock: WallClock
+    package var ids: IDGenerator
+
+    package init(
+        streams: Streams, terminal: Terminal, environment: [String: String], workingDirectory: String,
+        readLine: @escaping @Sendable () -> String?, clock: WallClock, ids: IDGenerator
+    ) {
+        self.streams = streams
+        self.terminal = terminal
+        self.environment = environment
+        self.workingDirectory = workingDirectory
+        self.readLine = readLine
+        self.clock = clock
+        self.ids = ids
+    }
+}

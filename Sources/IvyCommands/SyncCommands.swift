@@ -1,0 +1,235 @@
+import ArgumentParser
+import Foundation
+import IvyCore
+import IvyGoogle
+import IvyStore
+import IvySync
+import Logging
+
+/// Exit statuses beyond 0 (success or skip), 1 (error) and 64 (usage).
+enum IvyExit {
+    static let notSignedIn: Int32 = 3
+    static let busy: Int32 = 4
+    static let partialFailure: Int32 = 5
+}
+
+struct SyncCommand: ContextCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Sync the library with Google Drive.",
+        discussion: """
+            Lists Drive, compares both sides with what was last synced, and then uploads, downloads, merges and \
+            deletes as needed. --auto is for cron: it does nothing, silently, when signed out, when sync_enabled \
+            is false, within auto_sync_cooldown seconds of the last sync, or while another sync runs.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+    @Flag(help: "For cron: silent unless something fails; skips when there is nothing it should do.") var auto = false
+    @Flag(help: "Print the plan with reasons and change nothing, here or on Drive.") var dryRun = false
+    @Flag(help: "Print the report as one JSON object.") var json = false
+    @Flag(help: "Allow a sync to delete many clips here (overrides the safety valve).") var allowDeletes = false
+
+    func run(_ context: Context) async throws {
+        let home = try global.home(context)
+        guard let library = try openLibrary(home) else { return }
+        let logger = try home.logger()
+        guard let session = try start(home, library: library, logger: logger) else { return }
+        guard let token = try await signedIn(session, home: home) else { return }
+        let live = !auto && !json && home.terminal.error
+        let engine = try session.engine(
+            token: token, endpoints: try home.endpoints(), credentials: try home.credentials(library),
+            effects: home.google, progress: progressLine(live ? home.output : nil))
+        let ending = await session.run(engine, dryRun: dryRun, allowDeletes: allowDeletes)
+        if live { home.output.errorText("\r\u{1B}[K") }
+        let report = try finished(ending, output: home.output)
+        guard let report else { return }
+        logger.info("sync finished", metadata: ["summary": "\(report.summary)"])
+        try show(report, output: home.output)
+        if auto { return try tellCron(session.cronNews(report), output: home.output) }
+        if let held = report.deletionsHeld, !json { home.output.error("Held back: \(held)") }
+        if !report.isComplete { throw ExitCode(IvyExit.partialFailure) }
+    }
+
+    /// The library, or nil for --auto while another program holds a long write: like
+    /// another sync running, cron need not hear.
+    private func openLibrary(_ home: Home) throws -> LibraryDatabase? {
+        do {
+            return try home.library()
+        } catch let error as StoreError where auto && error.isBusy {
+            return nil
+        }
+    }
+
+    /// The session under the sync lock, or nil when --auto skips.
+    private func start(_ home: Home, library: LibraryDatabase, logger: Logger) throws -> SyncSession? {
+        // Cron never hears about sign-in: a damaged token file is logged, not printed.
+        let tokens = auto ? home.tokenStore(warn: { logger.warning("\($0)") }) : home.tokenStore
+        switch try SyncSession.start(
+            library: library, tokens: tokens, lockFile: home.paths.lockFile, clock: home.clock, logger: logger,
+            auto: auto)
+        {
+        case .started(let session):
+            return session
+        case .skipped:
+            return nil
+        case .busy(let pid):
+            home.output.error(
+                "Error: another sync is running\(pid.map { " (process \($0))" } ?? ""); wait for it to finish")
+            throw ExitCode(IvyExit.busy)
+        }
+    }
+
+    /// The saved token; signing in first when a person is at the terminal. Nil when --auto
+    /// finds itself signed out after all.
+    private func signedIn(_ session: SyncSession, home: Home) async throws -> StoredToken? {
+        let signIn = session.signIn()
+        if case .signedIn(let token) = signIn { return token }
+        guard home.terminal.input, !auto else {
+            if auto { return nil }
+            home.output.error("Error: \(SignInText.problem(signIn) ?? "not signed in"); run `ivy login`")
+            throw ExitCode(IvyExit.notSignedIn)
+        }
+        return try await LoginCommand.signIn(
+            home, library: session.library, tokens: session.tokens, holdingSyncLock: true)
+    }
+
+    /// The live progress line on standard error, for a person at a terminal.
+    private func progressLine(_ output: Output?) -> @Sendable (SyncProgress) -> Void {
+        { progress in
+            guard let output else { return }
+            let megabytes = Double(progress.bytes) / 1_048_576
+            let size = progress.bytes > 0 ? String(format: ", %.1f MB", megabytes) : ""
+            output.errorText("\r\(progress.phase) \(progress.done)/\(progress.total)" + size)
+        }
+    }
+
+    /// The report of a sync that ran, or nil when --auto has nothing to say; a sync that
+    /// could not run ends the command with its status.
+    private func finished(_ ending: SyncSession.Ending, output: Output) throws -> SyncReport? {
+        switch ending {
+        case .finished(let report):
+            return report
+        case .skipped:
+            return nil
+        case .signedOut(let error):
+            if auto { return nil }
+            output.error("Error: \(error.localizedDescription)")
+            throw ExitCode(IvyExit.notSignedIn)
+        case .failed(let error, let cronHears):
+            guard auto else { throw error }
+            guard cronHears else { return nil }
+            output.errorText("ivy sync: \(Display.safe(error.localizedDescription))\n")
+            throw ExitCode.failure
+        }
+    }
+
+    private func show(_ report: SyncReport, output: Output) throws {
+        if json {
+            try output.json(report)
+        } else if dryRun {
+            for entry in report.plan { output.line(Display.safe("\(entry.entity): \(entry.reason)")) }
+            for entry in report.held { output.line(Display.safe("\(entry.entity): \(entry.reason)")) }
+            output.line(Display.safe(report.summary))
+        } else if !auto {
+            output.line(Display.safe(report.summary))
+            for failure in report.failures { output.error("failed: \(failure.entity): \(failure.reason)") }
+        }
+    }
+
+    /// Cron hears once about a failure: a change newly held back (one line, exit 5), or the
+    /// safety valve newly holding deletions. A failure that may pass by itself (an attempt
+    /// short of the third) is logged only, and the same news is never repeated.
+    private func tellCron(_ news: SyncSession.CronNews, output: Output) throws {
+        if let hold = news.newHold { output.error("ivy sync: held back: \(hold)") }
+        guard let first = news.newlyHeld.first else { return }
+        let count = news.newlyHeld.count == 1 ? "1 change" : "\(news.newlyHeld.count) changes"
+        output.error(
+            "ivy sync: \(count) held back after failing \(QueueItem.maximumAttempts) times; first: \(first.key): "
+                + "\(first.lastError ?? "no error was recorded"); run `ivy retry-failed`")
+        throw ExitCode(IvyExit.partialFailure)
+    }
+}
+
+struct QueueCommand: ContextCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "queue", abstract: "List local changes still to reach Drive, with attempts and the last error.")
+
+    @OptionGroup var global: GlobalOptions
+    @Flag(help: "Print one JSON array.") var json = false
+
+    struct Item: Encodable {
+        let entity_type: String, entity_id: String, operation: String, attempts: Int, failed: Bool, last_error: String?
+        let queued_at: Milliseconds
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(entity_type, forKey: .entity_type)
+            try container.encode(entity_id, forKey: .entity_id)
+            try container.encode(operation, forKey: .operation)
+            try container.encode(attempts, forKey: .attempts)
+            try container.encode(failed, forKey: .failed)
+            try container.encode(last_error, forKey: .last_error)
+            try container.encode(queued_at, forKey: .queued_at)
+        }
+
+        enum Keys: String, CodingKey { case entity_type, entity_id, operation, attempts, failed, last_error, queued_at }
+    }
+
+    func run(_ context: Context) async throws {
+        let home = try global.home(context)
+        let items = try home.library(readOnly: true).queueItems()
+        if json {
+            return try home.output.json(items.map {
+                Item(entity_type: $0.kind.rawValue, entity_id: $0.entityID, operation: $0.operation.rawValue, attempts: $0.attempts,
+                    failed: $0.hasFailed, last_error: $0.lastError, queued_at: $0.queuedAt)
+            })
+        }
+        guard !items.isEmpty else { return home.output.line("The queue is empty: everything has reached Drive.") }
+        home.output.table(["KIND", "ID", "OPERATION", "STATE", "ATTEMPTS", "LAST ERROR"], items.map {
+            [$0.kind.rawValue, $0.entityID, $0.operation.rawValue, $0.hasFailed ? "failed" : "pending", String($0.attempts), Display.cell($0.lastError, limit: 60)]
+        })
+    }
+}
+
+struct RetryFailedCommand: ContextCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "retry-failed", abstract: "Give failed queue items another chance: they become pending again.")
+
+    @OptionGroup var global: GlobalOptions
+
+    func run(_ context: Context) async throws {
+        let home = try global.home(context)
+        let count = try home.library().retryFailed()
+        home.output.line(count == 0 ? "No failed items." : "\(count) failed item\(count == 1 ? "" : "s") will be tried again at the next sync.")
+    }
+}
+
+struct ResetManifestCommand: ContextCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reset-manifest",
+        abstract: "Forget what was synced; the next sync compares everything afresh.",
+        discussion: """
+            Clears the sync manifest and the remembered Drive folders (queued changes stay). The next sync is a full \
+            re-sync: entities on both sides are merged field by field, so nothing is duplicated or lost.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+    @Flag(help: "Do not ask for confirmation.") var yes = false
+
+    func run(_ context: Context) async throws {
+        let home = try global.home(context)
+        let library = try home.library()
+        if !yes {
+            guard home.terminal.input else {
+                throw ValidationError("reset-manifest needs confirmation; run it on a terminal or pass --yes")
+            }
+            home.output.line("Forget what this library last synced? The next sync re-compares everything. [y/N] ")
+            guard let answer = context.readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+                return home.output.line("Nothing changed.")
+            }
+        }
+        let entries = try library.localStatus().manifestEntries
+        try library.resetManifest()
+        home.output.line("Forgot \(entries) synced entr\(entries == 1 ? "y" : "ies"); the next `ivy sync` is a full re-sync.")
+    }
+}

@@ -17,7 +17,8 @@ package enum ContentRange: Sendable, Equatable {
     package static func parse(_ header: String) -> ContentRange? {
         let text = header.trimmingCharacters(in: .whitespaces)
         // RFC 9110 makes the unit case-insensitive and requires whitespace after it.
-        guard text.prefix(5).lowercased() == "bytes", let gap = text.dropFirst(5).first, gap == " " || gap == "\t" else {
+        guard text.prefix(5).lowercased() == "bytes", let gap = text.dropFirst(5).first, gap == " " || gap == "\t"
+        else {
             return nil
         }
         let spec = text.dropFirst(6).trimmingCharacters(in: .whitespaces)

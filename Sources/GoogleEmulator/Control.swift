@@ -13,7 +13,9 @@ extension EmulatorState {
             case ("GET", ["pending"]):
                 return .json(200, ["user_codes": pendingUserCodes()])
             case ("POST", ["approve"]):
-                try approve(userCode: body["user_code"] as? String, email: body["email"] as? String, scope: body["scope"] as? String)
+                try approve(
+                    userCode: body["user_code"] as? String, email: body["email"] as? String,
+                    scope: body["scope"] as? String)
                 return ok
             case ("POST", ["deny"]):
                 try deny(userCode: body["user_code"] as? String)
@@ -34,7 +36,9 @@ extension EmulatorState {
                 setWriteLimit(nil)
                 return ok
             case ("POST", ["read-limit"]):
-                guard let rate = (body["reads_per_second"] as? NSNumber)?.doubleValue, let burst = (body["burst"] as? NSNumber)?.doubleValue else {
+                guard let rate = (body["reads_per_second"] as? NSNumber)?.doubleValue,
+                    let burst = (body["burst"] as? NSNumber)?.doubleValue
+                else {
                     return .json(400, ["error": "give reads_per_second and burst"])
                 }
                 setReadLimit(RateLimit(perSecond: rate, burst: burst, status: body["status"] as? Int ?? 403))
@@ -44,7 +48,8 @@ extension EmulatorState {
                 return ok
             case ("POST", ["faults"]):
                 guard let rule = try? JSONDecoder().decode(FaultRule.self, from: request.body) else {
-                    let fields = "method, pathContains, nth, probability, times, status, reason, retryAfterSeconds, "
+                    let fields =
+                        "method, pathContains, nth, probability, times, status, reason, retryAfterSeconds, "
                         + "delayMilliseconds, dropAfterBytes, headers, jsonFields, hold, afterHandling"
                     return .json(400, ["error": "a fault rule is JSON with \(fields)"])
                 }
@@ -58,9 +63,12 @@ extension EmulatorState {
                 return ok
             case ("POST", ["list-fault"]):
                 guard let kind = (body["kind"] as? String).flatMap(ListFault.Kind.init(rawValue:)) else {
-                    return .json(400, ["error": "give kind: repeat_token, empty_pages or drop_or_parent (and query_contains, count)"])
+                    return .json(
+                        400,
+                        ["error": "give kind: repeat_token, empty_pages or drop_or_parent (and query_contains, count)"])
                 }
-                setListFault(ListFault(kind, queryContains: body["query_contains"] as? String, count: body["count"] as? Int))
+                setListFault(
+                    ListFault(kind, queryContains: body["query_contains"] as? String, count: body["count"] as? Int))
                 return ok
             case ("DELETE", ["list-fault"]):
                 setListFault(nil)
@@ -87,7 +95,8 @@ extension EmulatorState {
                 }
                 let content = (body["content"] as? String).flatMap { Data(base64Encoded: $0) } ?? Data()
                 // "project": null is a file made in Drive's web page; absent, one of ivy's project.
-                let project: String? = body.keys.contains("project") ? body["project"] as? String : EmulatedClient.ivyProject
+                let project: String? =
+                    body.keys.contains("project") ? body["project"] as? String : EmulatedClient.ivyProject
                 let file = putFile(
                     email: email, name: name, parents: body["parents"] as? [String] ?? ["root"], content: content,
                     mimeType: body["mimeType"] as? String ?? "application/octet-stream", project: project)
@@ -122,11 +131,17 @@ extension EmulatorState {
             case ("POST", ["config"]):
                 if let seconds = body["token_lifetime"] as? Int { setTokenLifetime(seconds: seconds) }
                 if let cap = body["page_size_cap"] as? Int { setPageSizeCap(cap) }
-                if let delay = (body["name_index_delay"] as? NSNumber)?.doubleValue { setNameIndexDelay(seconds: delay) }
-                if let lifetime = (body["page_token_lifetime"] as? NSNumber)?.doubleValue { setPageTokenLifetime(seconds: lifetime) }
+                if let delay = (body["name_index_delay"] as? NSNumber)?.doubleValue {
+                    setNameIndexDelay(seconds: delay)
+                }
+                if let lifetime = (body["page_token_lifetime"] as? NSNumber)?.doubleValue {
+                    setPageTokenLifetime(seconds: lifetime)
+                }
                 setDeviceCode(lifetime: body["device_code_lifetime"] as? Int, interval: body["poll_interval"] as? Int)
                 if let omits = body["about_omits_email"] as? Bool { setAboutOmitsEmail(omits) }
-                if let limit = body["device_code_limit"] as? Int { setDeviceCodeLimit(perMinute: limit > 0 ? limit : nil) }
+                if let limit = body["device_code_limit"] as? Int {
+                    setDeviceCodeLimit(perMinute: limit > 0 ? limit : nil)
+                }
                 if let enabled = body["drive_api_enabled"] as? Bool {
                     setDriveAPI(enabled: enabled, project: body["project"] as? String ?? EmulatedClient.ivyProject)
                 }
@@ -139,7 +154,9 @@ extension EmulatorState {
                 guard let id = body["id"] as? String, let secret = body["secret"] as? String else {
                     return .json(400, ["error": "give id and secret"])
                 }
-                addClient(EmulatedClient(id: id, secret: secret, project: body["project"] as? String ?? EmulatedClient.ivyProject))
+                addClient(
+                    EmulatedClient(
+                        id: id, secret: secret, project: body["project"] as? String ?? EmulatedClient.ivyProject))
                 return ok
             default:
                 return .json(404, ["error": "no control endpoint \(request.method) \(request.path)"])

@@ -106,13 +106,15 @@ extension EmulatorState {
         let time = now()
         // offset:fingerprint:issued (ms):serial, the serial counting the empty pages of a list fault.
         func pageToken(offset: Int, serial: Int = 0) -> String {
-            Data("\(offset):\(fingerprint):\(Int64(time.timeIntervalSince1970 * 1000)):\(serial)".utf8).base64EncodedString()
+            Data("\(offset):\(fingerprint):\(Int64(time.timeIntervalSince1970 * 1000)):\(serial)".utf8)
+                .base64EncodedString()
         }
         var offset = 0
         var serial = 0
         if let token = request.query["pageToken"] {
             let parts = String(decoding: Data(base64Encoded: token) ?? Data(), as: UTF8.self).split(separator: ":")
-            guard parts.count == 4, let start = Int(parts[0]), start >= 0, parts[1] == fingerprint, let issued = Int64(parts[2]),
+            guard parts.count == 4, let start = Int(parts[0]), start >= 0, parts[1] == fingerprint,
+                let issued = Int64(parts[2]),
                 let number = Int(parts[3])
             else {
                 return Self.invalid("Invalid Value: pageToken")
@@ -124,7 +126,9 @@ extension EmulatorState {
             offset = start
             serial = number
         }
-        let fault = listFault.flatMap { fault in fault.queryContains.map { (request.query["q"] ?? "").contains($0) } ?? true ? fault : nil }
+        let fault = listFault.flatMap { fault in
+            fault.queryContains.map { (request.query["q"] ?? "").contains($0) } ?? true ? fault : nil
+        }
         // A name term is answered from Drive's name index, which lags behind creates and renames.
         let unindexed = query?.mentionsName == true
         // Children of the last folder of an OR of parents go missing (see ListFault.dropOrParent).
@@ -137,7 +141,9 @@ extension EmulatorState {
             .filter { !unindexed || isNameIndexed($0) }
             .filter { file in dropped.map { !file.parents.contains($0) } ?? true }
             .filter { file in
-                query?.matches(.init(name: file.name, mimeType: file.mimeType, parents: file.parents, trashed: isTrashed(file))) ?? true
+                query?.matches(
+                    .init(name: file.name, mimeType: file.mimeType, parents: file.parents, trashed: isTrashed(file)))
+                    ?? true
             }
             .sorted { ($0.createdTime, $0.id) < ($1.createdTime, $1.id) }
         let page = matching.dropFirst(offset).prefix(pageSize)
@@ -181,31 +187,38 @@ extension EmulatorState {
         let metadata = metadata ?? [:]
         let parents = metadata["parents"] as? [String] ?? ["root"]
         guard parents.count <= 1 else {
-            return .failure(.driveError(403, reason: "cannotAddParent", message: "A shared drive item must have exactly one parent."))
+            return .failure(
+                .driveError(
+                    403, reason: "cannotAddParent", message: "A shared drive item must have exactly one parent."))
         }
-        return .success(NewFile(
-            id: metadata["id"] as? String, name: metadata["name"] as? String ?? "Untitled",
-            mimeType: metadata["mimeType"] as? String, parents: parents))
+        return .success(
+            NewFile(
+                id: metadata["id"] as? String, name: metadata["name"] as? String ?? "Untitled",
+                mimeType: metadata["mimeType"] as? String, parents: parents))
     }
 
     /// Creates a file; a pre-generated id used twice answers 409 and creates nothing.
     func create(_ new: NewFile, content: Data, mediaType: String?, email: String) -> Result<DriveFile, EmulatorReply> {
         if let id = new.id {
             if files[id] != nil {
-                return .failure(.driveError(409, reason: "duplicate", message: "A file already exists with the provided ID."))
+                return .failure(
+                    .driveError(409, reason: "duplicate", message: "A file already exists with the provided ID."))
             }
             guard reservedIDs.contains(id) else {
                 return .failure(Self.invalid("The provided file ID is not usable."))
             }
         }
         for parent in new.parents where parent != "root" {
-            guard let folder = visibleFile(parent, email: email), folder.isFolder else { return .failure(Self.notFound(parent)) }
+            guard let folder = visibleFile(parent, email: email), folder.isFolder else {
+                return .failure(Self.notFound(parent))
+            }
         }
         let time = now()
         let id = new.id ?? newFileID()
         reservedIDs.remove(id)
         let file = DriveFile(
-            id: id, name: new.name, mimeType: new.mimeType ?? mediaType ?? "application/octet-stream", parents: new.parents,
+            id: id, name: new.name, mimeType: new.mimeType ?? mediaType ?? "application/octet-stream",
+            parents: new.parents,
             owner: email, createdTime: time, modifiedTime: time, content: content, explicitlyTrashed: false,
             project: requestProject)
         files[id] = file
@@ -214,7 +227,9 @@ extension EmulatorState {
 
     func handleCreateMetadata(_ request: EmulatedRequest, email: String) -> EmulatorReply {
         if let limited = rateLimited() { return limited }
-        guard request.body.isEmpty || request.jsonBody != nil else { return Self.invalid("Invalid JSON payload received.") }
+        guard request.body.isEmpty || request.jsonBody != nil else {
+            return Self.invalid("Invalid JSON payload received.")
+        }
         switch newFile(from: request.jsonBody).flatMap({ create($0, content: Data(), mediaType: nil, email: email) }) {
         case .success(let file): return fileReply(file, fields: request.query["fields"])
         case .failure(let reply): return reply
@@ -231,7 +246,9 @@ extension EmulatorState {
         }
         let metadata = (try? JSONSerialization.jsonObject(with: parts.metadata)) as? [String: Any]
         guard let metadata else { return Self.invalid("Invalid JSON payload received in the metadata part.") }
-        switch newFile(from: metadata).flatMap({ create($0, content: parts.media, mediaType: parts.mediaType, email: email) }) {
+        switch newFile(from: metadata).flatMap({
+            create($0, content: parts.media, mediaType: parts.mediaType, email: email)
+        }) {
         case .success(let file): return fileReply(file, fields: request.query["fields"])
         case .failure(let reply): return reply
         }
@@ -241,7 +258,9 @@ extension EmulatorState {
 
     func handleStartResumable(_ request: EmulatedRequest, email: String, baseURL: String) -> EmulatorReply {
         if let limited = rateLimited() { return limited }
-        guard request.body.isEmpty || request.jsonBody != nil else { return Self.invalid("Invalid JSON payload received.") }
+        guard request.body.isEmpty || request.jsonBody != nil else {
+            return Self.invalid("Invalid JSON payload received.")
+        }
         switch newFile(from: request.jsonBody) {
         case .failure(let reply):
             return reply
@@ -286,7 +305,8 @@ extension EmulatorState {
             if let total { session.total = total.asInt }
             let start = Int(first)
             guard start <= session.received.count else {
-                return Self.invalid("Content-Range starts at \(start) but only \(session.received.count) bytes were received.")
+                return Self.invalid(
+                    "Content-Range starts at \(start) but only \(session.received.count) bytes were received.")
             }
             session.received = session.received.prefix(start) + request.body
         case nil:
@@ -298,7 +318,10 @@ extension EmulatorState {
             return EmulatorReply(status: 500, dropAfterBytes: 0)
         }
         if let total = session.total, session.received.count >= total {
-            switch create(session.metadata, content: session.received.prefix(total), mediaType: session.metadata.mimeType, email: email) {
+            switch create(
+                session.metadata, content: session.received.prefix(total), mediaType: session.metadata.mimeType,
+                email: email)
+            {
             case .success(let file):
                 uploads[uploadID]?.completedFileID = file.id
                 return fileReply(file, fields: request.query["fields"])
@@ -317,11 +340,13 @@ extension EmulatorState {
         guard let file = visibleFile(id, email: email) else { return Self.notFound(id) }
         guard request.query["alt"] == "media" else { return fileReply(file, fields: request.query["fields"]) }
         guard !file.isFolder else {
-            return .driveError(403, reason: "fileNotDownloadable", message: "Only files with binary content can be downloaded.")
+            return .driveError(
+                403, reason: "fileNotDownloadable", message: "Only files with binary content can be downloaded.")
         }
         if let header = request.headers["range"], let (start, end) = Self.byteRange(header, size: file.size) {
             return EmulatorReply(
-                status: 206, headers: ["Content-Type": file.mimeType, "Content-Range": "bytes \(start)-\(end)/\(file.size)"],
+                status: 206,
+                headers: ["Content-Type": file.mimeType, "Content-Range": "bytes \(start)-\(end)/\(file.size)"],
                 body: file.content.subdata(in: start..<end + 1))
         }
         guard let lie = file.misreport, lie.extraBytes > 0 || lie.endless else {
@@ -361,11 +386,13 @@ extension EmulatorState {
         var doomed: Set<String> = [id]
         var grew = true
         while grew {
-            let children = files.values.filter { file in file.parents.contains { doomed.contains($0) } && !doomed.contains(file.id) }
+            let children = files.values.filter { file in
+                file.parents.contains { doomed.contains($0) } && !doomed.contains(file.id)
+            }
             grew = !children.isEmpty
             doomed.formUnion(children.map(\.id))
         }
-        doomed.forEach { files[$0] = nil }
+        for id in doomed { files[id] = nil }
         return EmulatorReply(status: 204)
     }
 }
@@ -376,9 +403,11 @@ extension EmulatorState {
     /// rate limit (or an expired token, refreshed before the session matters) is dead: it
     /// answers 404 from then on, so only a new session finishes the upload.
     func sessionAnswered(_ reply: EmulatorReply, uploadID: String) {
-        guard (400..<500).contains(reply.status), reply.status != 401, reply.status != 429, uploads[uploadID] != nil else { return }
+        guard (400..<500).contains(reply.status), reply.status != 401, reply.status != 429, uploads[uploadID] != nil
+        else { return }
         let envelope = (try? JSONSerialization.jsonObject(with: reply.body)) as? [String: Any]
-        let reason = ((envelope?["error"] as? [String: Any])?["errors"] as? [[String: Any]])?.first?["reason"] as? String
+        let reason =
+            ((envelope?["error"] as? [String: Any])?["errors"] as? [[String: Any]])?.first?["reason"] as? String
         if reply.status == 403, let reason, ["userRateLimitExceeded", "rateLimitExceeded"].contains(reason) { return }
         uploads[uploadID]?.dead = true
     }

@@ -257,7 +257,8 @@ private struct Parser {
         if current.kind == .end { throw .invalid("the query is empty") }
         let query = try parseOr()
         guard current.kind == .end else {
-            throw .invalid("unexpected \(current.description) at position \(current.position) after a complete expression")
+            throw .invalid(
+                "unexpected \(current.description) at position \(current.position) after a complete expression")
         }
         return query
     }
@@ -289,7 +290,9 @@ private struct Parser {
             let open = advance()
             let query = try parseOr()
             guard current.kind == .close else {
-                throw .invalid("expected ')' to close '(' at position \(open.position), found \(current.description) at position \(current.position)")
+                throw .invalid(
+                    "expected ')' to close '(' at position \(open.position), found \(current.description) at position \(current.position)"
+                )
             }
             _ = advance()
             return query
@@ -302,11 +305,14 @@ private struct Parser {
         switch first.kind {
         case .string(let id):
             guard current.isKeyword("in") else {
-                throw .invalid("expected 'in' after \(first.description), found \(current.description) at position \(current.position)")
+                throw .invalid(
+                    "expected 'in' after \(first.description), found \(current.description) at position \(current.position)"
+                )
             }
             _ = advance()
             guard case .word("parents") = current.kind else {
-                throw .invalid("expected 'parents' after 'in', found \(current.description) at position \(current.position)")
+                throw .invalid(
+                    "expected 'parents' after 'in', found \(current.description) at position \(current.position)")
             }
             _ = advance()
             return .inParents(id)
@@ -330,7 +336,9 @@ private struct Parser {
             } else if current.isKeyword("false") {
                 value = false
             } else {
-                throw .invalid("expected true or false after 'trashed', found \(current.description) at position \(current.position)")
+                throw .invalid(
+                    "expected true or false after 'trashed', found \(current.description) at position \(current.position)"
+                )
             }
             _ = advance()
             return .trashed(negated ? !value : value)
@@ -351,13 +359,17 @@ private struct Parser {
         }
         _ = advance()
         guard case .string(let value) = current.kind else {
-            throw .invalid("expected a quoted string after \(field.description), found \(current.description) at position \(current.position)")
+            throw .invalid(
+                "expected a quoted string after \(field.description), found \(current.description) at position \(current.position)"
+            )
         }
         _ = advance()
         return (comparison, value)
     }
 
     func missingOperator(after field: Token, expected: String) -> DriveQueryError {
-        .invalid("expected \(expected) after \(field.description), found \(current.description) at position \(current.position)")
+        .invalid(
+            "expected \(expected) after \(field.description), found \(current.description) at position \(current.position)"
+        )
     }
 }

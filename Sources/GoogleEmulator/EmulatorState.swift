@@ -10,7 +10,10 @@ package struct EmulatorReply: Sendable {
     /// After the body, filler until the client hangs up (a download that never ends).
     package var endless: Bool
 
-    package init(status: Int, headers: [String: String] = [:], body: Data = Data(), dropAfterBytes: Int? = nil, endless: Bool = false) {
+    package init(
+        status: Int, headers: [String: String] = [:], body: Data = Data(), dropAfterBytes: Int? = nil,
+        endless: Bool = false
+    ) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -26,8 +29,12 @@ package struct EmulatorReply: Sendable {
     }
 
     /// Drive's error envelope: `{"error":{"code","message","errors":[{"domain","reason","message"}],"status"}}`.
-    package static func driveError(_ status: Int, reason: String, message: String, headers: [String: String] = [:]) -> EmulatorReply {
-        let domain = ["userRateLimitExceeded", "rateLimitExceeded", "dailyLimitExceeded"].contains(reason) ? "usageLimits" : "global"
+    package static func driveError(_ status: Int, reason: String, message: String, headers: [String: String] = [:])
+        -> EmulatorReply
+    {
+        let domain =
+            ["userRateLimitExceeded", "rateLimitExceeded", "dailyLimitExceeded"].contains(reason)
+            ? "usageLimits" : "global"
         let canonical: String =
             switch status {
             case 400: "INVALID_ARGUMENT"
@@ -39,12 +46,14 @@ package struct EmulatorReply: Sendable {
             case 503: "UNAVAILABLE"
             default: "INTERNAL"
             }
-        return json(status, [
-            "error": [
-                "code": status, "message": message, "status": canonical,
-                "errors": [["domain": domain, "reason": reason, "message": message]],
-            ] as [String: Any]
-        ], headers: headers)
+        return json(
+            status,
+            [
+                "error": [
+                    "code": status, "message": message, "status": canonical,
+                    "errors": [["domain": domain, "reason": reason, "message": message]],
+                ] as [String: Any]
+            ], headers: headers)
     }
 
     /// OAuth endpoints answer with a flat body: `{"error","error_description"}`.
@@ -59,7 +68,9 @@ extension EmulatorReply: Error {}
 /// A sign-in in progress: the device code a client polls with and the user code a person enters.
 struct DeviceSession: Sendable, Codable {
     enum Decision: Sendable, Codable, Equatable {
-        case pending, approved(email: String), denied
+        case pending
+        case approved(email: String)
+        case denied
     }
 
     var deviceCode: String
@@ -328,7 +339,8 @@ package actor EmulatorState {
             return match.key
         }
         guard pending.count == 1, let only = pending.first else {
-            throw EmulatorControlError(pending.isEmpty ? "no sign-in is waiting" : "\(pending.count) sign-ins are waiting; name the code")
+            throw EmulatorControlError(
+                pending.isEmpty ? "no sign-in is waiting" : "\(pending.count) sign-ins are waiting; name the code")
         }
         return only.key
     }
@@ -346,7 +358,9 @@ package actor EmulatorState {
         if let refreshToken, let grant = refreshTokens[refreshToken] {
             let project = project(ofClient: grant.clientID)
             for (token, other) in refreshTokens
-            where other.email == grant.email && (token == refreshToken || (project != nil && self.project(ofClient: other.clientID) == project)) {
+            where other.email == grant.email
+                && (token == refreshToken || (project != nil && self.project(ofClient: other.clientID) == project))
+            {
                 revokeToken(token)
             }
         }
@@ -365,7 +379,9 @@ package actor EmulatorState {
     package func grant(
         email: String, clientID: String, scope: String = "https://www.googleapis.com/auth/drive.file"
     ) throws(EmulatorControlError) -> (access: String, refresh: String) {
-        guard clients.contains(where: { $0.id == clientID }) else { throw EmulatorControlError("no client \(clientID)") }
+        guard clients.contains(where: { $0.id == clientID }) else {
+            throw EmulatorControlError("no client \(clientID)")
+        }
         guard accounts.contains(where: { $0.email == email }) else { throw EmulatorControlError("no account \(email)") }
         let refresh = token("1//0g", length: 48)
         refreshTokens[refresh] = RefreshGrant(email: email, clientID: clientID, scope: scope, revoked: false)
@@ -374,7 +390,9 @@ package actor EmulatorState {
 
     /// Every file of one account (or of all), content included.
     package func dump(email: String? = nil) -> [DriveFile] {
-        files.values.filter { email == nil || $0.owner == email }.sorted { ($0.createdTime, $0.id) < ($1.createdTime, $1.id) }
+        files.values.filter { email == nil || $0.owner == email }.sorted {
+            ($0.createdTime, $0.id) < ($1.createdTime, $1.id)
+        }
     }
 
     /// Puts a file straight into a Drive, as if an app of `project` had created it (by
@@ -431,7 +449,7 @@ package actor EmulatorState {
         requests.append(entry)
         let ready = requestWaiters.filter { $0.count <= requests.count }
         requestWaiters.removeAll { $0.count <= requests.count }
-        ready.forEach { $0.continuation.resume() }
+        for waiter in ready { waiter.continuation.resume() }
     }
 
     /// Returns once the log holds at least `count` requests: how a test acts at a chosen
@@ -448,7 +466,7 @@ package actor EmulatorState {
             heldCount += 1
             let ready = heldWaiters.filter { $0.count <= heldCount }
             heldWaiters.removeAll { $0.count <= heldCount }
-            ready.forEach { $0.continuation.resume() }
+            for waiter in ready { waiter.continuation.resume() }
         }
     }
 
@@ -462,7 +480,7 @@ package actor EmulatorState {
     package func releaseHeld() {
         let parked = held
         held = []
-        parked.forEach { $0.resume() }
+        for continuation in parked { continuation.resume() }
     }
 
     /// The first fault rule that fires for this request, counting matches as it goes.
@@ -508,7 +526,8 @@ package actor EmulatorState {
     func caller(bearer header: String?) -> Result<Caller, EmulatorReply> {
         let unauthorized = EmulatorReply.driveError(
             401, reason: "authError",
-            message: "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
+            message:
+                "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
             headers: ["WWW-Authenticate": "Bearer realm=\"https://accounts.google.com/\", error=\"invalid_token\""])
         guard let header, header.hasPrefix("Bearer ") else { return .failure(unauthorized) }
         let token = String(header.dropFirst("Bearer ".count))

@@ -69,7 +69,10 @@ package struct MultipartRelated: Sendable, Equatable {
         let dashes = Array("--".utf8)
         let crlf = Array("\r\n".utf8)
         let delimiter = dashes + boundary
-        guard var position = body.starts(with: delimiter) ? 0 : find(crlf + delimiter, in: body[...], from: 0).map({ $0 + 2 }) else {
+        guard
+            var position = body.starts(with: delimiter)
+                ? 0 : find(crlf + delimiter, in: body[...], from: 0).map({ $0 + 2 })
+        else {
             throw MultipartError("The multipart body does not contain its boundary")
         }
         var parts: [ArraySlice<UInt8>] = []

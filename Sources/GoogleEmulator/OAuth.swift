@@ -12,7 +12,10 @@ extension EmulatorState {
         guard let scope = form["scope"], !scope.isEmpty else {
             return .oauthError(400, "invalid_scope", "Missing required parameter: scope")
         }
-        let allowed: Set<String> = ["openid", "email", "profile", "https://www.googleapis.com/auth/drive.file", "https://www.googleapis.com/auth/drive.appdata"]
+        let allowed: Set<String> = [
+            "openid", "email", "profile", "https://www.googleapis.com/auth/drive.file",
+            "https://www.googleapis.com/auth/drive.appdata",
+        ]
         if let bad = scope.split(separator: " ").map(String.init).first(where: { !allowed.contains($0) }) {
             return .oauthError(400, "invalid_scope", "Invalid device flow scope: \(bad)")
         }
@@ -30,14 +33,17 @@ extension EmulatorState {
         }.joined(separator: "-")
         let session = DeviceSession(
             deviceCode: deviceCode, userCode: userCode, clientID: clientID, scope: scope,
-            expiresAt: now().addingTimeInterval(TimeInterval(deviceCodeLifetime)), interval: pollInterval, lastPoll: nil,
+            expiresAt: now().addingTimeInterval(TimeInterval(deviceCodeLifetime)), interval: pollInterval,
+            lastPoll: nil,
             decision: .pending, grantedScope: nil)
         devices[session.deviceCode] = session
-        return .json(200, [
-            "device_code": session.deviceCode, "user_code": session.userCode,
-            "verification_url": "\(request.headers["x-emulator-base"] ?? "https://www.google.com")/device",
-            "expires_in": deviceCodeLifetime, "interval": pollInterval,
-        ])
+        return .json(
+            200,
+            [
+                "device_code": session.deviceCode, "user_code": session.userCode,
+                "verification_url": "\(request.headers["x-emulator-base"] ?? "https://www.google.com")/device",
+                "expires_in": deviceCodeLifetime, "interval": pollInterval,
+            ])
     }
 
     func handleToken(_ request: EmulatedRequest) -> EmulatorReply {
@@ -86,10 +92,12 @@ extension EmulatorState {
             let scope = session.grantedScope ?? session.scope
             refreshTokens[refreshToken] = RefreshGrant(email: email, clientID: clientID, scope: scope, revoked: false)
             let access = issueAccessToken(email: email, refreshToken: refreshToken)
-            return .json(200, [
-                "access_token": access, "expires_in": tokenLifetime, "refresh_token": refreshToken,
-                "scope": scope, "token_type": "Bearer",
-            ])
+            return .json(
+                200,
+                [
+                    "access_token": access, "expires_in": tokenLifetime, "refresh_token": refreshToken,
+                    "scope": scope, "token_type": "Bearer",
+                ])
         }
     }
 
@@ -98,7 +106,8 @@ extension EmulatorState {
             return .oauthError(400, "invalid_grant", "Token has been expired or revoked.")
         }
         let access = issueAccessToken(email: grant.email, refreshToken: refreshToken)
-        return .json(200, ["access_token": access, "expires_in": tokenLifetime, "scope": grant.scope, "token_type": "Bearer"])
+        return .json(
+            200, ["access_token": access, "expires_in": tokenLifetime, "scope": grant.scope, "token_type": "Bearer"])
     }
 
     func issueAccessToken(email: String, refreshToken: String) -> String {

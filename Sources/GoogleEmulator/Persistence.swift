@@ -20,7 +20,8 @@ struct EmulatorSnapshot: Codable {
 extension EmulatorState {
     package func snapshot() throws -> Data {
         let snapshot = EmulatorSnapshot(
-            version: 2, accounts: accounts, clients: clients, refreshTokens: refreshTokens, accessTokens: accessTokens, files: files,
+            version: 2, accounts: accounts, clients: clients, refreshTokens: refreshTokens, accessTokens: accessTokens,
+            files: files,
             reservedIDs: reservedIDs, tokenLifetime: tokenLifetime, serial: serial)
         return try JSONEncoder().encode(snapshot)
     }

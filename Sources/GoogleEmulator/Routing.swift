@@ -23,7 +23,9 @@ extension EmulatorState {
         case .success(let found): caller = found
         case .failure(let reply): return (reply, nil)
         }
-        if driveDisabledProjects.contains(caller.project) { return (Self.accessNotConfigured(caller.project), caller.email) }
+        if driveDisabledProjects.contains(caller.project) {
+            return (Self.accessNotConfigured(caller.project), caller.email)
+        }
         guard !caller.scopes.isDisjoint(with: Self.driveScopes) else {
             // What Drive answers a token granted without any Drive scope (the person unticked it).
             let reply = EmulatorReply.driveError(
@@ -44,14 +46,22 @@ extension EmulatorState {
     /// the words it uses (domain usageLimits, reason accessNotConfigured).
     static func accessNotConfigured(_ project: String) -> EmulatorReply {
         let link = "https://console.developers.google.com/apis/api/drive.googleapis.com/overview?project=\(project)"
-        let message = "Google Drive API has not been used in project \(project) before or it is disabled. Enable it by visiting "
+        let message =
+            "Google Drive API has not been used in project \(project) before or it is disabled. Enable it by visiting "
             + "\(link) then retry. If you enabled this API recently, wait a few minutes for the action to propagate to our systems and retry."
-        return .json(403, [
-            "error": [
-                "code": 403, "message": message, "status": "PERMISSION_DENIED",
-                "errors": [["domain": "usageLimits", "reason": "accessNotConfigured", "message": message, "extendedHelp": link]],
-            ] as [String: Any]
-        ])
+        return .json(
+            403,
+            [
+                "error": [
+                    "code": 403, "message": message, "status": "PERMISSION_DENIED",
+                    "errors": [
+                        [
+                            "domain": "usageLimits", "reason": "accessNotConfigured", "message": message,
+                            "extendedHelp": link,
+                        ]
+                    ],
+                ] as [String: Any]
+            ])
     }
 
     private func drive(_ request: EmulatedRequest, email: String, baseURL: String) -> EmulatorReply {

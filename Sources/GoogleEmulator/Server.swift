@@ -11,7 +11,8 @@ package final class GoogleEmulator: Sendable {
         EmulatedAccount(email: "bob@example.com", permissionID: "09998765432109876543"),
     ]
     /// ivy's client: "TVs and Limited Input devices", in the Ivy app's Cloud project.
-    package static let defaultClient = EmulatedClient(id: "ivy-emulator.apps.googleusercontent.com", secret: "emulator-secret")
+    package static let defaultClient = EmulatedClient(
+        id: "ivy-emulator.apps.googleusercontent.com", secret: "emulator-secret")
     /// The Ivy phone app's client: another client of the same project, so it shares the
     /// user's grant and sees the files ivy makes (and ivy sees its files).
     package static let appClient = EmulatedClient(id: "ivy-app.apps.googleusercontent.com", secret: "app-secret")
@@ -104,7 +105,8 @@ struct EmulatorResponder: HTTPResponder {
             let latency = await state.latencyMilliseconds
             if latency > 0 { try await Task.sleep(for: .milliseconds(latency)) }
         }
-        let fault = isControl ? nil : await state.fault(method: method, target: rawQuery.isEmpty ? path : path + "?" + rawQuery)
+        let fault =
+            isControl ? nil : await state.fault(method: method, target: rawQuery.isEmpty ? path : path + "?" + rawQuery)
         if let delay = fault?.delayMilliseconds, delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
         if fault?.hold == true { await state.hold() }
 
@@ -147,9 +149,11 @@ struct EmulatorResponder: HTTPResponder {
         let drop = truncated ? 0 : fault?.dropAfterBytes
         // The control API is the test talking, not ivy: it stays out of the log.
         if !isControl {
-            await state.log(LoggedRequest(
-            method: method, path: path, query: rawQuery, status: drop == nil ? reply.status : 0, account: account,
-                start: started, end: await state.now(), bytes: body.count))
+            await state.log(
+                LoggedRequest(
+                    method: method, path: path, query: rawQuery, status: drop == nil ? reply.status : 0,
+                    account: account,
+                    start: started, end: await state.now(), bytes: body.count))
         }
         return Self.response(reply, dropAfter: drop, state: state)
     }
@@ -168,11 +172,13 @@ struct EmulatorResponder: HTTPResponder {
         guard !oauthPaths.contains(path) else {
             // Google's token endpoint names a server-side failure `internal_failure` (what
             // google-auth-library-python retries on).
-            var reply = EmulatorReply.oauthError(status, fault.reason ?? (status >= 500 ? "internal_failure" : "invalid_request"), "Injected fault.")
+            var reply = EmulatorReply.oauthError(
+                status, fault.reason ?? (status >= 500 ? "internal_failure" : "invalid_request"), "Injected fault.")
             reply.headers.merge(extra) { $1 }
             return reply
         }
-        return .driveError(status, reason: fault.reason ?? defaultReason(status), message: "Injected fault.", headers: extra)
+        return .driveError(
+            status, reason: fault.reason ?? defaultReason(status), message: "Injected fault.", headers: extra)
     }
 
     static func defaultReason(_ status: Int) -> String {
@@ -208,10 +214,13 @@ struct EmulatorResponder: HTTPResponder {
         else { return patched }
         for key in fields.keys { object[key] = nil }
         // Spliced in as text: a number no Double can hold survives only that way.
-        var text = String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8), as: UTF8.self)
+        var text = String(
+            decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8),
+            as: UTF8.self)
         text.removeLast()
         let spliced = fields.sorted { $0.key < $1.key }.map { key, raw in
-            let quoted = String(decoding: (try? JSONSerialization.data(withJSONObject: [key])) ?? Data("[\"\"]".utf8), as: UTF8.self)
+            let quoted = String(
+                decoding: (try? JSONSerialization.data(withJSONObject: [key])) ?? Data("[\"\"]".utf8), as: UTF8.self)
             return "\(quoted.dropFirst().dropLast()):\(raw)"
         }
         text += (object.isEmpty ? "" : ",") + spliced.joined(separator: ",") + "}"
@@ -231,31 +240,36 @@ struct EmulatorResponder: HTTPResponder {
         if reply.endless {
             // No Content-Length: chunked, so the client cannot know where it ends.
             let content = reply.body
-            return Response(status: status, headers: fields, body: ResponseBody { writer in
-                if !content.isEmpty { try await writer.write(ByteBuffer(bytes: content)) }
-                let filler = ByteBuffer(repeating: 0x55, count: 1 << 16)
-                var sent = 0
-                while sent < endlessLimit {
-                    try Task.checkCancellation()
-                    // Counted before it goes out: a client that has read some bytes always
-                    // finds them counted, even while this write still waits on the socket.
-                    await state.countEndless(filler.readableBytes)
-                    try await writer.write(filler)
-                    sent += filler.readableBytes
-                }
-                try await writer.finish(nil)
-            })
+            return Response(
+                status: status, headers: fields,
+                body: ResponseBody { writer in
+                    if !content.isEmpty { try await writer.write(ByteBuffer(bytes: content)) }
+                    let filler = ByteBuffer(repeating: 0x55, count: 1 << 16)
+                    var sent = 0
+                    while sent < endlessLimit {
+                        try Task.checkCancellation()
+                        // Counted before it goes out: a client that has read some bytes always
+                        // finds them counted, even while this write still waits on the socket.
+                        await state.countEndless(filler.readableBytes)
+                        try await writer.write(filler)
+                        sent += filler.readableBytes
+                    }
+                    try await writer.finish(nil)
+                })
         }
         guard let dropAfter else {
             fields[.contentLength] = String(reply.body.count)
-            return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: reply.body)))
+            return Response(
+                status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: reply.body)))
         }
         // Promise the whole body, send part of it, then fail the write: the connection closes.
         fields[.contentLength] = String(max(reply.body.count, dropAfter + 1))
         let part = reply.body.prefix(dropAfter)
-        return Response(status: status, headers: fields, body: ResponseBody { writer in
-            if !part.isEmpty { try await writer.write(ByteBuffer(bytes: part)) }
-            throw DroppedConnection()
-        })
+        return Response(
+            status: status, headers: fields,
+            body: ResponseBody { writer in
+                if !part.isEmpty { try await writer.write(ByteBuffer(bytes: part)) }
+                throw DroppedConnection()
+            })
     }
 }

@@ -35,7 +35,8 @@ struct LoginCommand: ContextCommand {
             credentials: credentials, effects: home.google)
         let authorization = try await signIn.start()
         showCode(authorization, output: home.output)
-        let output = home.output, terminal = home.terminal
+        let output = home.output
+        let terminal = home.terminal
         let signedIn = try await signIn.finish(authorization, holdingSyncLock: holdingSyncLock) { pid in
             guard terminal.error else { return }
             output.error("waiting for the running sync\(pid.map { " (process \($0))" } ?? "") to finish…")
@@ -46,7 +47,8 @@ struct LoginCommand: ContextCommand {
 
     private static func showCode(_ authorization: DeviceAuthorization, output: Output) {
         let minutes = max(1, authorization.expiresIn / 60)
-        output.line("""
+        output.line(
+            """
             To sign in, open this page on any device:
 
                 \(authorization.verificationURL)
@@ -62,7 +64,8 @@ struct LoginCommand: ContextCommand {
     private static func showAccount(_ signedIn: SignIn.SignedIn, output: Output) {
         let account = signedIn.account
         if signedIn.forgotOtherAccount {
-            output.line("""
+            output.line(
+                """
                 This library last synced with a different Google account. It has forgotten what it synced there; \
                 the next `ivy sync` uploads the whole library to \(Display.safe(account.email)). Queued changes are kept.
                 """)
@@ -84,7 +87,8 @@ struct LogoutCommand: ContextCommand {
             """)
 
     @OptionGroup var global: GlobalOptions
-    @Flag(help: "Also revoke the access at Google: this signs the Ivy app and your other devices out too.") var revoke = false
+    @Flag(help: "Also revoke the access at Google: this signs the Ivy app and your other devices out too.") var revoke =
+        false
     @Flag(help: "With --revoke: do not ask for confirmation.") var yes = false
 
     /// What revoking does, said before it is done: Google's revocation is per Cloud project
@@ -105,7 +109,8 @@ struct LogoutCommand: ContextCommand {
         let store = home.tokenStore
         if revoke, !yes {
             guard home.terminal.input else {
-                throw ValidationError("logout --revoke signs the Ivy app out too, so it asks first; run it on a terminal or pass --yes")
+                throw ValidationError(
+                    "logout --revoke signs the Ivy app out too, so it asks first; run it on a terminal or pass --yes")
             }
             // No usable token file: nothing to revoke, so nothing to ask; the rest below
             // removes a damaged file and says so, as plain logout does.
@@ -127,7 +132,8 @@ struct LogoutCommand: ContextCommand {
         guard revoke else {
             store.delete()
             return home.output.line(
-                "Signed out of \(Display.safe(token.email)) on this computer; the Ivy app and your other devices stay signed in.")
+                "Signed out of \(Display.safe(token.email)) on this computer; the Ivy app and your other devices stay signed in."
+            )
         }
         var revoked = false
         if let revocable = token.refreshToken ?? token.accessToken {
@@ -137,15 +143,20 @@ struct LogoutCommand: ContextCommand {
                 // 400 is Google's answer for a token it no longer knows: already revoked.
                 revoked = response.status == 200 || response.status == 400
                 if !revoked {
-                    home.output.error("warning: Google answered \(response.status) to the revocation; the sign-in may stay listed in your Google account's third-party access")
+                    home.output.error(
+                        "warning: Google answered \(response.status) to the revocation; the sign-in may stay listed in your Google account's third-party access"
+                    )
                 }
             } catch {
-                home.output.error("warning: could not reach Google to revoke the sign-in (\(error.localizedDescription)); the local token is deleted anyway")
+                home.output.error(
+                    "warning: could not reach Google to revoke the sign-in (\(error.localizedDescription)); the local token is deleted anyway"
+                )
             }
         }
         store.delete()
         guard revoked else { return home.output.line("Signed out of \(Display.safe(token.email)) on this computer.") }
-        home.output.line("""
+        home.output.line(
+            """
             Signed out of \(Display.safe(token.email)) and revoked its access at Google: the Ivy app and ivy on your \
             other devices must sign in again.
             """)

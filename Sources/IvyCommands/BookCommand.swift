@@ -16,7 +16,8 @@ struct BookJSON: Encodable {
 
     enum CodingKeys: String, CodingKey {
         case id, title, artist, artwork, position, hidden, uri
-        case createdAt = "created_at", updatedAt = "updated_at"
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -46,7 +47,9 @@ extension BookCommand {
         var position: String?
 
         func validate() throws {
-            if title.trimmingSpaces().isEmpty { throw ValidationError("the title is empty; give the book a title with --title") }
+            if title.trimmingSpaces().isEmpty {
+                throw ValidationError("the title is empty; give the book a title with --title")
+            }
             _ = try seconds(position, option: "--position")
         }
 
@@ -75,15 +78,24 @@ extension BookCommand {
             let output = home.output
             if json { return try output.json(books.map(BookJSON.init)) }
             guard !books.isEmpty else {
-                return output.line(all ? "No books yet; add one with `ivy book add --title TITLE`." : "No books to show; `ivy book list --all` includes archived ones, `ivy book add --title TITLE` adds one.")
+                return output.line(
+                    all
+                        ? "No books yet; add one with `ivy book add --title TITLE`."
+                        : "No books to show; `ivy book list --all` includes archived ones, `ivy book add --title TITLE` adds one."
+                )
             }
             var headers = ["ID", "TITLE", "ARTIST", "POSITION"]
             if all { headers.append("ARCHIVED") }
-            output.table(headers, books.map { book in
-                var row = [book.id, Display.cell(book.title), Display.cell(book.artist, limit: 30), TimeText.clock(book.position)]
-                if all { row.append(book.hidden ? "yes" : "no") }
-                return row
-            })
+            output.table(
+                headers,
+                books.map { book in
+                    var row = [
+                        book.id, Display.cell(book.title), Display.cell(book.artist, limit: 30),
+                        TimeText.clock(book.position),
+                    ]
+                    if all { row.append(book.hidden ? "yes" : "no") }
+                    return row
+                })
         }
     }
 
@@ -130,7 +142,9 @@ extension BookCommand {
 
         func validate() throws {
             _ = try checkedID(id, kind: .book)
-            if let title, title.trimmingSpaces().isEmpty { throw ValidationError("the title is empty; give --title a title") }
+            if let title, title.trimmingSpaces().isEmpty {
+                throw ValidationError("the title is empty; give --title a title")
+            }
             _ = try seconds(position, option: "--position")
             if title == nil, artist == nil, artwork == nil, position == nil {
                 throw ValidationError("nothing to change; give --title, --artist, --artwork or --position")
@@ -163,7 +177,9 @@ extension BookCommand {
     struct Unarchive: ContextCommand {
         static let configuration = CommandConfiguration(
             abstract: "Bring an archived or deleted book back into lists.",
-            discussion: "If another device changes the same book before this change reaches it, the merge keeps the book hidden: hidden wins.")
+            discussion:
+                "If another device changes the same book before this change reaches it, the merge keeps the book hidden: hidden wins."
+        )
 
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The book's id.") var id: String
@@ -178,7 +194,9 @@ extension BookCommand {
     struct Delete: ContextCommand {
         static let configuration = CommandConfiguration(
             abstract: "Delete a book: hide it and forget its local file.",
-            discussion: "Books are never removed from the database or from Drive, so every device learns of the deletion; its clips stay.")
+            discussion:
+                "Books are never removed from the database or from Drive, so every device learns of the deletion; its clips stay."
+        )
 
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The book's id.") var id: String

@@ -14,8 +14,11 @@ struct ClipJSON: Encodable {
     let clip: Clip
 
     enum CodingKeys: String, CodingKey {
-        case id, bookID = "book_id", start, duration, note, transcription
-        case createdAt = "created_at", updatedAt = "updated_at"
+        case id
+        case bookID = "book_id"
+        case start, duration, note, transcription
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -85,11 +88,17 @@ extension ClipCommand {
             let output = home.output
             if json { return try output.json(clips.map(ClipJSON.init)) }
             guard !clips.isEmpty else {
-                return output.line("No clips yet; add one with `ivy clip add --book ID --start S --duration D --audio FILE`.")
+                return output.line(
+                    "No clips yet; add one with `ivy clip add --book ID --start S --duration D --audio FILE`.")
             }
-            output.table(["ID", "BOOK", "START", "DURATION", "NOTE"], clips.map { clip in
-                [clip.id, clip.bookID, TimeText.clock(clip.start), TimeText.clock(clip.duration), Display.cell(clip.note)]
-            })
+            output.table(
+                ["ID", "BOOK", "START", "DURATION", "NOTE"],
+                clips.map { clip in
+                    [
+                        clip.id, clip.bookID, TimeText.clock(clip.start), TimeText.clock(clip.duration),
+                        Display.cell(clip.note),
+                    ]
+                })
         }
     }
 

@@ -16,7 +16,8 @@ struct ConfigCommand: ParsableCommand {
 /// Validates a key name, listing the known ones when it is not one of them.
 func settingKey(_ name: String) throws -> SettingKey {
     guard let key = SettingKey(rawValue: name) else {
-        throw ValidationError("unknown key '\(name)'; known keys: \(SettingKey.allCases.map(\.rawValue).joined(separator: ", "))")
+        throw ValidationError(
+            "unknown key '\(name)'; known keys: \(SettingKey.allCases.map(\.rawValue).joined(separator: ", "))")
     }
     return key
 }
@@ -37,7 +38,10 @@ extension ConfigCommand {
         func run(_ context: Context) async throws {
             let home = try global.home(context)
             let rows = try home.library(readOnly: true).settings().map { entry in
-                [entry.key.rawValue, entry.value.map { shown(entry.key, $0) } ?? "-", entry.isDefault ? "default" : "set"]
+                [
+                    entry.key.rawValue, entry.value.map { shown(entry.key, $0) } ?? "-",
+                    entry.isDefault ? "default" : "set",
+                ]
             }
             home.output.table(["KEY", "VALUE", "SOURCE"], rows)
         }

@@ -3,8 +3,8 @@ import Foundation
 import IvyCore
 import IvyGoogle
 import IvyStore
-import IvySystem
 import IvySync
+import IvySystem
 import Logging
 
 /// `ivy`: the root command. `IvyCommand.main(_:context:)` runs it on a home.
@@ -19,7 +19,8 @@ package struct IvyCommand: ParsableCommand {
             """,
         version: IvyVersion.current,
         subcommands: [
-            BookCommand.self, ClipCommand.self, SyncCommand.self, LoginCommand.self, LogoutCommand.self, StatusCommand.self,
+            BookCommand.self, ClipCommand.self, SyncCommand.self, LoginCommand.self, LogoutCommand.self,
+            StatusCommand.self,
             QueueCommand.self, RetryFailedCommand.self, ResetManifestCommand.self, ConfigCommand.self,
         ]
     )
@@ -147,7 +148,8 @@ struct Home {
 
     /// The sync lock, waiting for a running sync to finish (and saying so on a terminal).
     func waitForSyncLock() throws -> SyncLock {
-        let output = output, terminal = terminal
+        let output = output
+        let terminal = terminal
         return try SyncLock.acquireWaiting(path: paths.lockFile) { pid in
             guard terminal.error else { return }
             output.error("waiting for the running sync\(pid.map { " (process \($0))" } ?? "") to finish…")
@@ -168,7 +170,8 @@ struct Home {
     /// IVY_CLIENT_ID and IVY_CLIENT_SECRET, else `client_id` and `client_secret` from `ivy config`.
     func credentials(_ library: LibraryDatabase) throws -> ClientCredentials {
         let id = try environment["IVY_CLIENT_ID"].flatMap { $0.isEmpty ? nil : $0 } ?? library.setting(.clientID)
-        let secret = try environment["IVY_CLIENT_SECRET"].flatMap { $0.isEmpty ? nil : $0 } ?? library.setting(.clientSecret)
+        let secret =
+            try environment["IVY_CLIENT_SECRET"].flatMap { $0.isEmpty ? nil : $0 } ?? library.setting(.clientSecret)
         guard let id, let secret else { throw GoogleError.missingCredentials }
         return ClientCredentials(id: id, secret: secret)
     }

@@ -40,7 +40,7 @@ struct Output {
         }
         let header = render(headers)
         line(styled ? "\u{1B}[1m\(header)\u{1B}[0m" : header)
-        rows.forEach { line(render($0)) }
+        for row in rows { line(render(row)) }
     }
 
     /// `label  value` lines with the labels aligned.

@@ -38,10 +38,16 @@ struct StatusCommand: ContextCommand {
 
         enum CodingKeys: String, CodingKey {
             case authenticated, account, pending, failed
-            case accessTokenExpires = "access_token_expires", refreshToken = "refresh_token_present"
-            case signedOutReason = "signed_out_reason", signedOutSince = "signed_out_since", heldChanges = "held_changes"
-            case lastSync = "last_sync", lastError = "last_error", manifestEntries = "manifest_entries"
-            case nextAutoSync = "next_auto_sync", orphanClips = "orphan_clips"
+            case accessTokenExpires = "access_token_expires"
+            case refreshToken = "refresh_token_present"
+            case signedOutReason = "signed_out_reason"
+            case signedOutSince = "signed_out_since"
+            case heldChanges = "held_changes"
+            case lastSync = "last_sync"
+            case lastError = "last_error"
+            case manifestEntries = "manifest_entries"
+            case nextAutoSync = "next_auto_sync"
+            case orphanClips = "orphan_clips"
         }
 
         func encode(to encoder: any Encoder) throws {

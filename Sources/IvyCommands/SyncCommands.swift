@@ -157,37 +157,51 @@ struct QueueCommand: ContextCommand {
     @OptionGroup var global: GlobalOptions
     @Flag(help: "Print one JSON array.") var json = false
 
+    /// One queue item as `ivy queue --json` prints it, keys in snake case, `last_error` null when none.
     struct Item: Encodable {
-        let entity_type: String, entity_id: String, operation: String, attempts: Int, failed: Bool, last_error: String?
-        let queued_at: Milliseconds
+        let entityType: String, entityID: String, operation: String, attempts: Int, failed: Bool, lastError: String?
+        let queuedAt: Milliseconds
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: Keys.self)
-            try container.encode(entity_type, forKey: .entity_type)
-            try container.encode(entity_id, forKey: .entity_id)
+            try container.encode(entityType, forKey: .entityType)
+            try container.encode(entityID, forKey: .entityID)
             try container.encode(operation, forKey: .operation)
             try container.encode(attempts, forKey: .attempts)
             try container.encode(failed, forKey: .failed)
-            try container.encode(last_error, forKey: .last_error)
-            try container.encode(queued_at, forKey: .queued_at)
+            try container.encode(lastError, forKey: .lastError)
+            try container.encode(queuedAt, forKey: .queuedAt)
         }
 
-        enum Keys: String, CodingKey { case entity_type, entity_id, operation, attempts, failed, last_error, queued_at }
+        enum Keys: String, CodingKey {
+            case entityType = "entity_type"
+            case entityID = "entity_id"
+            case operation, attempts, failed
+            case lastError = "last_error"
+            case queuedAt = "queued_at"
+        }
     }
 
     func run(_ context: Context) async throws {
         let home = try global.home(context)
         let items = try home.library(readOnly: true).queueItems()
         if json {
-            return try home.output.json(items.map {
-                Item(entity_type: $0.kind.rawValue, entity_id: $0.entityID, operation: $0.operation.rawValue, attempts: $0.attempts,
-                    failed: $0.hasFailed, last_error: $0.lastError, queued_at: $0.queuedAt)
-            })
+            return try home.output.json(
+                items.map {
+                    Item(
+                        entityType: $0.kind.rawValue, entityID: $0.entityID, operation: $0.operation.rawValue,
+                        attempts: $0.attempts, failed: $0.hasFailed, lastError: $0.lastError, queuedAt: $0.queuedAt)
+                })
         }
         guard !items.isEmpty else { return home.output.line("The queue is empty: everything has reached Drive.") }
-        home.output.table(["KIND", "ID", "OPERATION", "STATE", "ATTEMPTS", "LAST ERROR"], items.map {
-            [$0.kind.rawValue, $0.entityID, $0.operation.rawValue, $0.hasFailed ? "failed" : "pending", String($0.attempts), Display.cell($0.lastError, limit: 60)]
-        })
+        home.output.table(
+            ["KIND", "ID", "OPERATION", "STATE", "ATTEMPTS", "LAST ERROR"],
+            items.map {
+                [
+                    $0.kind.rawValue, $0.entityID, $0.operation.rawValue, $0.hasFailed ? "failed" : "pending",
+                    String($0.attempts), Display.cell($0.lastError, limit: 60),
+                ]
+            })
     }
 }
 
@@ -200,7 +214,10 @@ struct RetryFailedCommand: ContextCommand {
     func run(_ context: Context) async throws {
         let home = try global.home(context)
         let count = try home.library().retryFailed()
-        home.output.line(count == 0 ? "No failed items." : "\(count) failed item\(count == 1 ? "" : "s") will be tried again at the next sync.")
+        home.output.line(
+            count == 0
+                ? "No failed items."
+                : "\(count) failed item\(count == 1 ? "" : "s") will be tried again at the next sync.")
     }
 }
 
@@ -230,6 +247,7 @@ struct ResetManifestCommand: ContextCommand {
         }
         let entries = try library.localStatus().manifestEntries
         try library.resetManifest()
-        home.output.line("Forgot \(entries) synced entr\(entries == 1 ? "y" : "ies"); the next `ivy sync` is a full re-sync.")
+        home.output.line(
+            "Forgot \(entries) synced entr\(entries == 1 ? "y" : "ies"); the next `ivy sync` is a full re-sync.")
     }
 }

@@ -22,7 +22,9 @@ func seconds(_ text: String?, option: String) throws -> Double? {
 /// An id argument: checked for shape before anything looks it up.
 func checkedID(_ id: String, kind: EntityKind) throws -> String {
     guard EntityID.isValid(id) else {
-        throw ValidationError("'\(id)' is not a \(kind.rawValue) id: ids are lowercase UUIDs such as 3f2a9c1e-…; `ivy \(kind.rawValue) list` shows them")
+        throw ValidationError(
+            "'\(id)' is not a \(kind.rawValue) id: ids are lowercase UUIDs such as 3f2a9c1e-…; `ivy \(kind.rawValue) list` shows them"
+        )
     }
     return id
 }

@@ -49,7 +49,9 @@ package struct BookBackup: Sendable, StampedBackup {
             createdAt: createdAt, updatedAt: updatedAt)
     }
 
-    static let knownKeys: Set<String> = ["id", "title", "artist", "artwork", "position", "hidden", "created_at", "updated_at"]
+    static let knownKeys: Set<String> = [
+        "id", "title", "artist", "artwork", "position", "hidden", "created_at", "updated_at",
+    ]
 }
 
 /// A clip as stored on Drive in `clip_<id>.json` (its audio is `clip_<id>.mp3`).
@@ -153,11 +155,14 @@ package enum BackupCodec {
         let file = "book_\(expectedID).json"
         let fields = try Fields(data, file: file)
         let id = try fields.string("id")
-        guard id == expectedID else { throw BackupDecodingError(fileName: file, reason: "its id \(id) does not match the file name") }
+        guard id == expectedID else {
+            throw BackupDecodingError(fileName: file, reason: "its id \(id) does not match the file name")
+        }
         let title = try fields.string("title")
         let updatedAt = try fields.milliseconds("updated_at")
         let book = BookBackup(
-            id: id, title: title, artist: try fields.optionalString("artist"), artwork: try fields.optionalString("artwork"),
+            id: id, title: title, artist: try fields.optionalString("artist"),
+            artwork: try fields.optionalString("artwork"),
             position: try fields.optionalSeconds("position") ?? 0, hidden: try fields.optionalBool("hidden") ?? false,
             createdAt: try fields.optionalMilliseconds("created_at") ?? updatedAt, updatedAt: updatedAt,
             extras: fields.unknown(known: BookBackup.knownKeys))
@@ -168,9 +173,13 @@ package enum BackupCodec {
         let file = "clip_\(expectedID).json"
         let fields = try Fields(data, file: file)
         let id = try fields.string("id")
-        guard id == expectedID else { throw BackupDecodingError(fileName: file, reason: "its id \(id) does not match the file name") }
+        guard id == expectedID else {
+            throw BackupDecodingError(fileName: file, reason: "its id \(id) does not match the file name")
+        }
         let bookID = try fields.string("book_id")
-        guard EntityID.isValid(bookID) else { throw BackupDecodingError(fileName: file, reason: "its book_id \(bookID) is not a valid id") }
+        guard EntityID.isValid(bookID) else {
+            throw BackupDecodingError(fileName: file, reason: "its book_id \(bookID) is not a valid id")
+        }
         let updatedAt = try fields.milliseconds("updated_at")
         return ClipBackup(
             id: id, bookID: bookID, start: try fields.seconds("start"), duration: try fields.seconds("duration"),
@@ -196,7 +205,8 @@ package enum BackupCodec {
             throw BackupEncodingError(
                 entity: entity,
                 reason: "it would be \(AudioRules.grouped(Int64(data.count))) bytes, over the "
-                    + "\(AudioRules.grouped(Int64(maximumBytes)))-byte limit for backup JSON; shorten its note or transcription")
+                    + "\(AudioRules.grouped(Int64(maximumBytes)))-byte limit for backup JSON; shorten its note or transcription"
+            )
         }
         return data
     }
@@ -219,7 +229,9 @@ package enum BackupCodec {
                 reason: "\(AudioRules.grouped(Int64(data.count))) bytes, over the "
                     + "\(AudioRules.grouped(Int64(maximumBytes)))-byte limit for backup JSON")
         }
-        var depth = 0, inString = false, escaped = false
+        var depth = 0
+        var inString = false
+        var escaped = false
         for byte in data {
             if inString {
                 if escaped {

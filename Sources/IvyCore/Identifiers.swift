@@ -10,11 +10,12 @@ package enum EntityKind: String, Sendable, CaseIterable, Codable {
 /// by every other device: it is rejected everywhere instead.
 package enum EntityID {
     package static func isValid(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.allSatisfy { byte in
-            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "f"))
-                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
-                || byte == UInt8(ascii: "-")
-        }
+        !id.isEmpty
+            && id.utf8.allSatisfy { byte in
+                (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "f"))
+                    || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+                    || byte == UInt8(ascii: "-")
+            }
     }
 }
 

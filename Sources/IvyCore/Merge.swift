@@ -74,7 +74,8 @@ package enum Merge {
     /// Equal, or one side empty: the non-empty one. One side already containing the
     /// other (an earlier merge): the longer. Otherwise local, a marker line, remote.
     package static func note(local: String?, remote: String?, now: Milliseconds) -> String? {
-        let mine = local ?? "", theirs = remote ?? ""
+        let mine = local ?? ""
+        let theirs = remote ?? ""
         if theirs.isEmpty || mine == theirs || mine.contains(theirs) { return mine.isEmpty ? nil : mine }
         if mine.isEmpty || theirs.contains(mine) { return theirs }
         return mine + "\n\n" + conflictMarker(now) + "\n" + theirs
@@ -180,7 +181,8 @@ package enum Merge {
         /// Equal sides, or one side unchanged since the base: no rule needed. Otherwise the
         /// field is a conflict and `rule` decides.
         mutating func pick<T: Equatable>(_ name: String, _ field: KeyPath<Backup, T>, rule: (T, T) -> T) -> T {
-            let mine = local[keyPath: field], theirs = remote[keyPath: field]
+            let mine = local[keyPath: field]
+            let theirs = remote[keyPath: field]
             if mine == theirs { return mine }
             if let base {
                 if mine == base[keyPath: field] { return theirs }
@@ -199,11 +201,13 @@ package enum Merge {
         /// Unknown keys, three-way per key; a key changed on both sides takes the later
         /// write's value (or, without a base, whichever side has it).
         var extras: [String: JSONValue] {
-            let ours = local[keyPath: extrasPath], their = remote[keyPath: extrasPath]
+            let ours = local[keyPath: extrasPath]
+            let their = remote[keyPath: extrasPath]
             let agreed = base?[keyPath: extrasPath]
             var result: [String: JSONValue] = [:]
             for key in Set(ours.keys).union(their.keys).sorted() {
-                let mine = ours[key], theirs = their[key]
+                let mine = ours[key]
+                let theirs = their[key]
                 let value: JSONValue?
                 if mine == theirs {
                     value = mine
@@ -264,7 +268,9 @@ package struct CivilDate: Sendable, Equatable {
         year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
     }
 
-    private static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    private static let monthNames = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
 
     /// `MMM d, yyyy`.
     package var shortText: String { "\(Self.monthNames[month - 1]) \(day), \(year)" }

@@ -111,7 +111,8 @@ package enum SyncPlanner {
 
     package static func plan(_ input: PlanInput) -> SyncPlan {
         var plan = SyncPlan()
-        let keys = Set(input.local.keys).union(input.remote.entities.keys).union(input.manifest.keys).union(input.queue.keys)
+        let keys = Set(input.local.keys).union(input.remote.entities.keys).union(input.manifest.keys).union(
+            input.queue.keys)
         for key in keys.sorted() {
             decide(key, input, into: &plan)
         }
@@ -142,9 +143,12 @@ package enum SyncPlanner {
         func act(_ action: SyncAction, _ reason: String) {
             let isPush = action == .upload || action == .merge || action == .deleteRemote
             if isPush, let queued, queued.hasFailed {
-                plan.held.append(HeldAction(
-                    key: key, action: action,
-                    reason: "failed \(queued.attempts) times (\(queued.lastError ?? "unknown error")); `ivy retry-failed` tries again"))
+                plan.held.append(
+                    HeldAction(
+                        key: key, action: action,
+                        reason:
+                            "failed \(queued.attempts) times (\(queued.lastError ?? "unknown error")); `ivy retry-failed` tries again"
+                    ))
                 return
             }
             plan.actions.append(PlannedAction(key: key, action: action, reason: reason, remote: remote))
@@ -153,7 +157,10 @@ package enum SyncPlanner {
 
         // Stale duplicates go with the entity's upload or remote delete when it has one.
         defer {
-            let replaced = plan.actions.last.map { $0.key == key && ($0.action == .upload || $0.action == .merge || $0.action == .deleteRemote) } ?? false
+            let replaced =
+                plan.actions.last.map {
+                    $0.key == key && ($0.action == .upload || $0.action == .merge || $0.action == .deleteRemote)
+                } ?? false
             if !replaced, let remote {
                 plan.staleDuplicates += remote.stale.map { StaleFile(key: key, file: $0) }
             }
@@ -162,7 +169,8 @@ package enum SyncPlanner {
         switch (localUpdatedAt != nil, complete != nil) {
         case (true, true):
             guard manifest != nil else {
-                return act(.merge, "on both sides with no sync record (same id made on two devices, or the record was reset)")
+                return act(
+                    .merge, "on both sides with no sync record (same id made on two devices, or the record was reset)")
             }
             switch (localChanged, remoteChanged) {
             case (true, true): act(.merge, "changed here and on Drive since the last sync")
@@ -185,7 +193,7 @@ package enum SyncPlanner {
                 }
                 return skip("incomplete on Drive (JSON or MP3 missing); left alone")
             }
-            guard let _ = manifest else { return act(.upload, "new here") }
+            guard manifest != nil else { return act(.upload, "new here") }
             guard listingComplete else { return skip("not in an incomplete Drive listing; decided on a full listing") }
             if key.kind == .book { return act(.upload, "missing on Drive; books are never deleted, so it is restored") }
             if localChanged { return act(.upload, "deleted on Drive but changed here since: an edit beats a delete") }
@@ -193,10 +201,14 @@ package enum SyncPlanner {
 
         case (false, true):
             if key.kind == .book {
-                return act(.download, manifest == nil ? "new on Drive" : "missing here; books are never deleted, so it is restored")
+                return act(
+                    .download,
+                    manifest == nil ? "new on Drive" : "missing here; books are never deleted, so it is restored")
             }
             if manifest != nil {
-                if remoteChanged { return act(.download, "changed on Drive after it was deleted here: an edit beats a delete") }
+                if remoteChanged {
+                    return act(.download, "changed on Drive after it was deleted here: an edit beats a delete")
+                }
                 return act(.deleteRemote, "deleted here")
             }
             if queued?.operation == .delete { return act(.deleteRemote, "deleted here (queued delete)") }
@@ -248,7 +260,8 @@ package enum SyncPlanner {
         guard !input.allowLocalDeletes else { return }
         let short = shortListing(input)
         if let short {
-            plan.listingDistrustedReason = "\(short): nothing was deleted here and nothing it lacks was uploaded again. "
+            plan.listingDistrustedReason =
+                "\(short): nothing was deleted here and nothing it lacks was uploaded again. "
                 + "If Drive really lost them, `ivy sync --allow-deletes` goes by the listing"
             let lacking = plan.actions.filter { action in
                 action.action == .upload && action.remote == nil && input.manifest[action.key] != nil
@@ -272,7 +285,8 @@ package enum SyncPlanner {
         } else {
             return
         }
-        plan.deletionsHeldReason = "\(reason); nothing was deleted locally. Check Drive, then run `ivy sync --allow-deletes` to delete them"
+        plan.deletionsHeldReason =
+            "\(reason); nothing was deleted locally. Check Drive, then run `ivy sync --allow-deletes` to delete them"
         plan.actions.removeAll { $0.action == .deleteLocal }
         plan.held += deletions.map { HeldAction(key: $0.key, action: .deleteLocal, reason: reason) }
     }

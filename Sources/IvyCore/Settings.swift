@@ -52,7 +52,8 @@ package enum SettingKey: String, Sendable, CaseIterable {
             }
         case .autoSyncCooldown:
             guard let seconds = Int(trimmed), seconds >= 0, seconds <= 31_536_000 else {
-                return .failure(SettingError(key: self, value: value, expected: "a whole number of seconds from 0 to 31536000"))
+                return .failure(
+                    SettingError(key: self, value: value, expected: "a whole number of seconds from 0 to 31536000"))
             }
             return .success(String(seconds))
         case .concurrency:
@@ -62,12 +63,15 @@ package enum SettingKey: String, Sendable, CaseIterable {
             return .success(String(count))
         case .syncTimeout:
             guard let seconds = Int(trimmed), (1...86_400).contains(seconds) else {
-                return .failure(SettingError(key: self, value: value, expected: "a whole number of seconds from 1 to 86400"))
+                return .failure(
+                    SettingError(key: self, value: value, expected: "a whole number of seconds from 1 to 86400"))
             }
             return .success(String(seconds))
         case .clientID, .clientSecret:
             guard !trimmed.isEmpty, !trimmed.contains(where: \.isWhitespace) else {
-                return .failure(SettingError(key: self, value: isSecret ? "…" : value, expected: "a non-empty value without spaces"))
+                return .failure(
+                    SettingError(key: self, value: isSecret ? "…" : value, expected: "a non-empty value without spaces")
+                )
             }
             return .success(trimmed)
         case .lastSyncTime, .lastError:

@@ -3,7 +3,7 @@ import Foundation
 import GoogleEmulator
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @main
@@ -26,7 +26,8 @@ struct Serve: AsyncParsableCommand {
             """)
 
     @Option(help: "The port to listen on; 0 picks a free one.") var port = 0
-    @Option(help: ArgumentHelp("Keep the emulated Drive and tokens in FILE across restarts.", valueName: "FILE")) var state: String?
+    @Option(help: ArgumentHelp("Keep the emulated Drive and tokens in FILE across restarts.", valueName: "FILE"))
+    var state: String?
     @Option(help: "Delay every Google request by this many milliseconds.") var latency = 0
     @Option(help: "Seconds an access token lives.") var tokenLifetime = 3599
     @Option(help: ArgumentHelp("Add an account (repeatable).", valueName: "EMAIL")) var account: [String] = []
@@ -43,7 +44,8 @@ struct Serve: AsyncParsableCommand {
             do {
                 try await emulatorState.restore(from: Data(contentsOf: URL(fileURLWithPath: state)))
             } catch {
-                throw ValidationError("cannot read the state file \(state): \(error.localizedDescription); move it aside to start empty")
+                throw ValidationError(
+                    "cannot read the state file \(state): \(error.localizedDescription); move it aside to start empty")
             }
         }
         for email in account { await emulatorState.addAccount(EmulatedAccount(email: email)) }
@@ -54,15 +56,17 @@ struct Serve: AsyncParsableCommand {
         let emulator = try await GoogleEmulator.start(port: port, state: emulatorState)
         // Unbuffered: a script reading the first line must get it now, not at exit.
         let accounts = await emulatorState.accounts.map(\.email).joined(separator: ", ")
-        FileHandle.standardOutput.write(Data("""
-            \(emulator.baseURL.absoluteString)
-            client id:     \(GoogleEmulator.defaultClient.id)
-            client secret: \(GoogleEmulator.defaultClient.secret)
-            accounts:      \(accounts)
-            seed:          \(seed)
-            approve a sign-in with: ivy-emulator approve --url \(emulator.baseURL.absoluteString)
+        FileHandle.standardOutput.write(
+            Data(
+                """
+                \(emulator.baseURL.absoluteString)
+                client id:     \(GoogleEmulator.defaultClient.id)
+                client secret: \(GoogleEmulator.defaultClient.secret)
+                accounts:      \(accounts)
+                seed:          \(seed)
+                approve a sign-in with: ivy-emulator approve --url \(emulator.baseURL.absoluteString)
 
-            """.utf8))
+                """.utf8))
 
         await stop.wait()
         await emulator.stop()
@@ -97,7 +101,8 @@ final class SignalWaiter {
 
 /// Options shared by the commands that talk to a running emulator.
 struct Target: ParsableArguments {
-    @Option(help: "The emulator's URL, as it printed it.") var url = ProcessInfo.processInfo.environment["IVY_OAUTH_URL"] ?? "http://127.0.0.1:8765"
+    @Option(help: "The emulator's URL, as it printed it.") var url =
+        ProcessInfo.processInfo.environment["IVY_OAUTH_URL"] ?? "http://127.0.0.1:8765"
 
     func post(_ path: String, _ body: [String: String]) async throws {
         guard let endpoint = URL(string: url + path) else { throw ValidationError("not a URL: \(url)") }
@@ -114,11 +119,13 @@ struct Target: ParsableArguments {
 }
 
 struct Approve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Approve a waiting sign-in, as the person at the browser would.")
+    static let configuration = CommandConfiguration(
+        abstract: "Approve a waiting sign-in, as the person at the browser would.")
 
     @OptionGroup var target: Target
     @Option(help: "The user code ivy printed; optional when only one sign-in waits.") var code: String?
-    @Option(help: ArgumentHelp("The account to sign in as (default: the first).", valueName: "EMAIL")) var account: String?
+    @Option(help: ArgumentHelp("The account to sign in as (default: the first).", valueName: "EMAIL")) var account:
+        String?
 
     func run() async throws {
         var body: [String: String] = [:]

@@ -7,7 +7,9 @@ package struct GoogleEffects: Sendable {
     package var clock: WallClock
     package var sleep: @Sendable (Duration) async throws -> Void
 
-    package init(transport: any HTTPTransport, clock: WallClock, sleep: @escaping @Sendable (Duration) async throws -> Void) {
+    package init(
+        transport: any HTTPTransport, clock: WallClock, sleep: @escaping @Sendable (Duration) async throws -> Void
+    ) {
         self.transport = transport
         self.clock = clock
         self.sleep = sleep
@@ -54,7 +56,8 @@ package struct DeviceFlow: Sendable {
         }
         guard let deviceCode = answer.deviceCode, let userCode = answer.userCode, let url = answer.verificationURL
         else {
-            throw GoogleError.unexpectedResponse("the device code answer lacks device_code, user_code or verification_url")
+            throw GoogleError.unexpectedResponse(
+                "the device code answer lacks device_code, user_code or verification_url")
         }
         return DeviceAuthorization(
             deviceCode: deviceCode, userCode: userCode, verificationURL: url,
@@ -74,10 +77,12 @@ package struct DeviceFlow: Sendable {
             guard effects.clock.now() < deadline else { throw GoogleError.codeExpired }
             let response: HTTPResponse
             do {
-                response = try await post("token", [
-                    "client_id": credentials.id, "client_secret": credentials.secret,
-                    "device_code": authorization.deviceCode, "grant_type": Self.grantType,
-                ])
+                response = try await post(
+                    "token",
+                    [
+                        "client_id": credentials.id, "client_secret": credentials.secret,
+                        "device_code": authorization.deviceCode, "grant_type": Self.grantType,
+                    ])
             } catch {
                 try await effects.sleep(.seconds(backoff))
                 backoff = min(backoff * 2, 60)
@@ -103,7 +108,9 @@ package struct DeviceFlow: Sendable {
 
     /// Revokes a token (either of a pair revokes both). Google answers 200, or 400 for a
     /// token it no longer knows; both mean the sign-in is gone.
-    package static func revoke(_ token: String, endpoints: GoogleEndpoints, transport: any HTTPTransport) async throws -> HTTPResponse {
+    package static func revoke(_ token: String, endpoints: GoogleEndpoints, transport: any HTTPTransport) async throws
+        -> HTTPResponse
+    {
         try await FormPost.send(transport, endpoints.oauth.appendingPathComponent("revoke"), ["token": token])
     }
 
@@ -177,12 +184,15 @@ enum FormPost {
         return set
     }()
 
-    static func send(_ transport: any HTTPTransport, _ url: URL, _ fields: [String: String]) async throws -> HTTPResponse {
+    static func send(_ transport: any HTTPTransport, _ url: URL, _ fields: [String: String]) async throws
+        -> HTTPResponse
+    {
         let body = fields.sorted { $0.key < $1.key }
             .map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }
             .joined(separator: "&")
         let request = HTTPRequest(
-            method: "POST", url: url, headers: ["Content-Type": "application/x-www-form-urlencoded"], body: .data(Data(body.utf8)))
+            method: "POST", url: url, headers: ["Content-Type": "application/x-www-form-urlencoded"],
+            body: .data(Data(body.utf8)))
         do {
             return try await transport.send(request)
         } catch {

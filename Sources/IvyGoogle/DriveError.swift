@@ -29,7 +29,8 @@ package struct DriveError: LocalizedError, Equatable, Sendable {
 
     package var errorDescription: String? {
         switch kind {
-        case .driveFull: "your Google Drive is full (storageQuotaExceeded); free some space, then run `ivy retry-failed` and `ivy sync`"
+        case .driveFull:
+            "your Google Drive is full (storageQuotaExceeded); free some space, then run `ivy retry-failed` and `ivy sync`"
         case .rateLimited: "Google Drive is rate limiting ivy (\(reason ?? "429")); the next sync tries again"
         case .unauthorized: "Google refused the sign-in (401); run `ivy login`"
         default: message
@@ -40,13 +41,18 @@ package struct DriveError: LocalizedError, Equatable, Sendable {
         let parsed = GoogleError.from(response)
         switch parsed {
         case .driveAPIDisabled:
-            return DriveError(.setup, status: response.status, reason: "accessNotConfigured", message: "\(context): \(parsed.localizedDescription)")
+            return DriveError(
+                .setup, status: response.status, reason: "accessNotConfigured",
+                message: "\(context): \(parsed.localizedDescription)")
         case .missingDriveScope:
-            return DriveError(.setup, status: response.status, reason: "insufficientPermissions", message: "\(context): \(parsed.localizedDescription)")
+            return DriveError(
+                .setup, status: response.status, reason: "insufficientPermissions",
+                message: "\(context): \(parsed.localizedDescription)")
         default: break
         }
         guard case .http(let status, let reason, let message) = parsed else {
-            return DriveError(.unexpected, status: response.status, message: "\(context): unexpected answer \(response.status)")
+            return DriveError(
+                .unexpected, status: response.status, message: "\(context): unexpected answer \(response.status)")
         }
         let text = "\(context): Drive answered \(status)\(reason.map { " \($0)" } ?? ""): \(message)"
         switch (status, reason) {

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where Google lives: the OAuth server and the Drive API. Tests and `ivy-emulator` point

@@ -18,7 +18,8 @@ package actor TokenProvider {
     package private(set) var refreshCount = 0
 
     package init(
-        token: StoredToken, store: TokenStore, endpoints: GoogleEndpoints, credentials: ClientCredentials, effects: GoogleEffects,
+        token: StoredToken, store: TokenStore, endpoints: GoogleEndpoints, credentials: ClientCredentials,
+        effects: GoogleEffects,
         policy: RetryPolicy = RetryPolicy()
     ) {
         self.token = token
@@ -34,7 +35,9 @@ package actor TokenProvider {
     /// A token valid for at least the margin, refreshing first when needed.
     package func accessToken() async throws -> String {
         if let reason = token.signedOutReason { throw GoogleError.signedOut(reason: reason) }
-        if let access = token.accessToken, let expiresAt = token.expiresAt, effects.clock.now() < expiresAt - Self.margin {
+        if let access = token.accessToken, let expiresAt = token.expiresAt,
+            effects.clock.now() < expiresAt - Self.margin
+        {
             return access
         }
         return try await refreshed()
@@ -50,7 +53,11 @@ package actor TokenProvider {
         if let inFlight = refreshing { return try await inFlight.valueCancellingWithCaller() }
         let task = Task { try await self.performRefresh() }
         refreshing = task
-        let result = await withTaskCancellationHandler { await task.result } onCancel: { task.cancel() }
+        let result = await withTaskCancellationHandler {
+            await task.result
+        } onCancel: {
+            task.cancel()
+        }
         refreshing = nil
         return try result.get()
     }
@@ -91,7 +98,8 @@ package actor TokenProvider {
 
     /// Google refused the refresh token: recorded in the token file, so `status` can say why.
     private func signOut() -> GoogleError {
-        let reason = "Google no longer accepts the saved sign-in (revoked, or expired: apps in testing get 7-day sign-ins)"
+        let reason =
+            "Google no longer accepts the saved sign-in (revoked, or expired: apps in testing get 7-day sign-ins)"
         token.signedOutReason = reason
         token.signedOutAt = effects.clock.now()
         token.accessToken = nil
@@ -125,7 +133,9 @@ package struct AuthorizedTransport: Sendable {
         try await perform(request) { try await transport.download($0, to: file) }
     }
 
-    private func perform(_ request: HTTPRequest, _ send: (HTTPRequest) async throws -> HTTPResponse) async throws -> HTTPResponse {
+    private func perform(_ request: HTTPRequest, _ send: (HTTPRequest) async throws -> HTTPResponse) async throws
+        -> HTTPResponse
+    {
         let token = try await tokens.accessToken()
         let first = try await send(Self.authorized(request, token))
         guard first.status == 401 else { return first }
@@ -154,7 +164,8 @@ package struct DriveAccount: Sendable, Equatable {
         drive: URL, accessToken: String, transport: any HTTPTransport, policy: RetryPolicy = RetryPolicy(),
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) async throws -> DriveAccount {
-        var components = URLComponents(url: drive.appendingPathComponent("drive/v3/about"), resolvingAgainstBaseURL: false)
+        var components = URLComponents(
+            url: drive.appendingPathComponent("drive/v3/about"), resolvingAgainstBaseURL: false)
         components?.queryItems = [URLQueryItem(name: "fields", value: "user(emailAddress,permissionId)")]
         guard let url = components?.url else { throw GoogleError.badEndpoint("bad Drive URL \(drive)") }
         let request = HTTPRequest(method: "GET", url: url, headers: ["Authorization": "Bearer \(accessToken)"])

@@ -33,8 +33,14 @@ package struct StoredToken: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case accessToken = "access_token", refreshToken = "refresh_token", expiresAt = "expires_at", scope
-        case clientID = "client_id", email, permissionID = "permission_id", signedOutReason = "signed_out_reason"
+        case accessToken = "access_token"
+        case refreshToken = "refresh_token"
+        case expiresAt = "expires_at"
+        case scope
+        case clientID = "client_id"
+        case email
+        case permissionID = "permission_id"
+        case signedOutReason = "signed_out_reason"
         case signedOutAt = "signed_out_at"
     }
 
@@ -121,7 +127,8 @@ package struct TokenStore: Sendable {
         switch read() {
         case .missing: return .never
         case .unreadable(let changed, _), .damaged(let changed, _):
-            return .stopped(reason: "\(path) is damaged or unreadable, so the saved sign-in cannot be used", since: changed)
+            return .stopped(
+                reason: "\(path) is damaged or unreadable, so the saved sign-in cannot be used", since: changed)
         case .token(let token, let changed, _):
             if let reason = token.signedOutReason {
                 return .stopped(reason: reason, since: token.signedOutAt)

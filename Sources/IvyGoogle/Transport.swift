@@ -3,7 +3,7 @@ import IvySystem
 import Synchronization
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// One HTTP request, independent of the client library that sends it.
@@ -155,7 +155,7 @@ package final class URLSessionTransport: HTTPTransport {
             } onCancel: {
                 task.cancel()
             }
-        } catch where Task.isCancelled {
+        } catch  where Task.isCancelled {
             throw CancellationError()
         }
     }

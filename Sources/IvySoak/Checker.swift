@@ -62,7 +62,8 @@ enum Checker {
             findings.dupes.append("dupe: \(files.count) files named \(name) on Drive: \(times)")
             findings.dupeCount += files.count - 1
         }
-        let jsonClips = Set(drive.ids(.clip)), mp3Clips = Set(drive.mp3IDs)
+        let jsonClips = Set(drive.ids(.clip))
+        let mp3Clips = Set(drive.mp3IDs)
         for id in ledger.ordered(jsonClips.subtracting(mp3Clips)) {
             findings.diverged.append("diverged: clip_\(id).json on Drive without its MP3\(origin(id, ledger))")
         }

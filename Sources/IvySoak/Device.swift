@@ -62,7 +62,8 @@ final class Device: Sendable {
     ) async throws -> Outcome {
         let running = try RunningIvy(device: self, arguments: arguments)
         let deadline = ContinuousClock.now + limit
-        var killRequested = false, hung = false
+        var killRequested = false
+        var hung = false
         while running.isRunning {
             if !killRequested, let killWhen, await killWhen() {
                 running.sigkill()

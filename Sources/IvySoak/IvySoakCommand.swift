@@ -73,8 +73,9 @@ struct IvySoakCommand: AsyncParsableCommand {
 
         for line in findings.lost + findings.dupes + findings.diverged { print(line) }
         if keep { print("homes kept in \(root)") }
-        print("soak: \(rounds) rounds, \(soak.faultsFired) faults, \(soak.kills) kills, "
-            + "lost=\(findings.lost.count), dupes=\(findings.dupeCount), diverged=\(findings.diverged.count)")
+        print(
+            "soak: \(rounds) rounds, \(soak.faultsFired) faults, \(soak.kills) kills, "
+                + "lost=\(findings.lost.count), dupes=\(findings.dupeCount), diverged=\(findings.diverged.count)")
         if !findings.clean { throw ExitCode.failure }
     }
 

@@ -28,7 +28,8 @@ struct Ledger {
     /// The ids in creation order (any the soak never saw created last, by id).
     func ordered(_ ids: some Sequence<String>) -> [String] {
         ids.sorted { left, right in
-            let l = entries[left]?.sequence ?? Int.max, r = entries[right]?.sequence ?? Int.max
+            let l = entries[left]?.sequence ?? Int.max
+            let r = entries[right]?.sequence ?? Int.max
             return l == r ? left < right : l < r
         }
     }

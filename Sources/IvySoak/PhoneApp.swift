@@ -148,7 +148,9 @@ let artists = ["Frank Herbert", "Jane Austen", "Toni Morrison", "Stanisław Lem"
 
 /// A short note; now and then two lines or a non-ASCII word.
 func phrase(_ random: inout SplitMix64, round: Int, by author: String) -> String {
-    var text = "\(author) r\(round): " + (0..<random.int(in: 1...4)).map { _ in random.pick(words) ?? "" }
+    var text =
+        "\(author) r\(round): "
+        + (0..<random.int(in: 1...4)).map { _ in random.pick(words) ?? "" }
         .joined(separator: " ")
     if random.chance(0.1) { text += "\nsecond line" }
     if random.chance(0.1) { text += " — café" }

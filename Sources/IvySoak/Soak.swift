@@ -266,7 +266,8 @@ final class Soak {
                     quiet = false
                     continue
                 }
-                let moved = ["uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"]
+                let moved =
+                    ["uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"]
                     .map { Self.total(report[$0]) }.reduce(0, +) + Int(report["stale_duplicates_deleted"]?.number ?? 0)
                 if moved > 0 { quiet = false }
             }

@@ -7,7 +7,8 @@ struct SplitMix64: RandomNumberGenerator {
     /// and the kill from separate streams: how many numbers one of them consumes (which
     /// depends on the library's state) never shifts what the others, or later rounds, draw.
     enum Purpose: UInt64 {
-        case setup = 1, edits, app, faults, kill
+        case setup = 1
+        case edits, app, faults, kill
     }
 
     private var state: UInt64
@@ -70,7 +71,8 @@ struct SplitMix64: RandomNumberGenerator {
             let text = String(value, radix: 16)
             return String(repeating: "0", count: max(0, digits - text.count)) + text
         }
-        let h = hex(high, 16), l = hex(low, 16)
+        let h = hex(high, 16)
+        let l = hex(low, 16)
         return "\(h.prefix(8))-\(h.dropFirst(8).prefix(4))-\(h.suffix(4))-\(l.prefix(4))-\(l.suffix(12))"
     }
 

@@ -34,12 +34,14 @@ extension LibraryDatabase {
     package func bindAccount(permissionID: String, email: String) throws -> Bool {
         try write { db in
             let current = try String.fetchOne(
-                db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [InternalSetting.accountPermissionID.rawValue])
+                db, sql: "SELECT value FROM settings WHERE key = ?",
+                arguments: [InternalSetting.accountPermissionID.rawValue])
             let switched = current != nil && current != permissionID
             if switched { try Self.clearManifest(db) }
             for (key, value) in [(InternalSetting.accountPermissionID, permissionID), (.accountEmail, email)] {
                 try db.execute(
-                    sql: "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    sql:
+                        "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     arguments: [key.rawValue, value])
             }
             return switched

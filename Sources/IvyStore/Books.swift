@@ -6,8 +6,10 @@ extension LibraryDatabase {
     package func books(includeHidden: Bool) throws -> [Book] {
         try read { db in
             let filter = includeHidden ? "" : "WHERE hidden = 0"
-            return try Row.fetchAll(db, sql: "SELECT * FROM books \(filter) ORDER BY title COLLATE NOCASE, created_at, id")
-                .map(Book.init(row:))
+            return try Row.fetchAll(
+                db, sql: "SELECT * FROM books \(filter) ORDER BY title COLLATE NOCASE, created_at, id"
+            )
+            .map(Book.init(row:))
         }
     }
 

@@ -55,7 +55,9 @@ extension LibraryDatabase {
     /// Applies `changes` and, with `audio`, replaces the clip's MP3. Unchanged fields and no
     /// new audio write nothing; new audio always counts as a change.
     @discardableResult
-    package func updateClip(id: String, _ changes: ClipChanges, audio source: String? = nil) throws -> (clip: Clip, changed: Bool) {
+    package func updateClip(id: String, _ changes: ClipChanges, audio source: String? = nil) throws -> (
+        clip: Clip, changed: Bool
+    ) {
         if let start = changes.start { try Self.checkTime(start, field: "start") }
         if let duration = changes.duration { try Self.checkTime(duration, field: "duration") }
         guard try clip(id: id) != nil else { throw StoreError.clipNotFound(id: id) }
@@ -81,7 +83,8 @@ extension LibraryDatabase {
                 try AudioFiles.place(staged, at: audioPath(clipID: id))
                 return outcome
             }
-        } onCommitFailure: {}
+        } onCommitFailure: {
+        }
         guard let result else { throw StoreError.clipNotFound(id: id) }
         return result
     }

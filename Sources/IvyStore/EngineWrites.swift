@@ -35,7 +35,6 @@ package struct EngineWriter {
     }
 }
 
-
 extension LibraryDatabase {
     /// Runs `body` in one transaction whose writes to books and clips do not enter the queue.
     ///
@@ -51,4 +50,3 @@ extension LibraryDatabase {
         }
     }
 }
-

@@ -17,7 +17,8 @@ extension LibraryDatabase {
     /// Every known key with its value (or default) and whether it was set explicitly.
     package func settings() throws -> [(key: SettingKey, value: String?, isDefault: Bool)] {
         let stored = try read { db in
-            try Row.fetchAll(db, sql: "SELECT key, value FROM settings").reduce(into: [String: String?]()) { values, row in
+            try Row.fetchAll(db, sql: "SELECT key, value FROM settings").reduce(into: [String: String?]()) {
+                values, row in
                 values[row["key"]] = row["value"] as String?
             }
         }
@@ -59,7 +60,8 @@ extension LibraryDatabase {
         try write { db in
             if let value {
                 try db.execute(
-                    sql: "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    sql:
+                        "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     arguments: [key, value])
             } else {
                 try db.execute(sql: "DELETE FROM settings WHERE key = ?", arguments: [key])

@@ -21,8 +21,11 @@ extension LibraryDatabase {
     package func localStatus() throws -> LocalStatus {
         try read { db in
             let limit = QueueItem.maximumAttempts
-            let pending = try Int.fetchOne(db, sql: "SELECT count(*) FROM sync_queue WHERE attempts < ?", arguments: [limit]) ?? 0
-            let failed = try Int.fetchOne(db, sql: "SELECT count(*) FROM sync_queue WHERE attempts >= ?", arguments: [limit]) ?? 0
+            let pending =
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM sync_queue WHERE attempts < ?", arguments: [limit]) ?? 0
+            let failed =
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM sync_queue WHERE attempts >= ?", arguments: [limit])
+                ?? 0
             let manifest = try Int.fetchOne(db, sql: "SELECT count(*) FROM sync_manifest") ?? 0
             let values = try Row.fetchAll(
                 db, sql: "SELECT key, value FROM settings WHERE key IN (?, ?)",

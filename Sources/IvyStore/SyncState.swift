@@ -7,7 +7,8 @@ import IvyCore
 extension LibraryDatabase {
     package func manifestEntries() throws -> [ManifestEntry] {
         try read { db in
-            let columns = "entity_type, entity_id, local_updated_at, remote_updated_at, remote_file_id, remote_mp3_file_id, synced_at"
+            let columns =
+                "entity_type, entity_id, local_updated_at, remote_updated_at, remote_file_id, remote_mp3_file_id, synced_at"
             return try Row.fetchAll(db, sql: "SELECT \(columns) FROM sync_manifest").compactMap { row in
                 let kind: String = try row.decode(forColumn: "entity_type")
                 guard let entityKind = EntityKind(rawValue: kind) else { return nil }
@@ -53,7 +54,8 @@ extension LibraryDatabase {
         try read { db in
             guard
                 let row = try Row.fetchOne(
-                    db, sql: "SELECT base_json, base_audio_md5 FROM sync_manifest WHERE entity_type = ? AND entity_id = ?",
+                    db,
+                    sql: "SELECT base_json, base_audio_md5 FROM sync_manifest WHERE entity_type = ? AND entity_id = ?",
                     arguments: [key.kind.rawValue, key.id]),
                 let json: String = row["base_json"]
             else { return nil }
@@ -65,7 +67,8 @@ extension LibraryDatabase {
     package func forgetSynced(_ key: EntityKey, queuedAt: Milliseconds?) throws {
         try write { db in
             try db.execute(
-                sql: "DELETE FROM sync_manifest WHERE entity_type = ? AND entity_id = ?", arguments: [key.kind.rawValue, key.id])
+                sql: "DELETE FROM sync_manifest WHERE entity_type = ? AND entity_id = ?",
+                arguments: [key.kind.rawValue, key.id])
             try Self.settle(key, queuedAt: queuedAt, db)
         }
     }
@@ -75,10 +78,13 @@ extension LibraryDatabase {
         try write { db in
             for key in keys {
                 let table = key.kind == .book ? "books" : "clips"
-                let exists = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(table) WHERE id = ?)", arguments: [key.id]) ?? false
+                let exists =
+                    try Bool.fetchOne(
+                        db, sql: "SELECT EXISTS (SELECT 1 FROM \(table) WHERE id = ?)", arguments: [key.id]) ?? false
                 guard !exists else { continue }
                 try db.execute(
-                    sql: "DELETE FROM sync_manifest WHERE entity_type = ? AND entity_id = ?", arguments: [key.kind.rawValue, key.id])
+                    sql: "DELETE FROM sync_manifest WHERE entity_type = ? AND entity_id = ?",
+                    arguments: [key.kind.rawValue, key.id])
             }
         }
     }
@@ -98,7 +104,9 @@ extension LibraryDatabase {
 
     /// Counts a failed operation against the entity's queue item, creating one when there
     /// is none, so every failure is counted. A non-retryable failure fails the item at once.
-    package func recordFailure(_ key: EntityKey, operation: QueueItem.Operation, message: String, retryable: Bool) throws {
+    package func recordFailure(_ key: EntityKey, operation: QueueItem.Operation, message: String, retryable: Bool)
+        throws
+    {
         try write { db in
             let now = clock.now()
             let attempts = retryable ? "attempts + 1" : "max(attempts, \(QueueItem.maximumAttempts))"
@@ -108,14 +116,18 @@ extension LibraryDatabase {
                     VALUES (?, ?, ?, ?, ?, ?)
                     ON CONFLICT (entity_type, entity_id) DO UPDATE SET attempts = \(attempts), last_error = excluded.last_error
                     """,
-                arguments: [key.kind.rawValue, key.id, operation.rawValue, retryable ? 1 : QueueItem.maximumAttempts, message, now])
+                arguments: [
+                    key.kind.rawValue, key.id, operation.rawValue, retryable ? 1 : QueueItem.maximumAttempts, message,
+                    now,
+                ])
         }
     }
 
     /// Failed items become pending again; returns how many.
     package func retryFailed() throws -> Int {
         try write { db in
-            try db.execute(sql: "UPDATE sync_queue SET attempts = 0 WHERE attempts >= ?", arguments: [QueueItem.maximumAttempts])
+            try db.execute(
+                sql: "UPDATE sync_queue SET attempts = 0 WHERE attempts >= ?", arguments: [QueueItem.maximumAttempts])
             return db.changesCount
         }
     }
@@ -178,7 +190,8 @@ extension EngineWriter {
     package func saveExtras(_ key: EntityKey, _ extras: [String: JSONValue]) throws {
         if extras.isEmpty {
             try db.execute(
-                sql: "DELETE FROM backup_extras WHERE entity_type = ? AND entity_id = ?", arguments: [key.kind.rawValue, key.id])
+                sql: "DELETE FROM backup_extras WHERE entity_type = ? AND entity_id = ?",
+                arguments: [key.kind.rawValue, key.id])
             return
         }
         let encoder = JSONEncoder()

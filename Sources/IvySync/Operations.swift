@@ -265,7 +265,8 @@ extension SyncEngine {
         let data = try Self.encoded(clip)
         let md5 = try LocalFile.md5(of: audio)
         let files = remote?.allFiles ?? []
-        let jsonName = key.jsonFileName, mp3Name = key.mp3FileName
+        let jsonName = key.jsonFileName
+        let mp3Name = key.mp3FileName
         var keptMP3: RemoteFile?
         if let current = remote?.mp3, current.size == size, current.md5 == md5,
             !files.contains(where: { $0.name == mp3Name && $0.id != current.id })
@@ -483,7 +484,8 @@ extension SyncEngine {
 
     /// Equal apart from when each side was written.
     static func sameContent<Backup: StampedBackup>(_ a: Backup, _ b: Backup) -> Bool {
-        var left = a, right = b
+        var left = a
+        var right = b
         (left.createdAt, left.updatedAt) = (0, 0)
         (right.createdAt, right.updatedAt) = (0, 0)
         return left == right

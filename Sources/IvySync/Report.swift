@@ -47,11 +47,20 @@ package struct SyncReport: Sendable, Encodable {
     package init() {}
 
     enum CodingKeys: String, CodingKey {
-        case dryRun = "dry_run", uploaded, downloaded, merged, deletedRemote = "deleted_remote", deletedLocal = "deleted_local"
-        case staleDuplicatesDeleted = "stale_duplicates_deleted", conflicts, failures, skipped, held
+        case dryRun = "dry_run"
+        case uploaded, downloaded, merged
+        case deletedRemote = "deleted_remote"
+        case deletedLocal = "deleted_local"
+        case staleDuplicatesDeleted = "stale_duplicates_deleted"
+        case conflicts, failures, skipped, held
         case heldChanges = "held_changes"
-        case deletionsHeld = "deletions_held", orphanClips = "orphan_clips", bytesUploaded = "bytes_uploaded"
-        case bytesDownloaded = "bytes_downloaded", requests, durationMilliseconds = "duration_ms", plan
+        case deletionsHeld = "deletions_held"
+        case orphanClips = "orphan_clips"
+        case bytesUploaded = "bytes_uploaded"
+        case bytesDownloaded = "bytes_downloaded"
+        case requests
+        case durationMilliseconds = "duration_ms"
+        case plan
     }
 
     package var hasFailures: Bool { !failures.isEmpty }
@@ -64,7 +73,8 @@ package struct SyncReport: Sendable, Encodable {
         guard let first = heldChanges.first else { return nil }
         let count = heldChanges.count == 1 ? "1 change" : "\(heldChanges.count) changes"
         let more = heldChanges.count > 1 ? " and \(heldChanges.count - 1) more" : ""
-        return "\(count) held back after failing \(QueueItem.maximumAttempts) times: \(first.entity) (\(first.reason))\(more); "
+        return
+            "\(count) held back after failing \(QueueItem.maximumAttempts) times: \(first.entity) (\(first.reason))\(more); "
             + "run `ivy retry-failed`"
     }
 
@@ -81,7 +91,8 @@ package struct SyncReport: Sendable, Encodable {
         add(deletedRemote, "deleted on Drive")
         add(deletedLocal, "deleted here")
         let what = parts.isEmpty ? "nothing to do" : parts.joined(separator: ", ")
-        var line = "\(dryRun ? "Would sync" : "Synced"): \(what); \(requests) requests in \(Double(durationMilliseconds) / 1000) s"
+        var line =
+            "\(dryRun ? "Would sync" : "Synced"): \(what); \(requests) requests in \(Double(durationMilliseconds) / 1000) s"
         if !failures.isEmpty { line += "; \(failures.count) failed (see `ivy queue`)" }
         if !skipped.isEmpty { line += "; \(skipped.count) Drive files skipped" }
         if orphanClips > 0 { line += "; \(orphanClips) clips without their book" }

@@ -2,6 +2,7 @@ import Foundation
 import IvyCore
 import IvyGoogle
 import IvyStore
+import IvySystem
 
 /// One sign-in: Google's device flow, the account from Drive, the token file and the
 /// library's account binding. `ivy login` and an interactive `ivy sync` both sign in

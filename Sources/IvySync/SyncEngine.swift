@@ -140,9 +140,10 @@ package final class SyncEngine: Sendable {
     }
 
     private func plan(_ gathered: Gathered, _ options: SyncOptions) -> SyncPlan {
-        SyncPlanner.plan(PlanInput(
-            local: gathered.snapshot, remote: gathered.remote, manifest: gathered.manifest, queue: gathered.queue,
-            allowLocalDeletes: options.allowDeletes, folderIsRecorded: gathered.folderIsRecorded))
+        SyncPlanner.plan(
+            PlanInput(
+                local: gathered.snapshot, remote: gathered.remote, manifest: gathered.manifest, queue: gathered.queue,
+                allowLocalDeletes: options.allowDeletes, folderIsRecorded: gathered.folderIsRecorded))
     }
 
     /// Counts finished operations into the live progress line.
@@ -276,7 +277,8 @@ extension SyncReport {
         self.dryRun = dryRun
         held = plan.held.map { .init(entity: "\($0.key)", reason: "\($0.action.rawValue) held back: \($0.reason)") }
         deletionsHeld = plan.deletionsHeldReason
-        skipped = plan.skipped.map { .init(entity: "\($0.key)", reason: $0.reason) }
+        skipped =
+            plan.skipped.map { .init(entity: "\($0.key)", reason: $0.reason) }
             + gathered.remote.ignored.map { .init(entity: $0.name, reason: "not an ivy file name; left alone") }
         if let reason = gathered.listing.incompleteReason {
             skipped.append(
@@ -289,7 +291,8 @@ extension SyncReport {
 
     /// A dry run's report: every planned action with its reason, counted as if done.
     mutating func preview(_ plan: SyncPlan) {
-        self.plan = plan.actions.map { .init(entity: "\($0.key)", reason: "\($0.action.rawValue): \($0.reason)") }
+        self.plan =
+            plan.actions.map { .init(entity: "\($0.key)", reason: "\($0.action.rawValue): \($0.reason)") }
             + plan.staleDuplicates.map { .init(entity: $0.file.name, reason: "delete stale duplicate \($0.file.id)") }
         for action in plan.actions { count(action.action, action.key.kind) }
     }

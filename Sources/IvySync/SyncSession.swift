@@ -2,6 +2,7 @@ import Foundation
 import IvyCore
 import IvyGoogle
 import IvyStore
+import IvySystem
 import Logging
 
 /// Why `ivy sync --auto` does nothing this time. Cron hears none of these: each passes by

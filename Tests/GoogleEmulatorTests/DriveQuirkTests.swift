@@ -16,10 +16,15 @@ struct DriveQuirkTests {
             let byName = "name = 'Ivy' and mimeType = '\(Self.folder)' and trashed = false"
             #expect(try await google.list(byName, token: token).files.isEmpty, "not in the name index yet")
             #expect(try await google.list("name contains 'Iv'", token: token).files.isEmpty)
-            let byParent = try await google.list("'root' in parents and mimeType = '\(Self.folder)' and trashed = false", token: token)
+            let byParent = try await google.list(
+                "'root' in parents and mimeType = '\(Self.folder)' and trashed = false", token: token)
             #expect(byParent.names == ["Ivy"], "a parent query sees it at once")
-            #expect(try await google.request("GET", "/drive/v3/files/\(ivy)?fields=id,name", token: token).json["name"] as? String == "Ivy")
-            #expect(try await google.list("'root' in parents and name = 'Ivy'", token: token).files.isEmpty, "a name term anywhere lags")
+            #expect(
+                try await google.request("GET", "/drive/v3/files/\(ivy)?fields=id,name", token: token).json["name"]
+                    as? String == "Ivy")
+            #expect(
+                try await google.list("'root' in parents and name = 'Ivy'", token: token).files.isEmpty,
+                "a name term anywhere lags")
 
             await google.state.advanceClock(by: 31)
             #expect(try await google.list(byName, token: token).names == ["Ivy"], "indexed once the delay has passed")
@@ -32,7 +37,9 @@ struct DriveQuirkTests {
         }
     }
 
-    @Test("with drop_or_parent, a query ORing two parents leaves out one parent's children; one parent per query is whole")
+    @Test(
+        "with drop_or_parent, a query ORing two parents leaves out one parent's children; one parent per query is whole"
+    )
     func orParentsDrop() async throws {
         try await withEmulator { google in
             let token = try await google.signIn().access
@@ -45,12 +52,15 @@ struct DriveQuirkTests {
 
             let set = try await google.json("POST", "/_emulator/list-fault", ["kind": "drop_or_parent"])
             #expect(set.status == 200)
-            let short = try await google.list(both, token: token, fields: "nextPageToken,incompleteSearch,files(id,name)")
+            let short = try await google.list(
+                both, token: token, fields: "nextPageToken,incompleteSearch,files(id,name)")
             #expect(short.names == ["book_a.json"], "the last parent's children are missing")
             #expect(short.json["incompleteSearch"] as? Bool == false, "with no sign of it")
             #expect(try await google.list("'\(books)' in parents", token: token).names == ["book_a.json"])
             #expect(try await google.list("'\(clips)' in parents", token: token).names == ["clip_c.json"])
-            #expect(try await google.list("'\(clips)' in parents or name = 'x'", token: token).names == ["clip_c.json"], "one parent only")
+            #expect(
+                try await google.list("'\(clips)' in parents or name = 'x'", token: token).names == ["clip_c.json"],
+                "one parent only")
         }
     }
 
@@ -63,13 +73,15 @@ struct DriveQuirkTests {
             await google.state.setPageSizeCap(2)
             let folder = try await google.createFolder("books", token: token)
             for index in 0..<5 {
-                await google.state.putFile(email: "alice@example.com", name: "book_\(index).json", parents: [folder], content: Data("{}".utf8))
+                await google.state.putFile(
+                    email: "alice@example.com", name: "book_\(index).json", parents: [folder], content: Data("{}".utf8))
             }
             let query = "'\(folder)' in parents"
             let first = try await google.list(query, token: token)
             let next = try #require(first.json["nextPageToken"] as? String)
             await google.state.advanceClock(by: 2 * 3600)
-            #expect(try await google.list(query, token: token, pageToken: next).status == 200, "still good after two hours")
+            #expect(
+                try await google.list(query, token: token, pageToken: next).status == 200, "still good after two hours")
             await google.state.advanceClock(by: 2 * 3600)
             let stale = try await google.list(query, token: token, pageToken: next)
             #expect(stale.status == 400 && stale.driveReason == "invalid")
@@ -87,27 +99,40 @@ struct DriveQuirkTests {
         }
     }
 
-    @Test("reads have a rate limit of their own: 403 userRateLimitExceeded in the body (or 429), refilled with time; writes unaffected")
+    @Test(
+        "reads have a rate limit of their own: 403 userRateLimitExceeded in the body (or 429), refilled with time; writes unaffected"
+    )
     func readLimit() async throws {
         try await withEmulator { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("books", token: token)
-            let id = try #require(try await google.upload(name: "book_a.json", parent: folder, content: Data("{}".utf8), token: token).json["id"] as? String)
+            let id = try #require(
+                try await google.upload(name: "book_a.json", parent: folder, content: Data("{}".utf8), token: token)
+                    .json["id"] as? String)
             // So slow a refill that only the emulator's clock, never a slow machine, brings one.
             let set = try await google.json("POST", "/_emulator/read-limit", ["reads_per_second": 0.001, "burst": 2.0])
             #expect(set.status == 200)
             #expect(try await google.request("GET", "/drive/v3/files/\(id)?alt=media", token: token).status == 200)
             #expect(try await google.list("'\(folder)' in parents", token: token).status == 200)
             let download = try await google.request("GET", "/drive/v3/files/\(id)?alt=media", token: token)
-            #expect(download.status == 403 && download.driveReason == "userRateLimitExceeded", "a download gets Drive's JSON error")
-            #expect(try await google.list("'\(folder)' in parents", token: token).driveReason == "userRateLimitExceeded")
+            #expect(
+                download.status == 403 && download.driveReason == "userRateLimitExceeded",
+                "a download gets Drive's JSON error")
+            #expect(
+                try await google.list("'\(folder)' in parents", token: token).driveReason == "userRateLimitExceeded")
             #expect(try await google.request("GET", "/drive/v3/files/\(id)?fields=id", token: token).status == 403)
-            #expect(try await google.createFolder("clips", token: token).isEmpty == false, "writes have their own limit")
+            #expect(
+                try await google.createFolder("clips", token: token).isEmpty == false, "writes have their own limit")
 
             await google.state.advanceClock(by: 1000)
-            #expect(try await google.request("GET", "/drive/v3/files/\(id)?fields=id", token: token).status == 200, "one read refilled")
+            #expect(
+                try await google.request("GET", "/drive/v3/files/\(id)?fields=id", token: token).status == 200,
+                "one read refilled")
 
-            #expect(try await google.json("POST", "/_emulator/read-limit", ["reads_per_second": 0.001, "burst": 1.0, "status": 429]).status == 200)
+            #expect(
+                try await google.json(
+                    "POST", "/_emulator/read-limit", ["reads_per_second": 0.001, "burst": 1.0, "status": 429]
+                ).status == 200)
             #expect(try await google.request("GET", "/drive/v3/files/\(id)?fields=id", token: token).status == 200)
             let busy = try await google.request("GET", "/drive/v3/files/\(id)?fields=id", token: token)
             #expect(busy.status == 429 && busy.driveReason == "rateLimitExceeded")

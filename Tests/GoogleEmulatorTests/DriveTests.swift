@@ -35,7 +35,8 @@ struct DriveTests {
             let twin = try await google.createFolder("Ivy", token: token)
             let books = try await google.createFolder("books", parent: ivy, token: token)
             let query = "name = 'Ivy' and mimeType = 'application/vnd.google-apps.folder' and trashed = false"
-            #expect(Set(try await google.list(query, token: token).files.compactMap { $0["id"] as? String }) == [ivy, twin])
+            #expect(
+                Set(try await google.list(query, token: token).files.compactMap { $0["id"] as? String }) == [ivy, twin])
             let children = try await google.list("'\(ivy)' in parents and trashed = false", token: token)
             #expect(children.files.compactMap { $0["id"] as? String } == [books])
             try await google.state.trash(id: ivy)
@@ -55,13 +56,16 @@ struct DriveTests {
             await google.state.setPageSizeCap(10)
             let folder = try await google.createFolder("clips", token: token)
             for index in 0..<35 {
-                await google.state.putFile(email: "alice@example.com", name: "clip_\(index).json", parents: [folder], content: Data("\(index)".utf8))
+                await google.state.putFile(
+                    email: "alice@example.com", name: "clip_\(index).json", parents: [folder],
+                    content: Data("\(index)".utf8))
             }
             var names: [String] = []
             var pageToken: String?
             var pages = 0
             repeat {
-                let page = try await google.list("'\(folder)' in parents", token: token, pageSize: 1000, pageToken: pageToken)
+                let page = try await google.list(
+                    "'\(folder)' in parents", token: token, pageSize: 1000, pageToken: pageToken)
                 #expect(page.status == 200)
                 names += page.names
                 pageToken = page.json["nextPageToken"] as? String
@@ -74,11 +78,13 @@ struct DriveTests {
         }
     }
 
-    @Test("md5Checksum is RFC 1321's MD5, from the emulator's own library, agreeing with ivy's", arguments: [
-        ("", "d41d8cd98f00b204e9800998ecf8427e"),
-        ("The quick brown fox jumps over the lazy dog", "9e107d9d372bb6826bd81d3542a419d6"),
-        (String(repeating: "a", count: 1_000_000), "7707d6ae4e027c70eea2a935c2296f21"),
-    ])
+    @Test(
+        "md5Checksum is RFC 1321's MD5, from the emulator's own library, agreeing with ivy's",
+        arguments: [
+            ("", "d41d8cd98f00b204e9800998ecf8427e"),
+            ("The quick brown fox jumps over the lazy dog", "9e107d9d372bb6826bd81d3542a419d6"),
+            (String(repeating: "a", count: 1_000_000), "7707d6ae4e027c70eea2a935c2296f21"),
+        ])
     func md5Vectors(text: String, expected: String) async throws {
         let state = EmulatorState(accounts: GoogleEmulator.defaultAccounts, clients: GoogleEmulator.defaultClients)
         let file = await state.putFile(email: "alice@example.com", name: "x.mp3", parents: [], content: Data(text.utf8))
@@ -98,9 +104,11 @@ struct DriveTests {
             #expect(created.json["size"] as? String == "1000")
             #expect(created.json["md5Checksum"] as? String == MD5.hex(content))
             let modified = try #require(created.json["modifiedTime"] as? String)
-            #expect(modified.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"#, options: .regularExpression) != nil)
+            #expect(
+                modified.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"#, options: .regularExpression) != nil)
             #expect(try await google.request("GET", "/drive/v3/files/\(id)?alt=media", token: token).body == content)
-            let part = try await google.request("GET", "/drive/v3/files/\(id)?alt=media", token: token, headers: ["Range": "bytes=10-19"])
+            let part = try await google.request(
+                "GET", "/drive/v3/files/\(id)?alt=media", token: token, headers: ["Range": "bytes=10-19"])
             #expect(part.status == 206 && part.body == content.subdata(in: 10..<20))
             let plain = try await google.request("GET", "/drive/v3/files/\(id)", token: token)
             #expect(plain.json.keys.sorted() == ["id", "kind", "mimeType", "name"], "Drive's default fields")
@@ -125,15 +133,19 @@ struct DriveTests {
         try await withEmulator { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("clips", token: token)
-            let generated = try await google.request("GET", "/drive/v3/files/generateIds?count=3&space=drive&type=files", token: token)
+            let generated = try await google.request(
+                "GET", "/drive/v3/files/generateIds?count=3&space=drive&type=files", token: token)
             let ids = try #require(generated.json["ids"] as? [String])
             #expect(ids.count == 3 && Set(ids).count == 3)
-            let first = try await google.upload(name: "clip_c1.json", parent: folder, content: Data("{}".utf8), id: ids[0], token: token)
+            let first = try await google.upload(
+                name: "clip_c1.json", parent: folder, content: Data("{}".utf8), id: ids[0], token: token)
             #expect(first.status == 200 && first.json["id"] as? String == ids[0])
-            let again = try await google.upload(name: "clip_c1.json", parent: folder, content: Data("{}".utf8), id: ids[0], token: token)
+            let again = try await google.upload(
+                name: "clip_c1.json", parent: folder, content: Data("{}".utf8), id: ids[0], token: token)
             #expect(again.status == 409)
             #expect(try await google.list("name = 'clip_c1.json'", token: token).files.count == 1)
-            let invented = try await google.upload(name: "x.json", parent: folder, content: Data(), id: "1invented", token: token)
+            let invented = try await google.upload(
+                name: "x.json", parent: folder, content: Data(), id: "1invented", token: token)
             #expect(invented.status == 400)
         }
     }
@@ -144,7 +156,9 @@ struct DriveTests {
             let token = try await google.signIn().access
             let folder = try await google.createFolder("Ivy", token: token)
             let inner = try await google.createFolder("books", parent: folder, token: token)
-            let file = try #require(try await google.upload(name: "book_b.json", parent: inner, content: Data("{}".utf8), token: token).json["id"] as? String)
+            let file = try #require(
+                try await google.upload(name: "book_b.json", parent: inner, content: Data("{}".utf8), token: token)
+                    .json["id"] as? String)
             #expect(try await google.request("DELETE", "/drive/v3/files/\(folder)", token: token).status == 204)
             #expect(try await google.request("GET", "/drive/v3/files/\(file)", token: token).status == 404)
             let twice = try await google.request("DELETE", "/drive/v3/files/\(folder)", token: token)

@@ -23,7 +23,8 @@ struct ExecutableTests {
         defer { if process.isRunning { process.terminate() } }
 
         // Blocking reads stay off Swift's cooperative threads, which in-process emulators need.
-        let firstLine = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data, any Error>) in
+        let firstLine = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<Data, any Error>) in
             DispatchQueue.global().async {
                 var line = Data()
                 while !line.contains(UInt8(ascii: "\n")) {
@@ -55,5 +56,5 @@ struct ExecutableTests {
 }
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif

@@ -4,8 +4,8 @@ import IvyCore
 import Testing
 
 #if canImport(Glibc)
-import Glibc
-import IvySystem
+    import Glibc
+    import IvySystem
 #endif
 
 /// The knobs that make the emulator answer the way a broken or hostile server might, so
@@ -18,15 +18,20 @@ struct HostileAnswerTests {
             let token = try await google.signIn().access
             let folder = try await google.createFolder("clips", token: token)
             let start = try await google.json(
-                "POST", "/upload/drive/v3/files?uploadType=resumable", token: token, ["name": "clip_a.mp3", "parents": [folder]])
+                "POST", "/upload/drive/v3/files?uploadType=resumable", token: token,
+                ["name": "clip_a.mp3", "parents": [folder]])
             let session = try #require(start.header("Location"))
-            let added = try await google.json("POST", "/_emulator/faults", [
-                "method": "PUT", "pathContains": "upload_id", "times": 1, "status": 308, "headers": ["Range": "bytes=0-99999"],
-            ])
+            let added = try await google.json(
+                "POST", "/_emulator/faults",
+                [
+                    "method": "PUT", "pathContains": "upload_id", "times": 1, "status": 308,
+                    "headers": ["Range": "bytes=0-99999"],
+                ])
             #expect(added.status == 200)
             let lied = try await google.request("PUT", session, token: token, body: Data(count: 1000))
             #expect(lied.status == 308 && lied.header("Range") == "bytes=0-99999" && lied.body.isEmpty)
-            let honest = try await google.request("PUT", session, token: token, headers: ["Content-Range": "bytes */1000"], body: Data())
+            let honest = try await google.request(
+                "PUT", session, token: token, headers: ["Content-Range": "bytes */1000"], body: Data())
             #expect(honest.status == 308 && honest.header("Range") == nil, "nothing was stored by the faked answer")
             #expect(await google.state.dump().filter { $0.name == "clip_a.mp3" }.isEmpty)
         }
@@ -36,18 +41,23 @@ struct HostileAnswerTests {
     func rawFields() async throws {
         try await withEmulator { google in
             await google.state.setDeviceCode(interval: 0)
-            _ = try await google.json("POST", "/_emulator/faults", [
-                "pathContains": "/device/code", "jsonFields": ["expires_in": "99999999999999999999999", "interval": "-5"],
-                "headers": ["X-Test": "yes"],
-            ])
+            _ = try await google.json(
+                "POST", "/_emulator/faults",
+                [
+                    "pathContains": "/device/code",
+                    "jsonFields": ["expires_in": "99999999999999999999999", "interval": "-5"],
+                    "headers": ["X-Test": "yes"],
+                ])
             let code = try await google.deviceCode()
             let text = String(decoding: code.body, as: UTF8.self)
             #expect(code.status == 200 && code.header("X-Test") == "yes")
-            #expect(text.contains("\"expires_in\":99999999999999999999999") && text.contains("\"interval\":-5"), "\(text)")
+            #expect(
+                text.contains("\"expires_in\":99999999999999999999999") && text.contains("\"interval\":-5"), "\(text)")
             #expect(code.json["device_code"] is String && code.json["user_code"] is String)
 
             await google.state.addFault(FaultRule(pathContains: "/token", jsonFields: ["expires_in": "\"3600\""]))
-            try await google.state.approve(userCode: try #require(code.json["user_code"] as? String), email: "alice@example.com")
+            try await google.state.approve(
+                userCode: try #require(code.json["user_code"] as? String), email: "alice@example.com")
             let tokens = try await google.poll(try #require(code.json["device_code"] as? String))
             #expect(tokens.status == 200 && tokens.json["expires_in"] as? String == "3600")
             #expect(tokens.json["access_token"] is String && tokens.json["refresh_token"] is String)
@@ -60,7 +70,8 @@ struct HostileAnswerTests {
             let token = try await google.signIn().access
             let folder = try await google.createFolder("books", token: token)
             for index in 0..<3 {
-                await google.state.putFile(email: "alice@example.com", name: "book_\(index).json", parents: [folder], content: Data("{}".utf8))
+                await google.state.putFile(
+                    email: "alice@example.com", name: "book_\(index).json", parents: [folder], content: Data("{}".utf8))
             }
             let query = "'\(folder)' in parents"
             #expect(try await google.json("POST", "/_emulator/list-fault", ["kind": "repeat_token"]).status == 200)
@@ -69,7 +80,9 @@ struct HostileAnswerTests {
             let second = try await google.list(query, token: token, pageSize: 2, pageToken: next)
             #expect(second.names == ["book_2.json"] && second.json["nextPageToken"] as? String == next)
 
-            #expect(try await google.json("POST", "/_emulator/list-fault", ["kind": "empty_pages", "count": 3]).status == 200)
+            #expect(
+                try await google.json("POST", "/_emulator/list-fault", ["kind": "empty_pages", "count": 3]).status
+                    == 200)
             var pageToken: String? = nil
             var pages: [[String]] = []
             var tokens: Set<String> = []
@@ -81,8 +94,13 @@ struct HostileAnswerTests {
             } while pageToken != nil && pages.count < 50
             #expect(pages == [["book_0.json", "book_1.json"], ["book_2.json"], [], [], []])
 
-            #expect(try await google.json("POST", "/_emulator/list-fault", ["kind": "empty_pages", "query_contains": "nothing like it"]).status == 200)
-            #expect(try await google.list(query, token: token, pageSize: 3).json["nextPageToken"] == nil, "another query is left alone")
+            #expect(
+                try await google.json(
+                    "POST", "/_emulator/list-fault", ["kind": "empty_pages", "query_contains": "nothing like it"]
+                ).status == 200)
+            #expect(
+                try await google.list(query, token: token, pageSize: 3).json["nextPageToken"] == nil,
+                "another query is left alone")
             await google.state.setListFault(ListFault(.emptyPages))
             var endless = try await google.list(query, token: token, pageSize: 3)
             for _ in 0..<30 {
@@ -101,10 +119,16 @@ struct HostileAnswerTests {
             let token = try await google.signIn().access
             let folder = try await google.createFolder("clips", token: token)
             let content = Data((0..<1000).map { UInt8(truncatingIfNeeded: $0) })
-            let file = await google.state.putFile(email: "alice@example.com", name: "clip_a.mp3", parents: [folder], content: content)
-            #expect(try await google.json("POST", "/_emulator/files/\(file.id)/misreport", ["size": "-1", "extra_bytes": 500]).status == 200)
-            let metadata = try await google.request("GET", "/drive/v3/files/\(file.id)?fields=size,md5Checksum", token: token)
-            #expect(metadata.json["size"] as? String == "-1" && metadata.json["md5Checksum"] as? String == MD5.hex(content))
+            let file = await google.state.putFile(
+                email: "alice@example.com", name: "clip_a.mp3", parents: [folder], content: content)
+            #expect(
+                try await google.json(
+                    "POST", "/_emulator/files/\(file.id)/misreport", ["size": "-1", "extra_bytes": 500]
+                ).status == 200)
+            let metadata = try await google.request(
+                "GET", "/drive/v3/files/\(file.id)?fields=size,md5Checksum", token: token)
+            #expect(
+                metadata.json["size"] as? String == "-1" && metadata.json["md5Checksum"] as? String == MD5.hex(content))
             let listed = try await google.list("'\(folder)' in parents", token: token, fields: "files(id,size)")
             #expect(listed.files.first?["size"] as? String == "-1")
             let media = try await google.request("GET", "/drive/v3/files/\(file.id)?alt=media", token: token)
@@ -119,7 +143,8 @@ struct HostileAnswerTests {
             #expect(await google.state.endlessBytesSent >= raw.bodyBytes - 1000, "the emulator counts what it sent")
 
             try await google.state.misreport(id: file.id, nil)
-            #expect(try await google.request("GET", "/drive/v3/files/\(file.id)?alt=media", token: token).body == content)
+            #expect(
+                try await google.request("GET", "/drive/v3/files/\(file.id)?alt=media", token: token).body == content)
         }
     }
 
@@ -163,7 +188,9 @@ func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thr
 
 /// A GET over a plain socket that reads at most `atMost` bytes of body and hangs up: how a
 /// test reads a body that never ends, or talks IPv6.
-func rawGet(host: String = "127.0.0.1", port: Int, path: String, token: String? = nil, atMost: Int) throws -> (head: String, bodyBytes: Int) {
+func rawGet(host: String = "127.0.0.1", port: Int, path: String, token: String? = nil, atMost: Int) throws -> (
+    head: String, bodyBytes: Int
+) {
     let ipv6 = host.contains(":")
     let socket = Glibc.socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard socket >= 0 else { throw POSIXError(.EIO) }
@@ -175,7 +202,9 @@ func rawGet(host: String = "127.0.0.1", port: Int, path: String, token: String? 
         address.sin6_port = in_port_t(UInt16(port).bigEndian)
         guard inet_pton(AF_INET6, host, &address.sin6_addr) == 1 else { throw POSIXError(.EINVAL) }
         connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+            }
         }
     } else {
         var address = sockaddr_in()
@@ -183,7 +212,9 @@ func rawGet(host: String = "127.0.0.1", port: Int, path: String, token: String? 
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { throw POSIXError(.EINVAL) }
         connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
     }
     guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
@@ -200,7 +231,9 @@ func rawGet(host: String = "127.0.0.1", port: Int, path: String, token: String? 
         received.append(contentsOf: buffer[0..<count])
         if headEnd == nil, let range = received.range(of: Data("\r\n\r\n".utf8)) { headEnd = range.upperBound }
         // A page with Content-Length ends there; only an endless body needs the cap.
-        if let headEnd, let length = contentLength(received.prefix(headEnd)), received.count - headEnd >= length { break }
+        if let headEnd, let length = contentLength(received.prefix(headEnd)), received.count - headEnd >= length {
+            break
+        }
     }
     let end = headEnd ?? received.count
     return (String(decoding: received.prefix(end), as: UTF8.self), received.count - end)
@@ -211,4 +244,3 @@ private func contentLength(_ head: Data) -> Int? {
     guard let line = text.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }) else { return nil }
     return Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
 }
-

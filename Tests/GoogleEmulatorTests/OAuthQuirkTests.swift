@@ -5,9 +5,12 @@ import Testing
 @Suite("Emulated OAuth answers Google documents beyond the happy path")
 struct OAuthQuirkTests {
     func refresh(_ google: EmulatorClient, _ token: String, client: EmulatedClient) async throws -> Reply {
-        try await google.form("/token", [
-            "client_id": client.id, "client_secret": client.secret, "grant_type": "refresh_token", "refresh_token": token,
-        ])
+        try await google.form(
+            "/token",
+            [
+                "client_id": client.id, "client_secret": client.secret, "grant_type": "refresh_token",
+                "refresh_token": token,
+            ])
     }
 
     @Test("too many device codes answer 403 with error_code rate_limit_exceeded; an expired code answers invalid_grant")
@@ -17,7 +20,9 @@ struct OAuthQuirkTests {
             #expect(try await google.deviceCode().status == 200)
             let second = try await google.deviceCode()
             let third = try await google.deviceCode()
-            #expect(third.status == 403 && third.json["error_code"] as? String == "rate_limit_exceeded" && third.json["error"] == nil)
+            #expect(
+                third.status == 403 && third.json["error_code"] as? String == "rate_limit_exceeded"
+                    && third.json["error"] == nil)
             await google.state.advanceClock(by: 61)
             #expect(try await google.deviceCode().status == 200, "the limit is per minute")
 
@@ -34,7 +39,8 @@ struct OAuthQuirkTests {
             let tokens = try await google.signIn()
             await google.state.addFault(FaultRule(pathContains: "/token", times: 1, status: 503, retryAfterSeconds: 4))
             let failed = try await refresh(google, tokens.refresh, client: GoogleEmulator.defaultClient)
-            #expect(failed.status == 503 && failed.oauthError == "internal_failure" && failed.header("Retry-After") == "4")
+            #expect(
+                failed.status == 503 && failed.oauthError == "internal_failure" && failed.header("Retry-After") == "4")
             #expect(try await refresh(google, tokens.refresh, client: GoogleEmulator.defaultClient).status == 200)
         }
     }

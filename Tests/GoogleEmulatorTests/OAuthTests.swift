@@ -90,10 +90,12 @@ struct OAuthTests {
             #expect(expired.status == 401 && expired.driveReason == "authError")
             #expect(expired.header("WWW-Authenticate")?.contains("invalid_token") == true)
             await google.state.setTokenLifetime(seconds: 3600)
-            let refreshed = try await google.form("/token", [
-                "client_id": EmulatorClient.client.id, "client_secret": EmulatorClient.client.secret,
-                "grant_type": "refresh_token", "refresh_token": tokens.refresh,
-            ])
+            let refreshed = try await google.form(
+                "/token",
+                [
+                    "client_id": EmulatorClient.client.id, "client_secret": EmulatorClient.client.secret,
+                    "grant_type": "refresh_token", "refresh_token": tokens.refresh,
+                ])
             #expect(refreshed.status == 200 && refreshed.json["expires_in"] as? Int == 3600)
             #expect(refreshed.json["refresh_token"] == nil, "Google does not rotate refresh tokens")
             let fresh = try #require(refreshed.json["access_token"] as? String)
@@ -106,10 +108,12 @@ struct OAuthTests {
         try await withEmulator { google in
             let first = try await google.signIn()
             await google.state.revoke(refreshToken: first.refresh)
-            let refused = try await google.form("/token", [
-                "client_id": EmulatorClient.client.id, "client_secret": EmulatorClient.client.secret,
-                "grant_type": "refresh_token", "refresh_token": first.refresh,
-            ])
+            let refused = try await google.form(
+                "/token",
+                [
+                    "client_id": EmulatorClient.client.id, "client_secret": EmulatorClient.client.secret,
+                    "grant_type": "refresh_token", "refresh_token": first.refresh,
+                ])
             #expect(refused.status == 400 && refused.oauthError == "invalid_grant")
             #expect(refused.json["error_description"] as? String == "Token has been expired or revoked.")
             #expect(try await google.request("GET", "/drive/v3/about?fields=user", token: first.access).status == 401)

@@ -11,15 +11,19 @@ struct ProjectTests {
     static let other = GoogleEmulator.otherProjectClient
 
     func refresh(_ google: EmulatorClient, _ token: String, client: EmulatedClient) async throws -> Reply {
-        try await google.form("/token", [
-            "client_id": client.id, "client_secret": client.secret, "grant_type": "refresh_token", "refresh_token": token,
-        ])
+        try await google.form(
+            "/token",
+            [
+                "client_id": client.id, "client_secret": client.secret, "grant_type": "refresh_token",
+                "refresh_token": token,
+            ])
     }
 
     // "OAuth 2.0 for TV and Limited-Input Device Applications", Token revocation: revoking
     // "removes all OAuth 2.0 scopes previously granted to a project, invalidating any issued
     // access or refresh tokens for all clients registered under that project".
-    @Test("revoking ivy's token revokes the project's grant: the Ivy app is signed out too, another project's app is not")
+    @Test(
+        "revoking ivy's token revokes the project's grant: the Ivy app is signed out too, another project's app is not")
     func revocationIsPerProject() async throws {
         try await withEmulator { google in
             let ivy = try await google.signIn()
@@ -34,7 +38,9 @@ struct ProjectTests {
             #expect(appRefresh.status == 400 && appRefresh.oauthError == "invalid_grant")
             #expect(try await google.request("GET", "/drive/v3/about?fields=user", token: app.access).status == 401)
             #expect(try await refresh(google, other.refresh, client: Self.other).status == 200)
-            #expect(try await refresh(google, bobsApp.refresh, client: Self.app).status == 200, "another account's grant stays")
+            #expect(
+                try await refresh(google, bobsApp.refresh, client: Self.app).status == 200,
+                "another account's grant stays")
         }
     }
 
@@ -46,23 +52,31 @@ struct ProjectTests {
             let other = try await google.state.grant(email: "alice@example.com", clientID: Self.other.id).access
 
             let folder = try await google.createFolder("books", token: app)
-            let byApp = try #require(try await google.upload(name: "book_a.json", parent: folder, content: Data("{}".utf8), token: app).json["id"] as? String)
+            let byApp = try #require(
+                try await google.upload(name: "book_a.json", parent: folder, content: Data("{}".utf8), token: app).json[
+                    "id"] as? String)
             let byHand = await google.state.putFile(
-                email: "alice@example.com", name: "book_b.json", parents: [folder], content: Data("{}".utf8), project: nil)
+                email: "alice@example.com", name: "book_b.json", parents: [folder], content: Data("{}".utf8),
+                project: nil)
             let otherFolder = try await google.createFolder("books", token: other)
             let byOther = try #require(
-                try await google.upload(name: "book_c.json", parent: otherFolder, content: Data("{}".utf8), token: other).json["id"] as? String)
+                try await google.upload(
+                    name: "book_c.json", parent: otherFolder, content: Data("{}".utf8), token: other
+                ).json["id"] as? String)
 
             #expect(try await google.list("'\(folder)' in parents", token: ivy).names == ["book_a.json"])
-            #expect(try await google.list("name contains 'book'", token: ivy).names.sorted() == ["book_a.json", "books"])
+            #expect(
+                try await google.list("name contains 'book'", token: ivy).names.sorted() == ["book_a.json", "books"])
             #expect(try await google.request("GET", "/drive/v3/files/\(byApp)?alt=media", token: ivy).status == 200)
             for hidden in [byHand.id, byOther, otherFolder] {
                 let reply = try await google.request("GET", "/drive/v3/files/\(hidden)?fields=id", token: ivy)
                 #expect(reply.status == 404 && reply.driveReason == "notFound")
                 #expect(try await google.request("DELETE", "/drive/v3/files/\(hidden)", token: ivy).status == 404)
             }
-            #expect(try await google.list("name contains 'book'", token: other).names.sorted() == ["book_c.json", "books"])
-            let intoForeign = try await google.upload(name: "book_d.json", parent: folder, content: Data("{}".utf8), token: other)
+            #expect(
+                try await google.list("name contains 'book'", token: other).names.sorted() == ["book_c.json", "books"])
+            let intoForeign = try await google.upload(
+                name: "book_d.json", parent: folder, content: Data("{}".utf8), token: other)
             #expect(intoForeign.status == 404, "a folder another project made cannot take this project's files")
         }
     }
@@ -74,12 +88,16 @@ struct ProjectTests {
         try await withEmulator { google in
             let token = try await google.signIn().access
             await google.state.setAboutOmitsEmail(true)
-            let user = try #require(try await google.request("GET", "/drive/v3/about?fields=user", token: token).json["user"] as? [String: Any])
+            let user = try #require(
+                try await google.request("GET", "/drive/v3/about?fields=user", token: token).json["user"]
+                    as? [String: Any])
             #expect(user["emailAddress"] == nil && user["permissionId"] as? String == "04871234567890123456")
         }
     }
 
-    @Test("a project without the Drive API answers 403 accessNotConfigured; a token without a Drive scope 403 insufficientPermissions")
+    @Test(
+        "a project without the Drive API answers 403 accessNotConfigured; a token without a Drive scope 403 insufficientPermissions"
+    )
     func setupErrors() async throws {
         try await withEmulator { google in
             let token = try await google.signIn().access
@@ -88,8 +106,11 @@ struct ProjectTests {
             let refused = try await google.request("GET", "/drive/v3/about?fields=user", token: token)
             #expect(refused.status == 403 && refused.driveReason == "accessNotConfigured")
             let message = (refused.json["error"] as? [String: Any])?["message"] as? String ?? ""
-            #expect(message.contains("Drive API has not been used in project") && message.contains("Enable it by visiting"))
-            #expect(try await google.request("GET", "/drive/v3/about?fields=user", token: other).status == 200, "only that project")
+            #expect(
+                message.contains("Drive API has not been used in project") && message.contains("Enable it by visiting"))
+            #expect(
+                try await google.request("GET", "/drive/v3/about?fields=user", token: other).status == 200,
+                "only that project")
             await google.state.setDriveAPI(enabled: true)
             #expect(try await google.request("GET", "/drive/v3/about?fields=user", token: token).status == 200)
 

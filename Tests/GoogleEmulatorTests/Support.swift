@@ -3,7 +3,7 @@ import GoogleEmulator
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A reply as a test reads it.
@@ -13,7 +13,9 @@ struct Reply {
     let body: Data
 
     var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
-    var driveReason: String? { ((json["error"] as? [String: Any])?["errors"] as? [[String: Any]])?.first?["reason"] as? String }
+    var driveReason: String? {
+        ((json["error"] as? [String: Any])?["errors"] as? [[String: Any]])?.first?["reason"] as? String
+    }
     var oauthError: String? { json["error"] as? String }
     func header(_ name: String) -> String? { headers.first { $0.key.lowercased() == name.lowercased() }?.value }
 }
@@ -67,9 +69,12 @@ final class EmulatorClient: Sendable {
     }
 
     func form(_ path: String, _ fields: [String: String]) async throws -> Reply {
-        let body = fields.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }
-            .joined(separator: "&")
-        return try await request("POST", path, headers: ["Content-Type": "application/x-www-form-urlencoded"], body: Data(body.utf8))
+        let body = fields.map {
+            "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
+        }
+        .joined(separator: "&")
+        return try await request(
+            "POST", path, headers: ["Content-Type": "application/x-www-form-urlencoded"], body: Data(body.utf8))
     }
 
     func json(_ method: String, _ path: String, token: String? = nil, _ object: [String: Any]) async throws -> Reply {
@@ -78,15 +83,19 @@ final class EmulatorClient: Sendable {
             body: try JSONSerialization.data(withJSONObject: object))
     }
 
-    func deviceCode(scope: String = "https://www.googleapis.com/auth/drive.file", client: String = client.id) async throws -> Reply {
+    func deviceCode(scope: String = "https://www.googleapis.com/auth/drive.file", client: String = client.id)
+        async throws -> Reply
+    {
         try await form("/device/code", ["client_id": client, "scope": scope])
     }
 
     func poll(_ deviceCode: String, secret: String = client.secret) async throws -> Reply {
-        try await form("/token", [
-            "client_id": Self.client.id, "client_secret": secret, "device_code": deviceCode,
-            "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
-        ])
+        try await form(
+            "/token",
+            [
+                "client_id": Self.client.id, "client_secret": secret, "device_code": deviceCode,
+                "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
+            ])
     }
 
     /// The whole device flow, approved as `email`; returns the token response.
@@ -97,7 +106,9 @@ final class EmulatorClient: Sendable {
         try await state.approve(userCode: userCode, email: email)
         let tokens = try await poll(try #require(code.json["device_code"] as? String))
         #expect(tokens.status == 200)
-        return (try #require(tokens.json["access_token"] as? String), try #require(tokens.json["refresh_token"] as? String))
+        return (
+            try #require(tokens.json["access_token"] as? String), try #require(tokens.json["refresh_token"] as? String)
+        )
     }
 
     func createFolder(_ name: String, parent: String? = nil, token: String) async throws -> String {
@@ -119,14 +130,21 @@ final class EmulatorClient: Sendable {
         body.append(content)
         body.append(Data("\r\n--\(boundary)--\r\n".utf8))
         return try await request(
-            "POST", "/upload/drive/v3/files?uploadType=multipart&fields=id,name,size,md5Checksum,modifiedTime", token: token,
+            "POST", "/upload/drive/v3/files?uploadType=multipart&fields=id,name,size,md5Checksum,modifiedTime",
+            token: token,
             headers: ["Content-Type": "multipart/related; boundary=\(boundary)"], body: body)
     }
 
-    func list(_ query: String, token: String, pageSize: Int? = nil, pageToken: String? = nil, fields: String = "nextPageToken,files(id,name,parents,trashed)") async throws -> Reply {
-        var path = "/drive/v3/files?q=\(query.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")&fields=\(fields.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
+    func list(
+        _ query: String, token: String, pageSize: Int? = nil, pageToken: String? = nil,
+        fields: String = "nextPageToken,files(id,name,parents,trashed)"
+    ) async throws -> Reply {
+        var path =
+            "/drive/v3/files?q=\(query.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")&fields=\(fields.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
         if let pageSize { path += "&pageSize=\(pageSize)" }
-        if let pageToken { path += "&pageToken=\(pageToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }
+        if let pageToken {
+            path += "&pageToken=\(pageToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
+        }
         return try await request("GET", path, token: token)
     }
 }

@@ -5,26 +5,34 @@ import Testing
 struct BenchSmokeTests {
     @Test("a CI-sized run of scripts/bench prints every figure", .timeLimit(.minutes(10)))
     func smoke() async throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let result = try await offCooperativePool { () -> (Int32, String, String) in
             let process = Process()
             process.executableURL = root.appendingPathComponent("scripts/bench")
             process.arguments = ["--smoke", "--bin-path", IvyHome.binary.deletingLastPathComponent().path]
-            let out = Pipe(), err = Pipe()
+            let out = Pipe()
+            let err = Pipe()
             process.standardOutput = out
             process.standardError = err
             try process.run()
             let output = out.fileHandleForReading.readDataToEndOfFile()
             let errors = err.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+            return (
+                process.terminationStatus, String(decoding: output, as: UTF8.self),
+                String(decoding: errors, as: UTF8.self)
+            )
         }
         #expect(result.0 == 0, "\(result.2)")
-        let figures = Set(result.1.split(separator: "\n").compactMap { $0.split(separator: " ").dropFirst().first.map(String.init) })
+        let figures = Set(
+            result.1.split(separator: "\n").compactMap { $0.split(separator: " ").dropFirst().first.map(String.init) })
         for figure in [
-            "a_first_sync_seconds", "a_first_sync_requests", "b_limit_used", "b_rate_limited_share", "c_new_device_seconds",
+            "a_first_sync_seconds", "a_first_sync_requests", "b_limit_used", "b_rate_limited_share",
+            "c_new_device_seconds",
             "d_noop_requests", "e_ten_edits_requests", "f_peak_rss_upload_mb", "f_peak_rss_download_mb",
-            "g_auto_skip_cooldown_seconds", "g_auto_skip_signed_out_seconds", "h_noop_10k_requests", "h_book_list_json_seconds",
+            "g_auto_skip_cooldown_seconds", "g_auto_skip_signed_out_seconds", "h_noop_10k_requests",
+            "h_book_list_json_seconds",
         ] {
             #expect(figures.contains(figure), "missing \(figure)")
         }

@@ -9,13 +9,16 @@ struct BookCommandTests {
 
     @Test("add prints a lowercase id; list and show find the book")
     func addListShow() async throws {
-        let id = try await ivy.id("book", "add", "--title", "Dune", "--artist", "Frank Herbert", "--position", "1:02:03.5")
+        let id = try await ivy.id(
+            "book", "add", "--title", "Dune", "--artist", "Frank Herbert", "--position", "1:02:03.5")
         #expect(id.range(of: "^[a-f0-9-]{36}$", options: .regularExpression) != nil)
         let list = try await ivy.run("book", "list")
         #expect(list.status == 0)
         #expect(list.lines.count == 2)
         #expect(list.lines[0].hasPrefix("ID"))
-        #expect(list.lines[1].contains("Dune") && list.lines[1].contains("Frank Herbert") && list.lines[1].contains("1:02:03.5"))
+        #expect(
+            list.lines[1].contains("Dune") && list.lines[1].contains("Frank Herbert")
+                && list.lines[1].contains("1:02:03.5"))
         let show = try await ivy.run("book", "show", id)
         #expect(show.stdout.contains("title     Dune"))
         #expect(show.stdout.contains("position  1:02:03.5"))
@@ -25,7 +28,10 @@ struct BookCommandTests {
     func json() async throws {
         let id = try await ivy.id("book", "add", "--title", "Dune", "--position", "2700.5")
         let object = try #require(try await ivy.run("book", "show", id, "--json").json() as? [String: Any])
-        #expect(Set(object.keys) == ["id", "title", "artist", "artwork", "position", "hidden", "uri", "created_at", "updated_at"])
+        #expect(
+            Set(object.keys) == [
+                "id", "title", "artist", "artwork", "position", "hidden", "uri", "created_at", "updated_at",
+            ])
         #expect(object["position"] as? Double == 2700.5)
         #expect(object["hidden"] as? Bool == false)
         #expect(object["artist"] is NSNull)
@@ -39,7 +45,8 @@ struct BookCommandTests {
     @Test("update changes only what it is given; an empty artist clears it")
     func update() async throws {
         let id = try await ivy.id("book", "add", "--title", "Dune", "--artist", "F. H.")
-        #expect(try await ivy.run("book", "update", id, "--position", "45:00", "--artist", "").stdout == "updated \(id)\n")
+        #expect(
+            try await ivy.run("book", "update", id, "--position", "45:00", "--artist", "").stdout == "updated \(id)\n")
         let object = try #require(try await ivy.run("book", "show", id, "--json").json() as? [String: Any])
         #expect(object["position"] as? Double == 2700)
         #expect(object["artist"] is NSNull)
@@ -60,9 +67,10 @@ struct BookCommandTests {
         let all = try await ivy.run("book", "list", "--all").stdout
         #expect(all.contains("Archived") && all.contains("Deleted") && all.contains("ARCHIVED"))
         let rows = try ivy.sql("SELECT id, hidden, uri FROM books ORDER BY title")
-        let state = Dictionary(uniqueKeysWithValues: rows.map { row in
-            (row["id"] as String, "\(row["hidden"] as Int) \((row["uri"] as String?) ?? "nil")")
-        })
+        let state = Dictionary(
+            uniqueKeysWithValues: rows.map { row in
+                (row["id"] as String, "\(row["hidden"] as Int) \((row["uri"] as String?) ?? "nil")")
+            })
         #expect(state[archived] == "1 /m/x.m4b")
         #expect(state[deleted] == "1 nil")
         #expect(state[kept] == "0 /m/x.m4b")
@@ -82,21 +90,23 @@ struct BookCommandTests {
         #expect(status["pending"] as? Int == 1)
     }
 
-    @Test("bad input is refused with a message that names the fix, and nothing is written", arguments: [
-        (["book", "add", "--title", ""], "title", 64),
-        (["book", "add", "--title", "   "], "title", 64),
-        (["book", "add", "--title", "X", "--position", "-5"], "--position", 64),
-        (["book", "add", "--title", "X", "--position=-5"], "--position", 64),
-        (["book", "add", "--title", "X", "--position", "1:75"], "--position", 64),
-        (["book", "add", "--title", "X", "--position", "soon"], "H:MM:SS", 64),
-        (["book", "add"], "--title", 64),
-        (["book", "show", "0000-dead-beef"], "ivy book list --all", 1),
-        (["book", "show", "NOT-AN-ID"], "ivy book list", 64),
-        (["book", "update", "0000-dead-beef", "--title", "T"], "ivy book list --all", 1),
-        (["book", "update", "0000-dead-beef"], "nothing to change", 64),
-        (["book", "archive", "0000-dead-beef"], "no book with id", 1),
-        (["book", "delete", "0000-dead-beef"], "no book with id", 1),
-    ] as [([String], String, Int32)])
+    @Test(
+        "bad input is refused with a message that names the fix, and nothing is written",
+        arguments: [
+            (["book", "add", "--title", ""], "title", 64),
+            (["book", "add", "--title", "   "], "title", 64),
+            (["book", "add", "--title", "X", "--position", "-5"], "--position", 64),
+            (["book", "add", "--title", "X", "--position=-5"], "--position", 64),
+            (["book", "add", "--title", "X", "--position", "1:75"], "--position", 64),
+            (["book", "add", "--title", "X", "--position", "soon"], "H:MM:SS", 64),
+            (["book", "add"], "--title", 64),
+            (["book", "show", "0000-dead-beef"], "ivy book list --all", 1),
+            (["book", "show", "NOT-AN-ID"], "ivy book list", 64),
+            (["book", "update", "0000-dead-beef", "--title", "T"], "ivy book list --all", 1),
+            (["book", "update", "0000-dead-beef"], "nothing to change", 64),
+            (["book", "archive", "0000-dead-beef"], "no book with id", 1),
+            (["book", "delete", "0000-dead-beef"], "no book with id", 1),
+        ] as [([String], String, Int32)])
     func badInput(arguments: [String], message: String, status: Int32) async throws {
         let result = try await ivy.run(arguments)
         #expect(result.status == status)
@@ -108,4 +118,3 @@ struct BookCommandTests {
         }
     }
 }
-

@@ -19,14 +19,23 @@ struct ClipCommandTests {
     @Test("add copies the audio in and prints the id; list, show and JSON agree")
     func addListShow() async throws {
         let source = try ivy.mp3("take.mp3", size: 4096)
-        let id = try await ivy.id("clip", "add", "--book", book, "--start", "45:00", "--duration", "30.5", "--audio", source, "--note", "the spice")
+        let id = try await ivy.id(
+            "clip", "add", "--book", book, "--start", "45:00", "--duration", "30.5", "--audio", source, "--note",
+            "the spice")
         #expect(audioFiles == ["\(id).mp3"])
-        #expect(FileManager.default.contents(atPath: ivy.home + "/audio/\(id).mp3") == FileManager.default.contents(atPath: source))
+        #expect(
+            FileManager.default.contents(atPath: ivy.home + "/audio/\(id).mp3")
+                == FileManager.default.contents(atPath: source))
         let list = try await ivy.run("clip", "list", "--book", book)
         #expect(list.lines.count == 2)
-        #expect(list.lines[1].contains("0:45:00") && list.lines[1].contains("0:00:30.5") && list.lines[1].contains("the spice"))
+        #expect(
+            list.lines[1].contains("0:45:00") && list.lines[1].contains("0:00:30.5")
+                && list.lines[1].contains("the spice"))
         let object = try #require(try await ivy.run("clip", "show", id, "--json").json() as? [String: Any])
-        #expect(Set(object.keys) == ["id", "book_id", "start", "duration", "note", "transcription", "created_at", "updated_at"])
+        #expect(
+            Set(object.keys) == [
+                "id", "book_id", "start", "duration", "note", "transcription", "created_at", "updated_at",
+            ])
         #expect(object["start"] as? Double == 2700)
         #expect(object["duration"] as? Double == 30.5)
         #expect(object["book_id"] as? String == book)
@@ -38,12 +47,16 @@ struct ClipCommandTests {
     @Test("an MPEG frame without an ID3 tag is accepted as MP3")
     func frameSync() async throws {
         let source = try ivy.mp3("raw.mp3", size: 1000, header: [0xFF, 0xFB, 0x90, 0x64])
-        #expect(try await ivy.run("clip", "add", "--book", book, "--start", "0", "--duration", "1", "--audio", source).status == 0)
+        #expect(
+            try await ivy.run("clip", "add", "--book", book, "--start", "0", "--duration", "1", "--audio", source)
+                .status == 0)
     }
 
     @Test("update changes the note and times; new audio replaces the old atomically")
     func update() async throws {
-        let id = try await ivy.id("clip", "add", "--book", book, "--start", "10", "--duration", "5", "--audio", try ivy.mp3("a.mp3"), "--note", "old")
+        let id = try await ivy.id(
+            "clip", "add", "--book", book, "--start", "10", "--duration", "5", "--audio", try ivy.mp3("a.mp3"),
+            "--note", "old")
         #expect(try await ivy.run("clip", "update", id, "--note", "new", "--start", "1:00").status == 0)
         let replacement = try ivy.mp3("b.mp3", size: 777)
         #expect(try await ivy.run("clip", "update", id, "--audio", replacement).status == 0)
@@ -59,11 +72,14 @@ struct ClipCommandTests {
 
     @Test("delete removes the row and the audio and queues a delete")
     func delete() async throws {
-        let id = try await ivy.id("clip", "add", "--book", book, "--start", "0", "--duration", "1", "--audio", try ivy.mp3("a.mp3"))
+        let id = try await ivy.id(
+            "clip", "add", "--book", book, "--start", "0", "--duration", "1", "--audio", try ivy.mp3("a.mp3"))
         #expect(try await ivy.run("clip", "delete", id).status == 0)
         #expect(audioFiles.isEmpty)
         #expect(try ivy.count("SELECT count(*) FROM clips") == 0)
-        let queue = try ivy.sql("SELECT operation FROM sync_queue WHERE entity_type = 'clip'").map { $0["operation"] as String }
+        let queue = try ivy.sql("SELECT operation FROM sync_queue WHERE entity_type = 'clip'").map {
+            $0["operation"] as String
+        }
         #expect(queue == ["delete"])
         #expect(try await ivy.run("clip", "show", id).status == 1)
     }
@@ -71,25 +87,36 @@ struct ClipCommandTests {
     @Test("a 50 MB MP3 is allowed; one byte more is refused")
     func sizeCap() async throws {
         let atCap = try ivy.mp3("cap.mp3", size: 52_428_800)
-        #expect(try await ivy.run("clip", "add", "--book", book, "--start", "0", "--duration", "1", "--audio", atCap).status == 0)
+        #expect(
+            try await ivy.run("clip", "add", "--book", book, "--start", "0", "--duration", "1", "--audio", atCap).status
+                == 0)
         let over = try ivy.mp3("over.mp3", size: 52_428_801)
-        let result = try await ivy.run("clip", "add", "--book", book, "--start", "0", "--duration", "1", "--audio", over)
+        let result = try await ivy.run(
+            "clip", "add", "--book", book, "--start", "0", "--duration", "1", "--audio", over)
         #expect(result.status == 1)
         #expect(result.stderr.contains("52,428,801 bytes") && result.stderr.contains("50 MB"))
         #expect(try ivy.count("SELECT count(*) FROM clips") == 1)
     }
 
-    @Test("bad input is refused, named, and leaves no clip, audio or queue entry", arguments: [
-        (["--book", "0000-dead-beef", "--start", "0", "--duration", "1", "--audio", "@mp3"], "no book with id 0000-dead-beef", 1),
-        (["--book", "@book", "--start", "0", "--duration", "1", "--audio", "@wav"], "is not an MP3", 1),
-        (["--book", "@book", "--start", "0", "--duration", "1", "--audio", "@empty"], "is not an MP3", 1),
-        (["--book", "@book", "--start", "0", "--duration", "1", "--audio", "@missing"], "does not exist", 1),
-        (["--book", "@book", "--start", "0", "--duration", "1", "--audio", "@dir"], "not a regular file", 1),
-        (["--book", "@book", "--start=-1", "--duration", "1", "--audio", "@mp3"], "invalid --start", 64),
-        (["--book", "@book", "--start", "0", "--duration", "1:2:3:4", "--audio", "@mp3"], "invalid --duration", 64),
-        (["--book", "@book", "--start", "0", "--duration", "x", "--audio", "@mp3"], "H:MM:SS", 64),
-        (["--book", "Bad Id", "--start", "0", "--duration", "1", "--audio", "@mp3"], "not a book id", 64),
-    ] as [([String], String, Int32)])
+    @Test(
+        "bad input is refused, named, and leaves no clip, audio or queue entry",
+        arguments: [
+            (
+                ["--book", "0000-dead-beef", "--start", "0", "--duration", "1", "--audio", "@mp3"],
+                "no book with id 0000-dead-beef", 1
+            ),
+            (["--book", "@book", "--start", "0", "--duration", "1", "--audio", "@wav"], "is not an MP3", 1),
+            (["--book", "@book", "--start", "0", "--duration", "1", "--audio", "@empty"], "is not an MP3", 1),
+            (["--book", "@book", "--start", "0", "--duration", "1", "--audio", "@missing"], "does not exist", 1),
+            (["--book", "@book", "--start", "0", "--duration", "1", "--audio", "@dir"], "not a regular file", 1),
+            (["--book", "@book", "--start=-1", "--duration", "1", "--audio", "@mp3"], "invalid --start", 64),
+            (
+                ["--book", "@book", "--start", "0", "--duration", "1:2:3:4", "--audio", "@mp3"], "invalid --duration",
+                64
+            ),
+            (["--book", "@book", "--start", "0", "--duration", "x", "--audio", "@mp3"], "H:MM:SS", 64),
+            (["--book", "Bad Id", "--start", "0", "--duration", "1", "--audio", "@mp3"], "not a book id", 64),
+        ] as [([String], String, Int32)])
     func badAdd(arguments: [String], message: String, status: Int32) async throws {
         try FileManager.default.createDirectory(atPath: ivy.path + "/folder.mp3", withIntermediateDirectories: true)
         let substitutions = [
@@ -108,10 +135,13 @@ struct ClipCommandTests {
         #expect(audioFiles.isEmpty)
     }
 
-    @Test("unknown clip ids are errors for show, update and delete", arguments: [
-        ["clip", "show", "0000-dead-beef"], ["clip", "update", "0000-dead-beef", "--note", "x"], ["clip", "delete", "0000-dead-beef"],
-        ["clip", "list", "--book", "0000-dead-beef"],
-    ])
+    @Test(
+        "unknown clip ids are errors for show, update and delete",
+        arguments: [
+            ["clip", "show", "0000-dead-beef"], ["clip", "update", "0000-dead-beef", "--note", "x"],
+            ["clip", "delete", "0000-dead-beef"],
+            ["clip", "list", "--book", "0000-dead-beef"],
+        ])
     func unknownIDs(arguments: [String]) async throws {
         let result = try await ivy.run(arguments)
         #expect(result.status == 1)

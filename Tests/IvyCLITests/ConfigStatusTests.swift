@@ -10,7 +10,10 @@ struct ConfigStatusTests {
     @Test("list shows every key with its default; set, get and unset round-trip")
     func roundTrip() async throws {
         let list = try await ivy.run("config", "list").stdout
-        for key in ["sync_enabled", "auto_sync_cooldown", "concurrency", "client_id", "client_secret", "last_sync_time", "last_error"] {
+        for key in [
+            "sync_enabled", "auto_sync_cooldown", "concurrency", "client_id", "client_secret", "last_sync_time",
+            "last_error",
+        ] {
             #expect(list.contains(key))
         }
         #expect(try await ivy.run("config", "get", "auto_sync_cooldown").stdout == "300\n")
@@ -34,15 +37,17 @@ struct ConfigStatusTests {
         #expect(try ivy.sql("SELECT value FROM settings WHERE key = 'client_secret'").first?["value"] == secret)
     }
 
-    @Test("unknown keys, bad values and ivy's own keys are refused", arguments: [
-        (["config", "get", "colour"], "unknown key 'colour'"),
-        (["config", "set", "colour", "red"], "known keys"),
-        (["config", "set", "auto_sync_cooldown", "soon"], "whole number"),
-        (["config", "set", "sync_enabled", "perhaps"], "true or false"),
-        (["config", "set", "concurrency", "0"], "1 to 32"),
-        (["config", "set", "last_sync_time", "5"], "recorded by ivy"),
-        (["config", "unset", "last_error"], "recorded by ivy"),
-    ])
+    @Test(
+        "unknown keys, bad values and ivy's own keys are refused",
+        arguments: [
+            (["config", "get", "colour"], "unknown key 'colour'"),
+            (["config", "set", "colour", "red"], "known keys"),
+            (["config", "set", "auto_sync_cooldown", "soon"], "whole number"),
+            (["config", "set", "sync_enabled", "perhaps"], "true or false"),
+            (["config", "set", "concurrency", "0"], "1 to 32"),
+            (["config", "set", "last_sync_time", "5"], "recorded by ivy"),
+            (["config", "unset", "last_error"], "recorded by ivy"),
+        ])
     func refused(arguments: [String], message: String) async throws {
         let result = try await ivy.run(arguments)
         #expect(result.status == 64)
@@ -58,9 +63,14 @@ struct ConfigStatusTests {
         _ = try await ivy.id("book", "add", "--title", "Emma")
         try ivy.execute("UPDATE sync_queue SET attempts = 3, last_error = 'offline' WHERE entity_id = '\(book)'")
         try ivy.execute("INSERT INTO sync_manifest (entity_type, entity_id) VALUES ('book', '\(book)')")
-        try ivy.execute("INSERT INTO settings (key, value) VALUES ('last_sync_time', '1795000000000'), ('last_error', 'Drive is full')")
+        try ivy.execute(
+            "INSERT INTO settings (key, value) VALUES ('last_sync_time', '1795000000000'), ('last_error', 'Drive is full')"
+        )
         let object = try #require(try await ivy.run("status", "--json").json() as? [String: Any])
-        #expect(Set(object.keys).isSuperset(of: ["authenticated", "account", "pending", "failed", "last_sync", "last_error", "manifest_entries"]))
+        #expect(
+            Set(object.keys).isSuperset(of: [
+                "authenticated", "account", "pending", "failed", "last_sync", "last_error", "manifest_entries",
+            ]))
         #expect(object["refresh_token_present"] as? Bool == false)
         #expect(object["authenticated"] as? Bool == false)
         #expect(object["account"] is NSNull)
@@ -97,7 +107,8 @@ struct HomeTests {
         environment["XDG_DATA_HOME"] = ivy.path + "/data"
         ivy.environment = environment
         let book = try await ivy.id("book", "add", "--title", "Dune")
-        _ = try await ivy.id("clip", "add", "--book", book, "--start", "0", "--duration", "1", "--audio", try ivy.mp3("a.mp3"))
+        _ = try await ivy.id(
+            "clip", "add", "--book", book, "--start", "0", "--duration", "1", "--audio", try ivy.mp3("a.mp3"))
         let data = ivy.path + "/data/ivy"
         #expect(FileManager.default.fileExists(atPath: data + "/library.db"))
         for directory in [data, data + "/audio"] {
@@ -137,7 +148,9 @@ struct HomeTests {
     func externalWriter() async throws {
         // Commands that only read create nothing, so a change makes the library.
         _ = try await ivy.id("config", "set", "concurrency", "4")
-        try ivy.execute("INSERT INTO books (id, title, position, created_at, updated_at) VALUES ('abc-123', 'From elsewhere', 61, 1, 1)")
+        try ivy.execute(
+            "INSERT INTO books (id, title, position, created_at, updated_at) VALUES ('abc-123', 'From elsewhere', 61, 1, 1)"
+        )
         let list = try await ivy.run("book", "list")
         #expect(list.stdout.contains("From elsewhere") && list.stdout.contains("0:01:01"))
         let refused = try await ivy.run("status")
@@ -151,7 +164,8 @@ struct HelpTests {
         [], ["book"], ["book", "add"], ["book", "list"], ["book", "show"], ["book", "update"], ["book", "archive"],
         ["book", "unarchive"], ["book", "delete"], ["clip"], ["clip", "add"], ["clip", "list"], ["clip", "show"],
         ["clip", "update"], ["clip", "delete"], ["config"], ["config", "list"], ["config", "get"], ["config", "set"],
-        ["config", "unset"], ["status"], ["login"], ["logout"], ["sync"], ["queue"], ["retry-failed"], ["reset-manifest"],
+        ["config", "unset"], ["status"], ["login"], ["logout"], ["sync"], ["queue"], ["retry-failed"],
+        ["reset-manifest"],
     ]
 
     @Test("every command has --help", arguments: commands)

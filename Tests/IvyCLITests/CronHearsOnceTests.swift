@@ -11,7 +11,8 @@ struct CronHearsOnceTests {
         try await withEmulator { emulator in
             let device = try await SignInHarness.signedIn(emulator)
             let book = try await device.ivy.id("book", "add", "--title", "Dune")
-            await emulator.state.addFault(FaultRule(method: "POST", pathContains: "/upload", status: 403, reason: "forbidden"))
+            await emulator.state.addFault(
+                FaultRule(method: "POST", pathContains: "/upload", status: 403, reason: "forbidden"))
             for _ in 1...3 { #expect(try await device.ivy.run("sync").status == 5) }
             await emulator.state.clearFaults()
 
@@ -39,7 +40,8 @@ struct CronHearsOnceTests {
             let device = try await SignInHarness.signedIn(emulator)
             #expect(try await device.ivy.run("config", "set", "auto_sync_cooldown", "0").status == 0)
             let book = try await device.ivy.id("book", "add", "--title", "Dune")
-            await emulator.state.addFault(FaultRule(method: "POST", pathContains: "/upload", status: 403, reason: "forbidden"))
+            await emulator.state.addFault(
+                FaultRule(method: "POST", pathContains: "/upload", status: 403, reason: "forbidden"))
             var heard: [String] = []
             var statuses: [Int32] = []
             for _ in 1...6 {
@@ -75,10 +77,14 @@ struct CronHearsOnceTests {
                 #expect(auto.status == 0 && auto.stdout.isEmpty && auto.stderr.isEmpty, "\(auto.stderr)")
             }
             let revoked = try await device.ivy.run("status")
-            #expect(revoked.stdout.contains("no: the sign-in stopped working: Google no longer accepts"), "\(revoked.stdout)")
+            #expect(
+                revoked.stdout.contains("no: the sign-in stopped working: Google no longer accepts"),
+                "\(revoked.stdout)")
             #expect(revoked.stdout.contains("(since ") && revoked.stdout.contains("run `ivy login`"))
             let interactive = try await device.ivy.run("sync")
-            #expect(interactive.status == 3 && interactive.stderr.contains("the sign-in stopped working"), "\(interactive.stderr)")
+            #expect(
+                interactive.status == 3 && interactive.stderr.contains("the sign-in stopped working"),
+                "\(interactive.stderr)")
 
             try Data("{ damaged".utf8).write(to: URL(fileURLWithPath: device.tokenFile))
             for _ in 1...3 {
@@ -86,7 +92,9 @@ struct CronHearsOnceTests {
                 #expect(auto.status == 0 && auto.stdout.isEmpty && auto.stderr.isEmpty, "\(auto.stderr)")
             }
             let damaged = try await device.ivy.run("status")
-            #expect(damaged.stdout.contains("damaged or unreadable") && damaged.stdout.contains("run `ivy login`"), "\(damaged.stdout)")
+            #expect(
+                damaged.stdout.contains("damaged or unreadable") && damaged.stdout.contains("run `ivy login`"),
+                "\(damaged.stdout)")
             let json = try #require(try await device.ivy.run("status", "--json").json() as? [String: Any])
             #expect(json["authenticated"] as? Bool == false && json["signed_out_since"] is String)
         }
@@ -97,7 +105,8 @@ struct CronHearsOnceTests {
         try await withEmulator { emulator in
             let device = try await SignInHarness.signedIn(emulator)
             _ = try await device.ivy.id("book", "add", "--title", "Dune")
-            await emulator.state.addFault(FaultRule(method: "POST", pathContains: "/upload", times: 1, status: 400, reason: "badRequest"))
+            await emulator.state.addFault(
+                FaultRule(method: "POST", pathContains: "/upload", times: 1, status: 400, reason: "badRequest"))
             #expect(try await device.ivy.run("sync").status == 5)
             let next = try await device.ivy.run("sync")
             #expect(next.status == 0, "\(next.stdout)\(next.stderr)")

@@ -1,6 +1,6 @@
 import Foundation
-import GoogleEmulator
 import GRDB
+import GoogleEmulator
 import Testing
 
 /// Whether `text` holds a control character other than the newlines that end its lines.
@@ -19,12 +19,15 @@ struct EscapingTests {
     @Test("titles, artists, notes and settings written by another program are escaped in tables and show")
     func tablesAndShow() async throws {
         let book = try await ivy.id("book", "add", "--title", "Plain")
-        let clip = try await ivy.id("clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", try ivy.mp3("a.mp3"))
+        let clip = try await ivy.id(
+            "clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", try ivy.mp3("a.mp3"))
         let library = try DatabaseQueue(path: ivy.home + "/library.db")
         try await library.write { db in
             try db.execute(
-                sql: "UPDATE books SET title = ?, artist = ?, artwork = ?", arguments: [Self.title, "A\tB", "\u{1B}[5m"])
-            try db.execute(sql: "UPDATE clips SET note = ?, transcription = ?", arguments: ["\u{1B}[31mred\nnext", "\r\u{1B}[K"])
+                sql: "UPDATE books SET title = ?, artist = ?, artwork = ?",
+                arguments: [Self.title, "A\tB", "\u{1B}[5m"])
+            try db.execute(
+                sql: "UPDATE clips SET note = ?, transcription = ?", arguments: ["\u{1B}[31mred\nnext", "\r\u{1B}[K"])
             try db.execute(
                 sql: "INSERT INTO settings (key, value) VALUES ('client_id', ?), ('last_error', ?)",
                 arguments: ["id\u{1B}[8m", "failed\n\u{1B}[2Jforged"])
@@ -35,7 +38,10 @@ struct EscapingTests {
         let runs: [([String], [String])] = [
             (["book", "list"], [#"Evil\u{1B}[2J\u{1B}]0;pwned\u{7} title …"#, #"A\tB"#]),
             (["book", "list", "--all"], [#"Evil\u{1B}[2J"#]),
-            (["book", "show", book], [#"Evil\u{1B}[2J\u{1B}]0;pwned\u{7} title\nsecond\u{9B}31m line\u{7F}"#, #"\u{1B}[5m"#]),
+            (
+                ["book", "show", book],
+                [#"Evil\u{1B}[2J\u{1B}]0;pwned\u{7} title\nsecond\u{9B}31m line\u{7F}"#, #"\u{1B}[5m"#]
+            ),
             (["clip", "list"], [#"\u{1B}[31mred …"#]),
             (["clip", "show", clip], [#"\u{1B}[31mred\nnext"#, #"\r\u{1B}[K"#]),
             (["config", "list"], [#"id\u{1B}[8m"#]), (["config", "get", "client_id"], [#"id\u{1B}[8m"#]),
@@ -59,7 +65,8 @@ struct EscapingTests {
     func errors() async throws {
         let book = try await ivy.id("book", "add", "--title", "Plain")
         let audio = ivy.path + "/no\u{1B}[2Jsuch\nfile.mp3"
-        let result = try await ivy.run("clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", audio)
+        let result = try await ivy.run(
+            "clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", audio)
         #expect(result.status == 1)
         #expect(result.stderr.contains(#"no\u{1B}[2Jsuch\nfile.mp3"#), "\(result.stderr)")
         #expect(!hasControlCharacters(result.stderr), "\(result.stderr.debugDescription)")

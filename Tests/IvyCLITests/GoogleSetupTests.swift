@@ -10,7 +10,9 @@ struct GoogleSetupTests {
             await harness.emulator.state.setDriveAPI(enabled: false)
             let login = try await harness.login()
             #expect(login.status == 1)
-            #expect(login.stderr.contains("Google Drive API is not enabled") && login.stderr.contains("drive.googleapis.com"))
+            #expect(
+                login.stderr.contains("Google Drive API is not enabled")
+                    && login.stderr.contains("drive.googleapis.com"))
             #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
 
             await harness.emulator.state.setDriveAPI(enabled: true)

@@ -5,8 +5,10 @@ import Testing
 struct InstallTests {
     @Test("installs the binary, man page and completions for bash, zsh and fish; again idempotently; then uninstalls")
     func installAndUninstall() async throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("ivy-prefix-\(UUID().uuidString)").path
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("ivy-prefix-\(UUID().uuidString)")
+            .path
         defer { try? FileManager.default.removeItem(atPath: prefix) }
         func install(_ arguments: [String]) async throws -> (Int32, String) {
             try await offCooperativePool {

@@ -1,6 +1,6 @@
 import Foundation
-import GoogleEmulator
 import GRDB
+import GoogleEmulator
 import Testing
 
 /// The mode bits of a file, or nil when it does not exist.
@@ -83,7 +83,8 @@ struct PrivateFileTests {
         ]) { $1 }
     }
 
-    @Test("a symbolic link planted at the lock or the log is refused with a clear error; its target is untouched",
+    @Test(
+        "a symbolic link planted at the lock or the log is refused with a clear error; its target is untouched",
         arguments: ["ivy.lock", "ivy.log"])
     func plantedLinks(name: String) async throws {
         try await signedInUnreachable()
@@ -94,7 +95,9 @@ struct PrivateFileTests {
 
         let result = try await ivy.run("sync")
         #expect(result.status == 1)
-        #expect(result.stderr.contains(ivy.home + "/" + name) && result.stderr.contains("symbolic link"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains(ivy.home + "/" + name) && result.stderr.contains("symbolic link"), "\(result.stderr)"
+        )
         #expect(FileManager.default.contents(atPath: target) == precious)
         let logout = try await ivy.run("logout")
         if name == "ivy.lock" {
@@ -103,10 +106,12 @@ struct PrivateFileTests {
         #expect(FileManager.default.contents(atPath: target) == precious)
     }
 
-    @Test("a home others can write to, or that belongs to another user, is refused with the fix", arguments: [
-        (0o770, -1, "its group can write to it"), (0o707, -1, "every user can write to it"),
-        (0o700, 65534, "belongs to another user"),
-    ])
+    @Test(
+        "a home others can write to, or that belongs to another user, is refused with the fix",
+        arguments: [
+            (0o770, -1, "its group can write to it"), (0o707, -1, "every user can write to it"),
+            (0o700, 65534, "belongs to another user"),
+        ])
     func unsafeHome(permissions: Int, owner: Int, message: String) async throws {
         _ = try await ivy.id("book", "add", "--title", "Dune")
         let before = try contents(of: ivy.home)
@@ -170,12 +175,14 @@ struct OpeningTests {
         return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
     }()
 
-    @Test("commands that only read work on a read-only library in a read-only directory, and change nothing",
+    @Test(
+        "commands that only read work on a read-only library in a read-only directory, and change nothing",
         .enabled(if: readOnlyRunner != nil, "needs setpriv to drop root"))
     func readOnlyHome() async throws {
         let runner = try #require(Self.readOnlyRunner)
         let book = try await ivy.id("book", "add", "--title", "Dune", "--position", "61")
-        let clip = try await ivy.id("clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", try ivy.mp3("a.mp3"))
+        let clip = try await ivy.id(
+            "clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", try ivy.mp3("a.mp3"))
         _ = try await ivy.id("config", "set", "concurrency", "4")
         let owner: (uid_t, gid_t) = runner.isEmpty ? (getuid(), getgid()) : (65534, 65534)
         for path in [ivy.home, ivy.home + "/library.db", ivy.home + "/audio", ivy.home + "/audio/\(clip).mp3"] {
@@ -212,7 +219,8 @@ struct OpeningTests {
         let writer = try DatabaseQueue(path: ivy.home + "/library.db", configuration: configuration)
         try await writer.writeWithoutTransaction { db in
             try db.execute(sql: "BEGIN IMMEDIATE")
-            try db.execute(sql: "INSERT INTO books (id, title, created_at, updated_at) VALUES ('abc', 'Uncommitted', 1, 1)")
+            try db.execute(
+                sql: "INSERT INTO books (id, title, created_at, updated_at) VALUES ('abc', 'Uncommitted', 1, 1)")
         }
         for arguments in Self.readCommands + [["book", "show", book]] {
             let started = Date()
@@ -228,7 +236,8 @@ struct OpeningTests {
         try writer.close()
     }
 
-    @Test("an SQLite database that is not an ivy library is refused, named, and left byte for byte as it was",
+    @Test(
+        "an SQLite database that is not an ivy library is refused, named, and left byte for byte as it was",
         arguments: ["delete", "wal"])
     func foreignDatabase(journal: String) async throws {
         try FileManager.default.createDirectory(atPath: ivy.home, withIntermediateDirectories: true)
@@ -241,13 +250,16 @@ struct OpeningTests {
         }
         try foreign.close()
         let before = try #require(FileManager.default.contents(atPath: path))
-        for arguments in [["book", "add", "--title", "Dune"], ["book", "list"], ["status"], ["config", "set", "concurrency", "2"]] {
+        for arguments in [
+            ["book", "add", "--title", "Dune"], ["book", "list"], ["status"], ["config", "set", "concurrency", "2"],
+        ] {
             let result = try await ivy.run(arguments)
             #expect(result.status == 1, "\(arguments)")
             #expect(result.stderr.contains(path) && result.stderr.contains("not an ivy library"), "\(result.stderr)")
         }
         #expect(FileManager.default.contents(atPath: path) == before)
-        let mode = try await DatabaseQueue(path: path).read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
+        let mode = try await DatabaseQueue(path: path).read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode")
+        }
         #expect(mode == journal)
         if journal == "delete" {
             #expect(try FileManager.default.contentsOfDirectory(atPath: ivy.home) == ["library.db"])
@@ -286,7 +298,8 @@ struct BusyLibraryTests {
             let writer = try DatabaseQueue(path: device.ivy.home + "/library.db", configuration: configuration)
             try await writer.writeWithoutTransaction { db in
                 try db.execute(sql: "BEGIN IMMEDIATE")
-                try db.execute(sql: "INSERT INTO books (id, title, created_at, updated_at) VALUES ('abc', 'Held', 1, 1)")
+                try db.execute(
+                    sql: "INSERT INTO books (id, title, created_at, updated_at) VALUES ('abc', 'Held', 1, 1)")
             }
             let auto = try await device.ivy.run("sync", "--auto")
             #expect(auto.status == 0 && auto.stdout.isEmpty && auto.stderr.isEmpty, "\(auto.stderr)")

@@ -1,6 +1,6 @@
 import Foundation
-import GoogleEmulator
 import GRDB
+import GoogleEmulator
 import Testing
 
 /// ivy runs in this test process (or as the binary, to be interrupted); the emulator runs
@@ -20,9 +20,12 @@ final class SignInHarness {
     }
 
     /// Runs `ivy login`, reads its output until the code shows, decides as `decide`, and waits for the end.
-    func login(interrupt: Bool = false, decide: @escaping @Sendable (EmulatorState, String) async throws -> Void = { state, code in
-        try await state.approve(userCode: code, email: "alice@example.com")
-    }) async throws -> RunResult {
+    func login(
+        interrupt: Bool = false,
+        decide: @escaping @Sendable (EmulatorState, String) async throws -> Void = { state, code in
+            try await state.approve(userCode: code, email: "alice@example.com")
+        }
+    ) async throws -> RunResult {
         await emulator.state.setDeviceCode(interval: 0)
         if interrupt { return try await interruptedLogin() }
         let login = ivy.start(["login"])
@@ -38,7 +41,8 @@ final class SignInHarness {
         process.executableURL = IvyHome.binary
         process.arguments = ["login"]
         process.environment = ivy.environment
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
@@ -136,14 +140,17 @@ struct LoginTests {
             harness.ivy.environment["IVY_CLIENT_SECRET"] = nil
             let result = try await harness.ivy.run("login")
             #expect(result.status == 1)
-            #expect(result.stderr.contains("TVs and Limited Input devices") && result.stderr.contains("ivy config set client_id"))
+            #expect(
+                result.stderr.contains("TVs and Limited Input devices")
+                    && result.stderr.contains("ivy config set client_id"))
         }
     }
 
     @Test("plain http to a non-loopback host is refused before any request")
     func insecureEndpoint() async throws {
         try await withSignIn { harness in
-            let result = try await harness.ivy.run(["login"], environment: ["IVY_OAUTH_URL": "http://oauth2.googleapis.com"])
+            let result = try await harness.ivy.run(
+                ["login"], environment: ["IVY_OAUTH_URL": "http://oauth2.googleapis.com"])
             #expect(result.status == 1 && result.stderr.contains("https://"))
             #expect(await harness.emulator.state.requests.isEmpty)
         }
@@ -181,7 +188,9 @@ struct LoginTests {
             let same = try await harness.login()
             #expect(!same.stdout.contains("different Google account"))
             #expect(try harness.ivy.count("SELECT count(*) FROM sync_manifest") == 1)
-            let other = try await harness.login { state, code in try await state.approve(userCode: code, email: "bob@example.com") }
+            let other = try await harness.login { state, code in
+                try await state.approve(userCode: code, email: "bob@example.com")
+            }
             #expect(other.stdout.contains("different Google account") && other.stdout.contains("bob@example.com"))
             #expect(try harness.ivy.count("SELECT count(*) FROM sync_manifest") == 0)
             #expect(try harness.ivy.count("SELECT count(*) FROM settings WHERE key = 'folder_ivy_id'") == 0)
@@ -225,7 +234,10 @@ struct LoginTests {
             let log = (try? String(contentsOfFile: harness.ivy.home + "/ivy.log", encoding: .utf8)) ?? ""
             #expect(log.contains("sync finished"))
             let everything = printed.map { $0.stdout + $0.stderr }.joined() + log
-            for secret in [token["access_token"] as? String, token["refresh_token"] as? String, GoogleEmulator.defaultClient.secret] {
+            for secret in [
+                token["access_token"] as? String, token["refresh_token"] as? String,
+                GoogleEmulator.defaultClient.secret,
+            ] {
                 let secret = try #require(secret)
                 #expect(!everything.contains(secret))
             }

@@ -3,7 +3,7 @@ import GoogleEmulator
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 extension SignInHarness {
@@ -17,9 +17,13 @@ extension SignInHarness {
         var request = URLRequest(url: emulator.baseURL.appendingPathComponent("token"))
         request.httpMethod = "POST"
         request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        let form = ["client_id": client.id, "client_secret": client.secret, "grant_type": "refresh_token", "refresh_token": token]
-        request.httpBody = Data(form.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }
-            .joined(separator: "&").utf8)
+        let form = [
+            "client_id": client.id, "client_secret": client.secret, "grant_type": "refresh_token",
+            "refresh_token": token,
+        ]
+        request.httpBody = Data(
+            form.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }
+                .joined(separator: "&").utf8)
         let (_, response) = try await URLSession.shared.data(for: request)
         return (response as? HTTPURLResponse)?.statusCode ?? 0
     }
@@ -41,13 +45,15 @@ extension IvyHome {
             defer { close(primary) }
             var unlock: CInt = 0
             var number: CUnsignedInt = 0
-            guard ioctl(primary, UInt(0x4004_5431), &unlock) == 0, ioctl(primary, UInt(0x8004_5430), &number) == 0 else {
+            guard ioctl(primary, UInt(0x4004_5431), &unlock) == 0, ioctl(primary, UInt(0x8004_5430), &number) == 0
+            else {
                 throw CocoaError(.fileReadUnknown)
             }
             let secondary = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
             guard secondary >= 0 else { throw CocoaError(.fileReadUnknown) }
             let terminal = FileHandle(fileDescriptor: secondary, closeOnDealloc: true)
-            let out = path + "/.stdout-\(UUID().uuidString)", err = path + "/.stderr-\(UUID().uuidString)"
+            let out = path + "/.stdout-\(UUID().uuidString)"
+            let err = path + "/.stderr-\(UUID().uuidString)"
             _ = FileManager.default.createFile(atPath: out, contents: nil)
             _ = FileManager.default.createFile(atPath: err, contents: nil)
             defer {
@@ -86,7 +92,9 @@ struct LogoutTests {
             let phone = try await harness.phoneSignsIn()
             let result = try await harness.ivy.run("logout")
             #expect(result.status == 0, "\(result.stderr)")
-            #expect(result.stdout.contains("Signed out of alice@example.com on this computer") && result.stdout.contains("stay signed in"))
+            #expect(
+                result.stdout.contains("Signed out of alice@example.com on this computer")
+                    && result.stdout.contains("stay signed in"))
             #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
             #expect(await harness.revocations == 0)
             #expect(try await harness.refreshStatus(phone) == 200, "the phone is still signed in")
@@ -122,7 +130,8 @@ struct LogoutTests {
         }
     }
 
-    @Test("logout --revoke on a terminal explains what revoking does and asks; only yes revokes",
+    @Test(
+        "logout --revoke on a terminal explains what revoking does and asks; only yes revokes",
         arguments: [("y\n", true), ("n\n", false), ("\n", false)])
     func revokeOnTerminal(answer: String, revokes: Bool) async throws {
         try await withSignIn { harness in

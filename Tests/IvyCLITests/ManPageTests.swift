@@ -4,7 +4,8 @@ import Testing
 @Suite("The man page")
 struct ManPageTests {
     static let page: String = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         return (try? String(contentsOf: root.appendingPathComponent("man/ivy.1"), encoding: .utf8)) ?? ""
     }()
 
@@ -17,7 +18,8 @@ struct ManPageTests {
         let options = Set(help.matches(of: /--[a-z][a-z-]+/).map { String($0.output) })
         let text = Self.text
         let missing = options.filter { !text.contains($0) }.sorted()
-        #expect(missing.isEmpty, "options of `ivy \(command.joined(separator: " "))` missing from man/ivy.1: \(missing)")
+        #expect(
+            missing.isEmpty, "options of `ivy \(command.joined(separator: " "))` missing from man/ivy.1: \(missing)")
         let named = command.isEmpty || text.contains("ivy \(command.joined(separator: " "))")
         #expect(named, "`ivy \(command.joined(separator: " "))` is not in man/ivy.1")
     }

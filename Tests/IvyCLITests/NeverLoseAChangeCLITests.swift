@@ -10,7 +10,8 @@ struct NeverLoseAChangeCLITests {
             let device = try await SignInHarness.signedIn(emulator)
             try await device.addLibrary(books: 1, clips: 0)
             #expect(try await device.ivy.run("config", "set", "sync_timeout", "2").status == 0)
-            await emulator.state.addFault(FaultRule(method: "GET", pathContains: "/drive/v3/files", delayMilliseconds: 120_000))
+            await emulator.state.addFault(
+                FaultRule(method: "GET", pathContains: "/drive/v3/files", delayMilliseconds: 120_000))
             let hung = try await device.ivy.run("sync")
             #expect(hung.status == 1)
             #expect(hung.stderr.contains("sync_timeout"), "\(hung.stderr)")
@@ -39,15 +40,19 @@ struct NeverLoseAChangeCLITests {
         let ivy = try IvyHome()
         let book = try await ivy.id("book", "add", "--title", "Dune")
         let audio = try ivy.mp3("a.mp3")
-        let clip = try await ivy.id("clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", audio, "--note", "short")
+        let clip = try await ivy.id(
+            "clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", audio, "--note", "short")
         // The phone app keeps a large key of its own in this clip (kept by ivy, written back to Drive).
         let kept = String(repeating: "k", count: 1_040_000)
-        try ivy.execute("INSERT INTO backup_extras (entity_type, entity_id, json) VALUES ('clip', '\(clip)', '{\"waveform\":\"\(kept)\"}')")
+        try ivy.execute(
+            "INSERT INTO backup_extras (entity_type, entity_id, json) VALUES ('clip', '\(clip)', '{\"waveform\":\"\(kept)\"}')"
+        )
         let note = String(repeating: "n", count: 20_000)  // one argument may be at most 128 KiB on Linux
         let updated = try await ivy.run("clip", "update", clip, "--note", note)
         #expect(updated.status == 1)
-        #expect(updated.stderr.contains("1,048,576") && updated.stderr.contains("shorten its note or transcription"),
-                "\(updated.stderr.prefix(300))")
+        #expect(
+            updated.stderr.contains("1,048,576") && updated.stderr.contains("shorten its note or transcription"),
+            "\(updated.stderr.prefix(300))")
         #expect(try ivy.sql("SELECT note FROM clips").first?["note"] as String? == "short")
         #expect(try await ivy.run("clip", "update", clip, "--note", "a little longer").status == 0)
     }

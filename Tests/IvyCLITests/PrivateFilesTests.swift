@@ -11,7 +11,9 @@ struct PrivateFilesTests {
             try await laptop.addLibrary(books: 1, clips: 1)
             let audio = laptop.ivy.home + "/audio"
             let leftovers = [".download-0F8A2C1E", ".upload-5B7D9E3F"]
-            for name in leftovers { #expect(FileManager.default.createFile(atPath: audio + "/" + name, contents: Data(count: 4096))) }
+            for name in leftovers {
+                #expect(FileManager.default.createFile(atPath: audio + "/" + name, contents: Data(count: 4096)))
+            }
             let first = try await laptop.ivy.run("sync")
             #expect(first.status == 0, "\(first.stderr)")
             let remaining = try FileManager.default.contentsOfDirectory(atPath: audio)
@@ -19,9 +21,12 @@ struct PrivateFilesTests {
 
             let desktop = try await SignInHarness.signedIn(emulator)
             let second = try await desktop.ivy.run("sync")
-            #expect(second.status == 0 && second.stdout.hasPrefix("Synced: 2 downloaded"), "\(second.stdout) \(second.stderr)")
+            #expect(
+                second.status == 0 && second.stdout.hasPrefix("Synced: 2 downloaded"),
+                "\(second.stdout) \(second.stderr)")
             for device in [laptop, desktop] {
-                #expect(!FileManager.default.fileExists(atPath: device.ivy.path + "/.cache"), "HOME is \(device.ivy.path)")
+                #expect(
+                    !FileManager.default.fileExists(atPath: device.ivy.path + "/.cache"), "HOME is \(device.ivy.path)")
             }
         }
     }

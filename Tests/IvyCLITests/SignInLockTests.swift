@@ -71,7 +71,8 @@ struct SignInLockTests {
             #expect(await !harness.emulator.state.requests.contains { $0.path == "/revoke" })
             lock.release()
             let result = try await logout.finish()
-            #expect(result.status == 0 && result.stdout.hasPrefix("Signed out of alice@example.com"), "\(result.stderr)")
+            #expect(
+                result.status == 0 && result.stdout.hasPrefix("Signed out of alice@example.com"), "\(result.stderr)")
             #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
         }
     }

@@ -1,11 +1,13 @@
 import Foundation
-import GoogleEmulator
 import GRDB
+import GoogleEmulator
 import Testing
 
 extension SignInHarness {
     /// Signed in as `email`, through the real `ivy login`.
-    static func signedIn(_ emulator: GoogleEmulator, as email: String = "alice@example.com") async throws -> SignInHarness {
+    static func signedIn(_ emulator: GoogleEmulator, as email: String = "alice@example.com") async throws
+        -> SignInHarness
+    {
         let harness = try SignInHarness(emulator: emulator)
         let result = try await harness.login { state, code in try await state.approve(userCode: code, email: email) }
         #expect(result.status == 0, "login: \(result.stderr)")
@@ -14,15 +16,20 @@ extension SignInHarness {
 
     func addLibrary(books: Int, clips: Int, audioBytes: Int = 2000) async throws {
         var bookIDs: [String] = []
-        for index in 0..<books { bookIDs.append(try await ivy.id("book", "add", "--title", "Book \(index)", "--position", "\(index)")) }
+        for index in 0..<books {
+            bookIDs.append(try await ivy.id("book", "add", "--title", "Book \(index)", "--position", "\(index)"))
+        }
         for index in 0..<clips {
             let audio = try ivy.mp3("clip\(index).mp3", size: audioBytes)
-            _ = try await ivy.id("clip", "add", "--book", bookIDs[index % max(1, bookIDs.count)], "--start", "\(index)", "--duration", "5", "--audio", audio, "--note", "note \(index)")
+            _ = try await ivy.id(
+                "clip", "add", "--book", bookIDs[index % max(1, bookIDs.count)], "--start", "\(index)", "--duration",
+                "5", "--audio", audio, "--note", "note \(index)")
         }
     }
 
     func library() throws -> String {
-        let rows = try ivy.sql("SELECT id, title, position, hidden, updated_at FROM books ORDER BY id")
+        let rows =
+            try ivy.sql("SELECT id, title, position, hidden, updated_at FROM books ORDER BY id")
             + ivy.sql("SELECT id, book_id, start, duration, note, updated_at FROM clips ORDER BY id")
         return rows.map { $0.description }.joined(separator: "\n")
     }
@@ -44,7 +51,9 @@ struct SyncCommandTests {
             #expect(second.status == 0 && second.stdout.hasPrefix("Synced: 5 downloaded"))
             #expect(try server.library() == laptop.library())
             for clip in try laptop.ivy.sql("SELECT id FROM clips").map({ $0["id"] as String }) {
-                #expect(FileManager.default.contents(atPath: server.ivy.home + "/audio/\(clip).mp3") == FileManager.default.contents(atPath: laptop.ivy.home + "/audio/\(clip).mp3"))
+                #expect(
+                    FileManager.default.contents(atPath: server.ivy.home + "/audio/\(clip).mp3")
+                        == FileManager.default.contents(atPath: laptop.ivy.home + "/audio/\(clip).mp3"))
             }
             await emulator.state.clearRequests()
             let quiet = try await laptop.ivy.run("sync", "--json")
@@ -79,7 +88,9 @@ struct SyncCommandTests {
             try await device.ivy.run("config", "set", "sync_enabled", "false")
             results.append(try await device.ivy.run("sync", "--auto"))
             try await device.ivy.run("config", "set", "sync_enabled", "true")
-            try device.ivy.execute("INSERT INTO settings (key, value) VALUES ('last_sync_time', '\(Int64(Date().timeIntervalSince1970 * 1000))')")
+            try device.ivy.execute(
+                "INSERT INTO settings (key, value) VALUES ('last_sync_time', '\(Int64(Date().timeIntervalSince1970 * 1000))')"
+            )
             results.append(try await device.ivy.run("sync", "--auto"))
             try device.ivy.execute("DELETE FROM settings WHERE key = 'last_sync_time'")
             let lock = try HeldLock(path: device.ivy.home + "/ivy.lock")
@@ -115,7 +126,9 @@ struct SyncCommandTests {
         }
     }
 
-    @Test("signed out: interactive sync without a terminal names ivy login (exit 3); a revoked sign-in under --auto is silent")
+    @Test(
+        "signed out: interactive sync without a terminal names ivy login (exit 3); a revoked sign-in under --auto is silent"
+    )
     func signedOut() async throws {
         try await withEmulator { emulator in
             let stranger = try SignInHarness(emulator: emulator)
@@ -152,7 +165,9 @@ struct SyncCommandTests {
         }
     }
 
-    @Test("reset-manifest on a terminal asks first; only yes forgets", arguments: [("y\n", true), ("no\n", false), ("", false)])
+    @Test(
+        "reset-manifest on a terminal asks first; only yes forgets",
+        arguments: [("y\n", true), ("no\n", false), ("", false)])
     func resetManifestAsks(answer: String, forgets: Bool) async throws {
         let ivy = try IvyHome()
         _ = try await ivy.id("book", "add", "--title", "Dune")
@@ -169,12 +184,16 @@ struct SyncCommandTests {
             try await device.addLibrary(books: 1, clips: 0)
             try device.ivy.execute("UPDATE sync_queue SET attempts = 3, last_error = 'Drive is full'")
             let queue = try #require(try await device.ivy.run("queue", "--json").json() as? [[String: Any]])
-            #expect(queue.count == 1 && queue[0]["failed"] as? Bool == true && queue[0]["last_error"] as? String == "Drive is full")
+            #expect(
+                queue.count == 1 && queue[0]["failed"] as? Bool == true
+                    && queue[0]["last_error"] as? String == "Drive is full")
             #expect(try await device.ivy.run("queue").stdout.contains("failed"))
             let held = try await device.ivy.run("sync", "--json")
             #expect((try held.json() as? [String: Any])?["held"] as? [Any] != nil)
             #expect(await emulator.state.dump().filter { $0.name.hasPrefix("book_") }.isEmpty)
-            #expect(try await device.ivy.run("retry-failed").stdout == "1 failed item will be tried again at the next sync.\n")
+            #expect(
+                try await device.ivy.run("retry-failed").stdout
+                    == "1 failed item will be tried again at the next sync.\n")
             #expect(try await device.ivy.run("sync").status == 0)
             #expect(try await device.ivy.run("queue").stdout.contains("empty"))
             let refused = try await device.ivy.run("reset-manifest")
@@ -208,7 +227,9 @@ struct SyncCommandTests {
             await emulator.state.setLatency(milliseconds: 0)
             let again = try await device.ivy.run("sync")
             #expect(again.status == 0, "\(again.stderr)")
-            let names = await emulator.state.dump().map(\.name).filter { $0.hasPrefix("book_") || $0.hasPrefix("clip_") }
+            let names = await emulator.state.dump().map(\.name).filter {
+                $0.hasPrefix("book_") || $0.hasPrefix("clip_")
+            }
             #expect(names.count == 60 && Set(names).count == 60, "one file per name: \(names.count) files")
             #expect(try device.ivy.count("SELECT count(*) FROM sync_queue") == 0)
             let other = try await SignInHarness.signedIn(emulator)

@@ -41,7 +41,8 @@ struct BackupLimitsTests {
     @Test("a deeply nested hostile file under the cap is refused at once")
     func nestingLimit() throws {
         let depth = (BackupCodec.maximumBytes - 200) / 2
-        let hostile = #"{"id":"b1","title":"x","updated_at":1,"x":"# + String(repeating: "[", count: depth)
+        let hostile =
+            #"{"id":"b1","title":"x","updated_at":1,"x":"# + String(repeating: "[", count: depth)
             + String(repeating: "]", count: depth) + "}"
         #expect(hostile.utf8.count <= BackupCodec.maximumBytes)
         do {
@@ -51,7 +52,8 @@ struct BackupLimitsTests {
             #expect(error.reason.contains("nested more than"))
         }
 
-        let nested = #"{"id":"b1","title":"x","updated_at":1,"x":{"a":[1,{"b":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}]}}"#
+        let nested =
+            #"{"id":"b1","title":"x","updated_at":1,"x":{"a":[1,{"b":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}]}}"#
         let book = try BackupCodec.decodeBook(Data(nested.utf8), expectedID: "b1")
         #expect(book.extras["x"] != nil)  // brackets inside strings do not count
     }

@@ -19,12 +19,16 @@ enum Fixture {
         RemoteFile(id: fileID ?? "m-\(id)", name: "clip_\(id).mp3", modifiedTime: modified)
     }
 
-    static func synced(_ key: EntityKey, local: Milliseconds = 100, remote: Milliseconds = 500, fileID: String? = nil) -> ManifestEntry {
+    static func synced(_ key: EntityKey, local: Milliseconds = 100, remote: Milliseconds = 500, fileID: String? = nil)
+        -> ManifestEntry
+    {
         ManifestEntry(key: key, localUpdatedAt: local, remoteUpdatedAt: remote, remoteFileID: fileID ?? "j-\(key.id)")
     }
 
     static func queued(_ key: EntityKey, _ operation: QueueItem.Operation, attempts: Int = 0) -> QueueItem {
-        QueueItem(kind: key.kind, entityID: key.id, operation: operation, attempts: attempts, lastError: attempts > 0 ? "offline" : nil)
+        QueueItem(
+            kind: key.kind, entityID: key.id, operation: operation, attempts: attempts,
+            lastError: attempts > 0 ? "offline" : nil)
     }
 }
 
@@ -36,11 +40,14 @@ struct PlannerRuleTests {
 
     func plan(
         books: [Book] = [], clips: [Clip] = [], files: [RemoteFile] = [], complete: Bool = true,
-        manifest: [ManifestEntry] = [], queue: [QueueItem] = [], allowDeletes: Bool = false, folderIsRecorded: Bool = true
+        manifest: [ManifestEntry] = [], queue: [QueueItem] = [], allowDeletes: Bool = false,
+        folderIsRecorded: Bool = true
     ) -> SyncPlan {
-        SyncPlanner.plan(PlanInput(
-            local: LocalSnapshot(books: books, clips: clips), remote: RemoteListing(files: files, isComplete: complete),
-            manifest: manifest, queue: queue, allowLocalDeletes: allowDeletes, folderIsRecorded: folderIsRecorded))
+        SyncPlanner.plan(
+            PlanInput(
+                local: LocalSnapshot(books: books, clips: clips),
+                remote: RemoteListing(files: files, isComplete: complete),
+                manifest: manifest, queue: queue, allowLocalDeletes: allowDeletes, folderIsRecorded: folderIsRecorded))
     }
 
     func only(_ plan: SyncPlan) -> [String] {
@@ -83,12 +90,17 @@ struct PlannerRuleTests {
 
     @Test("remote changed (modifiedTime past the manifest), local not: download")
     func remoteChanged() {
-        #expect(only(plan(books: [F.book("b1")], files: [F.json(bookKey, modified: 900)], manifest: [F.synced(bookKey)])) == ["download book b1"])
+        #expect(
+            only(plan(books: [F.book("b1")], files: [F.json(bookKey, modified: 900)], manifest: [F.synced(bookKey)]))
+                == ["download book b1"])
     }
 
     @Test("remote replaced by a file with a new id: download")
     func remoteReplaced() {
-        #expect(only(plan(books: [F.book("b1")], files: [F.json(bookKey, id: "other")], manifest: [F.synced(bookKey)])) == ["download book b1"])
+        #expect(
+            only(plan(books: [F.book("b1")], files: [F.json(bookKey, id: "other")], manifest: [F.synced(bookKey)])) == [
+                "download book b1"
+            ])
     }
 
     @Test("both changed: merge, never a blind push of the queued edit")
@@ -134,14 +146,17 @@ struct PlannerRuleTests {
         // Another entity's failure holds back nothing else.
         let other = plan(
             books: [F.book("b1", updated: 200), F.book("b2")], files: [F.json(EntityKey(.book, "b2"), modified: 900)],
-            manifest: [F.synced(bookKey), F.synced(EntityKey(.book, "b2"))], queue: [F.queued(bookKey, .upsert, attempts: 5)])
+            manifest: [F.synced(bookKey), F.synced(EntityKey(.book, "b2"))],
+            queue: [F.queued(bookKey, .upsert, attempts: 5)])
         #expect(only(other) == ["download book b2"])
     }
 
     @Test("clip missing locally, manifest and remote present: delete remote, with every file of it")
     func deletedHere() {
         let stale = RemoteFile(id: "old", name: "clip_c1.json", modifiedTime: 10)
-        let result = plan(files: [F.json(clipKey), F.mp3("c1"), stale], manifest: [F.synced(clipKey)], queue: [F.queued(clipKey, .delete)])
+        let result = plan(
+            files: [F.json(clipKey), F.mp3("c1"), stale], manifest: [F.synced(clipKey)],
+            queue: [F.queued(clipKey, .delete)])
         #expect(only(result) == ["delete_remote clip c1"])
         #expect(Set(result.actions[0].remote?.allFiles.map(\.id) ?? []) == ["j-c1", "m-c1", "old"])
         #expect(result.staleDuplicates.isEmpty)
@@ -149,7 +164,10 @@ struct PlannerRuleTests {
 
     @Test("clip deleted here but changed on Drive since: download (an edit beats a delete)")
     func deletedHereEditedThere() {
-        #expect(only(plan(files: [F.json(clipKey, modified: 900), F.mp3("c1")], manifest: [F.synced(clipKey)])) == ["download clip c1"])
+        #expect(
+            only(plan(files: [F.json(clipKey, modified: 900), F.mp3("c1")], manifest: [F.synced(clipKey)])) == [
+                "download clip c1"
+            ])
     }
 
     @Test("a queued delete whose entity exists again is superseded by the entity")
@@ -162,7 +180,10 @@ struct PlannerRuleTests {
 
     @Test("a queued delete without a manifest (after a reset) deletes the remote copy")
     func queuedDeleteAfterReset() {
-        #expect(only(plan(files: [F.json(clipKey), F.mp3("c1")], queue: [F.queued(clipKey, .delete)])) == ["delete_remote clip c1"])
+        #expect(
+            only(plan(files: [F.json(clipKey), F.mp3("c1")], queue: [F.queued(clipKey, .delete)])) == [
+                "delete_remote clip c1"
+            ])
     }
 
     @Test("clip missing remotely, changed here: upload (an edit beats a delete)")
@@ -178,7 +199,8 @@ struct PlannerRuleTests {
 
     @Test("clip missing remotely with an incomplete listing: nothing is deleted or re-uploaded")
     func incompleteListing() {
-        let result = plan(clips: [F.clip("c1"), F.clip("c2", updated: 300)], complete: false,
+        let result = plan(
+            clips: [F.clip("c1"), F.clip("c2", updated: 300)], complete: false,
             manifest: [F.synced(clipKey), F.synced(EntityKey(.clip, "c2"))])
         #expect(result.actions.isEmpty)
         #expect(result.skipped.count == 2)
@@ -199,13 +221,17 @@ struct PlannerRuleTests {
         agreed.remoteMP3FileID = "m-c1"
         #expect(only(plan(clips: [F.clip("c1")], files: [F.mp3("c1")], manifest: [agreed])) == ["upload clip c1"])
         // An MP3 nobody here agreed on is someone else's upload: left alone.
-        #expect(plan(clips: [F.clip("c1")], files: [F.mp3("c1", fileID: "m-new")], manifest: [agreed]).skipped.map(\.key) == [clipKey])
+        #expect(
+            plan(clips: [F.clip("c1")], files: [F.mp3("c1", fileID: "m-new")], manifest: [agreed]).skipped.map(\.key)
+                == [clipKey])
     }
 
     @Test("books are never deleted: missing on Drive is re-uploaded, missing here is downloaded")
     func booksNeverDeleted() {
         #expect(only(plan(books: [F.book("b1")], manifest: [F.synced(bookKey)])) == ["upload book b1"])
-        #expect(only(plan(files: [F.json(bookKey)], manifest: [F.synced(bookKey)], queue: [F.queued(bookKey, .delete)])) == ["download book b1"])
+        #expect(
+            only(plan(files: [F.json(bookKey)], manifest: [F.synced(bookKey)], queue: [F.queued(bookKey, .delete)]))
+                == ["download book b1"])
         #expect(plan(books: [F.book("b1")], manifest: [F.synced(bookKey)]).actions(.deleteLocal).isEmpty)
     }
 
@@ -227,20 +253,27 @@ struct PlannerRuleTests {
     func staleDuplicates() {
         let older = RemoteFile(id: "older", name: "book_b1.json", modifiedTime: 100)
         let newest = RemoteFile(id: "newest", name: "book_b1.json", modifiedTime: 900)
-        let listing = RemoteListing(files: [older, newest, RemoteFile(id: "x", name: "notes.txt", modifiedTime: 1)], isComplete: true)
+        let listing = RemoteListing(
+            files: [older, newest, RemoteFile(id: "x", name: "notes.txt", modifiedTime: 1)], isComplete: true)
         #expect(listing.entities[bookKey]?.json?.id == "newest")
         #expect(listing.ignored.map(\.id) == ["x"])
-        let quiet = plan(books: [F.book("b1")], files: [older, newest], manifest: [F.synced(bookKey, remote: 900, fileID: "newest")])
+        let quiet = plan(
+            books: [F.book("b1")], files: [older, newest], manifest: [F.synced(bookKey, remote: 900, fileID: "newest")])
         #expect(quiet.actions.isEmpty)
         #expect(quiet.staleDuplicates.map(\.file.id) == ["older"])
-        let uploading = plan(books: [F.book("b1", updated: 300)], files: [older, newest], manifest: [F.synced(bookKey, remote: 900, fileID: "newest")])
+        let uploading = plan(
+            books: [F.book("b1", updated: 300)], files: [older, newest],
+            manifest: [F.synced(bookKey, remote: 900, fileID: "newest")])
         #expect(uploading.staleDuplicates.isEmpty, "the upload replaces every file of the name")
         #expect(Set(uploading.actions[0].remote?.allFiles.map(\.id) ?? []) == ["older", "newest"])
     }
 
-    @Test("file names outside the rules are ignored", arguments: [
-        "book_B1.json", "book_b1.mp3", "clip_c1.wav", "clip-c1.json", "book_.json", "clip_c1.json.bak", "album_a1.json",
-    ])
+    @Test(
+        "file names outside the rules are ignored",
+        arguments: [
+            "book_B1.json", "book_b1.mp3", "clip_c1.wav", "clip-c1.json", "book_.json", "clip_c1.json.bak",
+            "album_a1.json",
+        ])
     func ignoredNames(name: String) {
         let listing = RemoteListing(files: [RemoteFile(id: "x", name: name, modifiedTime: 1)], isComplete: true)
         #expect(listing.entities.isEmpty)
@@ -260,11 +293,13 @@ struct PlannerRuleTests {
         #expect(held.deletionsHeldReason?.contains("--allow-deletes") == true)
         #expect(plan(clips: many.local, manifest: many.manifest, allowDeletes: true).actions(.deleteLocal).count == 20)
         let few = clips(10)
-        #expect(plan(clips: few.local, manifest: few.manifest).actions(.deleteLocal).count == 10, "10 is not more than 10")
+        #expect(
+            plan(clips: few.local, manifest: few.manifest).actions(.deleteLocal).count == 10, "10 is not more than 10")
         // 11 deletions of 30 known clips: not more than half.
         let known = clips(30)
         let files = known.local.dropFirst(11).flatMap { [F.json(EntityKey(.clip, $0.id)), F.mp3($0.id)] }
-        #expect(plan(clips: known.local, files: Array(files), manifest: known.manifest).actions(.deleteLocal).count == 11)
+        #expect(
+            plan(clips: known.local, files: Array(files), manifest: known.manifest).actions(.deleteLocal).count == 11)
     }
 
     @Test("safety valve: local deletions are held when the Drive folder is not the recorded one")
@@ -272,7 +307,9 @@ struct PlannerRuleTests {
         let result = plan(clips: [F.clip("c1")], manifest: [F.synced(clipKey)], folderIsRecorded: false)
         #expect(result.actions.isEmpty)
         #expect(result.deletionsHeldReason?.contains("not the one") == true)
-        #expect(plan(clips: [F.clip("c1")], manifest: [F.synced(clipKey)], allowDeletes: true, folderIsRecorded: false).actions.count == 1)
+        #expect(
+            plan(clips: [F.clip("c1")], manifest: [F.synced(clipKey)], allowDeletes: true, folderIsRecorded: false)
+                .actions.count == 1)
     }
 
     @Test("a listing lacking more than half (and more than 10) of the books synced is not taken at its word")
@@ -285,7 +322,9 @@ struct PlannerRuleTests {
         let result = plan(books: local, clips: [F.clip("c1")], files: files, manifest: manifest)
         #expect(result.actions.isEmpty, "no book uploaded again beside the file Drive left out: \(only(result))")
         #expect(result.held.count == 12 && result.held.allSatisfy { $0.action == .upload })
-        #expect(result.listingDistrustedReason?.contains("only 0 of the 12 books") == true, "\(result.listingDistrustedReason ?? "")")
+        #expect(
+            result.listingDistrustedReason?.contains("only 0 of the 12 books") == true,
+            "\(result.listingDistrustedReason ?? "")")
         // ... nor a clip deleted here, even one alone, nor a record forgotten.
         let clipGone = plan(books: local, clips: [F.clip("c1")], manifest: manifest)
         #expect(clipGone.actions(.deleteLocal).isEmpty && clipGone.held.contains { $0.action == .deleteLocal })
@@ -293,7 +332,10 @@ struct PlannerRuleTests {
         let bothGone = plan(books: local, manifest: manifest + [F.synced(EntityKey(.clip, "c2"))])
         #expect(bothGone.manifestCleanup.isEmpty)
         // --allow-deletes takes it at its word; a shorter gap (10 of 12) is an ordinary listing.
-        #expect(plan(books: local, clips: [F.clip("c1")], files: files, manifest: manifest, allowDeletes: true).actions(.upload).count == 12)
+        #expect(
+            plan(books: local, clips: [F.clip("c1")], files: files, manifest: manifest, allowDeletes: true).actions(
+                .upload
+            ).count == 12)
         let tenGone = files + books.prefix(2).map { F.json(EntityKey(.book, $0)) }
         let ordinary = plan(books: local, clips: [F.clip("c1")], files: tenGone, manifest: manifest)
         #expect(ordinary.actions(.upload).count == 10 && ordinary.listingDistrustedReason == nil)

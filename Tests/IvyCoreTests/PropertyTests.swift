@@ -64,7 +64,10 @@ struct PropertyTests {
         await propertyCheck(input: Self.books, Self.books, Self.clips, Self.clips) { a, b, c, d in
             let merged = Merge.book(local: a, remote: b, now: Self.now)
             for other in [a, b] {
-                for again in [Merge.book(local: merged, remote: other, now: Self.now + 1), Merge.book(local: other, remote: merged, now: Self.now + 1)] {
+                for again in [
+                    Merge.book(local: merged, remote: other, now: Self.now + 1),
+                    Merge.book(local: other, remote: merged, now: Self.now + 1),
+                ] {
                     var expected = merged
                     expected.updatedAt = Self.now + 1
                     #expect(again == expected)
@@ -89,7 +92,8 @@ struct PropertyTests {
 
     @Test("devices making random edits, deletes and syncs converge and lose nothing that was not deleted")
     func convergence() async {
-        await propertyCheck(count: 300, input: Gen.int(in: 0...Int(Int32.max)), Gen.int(in: 2...3)) { seed, deviceCount in
+        await propertyCheck(count: 300, input: Gen.int(in: 0...Int(Int32.max)), Gen.int(in: 2...3)) {
+            seed, deviceCount in
             Self.simulate(seed: UInt64(seed), devices: deviceCount)
         }
     }
@@ -114,7 +118,8 @@ struct PropertyTests {
 
         for step in 0..<Int.random(in: 10...40, using: &random) {
             let device = devices[Int.random(in: 0..<count, using: &random)]
-            let books = device.books.keys.sorted(), clips = device.clips.keys.sorted()
+            let books = device.books.keys.sorted()
+            let clips = device.clips.keys.sorted()
             switch Int.random(in: 0..<10, using: &random) {
             case 0:
                 let id = newID()
@@ -123,7 +128,10 @@ struct PropertyTests {
             case 1 where !books.isEmpty:
                 let id = books[Int.random(in: 0..<books.count, using: &random)]
                 let position = Double(Int.random(in: 0...1000, using: &random))
-                device.editBook(id) { $0.position = position; if step % 5 == 0 { $0.title = "t\(step)" } }
+                device.editBook(id) {
+                    $0.position = position
+                    if step % 5 == 0 { $0.title = "t\(step)" }
+                }
             case 2 where !books.isEmpty:
                 device.editBook(books[Int.random(in: 0..<books.count, using: &random)]) { $0.hidden = true }
             case 3 where !books.isEmpty:
@@ -157,22 +165,30 @@ struct PropertyTests {
                 publishedTokens[clip, default: []].formUnion(tokens)
             }
         }
-        for _ in 0..<3 { devices.forEach { $0.sync(with: drive) } }
+        for _ in 0..<3 {
+            for device in devices { device.sync(with: drive) }
+        }
 
         let context = "seed \(seed), \(count) devices"
         let reference = devices[0]
         for device in devices.dropFirst() {
             #expect(device.library == reference.library, "\(context): \(device.name) differs from \(reference.name)")
-            #expect(device.extras.filter { !$0.value.isEmpty } == reference.extras.filter { !$0.value.isEmpty }, "\(context)")
+            #expect(
+                device.extras.filter { !$0.value.isEmpty } == reference.extras.filter { !$0.value.isEmpty },
+                "\(context)")
         }
         for device in devices {
             #expect(device.plan(with: drive).isEmpty, "\(context): \(device.name) still has work after quiet syncs")
             #expect(device.queue.isEmpty, "\(context): \(device.name) has a queue left")
             #expect(Set(device.books.keys) == everyBook, "\(context): books are never lost")
-            #expect(everyClip.subtracting(deletedSomewhere).isSubset(of: Set(device.clips.keys)), "\(context): a clip nobody deleted is gone")
+            #expect(
+                everyClip.subtracting(deletedSomewhere).isSubset(of: Set(device.clips.keys)),
+                "\(context): a clip nobody deleted is gone")
         }
         #expect(drive.namesWithDuplicates.isEmpty, "\(context): duplicate files on Drive")
-        #expect(drive.list().count == reference.books.count + 2 * reference.clips.count, "\(context): Drive holds exactly the library")
+        #expect(
+            drive.list().count == reference.books.count + 2 * reference.clips.count,
+            "\(context): Drive holds exactly the library")
         for (clip, tokens) in publishedTokens where !deletedSomewhere.contains(clip) {
             let note = reference.clips[clip]?.note ?? ""
             for token in tokens {

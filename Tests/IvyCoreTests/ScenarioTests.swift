@@ -60,7 +60,8 @@ struct ScenarioTests {
     func deleteVersusModify() {
         for deleterFirst in [true, false] {
             let drive = SimulatedDrive()
-            let phone = SimulatedDevice("phone"), tablet = SimulatedDevice("tablet")
+            let phone = SimulatedDevice("phone")
+            let tablet = SimulatedDevice("tablet")
             phone.addBook("b1", title: "Dune")
             phone.addClip("c1", book: "b1", note: "original")
             phone.sync(with: drive)
@@ -68,7 +69,7 @@ struct ScenarioTests {
             phone.deleteClip("c1")
             tablet.editClip("c1") { $0.note = "edited" }
             let order = deleterFirst ? [phone, tablet, phone] : [tablet, phone, tablet]
-            order.forEach { $0.sync(with: drive) }
+            for device in order { device.sync(with: drive) }
             phone.sync(with: drive)
             tablet.sync(with: drive)
             #expect(phone.clips["c1"]?.note == "edited", "deleter first: \(deleterFirst)")
@@ -140,7 +141,9 @@ struct ScenarioTests {
     @Test("unknown keys written by another app survive a round trip through ivy")
     func unknownKeysSurvive() throws {
         let key = EntityKey(.book, "b1")
-        drive.create(name: "book_b1.json", content: Data(#"{"id":"b1","title":"Dune","updated_at":5,"bookmarkColor":"teal"}"#.utf8))
+        drive.create(
+            name: "book_b1.json",
+            content: Data(#"{"id":"b1","title":"Dune","updated_at":5,"bookmarkColor":"teal"}"#.utf8))
         phone.sync(with: drive)
         #expect(phone.extras[key] == ["bookmarkColor": .string("teal")])
         phone.editBook("b1") { $0.position = 60 }

@@ -3,19 +3,24 @@ import Testing
 
 @Suite("Settings rules")
 struct SettingKeyTests {
-    @Test("values are stored in one canonical form", arguments: [
-        (SettingKey.syncEnabled, "yes", "true"), (.syncEnabled, "OFF", "false"), (.syncEnabled, "0", "false"),
-        (.autoSyncCooldown, "0", "0"), (.autoSyncCooldown, " 600 ", "600"), (.concurrency, "32", "32"),
-        (.concurrency, "1", "1"), (.clientID, "abc.apps.googleusercontent.com", "abc.apps.googleusercontent.com"),
-    ])
+    @Test(
+        "values are stored in one canonical form",
+        arguments: [
+            (SettingKey.syncEnabled, "yes", "true"), (.syncEnabled, "OFF", "false"), (.syncEnabled, "0", "false"),
+            (.autoSyncCooldown, "0", "0"), (.autoSyncCooldown, " 600 ", "600"), (.concurrency, "32", "32"),
+            (.concurrency, "1", "1"), (.clientID, "abc.apps.googleusercontent.com", "abc.apps.googleusercontent.com"),
+        ])
     func accepted(key: SettingKey, value: String, stored: String) throws {
         #expect(try key.normalize(value).get() == stored)
     }
 
-    @Test("bad values are refused with what is expected", arguments: [
-        (SettingKey.syncEnabled, "maybe"), (.autoSyncCooldown, "-1"), (.autoSyncCooldown, "5m"), (.concurrency, "0"),
-        (.concurrency, "33"), (.clientID, ""), (.clientSecret, "a b"), (.lastSyncTime, "1"), (.lastError, "x"),
-    ])
+    @Test(
+        "bad values are refused with what is expected",
+        arguments: [
+            (SettingKey.syncEnabled, "maybe"), (.autoSyncCooldown, "-1"), (.autoSyncCooldown, "5m"),
+            (.concurrency, "0"),
+            (.concurrency, "33"), (.clientID, ""), (.clientSecret, "a b"), (.lastSyncTime, "1"), (.lastError, "x"),
+        ])
     func refused(key: SettingKey, value: String) {
         guard case .failure(let error) = key.normalize(value) else {
             Issue.record("\(key.rawValue)=\(value) was accepted")
@@ -47,7 +52,8 @@ struct SettingKeyTests {
 struct IvyPathsTests {
     @Test("IVY_HOME puts everything in one directory")
     func ivyHome() throws {
-        let paths = try IvyPaths.resolve(home: nil, environment: ["IVY_HOME": "/srv/ivy/", "HOME": "/home/u"], workingDirectory: "/")
+        let paths = try IvyPaths.resolve(
+            home: nil, environment: ["IVY_HOME": "/srv/ivy/", "HOME": "/home/u"], workingDirectory: "/")
         #expect(paths.database == "/srv/ivy/library.db")
         #expect(paths.audioDirectory == "/srv/ivy/audio")
         #expect(paths.tokenFile == "/srv/ivy/token.json")
@@ -75,7 +81,8 @@ struct IvyPathsTests {
 
     @Test("without XDG variables the standard fallbacks apply; relative XDG values are ignored")
     func fallbacks() throws {
-        let paths = try IvyPaths.resolve(home: nil, environment: ["HOME": "/home/u", "XDG_DATA_HOME": "rel"], workingDirectory: "/")
+        let paths = try IvyPaths.resolve(
+            home: nil, environment: ["HOME": "/home/u", "XDG_DATA_HOME": "rel"], workingDirectory: "/")
         #expect(paths.configDirectory == "/home/u/.config/ivy")
         #expect(paths.dataDirectory == "/home/u/.local/share/ivy")
         #expect(paths.stateDirectory == "/home/u/.local/state/ivy")

@@ -19,7 +19,8 @@ final class SimulatedDrive {
     func create(name: String, content: Data) -> RemoteFile {
         tick += 7
         nextID += 1
-        let file = RemoteFile(id: "f\(nextID)", name: name, modifiedTime: tick, createdTime: tick, size: Int64(content.count))
+        let file = RemoteFile(
+            id: "f\(nextID)", name: name, modifiedTime: tick, createdTime: tick, size: Int64(content.count))
         files[file.id] = StoredFile(file: file, content: content)
         return file
     }
@@ -108,9 +109,10 @@ final class SimulatedDevice {
     var snapshot: LocalSnapshot { LocalSnapshot(books: Array(books.values), clips: Array(clips.values)) }
 
     func plan(with drive: SimulatedDrive, complete: Bool = true, allowDeletes: Bool = true) -> SyncPlan {
-        SyncPlanner.plan(PlanInput(
-            local: snapshot, remote: RemoteListing(files: drive.list(), isComplete: complete),
-            manifest: Array(manifest.values), queue: Array(queue.values), allowLocalDeletes: allowDeletes))
+        SyncPlanner.plan(
+            PlanInput(
+                local: snapshot, remote: RemoteListing(files: drive.list(), isComplete: complete),
+                manifest: Array(manifest.values), queue: Array(queue.values), allowLocalDeletes: allowDeletes))
     }
 
     /// Plans and carries out one sync, as the engine does, with no failures.
@@ -130,7 +132,7 @@ final class SimulatedDevice {
             case .merge:
                 merge(key, remote: action.remote, drive: drive, at: syncedAt)
             case .deleteRemote:
-                action.remote?.allFiles.forEach { drive.delete($0.id) }
+                for file in action.remote?.allFiles ?? [] { drive.delete(file.id) }
                 manifest[key] = nil
                 queue[key] = nil
             case .deleteLocal:
@@ -139,21 +141,25 @@ final class SimulatedDevice {
                 manifest[key] = nil
             }
         }
-        plan.staleDuplicates.forEach { drive.delete($0.file.id) }
-        plan.manifestCleanup.forEach { manifest[$0] = nil }
-        plan.droppedQueueItems.forEach { queue[$0] = nil }
+        for duplicate in plan.staleDuplicates { drive.delete(duplicate.file.id) }
+        for key in plan.manifestCleanup { manifest[key] = nil }
+        for key in plan.droppedQueueItems { queue[key] = nil }
         return plan
     }
 
-    private func upload(_ key: EntityKey, replacing remote: RemoteEntity?, drive: SimulatedDrive, at syncedAt: Milliseconds) {
-        remote?.allFiles.forEach { drive.delete($0.id) }
+    private func upload(
+        _ key: EntityKey, replacing remote: RemoteEntity?, drive: SimulatedDrive, at syncedAt: Milliseconds
+    ) {
+        for file in remote?.allFiles ?? [] { drive.delete(file.id) }
         switch key.kind {
         case .book:
             guard let book = books[key.id] else { return }
             guard let data = try? BackupCodec.encode(BookBackup(book, extras: extras[key] ?? [:])) else { return }
             let json = drive.create(name: "book_\(key.id).json", content: data)
             bases[key] = SyncBase(json: data)
-            manifest[key] = ManifestEntry(key: key, localUpdatedAt: book.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id, syncedAt: syncedAt)
+            manifest[key] = ManifestEntry(
+                key: key, localUpdatedAt: book.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
+                syncedAt: syncedAt)
         case .clip:
             guard let clip = clips[key.id] else { return }
             guard let data = try? BackupCodec.encode(ClipBackup(clip, extras: extras[key] ?? [:])) else { return }
@@ -167,7 +173,9 @@ final class SimulatedDevice {
         queue[key] = nil
     }
 
-    private func download(_ key: EntityKey, from remote: RemoteEntity?, drive: SimulatedDrive, at syncedAt: Milliseconds) {
+    private func download(
+        _ key: EntityKey, from remote: RemoteEntity?, drive: SimulatedDrive, at syncedAt: Milliseconds
+    ) {
         guard let json = remote?.json, let data = drive.content(json.id) else { return }
         switch key.kind {
         case .book:
@@ -175,7 +183,9 @@ final class SimulatedDevice {
             books[key.id] = backup.book(uri: books[key.id]?.uri)
             extras[key] = backup.extras
             bases[key] = SyncBase(json: data)
-            manifest[key] = ManifestEntry(key: key, localUpdatedAt: backup.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id, syncedAt: syncedAt)
+            manifest[key] = ManifestEntry(
+                key: key, localUpdatedAt: backup.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
+                syncedAt: syncedAt)
         case .clip:
             guard let backup = try? BackupCodec.decodeClip(data, expectedID: key.id), let mp3 = remote?.mp3,
                 let sound = drive.content(mp3.id)
@@ -195,9 +205,12 @@ final class SimulatedDevice {
         let mergedAt = now()
         switch key.kind {
         case .book:
-            guard let local = books[key.id], let theirs = try? BackupCodec.decodeBook(data, expectedID: key.id) else { return }
+            guard let local = books[key.id], let theirs = try? BackupCodec.decodeBook(data, expectedID: key.id) else {
+                return
+            }
             let base = bases[key].flatMap { try? BackupCodec.decodeBook($0.json, expectedID: key.id) }
-            let merged = Merge.book(local: BookBackup(local, extras: extras[key] ?? [:]), remote: theirs, base: base, now: mergedAt)
+            let merged = Merge.book(
+                local: BookBackup(local, extras: extras[key] ?? [:]), remote: theirs, base: base, now: mergedAt)
             books[key.id] = merged.book(uri: local.uri)
             extras[key] = merged.extras
         case .clip:
@@ -205,11 +218,15 @@ final class SimulatedDevice {
                 let mp3 = remote?.mp3, let sound = drive.content(mp3.id)
             else { return }
             let base = bases[key].flatMap { try? BackupCodec.decodeClip($0.json, expectedID: key.id) }
-            let merged = Merge.clip(local: ClipBackup(local, extras: extras[key] ?? [:]), remote: theirs, base: base, now: mergedAt)
+            let merged = Merge.clip(
+                local: ClipBackup(local, extras: extras[key] ?? [:]), remote: theirs, base: base, now: mergedAt)
             let remoteAudio = String(decoding: sound, as: UTF8.self)
-            let audioChoice = Merge.audio(Merge.AudioState(
-                localMD5: audio[key.id], localUpdatedAt: local.updatedAt, remoteMD5: remoteAudio, remoteFileID: mp3.id,
-                remoteUpdatedAt: theirs.updatedAt, baseMD5: bases[key]?.audioMD5, baseFileID: manifest[key]?.remoteMP3FileID))
+            let audioChoice = Merge.audio(
+                Merge.AudioState(
+                    localMD5: audio[key.id], localUpdatedAt: local.updatedAt, remoteMD5: remoteAudio,
+                    remoteFileID: mp3.id,
+                    remoteUpdatedAt: theirs.updatedAt, baseMD5: bases[key]?.audioMD5,
+                    baseFileID: manifest[key]?.remoteMP3FileID))
             if audioChoice.choice == .remote { audio[key.id] = remoteAudio }
             clips[key.id] = merged.clip
             extras[key] = merged.extras

@@ -11,7 +11,8 @@ struct ThreeWayMergeTests {
         hidden: Bool = false, extras: [String: JSONValue] = [:]
     ) -> BookBackup {
         BookBackup(
-            id: "b1", title: title, artist: artist, position: position, hidden: hidden, createdAt: 10, updatedAt: updated,
+            id: "b1", title: title, artist: artist, position: position, hidden: hidden, createdAt: 10,
+            updatedAt: updated,
             extras: extras)
     }
 
@@ -108,7 +109,9 @@ struct ThreeWayMergeTests {
         let base = book(100, title: "Dune", position: 100)
         let a = book(300, title: "A", position: 10)
         let b = book(300, title: "B", artist: nil, position: 100, hidden: true)
-        #expect(Merge.book(local: a, remote: b, base: base, now: now) == Merge.book(local: b, remote: a, base: base, now: now))
+        #expect(
+            Merge.book(local: a, remote: b, base: base, now: now)
+                == Merge.book(local: b, remote: a, base: base, now: now))
     }
 
     // MARK: audio
@@ -137,15 +140,18 @@ struct ThreeWayMergeTests {
 
     @Test("audio changed on both sides: the newer updated_at wins and it is a conflict")
     func bothAudioChanged() {
-        let newerHere = audio(local: "mine", remote: "theirs", base: "old", remoteFile: "f2", localAt: 300, remoteAt: 200)
+        let newerHere = audio(
+            local: "mine", remote: "theirs", base: "old", remoteFile: "f2", localAt: 300, remoteAt: 200)
         #expect(newerHere.choice == .local && newerHere.conflict)
-        let newerThere = audio(local: "mine", remote: "theirs", base: "old", remoteFile: "f2", localAt: 200, remoteAt: 300)
+        let newerThere = audio(
+            local: "mine", remote: "theirs", base: "old", remoteFile: "f2", localAt: 200, remoteAt: 300)
         #expect(newerThere.choice == .remote && newerThere.conflict)
     }
 
     @Test("audio without a recorded md5: Drive's new file against different local bytes is a conflict, never silent")
     func noBaseAudio() {
-        let replacedThere = audio(local: "mine", remote: "theirs", base: nil, remoteFile: "f2", localAt: 300, remoteAt: 200)
+        let replacedThere = audio(
+            local: "mine", remote: "theirs", base: nil, remoteFile: "f2", localAt: 300, remoteAt: 200)
         #expect(replacedThere == (.local, true))
         let sameFile = audio(local: "mine", remote: "theirs", base: nil)
         #expect(sameFile == (.local, false))

@@ -4,20 +4,24 @@ import Testing
 
 @Suite("Times of play stay within 0…10,000,000 seconds")
 struct TimeRulesTests {
-    @Test("formatting never traps, whatever an old database holds", arguments: [
-        (1e300, "1e+300 s"), (-1, "-0:00:01"), (Double.nan, "nan s"), (Double.infinity, "inf s"),
-        (-Double.infinity, "-inf s"), (Double.greatestFiniteMagnitude, "1.7976931348623157e+308 s"),
-        (-1e300, "-1e+300 s"), (10_000_000, "2777:46:40"), (9.2e12, "2555555555:33:20"),
-    ])
+    @Test(
+        "formatting never traps, whatever an old database holds",
+        arguments: [
+            (1e300, "1e+300 s"), (-1, "-0:00:01"), (Double.nan, "nan s"), (Double.infinity, "inf s"),
+            (-Double.infinity, "-inf s"), (Double.greatestFiniteMagnitude, "1.7976931348623157e+308 s"),
+            (-1e300, "-1e+300 s"), (10_000_000, "2777:46:40"), (9.2e12, "2555555555:33:20"),
+        ])
     func clockNeverTraps(seconds: Double, expected: String) {
         #expect(TimeText.clock(seconds) == expected)
     }
 
-    @Test("the limit itself is accepted; beyond it is too large, whatever the form", arguments: [
-        ("10000000", TimeText.ParseError.Problem?.none), ("2777:46:40", nil), ("10000000.001", .tooLarge),
-        ("2777:46:41", .tooLarge), ("999999999:00:00", .tooLarge), ("-5", .negative), ("-1:00", .negative),
-        ("-x", .malformed), ("soon", .malformed),
-    ])
+    @Test(
+        "the limit itself is accepted; beyond it is too large, whatever the form",
+        arguments: [
+            ("10000000", TimeText.ParseError.Problem?.none), ("2777:46:40", nil), ("10000000.001", .tooLarge),
+            ("2777:46:41", .tooLarge), ("999999999:00:00", .tooLarge), ("-5", .negative), ("-1:00", .negative),
+            ("-x", .malformed), ("soon", .malformed),
+        ])
     func parsingRange(text: String, problem: TimeText.ParseError.Problem?) {
         do {
             let seconds = try TimeText.seconds(from: text)
@@ -28,9 +32,12 @@ struct TimeRulesTests {
         }
     }
 
-    @Test("the rule: finite, 0 or more, at most the maximum", arguments: [
-        (0.0, true), (10_000_000, true), (10_000_000.001, false), (-0.001, false), (.nan, false), (.infinity, false),
-    ])
+    @Test(
+        "the rule: finite, 0 or more, at most the maximum",
+        arguments: [
+            (0.0, true), (10_000_000, true), (10_000_000.001, false), (-0.001, false), (.nan, false),
+            (.infinity, false),
+        ])
     func rule(seconds: Double, valid: Bool) {
         #expect(TimeRules.isValid(seconds) == valid)
         #expect(TimeRules.maximumSeconds == 10_000_000)
@@ -38,9 +45,11 @@ struct TimeRulesTests {
 
     static let id = "3f2a9c1e-0b4d-4e8f-9a7b-1c2d3e4f5a6b"
 
-    @Test("a Drive book with a position out of range is unreadable, so it is skipped, not applied", arguments: [
-        "10000000.5", "1e300", "-1", "1e20",
-    ])
+    @Test(
+        "a Drive book with a position out of range is unreadable, so it is skipped, not applied",
+        arguments: [
+            "10000000.5", "1e300", "-1", "1e20",
+        ])
     func remoteBookPosition(position: String) {
         let json = #"{"id":"\#(Self.id)","title":"T","position":\#(position),"updated_at":1700000000000}"#
         #expect {
@@ -50,9 +59,11 @@ struct TimeRulesTests {
         }
     }
 
-    @Test("a Drive clip with a start or duration out of range is unreadable", arguments: [
-        ("10000001", "1"), ("1", "10000001"), ("1e300", "1"), ("1", "-0.5"),
-    ])
+    @Test(
+        "a Drive clip with a start or duration out of range is unreadable",
+        arguments: [
+            ("10000001", "1"), ("1", "10000001"), ("1e300", "1"), ("1", "-0.5"),
+        ])
     func remoteClipTimes(start: String, duration: String) {
         let json = #"""
             {"id":"\#(Self.id)","book_id":"\#(Self.id)","start":\#(start),"duration":\#(duration),"updated_at":1700000000000}

@@ -1,8 +1,9 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
-@testable import IvyGoogle
 import Testing
+
+@testable import IvyGoogle
 
 // Drive's User resource: emailAddress "may not be present in certain contexts if the user has
 // not made their email address visible to the requester".
@@ -14,7 +15,9 @@ struct AccountNameTests {
             await google.state.setAboutOmitsEmail(true)
             let provider = try await google.signedIn()
             let account = await provider.account
-            #expect(account.email == "Google account 04871234567890123456" && account.permissionID == "04871234567890123456")
+            #expect(
+                account.email == "Google account 04871234567890123456" && account.permissionID == "04871234567890123456"
+            )
         }
     }
 }

@@ -1,13 +1,15 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
-@testable import IvyGoogle
 import IvySystem
 import Testing
 
+@testable import IvyGoogle
+
 extension GoogleHarness {
     /// A Drive client for alice whose retries do not really wait (the waits are recorded).
-    func drive(sleeper: Sleeper = Sleeper(), concurrency: Int = 8, realSleep: Bool = false) async throws -> DriveClient {
+    func drive(sleeper: Sleeper = Sleeper(), concurrency: Int = 8, realSleep: Bool = false) async throws -> DriveClient
+    {
         let provider = try await signedIn()
         let real: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
         return DriveClient(
@@ -40,7 +42,9 @@ struct DriveClientTests {
             }
             #expect(Set(results.map(\.ivy)).count == 1)
             let log = await google.state.requests
-            #expect(log.filter { $0.method == "GET" && $0.path == "/drive/v3/files" }.count == 2, "the lookup, and one after creating")
+            #expect(
+                log.filter { $0.method == "GET" && $0.path == "/drive/v3/files" }.count == 2,
+                "the lookup, and one after creating")
             #expect(log.filter { $0.method == "POST" && $0.path == "/drive/v3/files" }.count == 3)
             let all = await google.state.dump(email: "alice@example.com")
             #expect(all.filter { $0.name == "Ivy" }.count == 1)
@@ -53,18 +57,21 @@ struct DriveClientTests {
         try await withGoogle { google in
             let drive = try await google.drive()
             let folders = try await drive.folders()
-            let first = try await drive.uploadJSON(name: "book_b1.json", data: Data(#"{"v":1}"#.utf8), folder: folders.books[0], replacing: [])
+            let first = try await drive.uploadJSON(
+                name: "book_b1.json", data: Data(#"{"v":1}"#.utf8), folder: folders.books[0], replacing: [])
             let listing = try await drive.listLibrary(remembered: nil)
             #expect(listing.isComplete && listing.files.map(\.name) == ["book_b1.json"])
             #expect(listing.files.first?.modifiedTime == first.modifiedTime)
-            let second = try await drive.uploadJSON(name: "book_b1.json", data: Data(#"{"v":2}"#.utf8), folder: folders.books[0], replacing: listing.files)
+            let second = try await drive.uploadJSON(
+                name: "book_b1.json", data: Data(#"{"v":2}"#.utf8), folder: folders.books[0], replacing: listing.files)
             #expect(second.id != first.id)
             #expect(await google.names(in: folders.books[0]) == ["book_b1.json"])
             let current = try #require(try await drive.listLibrary(remembered: folders).files.first)
             #expect(try await drive.downloadData(current) == Data(#"{"v":2}"#.utf8))
 
             let audio = try google.writeFile("take.mp3", bytes: 300_000)
-            let mp3 = try await drive.uploadMP3(name: "clip_c1.mp3", file: audio, folder: folders.clips[0], replacing: [])
+            let mp3 = try await drive.uploadMP3(
+                name: "clip_c1.mp3", file: audio, folder: folders.clips[0], replacing: [])
             let sent = try Data(contentsOf: audio)
             #expect(mp3.size == 300_000 && mp3.md5 == MD5.hex(sent))
             let listed = try await drive.listLibrary(remembered: folders)
@@ -84,7 +91,9 @@ struct DriveClientTests {
             let drive = try await google.drive()
             let folders = try await drive.folders()
             for index in 0..<35 {
-                await google.state.putFile(email: "alice@example.com", name: "book_\(index).json", parents: [folders.books[0]], content: Data("{}".utf8))
+                await google.state.putFile(
+                    email: "alice@example.com", name: "book_\(index).json", parents: [folders.books[0]],
+                    content: Data("{}".utf8))
             }
             await google.state.setPageSizeCap(10)
             await google.state.clearRequests()
@@ -94,12 +103,14 @@ struct DriveClientTests {
         }
     }
 
-    @Test("a no-op listing with remembered folders costs three requests, none a name query; a trashed folder is noticed")
+    @Test(
+        "a no-op listing with remembered folders costs three requests, none a name query; a trashed folder is noticed")
     func rememberedFolders() async throws {
         try await withGoogle { google in
             let drive = try await google.drive()
             let folders = try await drive.folders()
-            _ = try await drive.uploadJSON(name: "book_b1.json", data: Data("{}".utf8), folder: folders.books[0], replacing: [])
+            _ = try await drive.uploadJSON(
+                name: "book_b1.json", data: Data("{}".utf8), folder: folders.books[0], replacing: [])
             await google.state.clearRequests()
             #expect(try await drive.listLibrary(remembered: folders).files.count == 1)
             let log = await google.state.requests
@@ -117,15 +128,19 @@ struct DriveClientTests {
         try await withGoogle { google in
             let drive = try await google.drive()
             let folders = try await drive.folders()
-            _ = try await drive.uploadJSON(name: "book_b1.json", data: Data("{}".utf8), folder: folders.books[0], replacing: [])
+            _ = try await drive.uploadJSON(
+                name: "book_b1.json", data: Data("{}".utf8), folder: folders.books[0], replacing: [])
             // Drive lists no folders at all, as a lagging or short answer would.
-            await google.state.addFault(FaultRule(method: "GET", pathContains: "q=mimeType", jsonFields: ["files": "[]"]))
+            await google.state.addFault(
+                FaultRule(method: "GET", pathContains: "q=mimeType", jsonFields: ["files": "[]"]))
             await google.state.clearRequests()
             let listing = try await drive.listLibrary(remembered: folders)
             #expect(listing.folders == folders)
             #expect(listing.files.map(\.name) == ["book_b1.json"])
             #expect(await google.state.requests.filter { $0.method == "POST" }.isEmpty, "nothing created")
-            let checked = await google.state.requests.filter { $0.method == "GET" && $0.path.hasPrefix("/drive/v3/files/") }
+            let checked = await google.state.requests.filter {
+                $0.method == "GET" && $0.path.hasPrefix("/drive/v3/files/")
+            }
             #expect(checked.count == 3, "Ivy, books and clips, each by id")
             #expect(await google.state.dump(email: "alice@example.com").filter(\.isFolder).count == 3)
         }
@@ -136,12 +151,22 @@ struct DriveClientTests {
         try await withGoogle { google in
             let drive = try await google.drive()
             let state = google.state
-            let older = await state.putFile(email: "alice@example.com", name: "Ivy", parents: ["root"], content: Data(), mimeType: DriveClient.folderType)
-            let newer = await state.putFile(email: "alice@example.com", name: "Ivy", parents: ["root"], content: Data(), mimeType: DriveClient.folderType)
-            let booksA = await state.putFile(email: "alice@example.com", name: "books", parents: [older.id], content: Data(), mimeType: DriveClient.folderType)
-            let booksB = await state.putFile(email: "alice@example.com", name: "books", parents: [newer.id], content: Data(), mimeType: DriveClient.folderType)
-            await state.putFile(email: "alice@example.com", name: "book_a.json", parents: [booksA.id], content: Data("{}".utf8))
-            await state.putFile(email: "alice@example.com", name: "book_b.json", parents: [booksB.id], content: Data("{}".utf8))
+            let older = await state.putFile(
+                email: "alice@example.com", name: "Ivy", parents: ["root"], content: Data(),
+                mimeType: DriveClient.folderType)
+            let newer = await state.putFile(
+                email: "alice@example.com", name: "Ivy", parents: ["root"], content: Data(),
+                mimeType: DriveClient.folderType)
+            let booksA = await state.putFile(
+                email: "alice@example.com", name: "books", parents: [older.id], content: Data(),
+                mimeType: DriveClient.folderType)
+            let booksB = await state.putFile(
+                email: "alice@example.com", name: "books", parents: [newer.id], content: Data(),
+                mimeType: DriveClient.folderType)
+            await state.putFile(
+                email: "alice@example.com", name: "book_a.json", parents: [booksA.id], content: Data("{}".utf8))
+            await state.putFile(
+                email: "alice@example.com", name: "book_b.json", parents: [booksB.id], content: Data("{}".utf8))
             let listing = try await drive.listLibrary(remembered: nil)
             #expect(listing.folders.ivy == [older.id, newer.id])
             #expect(listing.folders.books == [booksA.id, booksB.id])
@@ -157,9 +182,11 @@ struct DriveClientTests {
             let drive = try await google.drive()
             let folders = try await drive.folders()
             let audio = try google.writeFile("take.mp3", bytes: 500_000)
-            await google.state.addFault(FaultRule(method: "PUT", pathContains: "upload_id", times: 1, dropAfterBytes: 200_000))
+            await google.state.addFault(
+                FaultRule(method: "PUT", pathContains: "upload_id", times: 1, dropAfterBytes: 200_000))
             await google.state.clearRequests()
-            let uploaded = try await drive.uploadMP3(name: "clip_c1.mp3", file: audio, folder: folders.clips[0], replacing: [])
+            let uploaded = try await drive.uploadMP3(
+                name: "clip_c1.mp3", file: audio, folder: folders.clips[0], replacing: [])
             let sent = try Data(contentsOf: audio)
             #expect(uploaded.md5 == MD5.hex(sent))
             let puts = await google.state.requests.filter { $0.method == "PUT" }
@@ -174,16 +201,23 @@ struct DriveClientTests {
             let drive = try await google.drive()
             let folders = try await drive.folders()
             let audio = try google.writeFile("take.mp3", bytes: 10_000)
-            await google.state.addFault(FaultRule(method: "PUT", pathContains: "upload_id", times: 1, status: 404, reason: "notFound"))
+            await google.state.addFault(
+                FaultRule(method: "PUT", pathContains: "upload_id", times: 1, status: 404, reason: "notFound"))
             _ = try await drive.uploadMP3(name: "clip_c1.mp3", file: audio, folder: folders.clips[0], replacing: [])
             #expect(await google.names(in: folders.clips[0]) == ["clip_c1.mp3"])
             // The create succeeds but its answer is lost: the retry carries the same id and gets 409.
-            await google.state.addFault(FaultRule(method: "POST", pathContains: "uploadType=multipart", times: 1, dropAfterBytes: 0))
+            await google.state.addFault(
+                FaultRule(method: "POST", pathContains: "uploadType=multipart", times: 1, dropAfterBytes: 0))
             await google.state.clearFaults()
-            await google.state.addFault(FaultRule(method: "POST", pathContains: "uploadType=multipart", nth: 1, delayMilliseconds: 0, dropAfterBytes: 1))
-            let json = try await drive.uploadJSON(name: "clip_c1.json", data: Data("{}".utf8), folder: folders.clips[0], replacing: [])
+            await google.state.addFault(
+                FaultRule(
+                    method: "POST", pathContains: "uploadType=multipart", nth: 1, delayMilliseconds: 0,
+                    dropAfterBytes: 1))
+            let json = try await drive.uploadJSON(
+                name: "clip_c1.json", data: Data("{}".utf8), folder: folders.clips[0], replacing: [])
             #expect(await google.names(in: folders.clips[0]) == ["clip_c1.json", "clip_c1.mp3"])
-            #expect(await google.state.dump(email: "alice@example.com").first { $0.name == "clip_c1.json" }?.id == json.id)
+            #expect(
+                await google.state.dump(email: "alice@example.com").first { $0.name == "clip_c1.json" }?.id == json.id)
         }
     }
 
@@ -193,16 +227,23 @@ struct DriveClientTests {
             let sleeper = Sleeper()
             let drive = try await google.drive(sleeper: sleeper)
             let folders = try await drive.folders()
-            await google.state.addFault(FaultRule(method: "POST", pathContains: "multipart", nth: 1, status: 429, retryAfterSeconds: 7))
-            _ = try await drive.uploadJSON(name: "book_a.json", data: Data("{}".utf8), folder: folders.books[0], replacing: [])
+            await google.state.addFault(
+                FaultRule(method: "POST", pathContains: "multipart", nth: 1, status: 429, retryAfterSeconds: 7))
+            _ = try await drive.uploadJSON(
+                name: "book_a.json", data: Data("{}".utf8), folder: folders.books[0], replacing: [])
             #expect(sleeper.durations.contains(7))
             await google.state.clearFaults()
             await google.state.addFault(FaultRule(method: "POST", pathContains: "multipart", times: 2, status: 503))
-            _ = try await drive.uploadJSON(name: "book_b.json", data: Data("{}".utf8), folder: folders.books[0], replacing: [])
+            _ = try await drive.uploadJSON(
+                name: "book_b.json", data: Data("{}".utf8), folder: folders.books[0], replacing: [])
             await google.state.clearFaults()
-            await google.state.addFault(FaultRule(method: "POST", pathContains: "multipart", status: 403, reason: "storageQuotaExceeded"))
+            await google.state.addFault(
+                FaultRule(method: "POST", pathContains: "multipart", status: 403, reason: "storageQuotaExceeded"))
             await google.state.clearRequests()
-            await #expect { try await drive.uploadJSON(name: "book_c.json", data: Data("{}".utf8), folder: folders.books[0], replacing: []) } throws: { error in
+            await #expect {
+                try await drive.uploadJSON(
+                    name: "book_c.json", data: Data("{}".utf8), folder: folders.books[0], replacing: [])
+            } throws: { error in
                 (error as? DriveError)?.kind == .driveFull && (error as? DriveError)?.isRetryable == false
                     && error.localizedDescription.contains("Drive is full")
             }
@@ -222,12 +263,16 @@ struct DriveClientTests {
             try handle.truncate(atOffset: 52_428_801)
             try handle.close()
             await google.state.clearRequests()
-            await #expect { try await drive.uploadMP3(name: "clip_x.mp3", file: big, folder: folders.clips[0], replacing: []) } throws: { error in
+            await #expect {
+                try await drive.uploadMP3(name: "clip_x.mp3", file: big, folder: folders.clips[0], replacing: [])
+            } throws: { error in
                 (error as? DriveError)?.kind == .fileTooLarge && error.localizedDescription.contains("52,428,801")
             }
             #expect(await google.state.requests.isEmpty)
             let remote = RemoteFile(id: "x", name: "clip_x.mp3", modifiedTime: 1, size: 52_428_801)
-            await #expect(throws: DriveError.self) { try await drive.downloadFile(remote, to: URL(fileURLWithPath: google.directory + "/x.mp3")) }
+            await #expect(throws: DriveError.self) {
+                try await drive.downloadFile(remote, to: URL(fileURLWithPath: google.directory + "/x.mp3"))
+            }
             #expect(await google.state.requests.isEmpty)
         }
     }
@@ -237,12 +282,17 @@ struct DriveClientTests {
         try await withGoogle { google in
             let drive = try await google.drive()
             let folders = try await drive.folders()
-            let file = await google.state.putFile(email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: Data(count: 1000))
-            let lying = RemoteFile(id: file.id, name: file.name, modifiedTime: 1, size: 1000, md5: String(repeating: "0", count: 32))
+            let file = await google.state.putFile(
+                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: Data(count: 1000))
+            let lying = RemoteFile(
+                id: file.id, name: file.name, modifiedTime: 1, size: 1000, md5: String(repeating: "0", count: 32))
             let target = URL(fileURLWithPath: google.directory + "/c.mp3")
             await #expect(throws: DriveError.self) { try await drive.downloadFile(lying, to: target) }
             #expect(!FileManager.default.fileExists(atPath: target.path))
-            #expect(try FileManager.default.contentsOfDirectory(atPath: google.directory).filter { $0.hasPrefix(".download") }.isEmpty)
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: google.directory).filter {
+                    $0.hasPrefix(".download")
+                }.isEmpty)
         }
     }
 
@@ -263,7 +313,8 @@ struct DriveClientTests {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<60 {
                     group.addTask {
-                        _ = try await drive.uploadJSON(name: "book_\(index).json", data: Data("{}".utf8), folder: folders.books[0], replacing: [])
+                        _ = try await drive.uploadJSON(
+                            name: "book_\(index).json", data: Data("{}".utf8), folder: folders.books[0], replacing: [])
                     }
                 }
                 try await group.waitForAll()

@@ -1,19 +1,27 @@
 import Foundation
 import GoogleEmulator
-@testable import IvyGoogle
 import Testing
+
+@testable import IvyGoogle
 
 @Suite("Endpoints: plain http only to loopback")
 struct EndpointTests {
-    @Test("loopback literals and localhost may use http://; names that only look local, and other spellings, may not", arguments: [
-        ("http://127.0.0.1:9", true), ("http://127.255.3.4", true), ("http://localhost:8080", true), ("http://LOCALHOST:8080", true),
-        ("http://[::1]:8080", true), ("http://[0:0:0:0:0:0:0:1]", true),
-        ("http://127.0.0.1.example.com", false), ("http://127.1.example.com", false), ("http://localhost.example.com", false),
-        ("http://0x7f000001", false), ("http://2130706433", false), ("http://127.1", false), ("http://0177.0.0.1", false),
-        ("http://127.0.0.1%00.example.com", false), ("http://[::ffff:127.0.0.1]", false), ("http://[::2]", false),
-        ("http://128.0.0.1", false), ("http://10.0.0.5", false), ("http://localhost.", false), ("http://user:pw@127.0.0.1", false),
-        ("https://oauth2.googleapis.com", true), ("http://oauth2.googleapis.com", false), ("ftp://x", false), ("not a url", false),
-    ])
+    @Test(
+        "loopback literals and localhost may use http://; names that only look local, and other spellings, may not",
+        arguments: [
+            ("http://127.0.0.1:9", true), ("http://127.255.3.4", true), ("http://localhost:8080", true),
+            ("http://LOCALHOST:8080", true),
+            ("http://[::1]:8080", true), ("http://[0:0:0:0:0:0:0:1]", true),
+            ("http://127.0.0.1.example.com", false), ("http://127.1.example.com", false),
+            ("http://localhost.example.com", false),
+            ("http://0x7f000001", false), ("http://2130706433", false), ("http://127.1", false),
+            ("http://0177.0.0.1", false),
+            ("http://127.0.0.1%00.example.com", false), ("http://[::ffff:127.0.0.1]", false), ("http://[::2]", false),
+            ("http://128.0.0.1", false), ("http://10.0.0.5", false), ("http://localhost.", false),
+            ("http://user:pw@127.0.0.1", false),
+            ("https://oauth2.googleapis.com", true), ("http://oauth2.googleapis.com", false), ("ftp://x", false),
+            ("not a url", false),
+        ])
     func hosts(url: String, accepted: Bool) {
         let result = Result { () throws(GoogleError) in try GoogleEndpoints.from(environment: ["IVY_DRIVE_URL": url]) }
         #expect(((try? result.get()) != nil) == accepted, "\(url)")
@@ -29,7 +37,9 @@ struct EndpointTests {
             return
         }
         let text = error.localizedDescription
-        #expect(text.contains("IVY_OAUTH_URL") && text.contains("127.0.0.1.example.com") && text.contains("https://"), "\(text)")
+        #expect(
+            text.contains("IVY_OAUTH_URL") && text.contains("127.0.0.1.example.com") && text.contains("https://"),
+            "\(text)")
     }
 
     @Test("a sign-in over http://[::1]:PORT reaches an emulator listening only on the IPv6 loopback")
@@ -37,12 +47,15 @@ struct EndpointTests {
         let emulator = try await GoogleEmulator.start(host: "::1")
         do {
             let endpoints = try GoogleEndpoints.from(environment: [
-                "IVY_OAUTH_URL": emulator.baseURL.absoluteString, "IVY_DRIVE_URL": emulator.baseURL.absoluteString + "/",
+                "IVY_OAUTH_URL": emulator.baseURL.absoluteString,
+                "IVY_DRIVE_URL": emulator.baseURL.absoluteString + "/",
             ])
             let transport = URLSessionTransport()
             let effects = GoogleEffects(transport: transport, clock: TestClock().clock, sleep: { _ in })
-            let credentials = ClientCredentials(id: GoogleEmulator.defaultClient.id, secret: GoogleEmulator.defaultClient.secret)
-            let authorization = try await DeviceFlow(endpoints: endpoints, credentials: credentials, effects: effects).start()
+            let credentials = ClientCredentials(
+                id: GoogleEmulator.defaultClient.id, secret: GoogleEmulator.defaultClient.secret)
+            let authorization = try await DeviceFlow(endpoints: endpoints, credentials: credentials, effects: effects)
+                .start()
             #expect(authorization.userCode.count == 9)
             // A loaded machine may send the request twice (a retry after a slow answer); what
             // matters is that it got there and nothing else did.

@@ -1,8 +1,9 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
-@testable import IvyGoogle
 import Testing
+
+@testable import IvyGoogle
 
 @Suite("Downloads stop where Drive said they end")
 struct OverlongDownloadTests {
@@ -12,8 +13,10 @@ struct OverlongDownloadTests {
             let drive = try await google.drive()
             let folders = try await drive.folders()
             let content = Data(count: 1000)
-            let file = await google.state.putFile(email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: content)
-            let json = await google.state.putFile(email: "alice@example.com", name: "book_b.json", parents: [folders.books[0]], content: Data("{}".utf8))
+            let file = await google.state.putFile(
+                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: content)
+            let json = await google.state.putFile(
+                email: "alice@example.com", name: "book_b.json", parents: [folders.books[0]], content: Data("{}".utf8))
             try await google.state.misreport(id: file.id, Misreport(extraBytes: 5000))
             try await google.state.misreport(id: json.id, Misreport(extraBytes: 5000))
             let listing = try await drive.listLibrary(remembered: folders)
@@ -24,7 +27,8 @@ struct OverlongDownloadTests {
             await #expect {
                 try await drive.downloadFile(mp3, to: target)
             } throws: { error in
-                (error as? DriveError)?.kind == .fileTooLarge && error.localizedDescription.contains("Drive sent more than the 1,000 bytes Drive listed")
+                (error as? DriveError)?.kind == .fileTooLarge
+                    && error.localizedDescription.contains("Drive sent more than the 1,000 bytes Drive listed")
             }
             await #expect {
                 _ = try await drive.downloadData(backup)
@@ -33,18 +37,22 @@ struct OverlongDownloadTests {
             }
             #expect(await google.state.requests.count == 2, "not retried: the same request gets the same answer")
             #expect(!FileManager.default.fileExists(atPath: target.path))
-            #expect(try FileManager.default.contentsOfDirectory(atPath: google.directory).filter { $0.hasPrefix(".download") }.isEmpty)
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: google.directory).filter {
+                    $0.hasPrefix(".download")
+                }.isEmpty)
         }
     }
-
 
     @Test("a download that never ends stops at the 50 MB cap, reading no further", .timeLimit(.minutes(10)))
     func endlessDownload() async throws {
         try await withGoogle { google in
             let drive = try await google.drive()
             let folders = try await drive.folders()
-            let file = await google.state.putFile(email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: Data(count: 1000))
-            let json = await google.state.putFile(email: "alice@example.com", name: "book_b.json", parents: [folders.books[0]], content: Data("{}".utf8))
+            let file = await google.state.putFile(
+                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: Data(count: 1000))
+            let json = await google.state.putFile(
+                email: "alice@example.com", name: "book_b.json", parents: [folders.books[0]], content: Data("{}".utf8))
             try await google.state.misreport(id: file.id, Misreport(size: "unknown", endless: true))
             try await google.state.misreport(id: json.id, Misreport(size: "unknown", endless: true))
             let listing = try await drive.listLibrary(remembered: folders)
@@ -68,7 +76,10 @@ struct OverlongDownloadTests {
             }
             let sentForData = await google.state.endlessBytesSent
             #expect(sentForData < 256 << 20, "\(sentForData) bytes sent")
-            #expect(try FileManager.default.contentsOfDirectory(atPath: google.directory).filter { $0.hasPrefix(".download") }.isEmpty)
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: google.directory).filter {
+                    $0.hasPrefix(".download")
+                }.isEmpty)
         }
     }
 }

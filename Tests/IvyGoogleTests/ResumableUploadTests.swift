@@ -1,8 +1,9 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
-@testable import IvyGoogle
 import Testing
+
+@testable import IvyGoogle
 
 @Suite("Resumable MP3 uploads as Google runs them")
 struct ResumableUploadTests {
@@ -10,7 +11,9 @@ struct ResumableUploadTests {
         let drive = try await google.drive(sleeper: sleeper)
         let folders = try await drive.folders()
         let audio = try google.writeFile("take.mp3", bytes: 300_000)
-        return (try await drive.uploadMP3(name: "clip_c1.mp3", file: audio, folder: folders.clips[0], replacing: []), audio)
+        return (
+            try await drive.uploadMP3(name: "clip_c1.mp3", file: audio, folder: folders.clips[0], replacing: []), audio
+        )
     }
 
     func mp3s(_ google: GoogleHarness) async -> [DriveFile] {
@@ -19,16 +22,20 @@ struct ResumableUploadTests {
 
     // Drive's manage-uploads guide: "For any 4xx errors (including 403) during a resumable
     // upload, restart the upload."
-    @Test("a 4xx other than a rate limit during the PUT starts a new session, and the upload finishes",
+    @Test(
+        "a 4xx other than a rate limit during the PUT starts a new session, and the upload finishes",
         arguments: [(400, "badRequest"), (403, "forbidden")])
     func deadSession(status: Int, reason: String) async throws {
         try await withGoogle { google in
-            await google.state.addFault(FaultRule(method: "PUT", pathContains: "upload_id", nth: 1, status: status, reason: reason))
+            await google.state.addFault(
+                FaultRule(method: "PUT", pathContains: "upload_id", nth: 1, status: status, reason: reason))
             let (uploaded, audio) = try await upload(google)
             let stored = await mp3s(google)
             let sent = try Data(contentsOf: audio)
             #expect(stored.count == 1 && stored.first?.content == sent && stored.first?.id == uploaded.id)
-            let starts = await google.state.requests.filter { $0.method == "POST" && $0.query.contains("uploadType=resumable") }
+            let starts = await google.state.requests.filter {
+                $0.method == "POST" && $0.query.contains("uploadType=resumable")
+            }
             #expect(starts.count == 2)
         }
     }
@@ -36,11 +43,14 @@ struct ResumableUploadTests {
     @Test("sessions that keep dying stop after three, with Drive's answer in the error")
     func boundedSessions() async throws {
         try await withGoogle { google in
-            await google.state.addFault(FaultRule(method: "PUT", pathContains: "upload_id", status: 403, reason: "forbidden"))
+            await google.state.addFault(
+                FaultRule(method: "PUT", pathContains: "upload_id", status: 403, reason: "forbidden"))
             await #expect { try await upload(google) } throws: { error in
                 (error as? DriveError)?.localizedDescription.contains("403 forbidden") == true
             }
-            let starts = await google.state.requests.filter { $0.method == "POST" && $0.query.contains("uploadType=resumable") }
+            let starts = await google.state.requests.filter {
+                $0.method == "POST" && $0.query.contains("uploadType=resumable")
+            }
             #expect(starts.count == 3)
             #expect(await mp3s(google).isEmpty)
         }
@@ -51,11 +61,14 @@ struct ResumableUploadTests {
         try await withGoogle { google in
             // The PUT completes the file, but its answer is lost as a 404 (session gone): ivy asks
             // for a new session with the same pre-generated id, and Drive answers 409.
-            await google.state.addFault(FaultRule(method: "PUT", pathContains: "upload_id", nth: 1, status: 404, afterHandling: true))
+            await google.state.addFault(
+                FaultRule(method: "PUT", pathContains: "upload_id", nth: 1, status: 404, afterHandling: true))
             let (uploaded, _) = try await upload(google)
             let stored = await mp3s(google)
             #expect(stored.count == 1 && stored.first?.id == uploaded.id && uploaded.size == 300_000)
-            let starts = await google.state.requests.filter { $0.method == "POST" && $0.query.contains("uploadType=resumable") }
+            let starts = await google.state.requests.filter {
+                $0.method == "POST" && $0.query.contains("uploadType=resumable")
+            }
             #expect(starts.map(\.status) == [200, 409])
         }
     }
@@ -64,7 +77,8 @@ struct ResumableUploadTests {
     func retryAfter() async throws {
         try await withGoogle { google in
             let sleeper = Sleeper()
-            await google.state.addFault(FaultRule(method: "PUT", pathContains: "upload_id", nth: 1, status: 503, retryAfterSeconds: 9))
+            await google.state.addFault(
+                FaultRule(method: "PUT", pathContains: "upload_id", nth: 1, status: 503, retryAfterSeconds: 9))
             _ = try await upload(google, sleeper: sleeper)
             #expect(sleeper.durations.contains(9))
             #expect(await mp3s(google).count == 1)

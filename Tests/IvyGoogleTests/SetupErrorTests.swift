@@ -1,8 +1,9 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
-@testable import IvyGoogle
 import Testing
+
+@testable import IvyGoogle
 
 @Suite("Cloud project setup errors name the fix")
 struct SetupErrorTests {
@@ -14,7 +15,9 @@ struct SetupErrorTests {
             await #expect { try await drive.folders() } throws: { error in
                 let message = (error as? DriveError)?.localizedDescription ?? ""
                 return message.contains("Google Drive API is not enabled")
-                    && message.contains("https://console.developers.google.com/apis/api/drive.googleapis.com/overview?project=ivy-project")
+                    && message.contains(
+                        "https://console.developers.google.com/apis/api/drive.googleapis.com/overview?project=ivy-project"
+                    )
             }
         }
     }
@@ -29,7 +32,8 @@ struct SetupErrorTests {
             let flow = google.flow(sleeper)
             let tokens = try await flow.waitForApproval(try await flow.start())
             await #expect(throws: GoogleError.missingDriveScope) {
-                try await DriveAccount.fetch(drive: google.endpoints.drive, accessToken: tokens.accessToken, transport: google.transport)
+                try await DriveAccount.fetch(
+                    drive: google.endpoints.drive, accessToken: tokens.accessToken, transport: google.transport)
             }
             #expect(GoogleError.missingDriveScope.localizedDescription.contains("run `ivy login` again"))
         }

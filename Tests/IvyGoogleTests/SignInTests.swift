@@ -1,8 +1,9 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
-@testable import IvyGoogle
 import Testing
+
+@testable import IvyGoogle
 
 @Suite("Device sign-in against the emulator")
 struct DeviceFlowTests {
@@ -21,7 +22,8 @@ struct DeviceFlowTests {
             #expect(sleeper.durations == [0, 0, 0])
             #expect(tokens.refreshToken != nil)
             #expect(tokens.expiresAt == google.clock.now + 3_599_000)
-            let account = try await DriveAccount.fetch(drive: google.endpoints.drive, accessToken: tokens.accessToken, transport: google.transport)
+            let account = try await DriveAccount.fetch(
+                drive: google.endpoints.drive, accessToken: tokens.accessToken, transport: google.transport)
             #expect(account == DriveAccount(email: "bob@example.com", permissionID: "09998765432109876543"))
         }
     }
@@ -40,10 +42,11 @@ struct DeviceFlowTests {
     func expiry() async throws {
         try await withGoogle { google in
             await google.state.setDeviceCode(lifetime: 60, interval: 5)
-            let flow = google.flow(Sleeper { [clock = google.clock, state = google.state] _, duration in
-                clock.advance(seconds: duration.components.seconds)
-                await state.advanceClock(by: Double(duration.components.seconds))
-            })
+            let flow = google.flow(
+                Sleeper { [clock = google.clock, state = google.state] _, duration in
+                    clock.advance(seconds: duration.components.seconds)
+                    await state.advanceClock(by: Double(duration.components.seconds))
+                })
             let authorization = try await flow.start()
             await #expect(throws: GoogleError.codeExpired) { try await flow.waitForApproval(authorization) }
         }
@@ -83,15 +86,19 @@ struct DeviceFlowTests {
     func invalidClient() async throws {
         try await withGoogle { google in
             let flow = DeviceFlow(
-                endpoints: google.endpoints, credentials: ClientCredentials(id: "nobody", secret: "x"), effects: google.effects())
+                endpoints: google.endpoints, credentials: ClientCredentials(id: "nobody", secret: "x"),
+                effects: google.effects())
             await #expect(throws: GoogleError.invalidClient) { try await flow.start() }
         }
     }
 
-    @Test("plain http is refused except to loopback hosts", arguments: [
-        ("http://127.0.0.1:9", true), ("http://localhost:8080", true), ("https://oauth2.googleapis.com", true),
-        ("http://oauth2.googleapis.com", false), ("http://10.0.0.5", false), ("ftp://x", false), ("not a url", false),
-    ])
+    @Test(
+        "plain http is refused except to loopback hosts",
+        arguments: [
+            ("http://127.0.0.1:9", true), ("http://localhost:8080", true), ("https://oauth2.googleapis.com", true),
+            ("http://oauth2.googleapis.com", false), ("http://10.0.0.5", false), ("ftp://x", false),
+            ("not a url", false),
+        ])
     func endpoints(url: String, accepted: Bool) {
         let result = Result { () throws(GoogleError) in try GoogleEndpoints.from(environment: ["IVY_OAUTH_URL": url]) }
         #expect(((try? result.get()) != nil) == accepted)
@@ -170,7 +177,8 @@ struct TokenTests {
             _ = try await google.signedIn()
             chmod(google.store.path, 0o644)
             #expect(google.store.load() != nil)
-            #expect(try FileManager.default.attributesOfItem(atPath: google.store.path)[.posixPermissions] as? Int == 0o600)
+            #expect(
+                try FileManager.default.attributesOfItem(atPath: google.store.path)[.posixPermissions] as? Int == 0o600)
             try Data("{ not json".utf8).write(to: URL(fileURLWithPath: google.store.path))
             #expect(google.store.load() == nil)
             let warnings = google.warnings.withLock { $0 }
@@ -188,10 +196,13 @@ struct TokenTests {
             google.clock.advance(seconds: 7200)
             var messages = google.warnings.withLock { $0 }
             do { _ = try await provider.accessToken() } catch { messages.append(error.localizedDescription) }
-            let bad = DeviceFlow(endpoints: google.endpoints, credentials: ClientCredentials(id: "x", secret: google.credentials.secret), effects: google.effects())
+            let bad = DeviceFlow(
+                endpoints: google.endpoints, credentials: ClientCredentials(id: "x", secret: google.credentials.secret),
+                effects: google.effects())
             do { _ = try await bad.start() } catch { messages.append(error.localizedDescription) }
             #expect(messages.count == 2)
-            for secret in [stored.refreshToken, "\(stored.expiresAt ?? 0)", google.credentials.secret].compactMap({ $0 }) {
+            for secret in [stored.refreshToken, "\(stored.expiresAt ?? 0)", google.credentials.secret].compactMap({ $0 }
+            ) {
                 #expect(!messages.joined().contains(secret))
             }
         }

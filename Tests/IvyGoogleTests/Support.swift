@@ -1,9 +1,10 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
-@testable import IvyGoogle
 import Synchronization
 import Testing
+
+@testable import IvyGoogle
 
 /// A clock the test moves by hand.
 final class TestClock: Sendable {
@@ -43,16 +44,20 @@ final class GoogleHarness: Sendable {
 
     var state: EmulatorState { emulator.state }
     var endpoints: GoogleEndpoints { GoogleEndpoints(oauth: emulator.baseURL, drive: emulator.baseURL) }
-    let credentials = ClientCredentials(id: GoogleEmulator.defaultClient.id, secret: GoogleEmulator.defaultClient.secret)
+    let credentials = ClientCredentials(
+        id: GoogleEmulator.defaultClient.id, secret: GoogleEmulator.defaultClient.secret)
     let transport = URLSessionTransport()
 
     init(emulator: GoogleEmulator) {
         self.emulator = emulator
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("ivy-google-\(UUID().uuidString)").path
+        directory =
+            FileManager.default.temporaryDirectory.appendingPathComponent("ivy-google-\(UUID().uuidString)").path
     }
 
     var store: TokenStore {
-        TokenStore(path: directory + "/config/token.json", warn: { [self] message in warnings.withLock { $0.append(message) } })
+        TokenStore(
+            path: directory + "/config/token.json", warn: { [self] message in warnings.withLock { $0.append(message) } }
+        )
     }
 
     func effects(_ sleeper: Sleeper = Sleeper()) -> GoogleEffects {
@@ -66,15 +71,20 @@ final class GoogleHarness: Sendable {
     /// A signed-in token provider for `email`, its token saved to the store.
     func signedIn(as email: String = "alice@example.com") async throws -> TokenProvider {
         await state.setDeviceCode(interval: 0)
-        let sleeper = Sleeper { [state] index, _ in if index == 1 { try? await state.approve(userCode: nil, email: email) } }
+        let sleeper = Sleeper { [state] index, _ in
+            if index == 1 { try? await state.approve(userCode: nil, email: email) }
+        }
         let flow = flow(sleeper)
         let tokens = try await flow.waitForApproval(try await flow.start())
-        let account = try await DriveAccount.fetch(drive: endpoints.drive, accessToken: tokens.accessToken, transport: transport)
+        let account = try await DriveAccount.fetch(
+            drive: endpoints.drive, accessToken: tokens.accessToken, transport: transport)
         let token = StoredToken(
-            accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt, scope: tokens.scope,
+            accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt,
+            scope: tokens.scope,
             clientID: credentials.id, email: account.email, permissionID: account.permissionID)
         try store.save(token)
-        return TokenProvider(token: token, store: store, endpoints: endpoints, credentials: credentials, effects: effects())
+        return TokenProvider(
+            token: token, store: store, endpoints: endpoints, credentials: credentials, effects: effects())
     }
 
     func tokenRequests() async -> Int {

@@ -1,15 +1,17 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
-@testable import IvyGoogle
 import Testing
+
+@testable import IvyGoogle
 
 extension GoogleHarness {
     /// A provider for alice's saved sign-in whose waits go to `sleeper`.
     func provider(_ sleeper: Sleeper) async throws -> TokenProvider {
         _ = try await signedIn()
         let token = try #require(store.load())
-        return TokenProvider(token: token, store: store, endpoints: endpoints, credentials: credentials, effects: effects(sleeper))
+        return TokenProvider(
+            token: token, store: store, endpoints: endpoints, credentials: credentials, effects: effects(sleeper))
     }
 }
 
@@ -17,7 +19,8 @@ extension GoogleHarness {
 struct TokenEndpointTests {
     // google-auth-library-python (google/oauth2/_client.py, _can_retry) retries the token
     // endpoint's 5xx, 408 and 429 and its internal_failure answers; Drive's own policy is ivy's.
-    @Test("a refresh that meets a dropped connection and 5xx answers is retried, waits Retry-After, and signs nobody out")
+    @Test(
+        "a refresh that meets a dropped connection and 5xx answers is retried, waits Retry-After, and signs nobody out")
     func refreshRetried() async throws {
         try await withGoogle { google in
             let sleeper = Sleeper()
@@ -68,10 +71,11 @@ struct TokenEndpointTests {
             await google.state.setDeviceCode(lifetime: 60, interval: 5)
             // Google's clock runs 10 s ahead of ivy's (the code's answer took that long to arrive):
             // its deadline passes while ivy's has not.
-            let flow = google.flow(Sleeper { [clock = google.clock, state = google.state] index, duration in
-                clock.advance(seconds: duration.components.seconds)
-                await state.advanceClock(by: Double(duration.components.seconds) + (index == 1 ? 10 : 0))
-            })
+            let flow = google.flow(
+                Sleeper { [clock = google.clock, state = google.state] index, duration in
+                    clock.advance(seconds: duration.components.seconds)
+                    await state.advanceClock(by: Double(duration.components.seconds) + (index == 1 ? 10 : 0))
+                })
             let authorization = try await flow.start()
             await #expect(throws: GoogleError.codeExpired) { try await flow.waitForApproval(authorization) }
             #expect(google.clock.now < 1_800_000_000_000 + 60_000, "ivy's own deadline had not passed")

@@ -1,9 +1,10 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
-@testable import IvyGoogle
 import IvySystem
 import Testing
+
+@testable import IvyGoogle
 
 extension GoogleHarness {
     /// ivy's audio directory for these tests: private (0700), as the library makes it.
@@ -17,7 +18,8 @@ extension GoogleHarness {
     }
 
     func transferFiles(_ prefix: String) throws -> [(name: String, mode: Int, size: Int)] {
-        try FileManager.default.contentsOfDirectory(atPath: audioDirectory).filter { $0.hasPrefix(prefix) }.map { name in
+        try FileManager.default.contentsOfDirectory(atPath: audioDirectory).filter { $0.hasPrefix(prefix) }.map {
+            name in
             let attributes = try FileManager.default.attributesOfItem(atPath: audioDirectory + "/" + name)
             return (name, attributes[.posixPermissions] as? Int ?? -1, (attributes[.size] as? NSNumber)?.intValue ?? -1)
         }
@@ -38,11 +40,13 @@ struct TransferFileTests {
             let drive = try await google.drive()
             let folders = try await drive.folders()
             let audio = try google.privateAudio("take.mp3", bytes: 500_000)
-            await google.state.addFault(FaultRule(method: "PUT", pathContains: "upload_id", times: 1, dropAfterBytes: 200_000))
+            await google.state.addFault(
+                FaultRule(method: "PUT", pathContains: "upload_id", times: 1, dropAfterBytes: 200_000))
             // The third PUT (after the status query) sends the tail: held while the test looks.
             await google.state.addFault(FaultRule(method: "PUT", pathContains: "upload_id", nth: 2, hold: true))
             let before = temporaryTransferFiles()
-            async let uploaded = drive.uploadMP3(name: "clip_c1.mp3", file: audio, folder: folders.clips[0], replacing: [])
+            async let uploaded = drive.uploadMP3(
+                name: "clip_c1.mp3", file: audio, folder: folders.clips[0], replacing: [])
             await google.state.waitForHeld(count: 1)
             let slices = try google.transferFiles(".upload-")
             #expect(slices.count == 1 && slices.first?.mode == 0o600 && slices.first?.size == 300_000, "\(slices)")
@@ -59,7 +63,8 @@ struct TransferFileTests {
             let drive = try await google.drive()
             let folders = try await drive.folders()
             let content = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 5) })
-            await google.state.putFile(email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: content)
+            await google.state.putFile(
+                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: content)
             let remote = try #require(try await drive.listLibrary(remembered: folders).files.first)
             try PrivateDirectory.ensure(google.audioDirectory)
             let target = URL(fileURLWithPath: google.audioDirectory + "/c.mp3")
@@ -82,21 +87,27 @@ struct TransferFileTests {
         try await withGoogle { google in
             let drive = try await google.drive()
             let folders = try await drive.folders()
-            await google.state.putFile(email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: Data(count: 1000))
+            await google.state.putFile(
+                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: Data(count: 1000))
             let remote = try #require(try await drive.listLibrary(remembered: folders).files.first)
-            await google.state.addFault(FaultRule(pathContains: "alt=media", times: 1, status: 403, reason: "userRateLimitExceeded"))
+            await google.state.addFault(
+                FaultRule(pathContains: "alt=media", times: 1, status: 403, reason: "userRateLimitExceeded"))
             try await drive.downloadFile(remote, to: URL(fileURLWithPath: google.directory + "/c.mp3"))
             #expect(await google.state.requests.filter { $0.query.contains("alt=media") }.map(\.status) == [403, 200])
         }
     }
 
-    @Test("a file smaller than Drive's error body: its rate-limit answer is read whole, retried, and slows every request", arguments: [403, 429])
+    @Test(
+        "a file smaller than Drive's error body: its rate-limit answer is read whole, retried, and slows every request",
+        arguments: [403, 429])
     func rateLimitedSmallDownload(status: Int) async throws {
         try await withGoogle { google in
             let drive = try await google.drive()
             let folders = try await drive.folders()
-            await google.state.putFile(email: "alice@example.com", name: "book_b.json", parents: [folders.books[0]], content: Data("{}".utf8))
-            await google.state.putFile(email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: Data("ID3".utf8))
+            await google.state.putFile(
+                email: "alice@example.com", name: "book_b.json", parents: [folders.books[0]], content: Data("{}".utf8))
+            await google.state.putFile(
+                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: Data("ID3".utf8))
             let listed = try await drive.listLibrary(remembered: folders).files
             let json = try #require(listed.first { $0.name == "book_b.json" })
             let mp3 = try #require(listed.first { $0.name == "clip_c.mp3" })

@@ -27,18 +27,19 @@ struct ShortSoakTests {
         try await withCheckedThrowingContinuation { continuation in
             // A GCD thread: the wait blocks.
             DispatchQueue.global().async {
-                continuation.resume(with: Result {
-                    let process = Process()
-                    process.executableURL = Self.binary
-                    process.arguments = arguments
-                    let out = Pipe()
-                    process.standardOutput = out
-                    process.standardError = out
-                    try process.run()
-                    let data = out.fileHandleForReading.readDataToEndOfFile()
-                    process.waitUntilExit()
-                    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-                })
+                continuation.resume(
+                    with: Result {
+                        let process = Process()
+                        process.executableURL = Self.binary
+                        process.arguments = arguments
+                        let out = Pipe()
+                        process.standardOutput = out
+                        process.standardError = out
+                        try process.run()
+                        let data = out.fileHandleForReading.readDataToEndOfFile()
+                        process.waitUntilExit()
+                        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+                    })
             }
         }
     }

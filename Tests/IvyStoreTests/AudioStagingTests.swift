@@ -1,8 +1,9 @@
 import Foundation
 import IvyCore
-@testable import IvyStore
 import IvySystem
 import Testing
+
+@testable import IvyStore
 
 @Suite("Audio on its way in from Drive")
 struct AudioStagingTests {

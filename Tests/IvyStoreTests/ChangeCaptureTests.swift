@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
 import IvyCore
-@testable import IvyStore
 import Testing
+
+@testable import IvyStore
 
 @Suite("Change capture by triggers")
 struct ChangeCaptureTests {
@@ -21,7 +22,8 @@ struct ChangeCaptureTests {
     func ownWrites() throws {
         try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
         let audio = try home.mp3("a.mp3")
-        try library.addClip(id: testID(2), bookID: testID(1), start: 1, duration: 2, note: nil, transcription: nil, audio: audio)
+        try library.addClip(
+            id: testID(2), bookID: testID(1), start: 1, duration: 2, note: nil, transcription: nil, audio: audio)
         #expect(try queueRows(external) == ["book \(testID(1)) upsert 0", "clip \(testID(2)) upsert 0"])
         try library.deleteClip(id: testID(2))
         #expect(try queueRows(external) == ["book \(testID(1)) upsert 0", "clip \(testID(2)) delete 0"])
@@ -32,7 +34,10 @@ struct ChangeCaptureTests {
         let other = try external
         try other.write { db in
             try db.execute(sql: "INSERT INTO books (id, title, created_at, updated_at) VALUES ('b1', 'Emma', 5, 5)")
-            try db.execute(sql: "INSERT INTO clips (id, book_id, start, duration, created_at, updated_at) VALUES ('c1', 'b1', 0, 3, 5, 5)")
+            try db.execute(
+                sql:
+                    "INSERT INTO clips (id, book_id, start, duration, created_at, updated_at) VALUES ('c1', 'b1', 0, 3, 5, 5)"
+            )
         }
         #expect(try queueRows(other) == ["book b1 upsert 0", "clip c1 upsert 0"])
         try other.write { db in try db.execute(sql: "DELETE FROM clips WHERE id = 'c1'") }
@@ -49,15 +54,19 @@ struct ChangeCaptureTests {
     func editWithoutTimestamp() throws {
         try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
         try library.pool.write { db in try db.execute(sql: "DELETE FROM sync_queue") }
-        try external.write { db in try db.execute(sql: "UPDATE books SET position = 99 WHERE id = ?", arguments: [testID(1)]) }
+        try external.write { db in
+            try db.execute(sql: "UPDATE books SET position = 99 WHERE id = ?", arguments: [testID(1)])
+        }
         #expect(try queueRows(external) == ["book \(testID(1)) upsert 0"])
     }
 
-    @Test("an update that changes no column queues nothing", arguments: [
-        "UPDATE books SET title = title, position = position",
-        "UPDATE books SET hidden = 0",
-        "UPDATE books SET uri = '/local/path/only.m4b'",
-    ])
+    @Test(
+        "an update that changes no column queues nothing",
+        arguments: [
+            "UPDATE books SET title = title, position = position",
+            "UPDATE books SET hidden = 0",
+            "UPDATE books SET uri = '/local/path/only.m4b'",
+        ])
     func noOpUpdate(sql: String) throws {
         try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
         try library.pool.write { db in try db.execute(sql: "DELETE FROM sync_queue") }

@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
 import IvyCore
-@testable import IvyStore
 import Testing
+
+@testable import IvyStore
 
 @Suite("Books and clips in the store")
 struct LibraryTests {
@@ -22,7 +23,8 @@ struct LibraryTests {
     @Test("a new book gets created_at and updated_at from the clock")
     func addStampsTimes() throws {
         clock.set(5000)
-        let book = try library.addBook(id: testID(1), title: "Dune", artist: "Frank Herbert", artwork: nil, position: 12.5)
+        let book = try library.addBook(
+            id: testID(1), title: "Dune", artist: "Frank Herbert", artwork: nil, position: 12.5)
         #expect(book.createdAt == 5000 && book.updatedAt == 5000)
         #expect(try library.book(id: testID(1)) == book)
     }
@@ -57,9 +59,12 @@ struct LibraryTests {
         #expect(try library.books(includeHidden: true).count == 1)
     }
 
-    @Test("bad values are refused before anything is written", arguments: [
-        BookChanges(title: "  "), BookChanges(position: -1), BookChanges(position: .infinity), BookChanges(position: .nan),
-    ])
+    @Test(
+        "bad values are refused before anything is written",
+        arguments: [
+            BookChanges(title: "  "), BookChanges(position: -1), BookChanges(position: .infinity),
+            BookChanges(position: .nan),
+        ])
     func badBookValues(changes: BookChanges) throws {
         try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
         let before = try library.book(id: testID(1))
@@ -69,9 +74,13 @@ struct LibraryTests {
 
     @Test("unknown ids are errors that say how to find the right one")
     func unknownIDs() throws {
-        #expect(throws: StoreError.bookNotFound(id: testID(9))) { try library.updateBook(id: testID(9), BookChanges(title: "X")) }
+        #expect(throws: StoreError.bookNotFound(id: testID(9))) {
+            try library.updateBook(id: testID(9), BookChanges(title: "X"))
+        }
         #expect(throws: StoreError.clipNotFound(id: testID(9))) { try library.deleteClip(id: testID(9)) }
-        #expect(throws: StoreError.clipNotFound(id: testID(9))) { try library.updateClip(id: testID(9), ClipChanges(note: "n")) }
+        #expect(throws: StoreError.clipNotFound(id: testID(9))) {
+            try library.updateClip(id: testID(9), ClipChanges(note: "n"))
+        }
         #expect(StoreError.bookNotFound(id: "x").errorDescription?.contains("ivy book list") == true)
     }
 
@@ -79,7 +88,8 @@ struct LibraryTests {
     func clipAudioLifecycle() throws {
         try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
         let source = try home.mp3("in.mp3", size: 300_000)
-        try library.addClip(id: testID(2), bookID: testID(1), start: 5, duration: 10, note: "n", transcription: nil, audio: source)
+        try library.addClip(
+            id: testID(2), bookID: testID(1), start: 5, duration: 10, note: "n", transcription: nil, audio: source)
         let stored = library.audioPath(clipID: testID(2))
         #expect(FileManager.default.contents(atPath: stored) == FileManager.default.contents(atPath: source))
         #expect(try audioFiles() == ["\(testID(2)).mp3"])
@@ -92,10 +102,12 @@ struct LibraryTests {
     func sizeCap() throws {
         try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
         let atCap = try home.mp3("cap.mp3", size: 52_428_800)
-        try library.addClip(id: testID(2), bookID: testID(1), start: 0, duration: 1, note: nil, transcription: nil, audio: atCap)
+        try library.addClip(
+            id: testID(2), bookID: testID(1), start: 0, duration: 1, note: nil, transcription: nil, audio: atCap)
         let over = try home.mp3("over.mp3", size: 52_428_801)
         #expect(throws: StoreError.audioTooLarge(path: over, bytes: 52_428_801)) {
-            try library.addClip(id: testID(3), bookID: testID(1), start: 0, duration: 1, note: nil, transcription: nil, audio: over)
+            try library.addClip(
+                id: testID(3), bookID: testID(1), start: 0, duration: 1, note: nil, transcription: nil, audio: over)
         }
         #expect(try audioFiles() == ["\(testID(2)).mp3"])
     }
@@ -106,7 +118,8 @@ struct LibraryTests {
         let source = try home.mp3("in.mp3")
         // The database refuses the id, after the audio was staged: nothing may remain.
         #expect(throws: StoreError.self) {
-            try library.addClip(id: "NOT-VALID", bookID: testID(1), start: 0, duration: 1, note: nil, transcription: nil, audio: source)
+            try library.addClip(
+                id: "NOT-VALID", bookID: testID(1), start: 0, duration: 1, note: nil, transcription: nil, audio: source)
         }
         #expect(try audioFiles().isEmpty)
         #expect(try library.clips().isEmpty)
@@ -116,7 +129,9 @@ struct LibraryTests {
     @Test("replacing a clip's audio counts as a change even when nothing else changes")
     func newAudioIsAChange() throws {
         try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
-        try library.addClip(id: testID(2), bookID: testID(1), start: 0, duration: 1, note: nil, transcription: nil, audio: try home.mp3("a.mp3", size: 100))
+        try library.addClip(
+            id: testID(2), bookID: testID(1), start: 0, duration: 1, note: nil, transcription: nil,
+            audio: try home.mp3("a.mp3", size: 100))
         clock.set(1_800_000_000_000)
         let replacement = try home.mp3("b.mp3", size: 200)
         let result = try library.updateClip(id: testID(2), ClipChanges(), audio: replacement)

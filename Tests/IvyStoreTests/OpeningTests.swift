@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
 import IvyCore
-@testable import IvyStore
 import IvySystem
 import Testing
+
+@testable import IvyStore
 
 @Suite("Opening library.db")
 struct LibraryOpeningTests {
@@ -32,7 +33,9 @@ struct LibraryOpeningTests {
         try queue.close()
         let library = try LibraryDatabase(paths: home.paths, clock: ManualClock().clock, access: .readOnly)
         #expect(try library.books(includeHidden: true).isEmpty)
-        #expect(throws: StoreError.self) { try library.addBook(id: testID(1), title: "T", artist: nil, artwork: nil, position: 0) }
+        #expect(throws: StoreError.self) {
+            try library.addBook(id: testID(1), title: "T", artist: nil, artwork: nil, position: 0)
+        }
         let applied = try DatabaseQueue(path: home.paths.database).read { db in
             try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
         }
@@ -52,7 +55,9 @@ struct LibraryOpeningTests {
     @Test("an SQLite database with other tables is refused before anything in it changes")
     func foreignDatabase() throws {
         let queue = try DatabaseQueue(path: home.paths.database)
-        try queue.write { db in try db.execute(sql: "CREATE TABLE recipes (name TEXT); INSERT INTO recipes VALUES ('soup')") }
+        try queue.write { db in
+            try db.execute(sql: "CREATE TABLE recipes (name TEXT); INSERT INTO recipes VALUES ('soup')")
+        }
         try queue.close()
         let before = try #require(FileManager.default.contents(atPath: home.paths.database))
         for access in [LibraryDatabase.Access.readWrite, .readOnly] {
@@ -61,7 +66,9 @@ struct LibraryOpeningTests {
             }
         }
         #expect(FileManager.default.contents(atPath: home.paths.database) == before)
-        let journal = try DatabaseQueue(path: home.paths.database).read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
+        let journal = try DatabaseQueue(path: home.paths.database).read { db in
+            try String.fetchOne(db, sql: "PRAGMA journal_mode")
+        }
         #expect(journal == "delete")
     }
 
@@ -93,7 +100,11 @@ struct LibraryOpeningTests {
         #expect(UnsafeDirectoryError.check(path: "/d", mode: 0o40700, owner: 5, user: 5) == nil)
         #expect(UnsafeDirectoryError.check(path: "/d", mode: 0o40755, owner: 5, user: 5) == nil)
         #expect(UnsafeDirectoryError.check(path: "/d", mode: 0o40770, owner: 5, user: 5) != nil)
-        #expect(UnsafeDirectoryError.check(path: "/d", mode: 0o41777, owner: 5, user: 5)?.description.contains("every user") == true)
-        #expect(UnsafeDirectoryError.check(path: "/d", mode: 0o40700, owner: 0, user: 5)?.description.contains("another user") == true)
+        #expect(
+            UnsafeDirectoryError.check(path: "/d", mode: 0o41777, owner: 5, user: 5)?.description.contains("every user")
+                == true)
+        #expect(
+            UnsafeDirectoryError.check(path: "/d", mode: 0o40700, owner: 0, user: 5)?.description.contains(
+                "another user") == true)
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
 import IvyCore
-@testable import IvyStore
 import Testing
+
+@testable import IvyStore
 
 @Suite("The library database")
 struct SchemaTests {
@@ -11,17 +12,27 @@ struct SchemaTests {
         let home = try TemporaryHome()
         let library = try LibraryDatabase(paths: home.paths, clock: ManualClock().clock)
         let columns = try library.externalConnection().read { db in
-            try ["books", "clips", "sync_queue", "sync_manifest", "settings"].reduce(into: [String: [String]]()) { all, table in
+            try ["books", "clips", "sync_queue", "sync_manifest", "settings"].reduce(into: [String: [String]]()) {
+                all, table in
                 all[table] = try db.columns(in: table).map(\.name)
             }
         }
-        #expect(columns["books"] == ["id", "title", "artist", "artwork", "position", "hidden", "uri", "created_at", "updated_at"])
-        #expect(columns["clips"] == ["id", "book_id", "start", "duration", "note", "transcription", "created_at", "updated_at"])
-        #expect(columns["sync_queue"] == ["entity_type", "entity_id", "operation", "attempts", "last_error", "queued_at"])
-        #expect(columns["sync_manifest"] == [
-            "entity_type", "entity_id", "local_updated_at", "remote_updated_at", "remote_file_id", "remote_mp3_file_id", "synced_at",
-            "base_json", "base_audio_md5",
-        ])
+        #expect(
+            columns["books"] == [
+                "id", "title", "artist", "artwork", "position", "hidden", "uri", "created_at", "updated_at",
+            ])
+        #expect(
+            columns["clips"] == [
+                "id", "book_id", "start", "duration", "note", "transcription", "created_at", "updated_at",
+            ])
+        #expect(
+            columns["sync_queue"] == ["entity_type", "entity_id", "operation", "attempts", "last_error", "queued_at"])
+        #expect(
+            columns["sync_manifest"] == [
+                "entity_type", "entity_id", "local_updated_at", "remote_updated_at", "remote_file_id",
+                "remote_mp3_file_id", "synced_at",
+                "base_json", "base_audio_md5",
+            ])
         #expect(columns["settings"] == ["key", "value"])
     }
 
@@ -50,7 +61,8 @@ struct SchemaTests {
     func reopen() throws {
         let home = try TemporaryHome()
         let clock = ManualClock().clock
-        _ = try LibraryDatabase(paths: home.paths, clock: clock).addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
+        _ = try LibraryDatabase(paths: home.paths, clock: clock).addBook(
+            id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
         let again = try LibraryDatabase(paths: home.paths, clock: clock)
         #expect(try again.books(includeHidden: true).map(\.title) == ["Dune"])
     }
@@ -80,9 +92,11 @@ struct SchemaTests {
         }
     }
 
-    @Test("the database refuses ids other devices would ignore, whoever writes them", arguments: [
-        "ABC", "", "has space", "x", "../etc",
-    ])
+    @Test(
+        "the database refuses ids other devices would ignore, whoever writes them",
+        arguments: [
+            "ABC", "", "has space", "x", "../etc",
+        ])
     func idRule(id: String) throws {
         let home = try TemporaryHome()
         let library = try LibraryDatabase(paths: home.paths, clock: ManualClock().clock)

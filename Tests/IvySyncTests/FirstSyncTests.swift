@@ -7,7 +7,9 @@ import Testing
 
 @Suite("First sync and a quiet re-sync")
 struct FirstSyncTests {
-    @Test("the first sync uploads everything; a second device downloads books, clips and identical audio; a quiet re-sync costs three requests")
+    @Test(
+        "the first sync uploads everything; a second device downloads books, clips and identical audio; a quiet re-sync costs three requests"
+    )
     func firstSyncThenSecondDevice() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
@@ -26,7 +28,9 @@ struct FirstSyncTests {
             #expect(uploaded.bytesUploaded == clips.reduce(0) { $0 + Int64(a.audio($1.id)?.count ?? 0) })
             #expect(try a.library.queueItems().isEmpty)
             #expect(try a.library.localStatus().manifestEntries == 5)
-            let expectedNames = ([dune, emma].map { "book_\($0.id).json" } + clips.flatMap { ["clip_\($0.id).json", "clip_\($0.id).mp3"] }).sorted()
+            let expectedNames =
+                ([dune, emma].map { "book_\($0.id).json" }
+                + clips.flatMap { ["clip_\($0.id).json", "clip_\($0.id).mp3"] }).sorted()
             #expect(await world.names() == expectedNames)
             for clip in clips {
                 #expect(try await world.file("clip_\(clip.id).mp3").content == a.audio(clip.id))

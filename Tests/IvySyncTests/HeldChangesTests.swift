@@ -14,7 +14,8 @@ struct HeldChangesTests {
         try await withWorld { world in
             let a = try await world.device("a")
             let book = try a.addBook("Dune")
-            await world.state.addFault(FaultRule(method: "POST", pathContains: "/upload", times: 1, status: 400, reason: "badRequest"))
+            await world.state.addFault(
+                FaultRule(method: "POST", pathContains: "/upload", times: 1, status: 400, reason: "badRequest"))
             let first = try await a.sync()
             #expect(first.failures.map(\.entity) == ["book \(book.id)"])
             let item = try #require(try a.library.queueItems().first)
@@ -31,7 +32,8 @@ struct HeldChangesTests {
         try await withWorld { world in
             let a = try await world.device("a")
             _ = try a.addBook("Dune")
-            await world.state.addFault(FaultRule(method: "POST", pathContains: "/upload", status: 403, reason: "forbidden"))
+            await world.state.addFault(
+                FaultRule(method: "POST", pathContains: "/upload", status: 403, reason: "forbidden"))
             for attempt in 1...3 {
                 _ = try await a.sync()
                 let item = try #require(try a.library.queueItems().first)
@@ -44,10 +46,20 @@ struct HeldChangesTests {
     /// The three answers Drive documents for a create that carries a pre-generated id.
     static let retriedCreates: [(String, FaultRule)] = [
         // The file is made but the answer is lost: the retry with the same id answers 409.
-        ("409 after a lost answer", FaultRule(method: "POST", pathContains: "uploadType=multipart", times: 1, dropAfterBytes: 100_000_000)),
+        (
+            "409 after a lost answer",
+            FaultRule(method: "POST", pathContains: "uploadType=multipart", times: 1, dropAfterBytes: 100_000_000)
+        ),
         // 409, yet the file is gone by the time ivy reads it: a fresh id, one more create.
-        ("404 after 409", FaultRule(method: "POST", pathContains: "uploadType=multipart", times: 1, status: 409, reason: "conflict")),
-        ("400 fileIdNotUsable", FaultRule(method: "POST", pathContains: "uploadType=multipart", times: 1, status: 400, reason: "fileIdNotUsable")),
+        (
+            "404 after 409",
+            FaultRule(method: "POST", pathContains: "uploadType=multipart", times: 1, status: 409, reason: "conflict")
+        ),
+        (
+            "400 fileIdNotUsable",
+            FaultRule(
+                method: "POST", pathContains: "uploadType=multipart", times: 1, status: 400, reason: "fileIdNotUsable")
+        ),
     ]
 
     @Test("a retried create ends with exactly one file and no failed item", arguments: 0..<3)

@@ -23,7 +23,8 @@ struct ListingTests {
             let cut = try await b.sync()
             #expect(cut.deletedLocal.total == 0 && b.audio(clip.id) != nil)
             let reason = try #require(cut.skipped.first { $0.entity == "Drive listing" }?.reason)
-            #expect(reason.contains("kept sending pages") && reason.contains("nothing was deleted locally"), "\(reason)")
+            #expect(
+                reason.contains("kept sending pages") && reason.contains("nothing was deleted locally"), "\(reason)")
 
             await world.state.setListFault(nil)
             #expect(try await b.sync().deletedLocal.pair == [0, 1], "a whole listing deletes it")

@@ -7,7 +7,8 @@ import Testing
 struct LogFileTests {
     @Test("one event is one line: a newline in the message or in metadata cannot forge another")
     func oneEventOneLine() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ivy-log-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ivy-log-\(UUID().uuidString)")
+            .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/ivy.log"

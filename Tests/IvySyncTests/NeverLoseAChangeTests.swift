@@ -60,7 +60,9 @@ struct NeverLoseAChangeTests {
                 #expect(clipBase.audioMD5 == MD5.hex(try #require(device.audio(pair.clip.id))))
             }
             // As an older ivy left it: manifest rows without bases.
-            try sqlite(pair.b) { db in try db.execute(sql: "UPDATE sync_manifest SET base_json = NULL, base_audio_md5 = NULL") }
+            try sqlite(pair.b) { db in
+                try db.execute(sql: "UPDATE sync_manifest SET base_json = NULL, base_audio_md5 = NULL")
+            }
             #expect(try pair.b.library.base(EntityKey(.book, pair.book.id)) == nil)
             try pair.a.edit(book: pair.book.id, BookChanges(position: 100))
             _ = try await pair.a.sync()
@@ -136,7 +138,8 @@ struct NeverLoseAChangeTests {
             _ = try await a.sync()
             // B's download of A's MP3 is parked at Drive; B records a new take meanwhile.
             let mp3 = try await world.file("clip_\(pair.clip.id).mp3")
-            await world.state.addFault(FaultRule(method: "GET", pathContains: "\(mp3.id)?alt=media", times: 1, hold: true))
+            await world.state.addFault(
+                FaultRule(method: "GET", pathContains: "\(mp3.id)?alt=media", times: 1, hold: true))
             let sync = Task { try await b.sync() }
             await world.state.waitForHeld(count: 1)
             try b.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "b-take", byte: 6))
@@ -192,11 +195,14 @@ struct NeverLoseAChangeTests {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let (a, b) = (pair.a, pair.b)
-            let json = "clip_\(pair.clip.id).json", mp3 = "clip_\(pair.clip.id).mp3"
+            let json = "clip_\(pair.clip.id).json"
+            let mp3 = "clip_\(pair.clip.id).mp3"
             try a.edit(clip: pair.clip.id, ClipChanges(note: "A's note"))
             await world.state.addFault(FaultRule(method: "POST", pathContains: "uploadType=multipart", status: 500))
             #expect(try await a.sync().failures.map(\.entity) == ["clip \(pair.clip.id)"])
-            #expect(await world.names().filter { $0.hasPrefix("clip_") } == [mp3], "the old JSON was deleted, the new one not made")
+            #expect(
+                await world.names().filter { $0.hasPrefix("clip_") } == [mp3],
+                "the old JSON was deleted, the new one not made")
             await world.state.clearFaults()
 
             let restored = try await b.sync()
@@ -204,25 +210,32 @@ struct NeverLoseAChangeTests {
             #expect(restored.bytesUploaded == 0, "the MP3 on Drive is kept")
             #expect(try await a.sync().merged.clips == 1)
             #expect(try await b.sync().downloaded.clips == 1)
-            for device in [a, b] { #expect(try device.library.clip(id: pair.clip.id)?.note == "A's note", "\(device.name)") }
+            for device in [a, b] {
+                #expect(try device.library.clip(id: pair.clip.id)?.note == "A's note", "\(device.name)")
+            }
             #expect(await world.names().filter { $0.hasPrefix("clip_") } == [json, mp3])
             #expect(try a.snapshot() == b.snapshot())
         }
     }
 
-    @Test("new audio whose upload fails after the old MP3 is gone: Drive keeps the new JSON, no device deletes the clip")
+    @Test(
+        "new audio whose upload fails after the old MP3 is gone: Drive keeps the new JSON, no device deletes the clip")
     func replacedAudioFails() async throws {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let (a, b) = (pair.a, pair.b)
-            let json = "clip_\(pair.clip.id).json", mp3 = "clip_\(pair.clip.id).mp3"
-            try a.library.updateClip(id: pair.clip.id, ClipChanges(note: "retaken"), audio: try writeAudio(world, "retake", byte: 7))
+            let json = "clip_\(pair.clip.id).json"
+            let mp3 = "clip_\(pair.clip.id).mp3"
+            try a.library.updateClip(
+                id: pair.clip.id, ClipChanges(note: "retaken"), audio: try writeAudio(world, "retake", byte: 7))
             let retake = try #require(a.audio(pair.clip.id))
             // Every resumable session start fails: the old MP3 is deleted, the new one never made.
             await world.state.addFault(FaultRule(method: "POST", pathContains: "uploadType=resumable", status: 500))
             let failed = try await a.sync()
             #expect(failed.failures.map(\.entity) == ["clip \(pair.clip.id)"])
-            #expect(await world.names().filter { $0.hasPrefix("clip_") } == [json], "the new JSON stays: the clip must not look deleted")
+            #expect(
+                await world.names().filter { $0.hasPrefix("clip_") } == [json],
+                "the new JSON stays: the clip must not look deleted")
             await world.state.clearFaults()
 
             let meanwhile = try await b.sync()
@@ -247,7 +260,11 @@ struct NeverLoseAChangeTests {
             let bad = try a.addBook("Bad")
             try sqlite(a) { db in
                 // As an older ivy or another program could have left it, before times were checked.
-                let triggers = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%position%' AND name NOT LIKE '%capture%'")
+                let triggers = try String.fetchAll(
+                    db,
+                    sql:
+                        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%position%' AND name NOT LIKE '%capture%'"
+                )
                 for trigger in triggers { try db.execute(sql: "DROP TRIGGER \(trigger)") }
                 try db.execute(sql: "UPDATE books SET position = 9e999 WHERE id = ?", arguments: [bad.id])
             }
@@ -269,7 +286,9 @@ struct NeverLoseAChangeTests {
             let book = try a.addBook("Dune")
             let clip = try a.addClip(to: book)
             let note = String(repeating: "x", count: BackupCodec.maximumBytes)
-            try sqlite(a) { db in try db.execute(sql: "UPDATE clips SET note = ? WHERE id = ?", arguments: [note, clip.id]) }
+            try sqlite(a) { db in
+                try db.execute(sql: "UPDATE clips SET note = ? WHERE id = ?", arguments: [note, clip.id])
+            }
             let report = try await a.sync()
             #expect(report.failures.map(\.entity) == ["clip \(clip.id)"])
             #expect(report.failures.first?.reason.contains("limit") == true)
@@ -285,9 +304,11 @@ struct NeverLoseAChangeTests {
             _ = try a.addBook("Seed")
             _ = try await a.sync()
             let id = UUID().uuidString.lowercased()
-            let big = #"{"id":"\#(id)","title":"\#(String(repeating: "t", count: BackupCodec.maximumBytes))","updated_at":1}"#
+            let big =
+                #"{"id":"\#(id)","title":"\#(String(repeating: "t", count: BackupCodec.maximumBytes))","updated_at":1}"#
             await world.state.putFile(
-                email: alice, name: "book_\(id).json", parents: [try await world.folderID("books")], content: Data(big.utf8))
+                email: alice, name: "book_\(id).json", parents: [try await world.folderID("books")],
+                content: Data(big.utf8))
             let b = try await world.device("b")
             for round in 0..<2 {
                 let report = try await b.sync()
@@ -305,7 +326,8 @@ struct NeverLoseAChangeTests {
             let a = pair.a
             try sqlite(a) { db in
                 try db.execute(
-                    sql: "INSERT OR REPLACE INTO backup_extras (entity_type, entity_id, json) VALUES ('book', ?, '{broken')",
+                    sql:
+                        "INSERT OR REPLACE INTO backup_extras (entity_type, entity_id, json) VALUES ('book', ?, '{broken')",
                     arguments: [pair.book.id])
             }
             let before = try await world.file("book_\(pair.book.id).json")
@@ -323,7 +345,8 @@ struct NeverLoseAChangeTests {
         try await withWorld { world in
             let a = try await world.device("a")
             _ = try a.addBook("Dune")
-            await world.state.addFault(FaultRule(method: "GET", pathContains: "/drive/v3/files", delayMilliseconds: 60_000))
+            await world.state.addFault(
+                FaultRule(method: "GET", pathContains: "/drive/v3/files", delayMilliseconds: 60_000))
             do {
                 _ = try await a.sync(SyncOptions(timeout: .seconds(1)))
                 Issue.record("a hung Drive kept the sync running")

@@ -38,7 +38,9 @@ struct PlannerRuleTests {
         }
     }
 
-    @Test("both devices edit: position is the furthest, the later title wins, both notes are kept under a conflict marker")
+    @Test(
+        "both devices edit: position is the furthest, the later title wins, both notes are kept under a conflict marker"
+    )
     func bothEditMerges() async throws {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
@@ -98,7 +100,9 @@ struct PlannerRuleTests {
         }
     }
 
-    @Test("a clip deleted on one device while edited on the other is resurrected everywhere, whoever syncs first", arguments: [true, false])
+    @Test(
+        "a clip deleted on one device while edited on the other is resurrected everywhere, whoever syncs first",
+        arguments: [true, false])
     func editBeatsDelete(deleterSyncsFirst: Bool) async throws {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
@@ -125,7 +129,9 @@ struct PlannerRuleTests {
                 #expect(try device.library.queueItems().isEmpty, "\(device.name)")
             }
             #expect(try a.snapshot() == b.snapshot())
-            #expect(await world.names().sorted() == ["book_\(pair.book.id).json", "clip_\(pair.clip.id).json", "clip_\(pair.clip.id).mp3"].sorted())
+            #expect(
+                await world.names().sorted()
+                    == ["book_\(pair.book.id).json", "clip_\(pair.clip.id).json", "clip_\(pair.clip.id).mp3"].sorted())
             for device in [a, b] {
                 let quiet = try await device.sync()
                 #expect(quiet.transferredNothing, "\(device.name): \(quiet.summary)")
@@ -148,7 +154,9 @@ struct PlannerRuleTests {
             #expect(try await a.sync().downloaded.pair == [1, 0])
 
             for device in [a, b] {
-                #expect(try device.library.books(includeHidden: false).isEmpty, "\(device.name): archived books are not listed")
+                #expect(
+                    try device.library.books(includeHidden: false).isEmpty,
+                    "\(device.name): archived books are not listed")
                 let book = try #require(try device.book(pair.book.id), "\(device.name): archived, never deleted")
                 #expect(book.hidden && book.position == 7000, "\(device.name)")
                 #expect(try device.clip(pair.clip.id) != nil, "\(device.name): its clips stay")

@@ -19,7 +19,8 @@ extension World {
         let provider = TokenProvider(
             token: token, store: store, endpoints: endpoints, credentials: credentials,
             effects: GoogleEffects(transport: transport, clock: clock.clock, sleep: { _ in }))
-        return DriveClient(drive: endpoints.drive, authorized: AuthorizedTransport(tokens: provider, transport: transport))
+        return DriveClient(
+            drive: endpoints.drive, authorized: AuthorizedTransport(tokens: provider, transport: transport))
     }
 }
 
@@ -29,7 +30,9 @@ extension World {
 @Suite("drive.file: what the Ivy app writes syncs; what another project or the web page makes is never seen")
 struct ProjectVisibilityTests {
     static func bookJSON(id: String, title: String) -> Data {
-        Data(#"{"id":"\#(id)","title":"\#(title)","position":1,"hidden":false,"created_at":1700000000000,"updated_at":1700000000000}"#.utf8)
+        Data(
+            #"{"id":"\#(id)","title":"\#(title)","position":1,"hidden":false,"created_at":1700000000000,"updated_at":1700000000000}"#
+                .utf8)
     }
 
     @Test("a book the Ivy app wrote is synced; one from another project's app or from Drive's web page is not")
@@ -43,7 +46,8 @@ struct ProjectVisibilityTests {
             let fromApp = UUID().uuidString.lowercased()
             let phone = try await world.app(GoogleEmulator.appClient)
             _ = try await phone.uploadJSON(
-                name: "book_\(fromApp).json", data: Self.bookJSON(id: fromApp, title: "Emma"), folder: books, replacing: [])
+                name: "book_\(fromApp).json", data: Self.bookJSON(id: fromApp, title: "Emma"), folder: books,
+                replacing: [])
 
             // Another project's app cannot even see ivy's folders: it builds its own tree.
             let fromOther = UUID().uuidString.lowercased()
@@ -54,7 +58,8 @@ struct ProjectVisibilityTests {
                 folder: otherFolders.books[0], replacing: [])
             let byHand = UUID().uuidString.lowercased()
             await world.state.putFile(
-                email: alice, name: "book_\(byHand).json", parents: [books], content: Self.bookJSON(id: byHand, title: "Dropped in"),
+                email: alice, name: "book_\(byHand).json", parents: [books],
+                content: Self.bookJSON(id: byHand, title: "Dropped in"),
                 project: nil)
 
             let report = try await laptop.sync()

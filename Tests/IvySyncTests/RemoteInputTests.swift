@@ -8,7 +8,9 @@ import Testing
 @Suite("Bad files on Drive")
 struct RemoteInputTests {
     static func bookJSON(id: String, title: String) -> Data {
-        Data(#"{"id":"\#(id)","title":"\#(title)","position":1,"hidden":false,"created_at":1700000000000,"updated_at":1700000000000}"#.utf8)
+        Data(
+            #"{"id":"\#(id)","title":"\#(title)","position":1,"hidden":false,"created_at":1700000000000,"updated_at":1700000000000}"#
+                .utf8)
     }
 
     @Test("bad remote files are skipped and reported one by one; the rest syncs and local data is not overwritten")
@@ -25,24 +27,30 @@ struct RemoteInputTests {
             let broken = UUID().uuidString.lowercased()
             let mismatched = UUID().uuidString.lowercased()
             let halfClip = UUID().uuidString.lowercased()
-            await world.state.putFile(email: alice, name: "book_\(broken).json", parents: [books], content: Data("{not json".utf8))
+            await world.state.putFile(
+                email: alice, name: "book_\(broken).json", parents: [books], content: Data("{not json".utf8))
             await world.state.putFile(
                 email: alice, name: "book_\(mismatched).json", parents: [books],
                 content: Self.bookJSON(id: UUID().uuidString.lowercased(), title: "Impostor"))
-            await world.state.putFile(email: alice, name: "notes.txt", parents: [books], content: Data("shopping list".utf8))
+            await world.state.putFile(
+                email: alice, name: "notes.txt", parents: [books], content: Data("shopping list".utf8))
             await world.state.putFile(
                 email: alice, name: "clip_\(halfClip).json", parents: [clips],
-                content: Data(#"{"id":"\#(halfClip)","book_id":"\#(good.id)","start":1,"duration":2,"updated_at":1700000000000}"#.utf8))
+                content: Data(
+                    #"{"id":"\#(halfClip)","book_id":"\#(good.id)","start":1,"duration":2,"updated_at":1700000000000}"#
+                        .utf8))
             // And the copy of a book B already has becomes unreadable.
             try await world.corrupt("book_\(pair.book.id).json")
 
             let report = try await b.sync()
             #expect(report.failures.isEmpty, "\(report.failures)")
             #expect(report.skipReason("book_\(broken).json")?.contains("not valid JSON") == true, "\(report.skipped)")
-            #expect(report.skipReason("book_\(mismatched).json")?.contains("does not match") == true, "\(report.skipped)")
+            #expect(
+                report.skipReason("book_\(mismatched).json")?.contains("does not match") == true, "\(report.skipped)")
             #expect(report.skipReason("notes.txt") != nil, "\(report.skipped)")
             #expect(report.skipReason("clip \(halfClip)")?.contains("incomplete") == true, "\(report.skipped)")
-            #expect(report.skipReason("book_\(pair.book.id).json")?.contains("not valid JSON") == true, "\(report.skipped)")
+            #expect(
+                report.skipReason("book_\(pair.book.id).json")?.contains("not valid JSON") == true, "\(report.skipped)")
             #expect(report.skipped.count == 5, "\(report.skipped)")
 
             // The good files still came down.
@@ -116,10 +124,12 @@ struct RemoteInputTests {
                 content: Data(#"{"id":"\#(far)","title":"Far","position":10000000.5,"updated_at":1700000000000}"#.utf8))
             await world.state.putFile(
                 email: alice, name: "clip_\(long).json", parents: [clips],
-                content: Data(#"""
+                content: Data(
+                    #"""
                     {"id":"\#(long)","book_id":"\#(good.id)","start":1,"duration":1e300,"updated_at":1700000000000}
                     """#.utf8))
-            await world.state.putFile(email: alice, name: "clip_\(long).mp3", parents: [clips], content: Data("ID3\u{4}\0".utf8))
+            await world.state.putFile(
+                email: alice, name: "clip_\(long).mp3", parents: [clips], content: Data("ID3\u{4}\0".utf8))
 
             let b = try await world.device("b")
             let report = try await b.sync()

@@ -61,7 +61,9 @@ struct SafetyTests {
                 #expect(try device.library.rememberedFolders() == nil)
                 let report = try await device.sync()
                 #expect(report.failures.isEmpty && report.conflicts.isEmpty, "\(device.name): \(report.summary)")
-                #expect(report.uploaded.total == 0 && report.downloaded.total == 0 && report.deletedLocal.total == 0, "\(report.summary)")
+                #expect(
+                    report.uploaded.total == 0 && report.downloaded.total == 0 && report.deletedLocal.total == 0,
+                    "\(report.summary)")
                 #expect(try device.library.localStatus().manifestEntries == 5)
                 #expect(await world.names() == names, "\(device.name): every name once, nothing replaced")
                 let folders = await world.state.dump(email: alice).filter(\.isFolder).map(\.name).sorted()
@@ -76,7 +78,8 @@ struct SafetyTests {
         }
     }
 
-    @Test("after reset-manifest, an edit made elsewhere meanwhile is merged in without a conflict marker or a duplicate")
+    @Test(
+        "after reset-manifest, an edit made elsewhere meanwhile is merged in without a conflict marker or a duplicate")
     func resetManifestWithRemoteEdit() async throws {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
@@ -97,7 +100,9 @@ struct SafetyTests {
         }
     }
 
-    @Test("binding the library to another account resets the manifest; the next sync uploads everything to that account's Drive")
+    @Test(
+        "binding the library to another account resets the manifest; the next sync uploads everything to that account's Drive"
+    )
     func accountSwitch() async throws {
         try await withWorld { world in
             let a = try await world.device("a", as: alice)
@@ -113,12 +118,16 @@ struct SafetyTests {
             #expect(try a.library.manifestEntries().isEmpty)
             #expect(try a.library.rememberedFolders() == nil)
             #expect(try a.library.internalSetting(.accountEmail) == bob)
-            #expect(try a.library.bindAccount(permissionID: bobPermissionID, email: bob) == false, "the same account again does not")
+            #expect(
+                try a.library.bindAccount(permissionID: bobPermissionID, email: bob) == false,
+                "the same account again does not")
 
             #expect(try await a.signIn(as: bob) == false)
             let report = try await a.sync()
             #expect(report.uploaded.pair == [2, 1] && report.failures.isEmpty, "\(report.summary)")
-            let expected = ["book_\(dune.id).json", "book_\(emma.id).json", "clip_\(clip.id).json", "clip_\(clip.id).mp3"].sorted()
+            let expected = [
+                "book_\(dune.id).json", "book_\(emma.id).json", "clip_\(clip.id).json", "clip_\(clip.id).mp3",
+            ].sorted()
             #expect(await world.names(bob) == expected)
             #expect(try await world.file("clip_\(clip.id).mp3", bob).content == a.audio(clip.id))
             #expect(await world.names(alice) == aliceNames, "alice's Drive is left as it was")

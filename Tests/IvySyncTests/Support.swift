@@ -36,7 +36,8 @@ final class World: Sendable {
     let clock = TestClock()
     let directory: String
     let transport = URLSessionTransport()
-    let credentials = ClientCredentials(id: GoogleEmulator.defaultClient.id, secret: GoogleEmulator.defaultClient.secret)
+    let credentials = ClientCredentials(
+        id: GoogleEmulator.defaultClient.id, secret: GoogleEmulator.defaultClient.secret)
 
     fileprivate init(emulator: GoogleEmulator) {
         self.emulator = emulator
@@ -165,10 +166,12 @@ final class Device: Sendable {
             endpoints: world.endpoints, credentials: world.credentials,
             effects: GoogleEffects(transport: world.transport, clock: world.clock.clock, sleep: approving))
         let tokens = try await flow.waitForApproval(authorization)
-        let account = try await DriveAccount.fetch(drive: world.endpoints.drive, accessToken: tokens.accessToken, transport: world.transport)
+        let account = try await DriveAccount.fetch(
+            drive: world.endpoints.drive, accessToken: tokens.accessToken, transport: world.transport)
         #expect(account.email == email)
         let token = StoredToken(
-            accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt, scope: tokens.scope,
+            accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt,
+            scope: tokens.scope,
             clientID: world.credentials.id, email: account.email, permissionID: account.permissionID)
         try store.save(token)
         let signedIn = TokenProvider(
@@ -193,7 +196,8 @@ final class Device: Sendable {
 
     @discardableResult
     func addBook(_ title: String, position: Double = 0) throws -> Book {
-        try library.addBook(id: UUID().uuidString.lowercased(), title: title, artist: nil, artwork: nil, position: position)
+        try library.addBook(
+            id: UUID().uuidString.lowercased(), title: title, artist: nil, artwork: nil, position: position)
     }
 
     /// A clip with its own audio: a small file starting with an ID3 tag, unique bytes.
@@ -206,7 +210,8 @@ final class Device: Sendable {
         try FileManager.default.createDirectory(atPath: world.directory, withIntermediateDirectories: true)
         try bytes.write(to: URL(fileURLWithPath: source))
         defer { try? FileManager.default.removeItem(atPath: source) }
-        return try library.addClip(id: id, bookID: book.id, start: start, duration: 30, note: note, transcription: nil, audio: source)
+        return try library.addClip(
+            id: id, bookID: book.id, start: start, duration: 30, note: note, transcription: nil, audio: source)
     }
 
     func book(_ id: String) throws -> Book? { try library.book(id: id) }
@@ -241,7 +246,8 @@ final class Device: Sendable {
 extension SyncReport {
     /// Nothing moved in either direction.
     var transferredNothing: Bool {
-        uploaded.total == 0 && downloaded.total == 0 && merged.total == 0 && deletedRemote.total == 0 && deletedLocal.total == 0
+        uploaded.total == 0 && downloaded.total == 0 && merged.total == 0 && deletedRemote.total == 0
+            && deletedLocal.total == 0
             && bytesUploaded == 0 && bytesDownloaded == 0
     }
 

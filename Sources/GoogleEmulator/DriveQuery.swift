@@ -291,7 +291,8 @@ private struct Parser {
             let query = try parseOr()
             guard current.kind == .close else {
                 throw .invalid(
-                    "expected ')' to close '(' at position \(open.position), found \(current.description) at position \(current.position)"
+                    "expected ')' to close '(' at position \(open.position), found \(current.description) at "
+                        + "position \(current.position)"
                 )
             }
             _ = advance()
@@ -306,7 +307,8 @@ private struct Parser {
         case .string(let id):
             guard current.isKeyword("in") else {
                 throw .invalid(
-                    "expected 'in' after \(first.description), found \(current.description) at position \(current.position)"
+                    "expected 'in' after \(first.description), found \(current.description) at position "
+                        + "\(current.position)"
                 )
             }
             _ = advance()
@@ -337,7 +339,8 @@ private struct Parser {
                 value = false
             } else {
                 throw .invalid(
-                    "expected true or false after 'trashed', found \(current.description) at position \(current.position)"
+                    "expected true or false after 'trashed', found \(current.description) at position "
+                        + "\(current.position)"
                 )
             }
             _ = advance()
@@ -360,7 +363,8 @@ private struct Parser {
         _ = advance()
         guard case .string(let value) = current.kind else {
             throw .invalid(
-                "expected a quoted string after \(field.description), found \(current.description) at position \(current.position)"
+                "expected a quoted string after \(field.description), found \(current.description) at position "
+                    + "\(current.position)"
             )
         }
         _ = advance()
@@ -369,7 +373,8 @@ private struct Parser {
 
     func missingOperator(after field: Token, expected: String) -> DriveQueryError {
         .invalid(
-            "expected \(expected) after \(field.description), found \(current.description) at position \(current.position)"
+            "expected \(expected) after \(field.description), found \(current.description) at position "
+                + "\(current.position)"
         )
     }
 }

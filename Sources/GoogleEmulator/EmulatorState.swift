@@ -527,7 +527,8 @@ package actor EmulatorState {
         let unauthorized = EmulatorReply.driveError(
             401, reason: "authError",
             message:
-                "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
+                "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or "
+                + "other valid authentication credential.",
             headers: ["WWW-Authenticate": "Bearer realm=\"https://accounts.google.com/\", error=\"invalid_token\""])
         guard let header, header.hasPrefix("Bearer ") else { return .failure(unauthorized) }
         let token = String(header.dropFirst("Bearer ".count))

@@ -48,7 +48,8 @@ extension EmulatorState {
         let link = "https://console.developers.google.com/apis/api/drive.googleapis.com/overview?project=\(project)"
         let message =
             "Google Drive API has not been used in project \(project) before or it is disabled. Enable it by visiting "
-            + "\(link) then retry. If you enabled this API recently, wait a few minutes for the action to propagate to our systems and retry."
+            + "\(link) then retry. If you enabled this API recently, wait a few minutes for the action to propagate "
+            + "to our systems and retry."
         return .json(
             403,
             [

@@ -67,7 +67,8 @@ struct LoginCommand: ContextCommand {
             output.line(
                 """
                 This library last synced with a different Google account. It has forgotten what it synced there; \
-                the next `ivy sync` uploads the whole library to \(Display.safe(account.email)). Queued changes are kept.
+                the next `ivy sync` uploads the whole library to \(Display.safe(account.email)). \
+                Queued changes are kept.
                 """)
         }
         let unnamed = account.emailShown ? "" : " (Google does not show ivy this account's email address)"
@@ -132,7 +133,8 @@ struct LogoutCommand: ContextCommand {
         guard revoke else {
             store.delete()
             return home.output.line(
-                "Signed out of \(Display.safe(token.email)) on this computer; the Ivy app and your other devices stay signed in."
+                "Signed out of \(Display.safe(token.email)) on this computer; the Ivy app and your other devices "
+                    + "stay signed in."
             )
         }
         var revoked = false
@@ -144,12 +146,14 @@ struct LogoutCommand: ContextCommand {
                 revoked = response.status == 200 || response.status == 400
                 if !revoked {
                     home.output.error(
-                        "warning: Google answered \(response.status) to the revocation; the sign-in may stay listed in your Google account's third-party access"
+                        "warning: Google answered \(response.status) to the revocation; the sign-in may stay listed "
+                            + "in your Google account's third-party access"
                     )
                 }
             } catch {
                 home.output.error(
-                    "warning: could not reach Google to revoke the sign-in (\(error.localizedDescription)); the local token is deleted anyway"
+                    "warning: could not reach Google to revoke the sign-in (\(error.localizedDescription)); the "
+                        + "local token is deleted anyway"
                 )
             }
         }

@@ -81,7 +81,8 @@ extension BookCommand {
                 return output.line(
                     all
                         ? "No books yet; add one with `ivy book add --title TITLE`."
-                        : "No books to show; `ivy book list --all` includes archived ones, `ivy book add --title TITLE` adds one."
+                        : "No books to show; `ivy book list --all` includes archived ones, `ivy book add --title "
+                            + "TITLE` adds one."
                 )
             }
             var headers = ["ID", "TITLE", "ARTIST", "POSITION"]
@@ -178,7 +179,8 @@ extension BookCommand {
         static let configuration = CommandConfiguration(
             abstract: "Bring an archived or deleted book back into lists.",
             discussion:
-                "If another device changes the same book before this change reaches it, the merge keeps the book hidden: hidden wins."
+                "If another device changes the same book before this change reaches it, the merge keeps the book "
+                + "hidden: hidden wins."
         )
 
         @OptionGroup var global: GlobalOptions
@@ -195,7 +197,8 @@ extension BookCommand {
         static let configuration = CommandConfiguration(
             abstract: "Delete a book: hide it and forget its local file.",
             discussion:
-                "Books are never removed from the database or from Drive, so every device learns of the deletion; its clips stay."
+                "Books are never removed from the database or from Drive, so every device learns of the deletion; "
+                + "its clips stay."
         )
 
         @OptionGroup var global: GlobalOptions

@@ -23,7 +23,8 @@ func seconds(_ text: String?, option: String) throws -> Double? {
 func checkedID(_ id: String, kind: EntityKind) throws -> String {
     guard EntityID.isValid(id) else {
         throw ValidationError(
-            "'\(id)' is not a \(kind.rawValue) id: ids are lowercase UUIDs such as 3f2a9c1e-…; `ivy \(kind.rawValue) list` shows them"
+            "'\(id)' is not a \(kind.rawValue) id: ids are lowercase UUIDs such as 3f2a9c1e-…; `ivy \(kind.rawValue) "
+                + "list` shows them"
         )
     }
     return id

@@ -205,7 +205,8 @@ package enum BackupCodec {
             throw BackupEncodingError(
                 entity: entity,
                 reason: "it would be \(AudioRules.grouped(Int64(data.count))) bytes, over the "
-                    + "\(AudioRules.grouped(Int64(maximumBytes)))-byte limit for backup JSON; shorten its note or transcription"
+                    + "\(AudioRules.grouped(Int64(maximumBytes)))-byte limit for backup JSON; shorten its note or "
+                    + "transcription"
             )
         }
         return data

@@ -147,7 +147,8 @@ package enum SyncPlanner {
                     HeldAction(
                         key: key, action: action,
                         reason:
-                            "failed \(queued.attempts) times (\(queued.lastError ?? "unknown error")); `ivy retry-failed` tries again"
+                            "failed \(queued.attempts) times (\(queued.lastError ?? "unknown error")); `ivy "
+                            + "retry-failed` tries again"
                     ))
                 return
             }

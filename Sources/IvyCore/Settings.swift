@@ -69,9 +69,8 @@ package enum SettingKey: String, Sendable, CaseIterable {
             return .success(String(seconds))
         case .clientID, .clientSecret:
             guard !trimmed.isEmpty, !trimmed.contains(where: \.isWhitespace) else {
-                return .failure(
-                    SettingError(key: self, value: isSecret ? "…" : value, expected: "a non-empty value without spaces")
-                )
+                let shown = isSecret ? "…" : value
+                return .failure(SettingError(key: self, value: shown, expected: "a non-empty value without spaces"))
             }
             return .success(trimmed)
         case .lastSyncTime, .lastError:

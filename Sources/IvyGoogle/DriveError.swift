@@ -30,7 +30,8 @@ package struct DriveError: LocalizedError, Equatable, Sendable {
     package var errorDescription: String? {
         switch kind {
         case .driveFull:
-            "your Google Drive is full (storageQuotaExceeded); free some space, then run `ivy retry-failed` and `ivy sync`"
+            "your Google Drive is full (storageQuotaExceeded); free some space, then run `ivy retry-failed` and `ivy "
+                + "sync`"
         case .rateLimited: "Google Drive is rate limiting ivy (\(reason ?? "429")); the next sync tries again"
         case .unauthorized: "Google refused the sign-in (401); run `ivy login`"
         default: message

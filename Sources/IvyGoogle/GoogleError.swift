@@ -35,17 +35,21 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
             drive.file only shows files made by that project.
             """
         case .invalidClient:
-            "Google does not accept the OAuth client (invalid_client); check client_id and client_secret, and that the client's type is \"TVs and Limited Input devices\""
+            "Google does not accept the OAuth client (invalid_client); check client_id and client_secret, and that "
+                + "the client's type is \"TVs and Limited Input devices\""
         case .accessDenied: "the sign-in was denied in the browser; run `ivy login` to try again"
         case .codeExpired: "the sign-in code expired before it was approved; run `ivy login` again"
         case .codeRateLimited:
-            "Google is not handing out more sign-in codes for this OAuth client right now (rate_limit_exceeded); wait a few minutes, then run `ivy login` again"
+            "Google is not handing out more sign-in codes for this OAuth client right now (rate_limit_exceeded); "
+                + "wait a few minutes, then run `ivy login` again"
         case .driveAPIDisabled(let link):
-            """
-            the Google Drive API is not enabled in the Google Cloud project of ivy's OAuth client (accessNotConfigured);             enable it at \(link ?? "console.cloud.google.com: APIs & Services > Library > Google Drive API > Enable"),             wait a few minutes, then try again
-            """
+            "the Google Drive API is not enabled in the Google Cloud project of ivy's OAuth client "
+                + "(accessNotConfigured); enable it at "
+                + (link ?? "console.cloud.google.com: APIs & Services > Library > Google Drive API > Enable")
+                + ", wait a few minutes, then try again"
         case .missingDriveScope:
-            "the sign-in does not let ivy use its files in Google Drive (insufficientPermissions); run `ivy login` again and allow access to the Drive files ivy uses"
+            "the sign-in does not let ivy use its files in Google Drive (insufficientPermissions); run `ivy login` "
+                + "again and allow access to the Drive files ivy uses"
         case .signedOut(let reason): "signed out: \(reason); run `ivy login`"
         case .notSignedIn: "not signed in; run `ivy login`"
         case .http(let status, let reason, let message):
@@ -55,7 +59,8 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
         }
     }
 
-    /// Reads Drive's `{"error":{"code","message","errors":[{"reason"}]}}` or OAuth's flat `{"error","error_description"}`.
+    /// Reads Drive's `{"error":{"code","message","errors":[{"reason"}]}}` or OAuth's flat
+    /// `{"error","error_description"}`.
     static func from(_ response: HTTPResponse) -> GoogleError {
         let answer = response.decoded(GoogleErrorAnswer.self)
         if let envelope = answer?.envelope {

@@ -41,7 +41,8 @@ extension LibraryDatabase {
             for (key, value) in [(InternalSetting.accountPermissionID, permissionID), (.accountEmail, email)] {
                 try db.execute(
                     sql:
-                        "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
+                        + "excluded.value",
                     arguments: [key.rawValue, value])
             }
             return switched

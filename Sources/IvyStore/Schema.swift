@@ -77,6 +77,12 @@ enum Schema {
             """
     }
 
+    /// The columns whose changes are captured into the sync queue.
+    private static let bookColumns = ["title", "artist", "artwork", "position", "hidden", "created_at", "updated_at"]
+    private static let clipColumns = [
+        "book_id", "start", "duration", "note", "transcription", "created_at", "updated_at",
+    ]
+
     private static let v1 = """
         CREATE TABLE books (
             id TEXT PRIMARY KEY NOT NULL,
@@ -152,8 +158,8 @@ enum Schema {
         BEGIN
             SELECT RAISE(ABORT, 'invalid book id for clip: ids must match ^[a-f0-9-]+$ (lowercase UUIDs)');
         END;
-        \(capture(table: "books", kind: "book", columns: ["title", "artist", "artwork", "position", "hidden", "created_at", "updated_at"]))
-        \(capture(table: "clips", kind: "clip", columns: ["book_id", "start", "duration", "note", "transcription", "created_at", "updated_at"]))
+        \(capture(table: "books", kind: "book", columns: bookColumns))
+        \(capture(table: "clips", kind: "clip", columns: clipColumns))
         """
 
     /// The base of the three-way merge: the backup JSON both sides last agreed on, and the

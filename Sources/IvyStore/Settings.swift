@@ -61,7 +61,8 @@ extension LibraryDatabase {
             if let value {
                 try db.execute(
                     sql:
-                        "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
+                        + "excluded.value",
                     arguments: [key, value])
             } else {
                 try db.execute(sql: "DELETE FROM settings WHERE key = ?", arguments: [key])

@@ -36,11 +36,14 @@ package enum StoreError: LocalizedError, Equatable {
     package var errorDescription: String? {
         switch self {
         case .notADatabase(let path):
-            "\(path) is not an SQLite database, so ivy will not touch it; move it aside or point IVY_HOME (or --home) at another directory"
+            "\(path) is not an SQLite database, so ivy will not touch it; move it aside or point IVY_HOME (or "
+                + "--home) at another directory"
         case .notAnIvyLibrary(let path):
-            "\(path) is an SQLite database but not an ivy library (it has none of ivy's migrations), so ivy will not touch it; move it aside or point IVY_HOME (or --home) at another directory"
+            "\(path) is an SQLite database but not an ivy library (it has none of ivy's migrations), so ivy will not "
+                + "touch it; move it aside or point IVY_HOME (or --home) at another directory"
         case .busy(let path):
-            "the library \(path) is busy: another program has kept it locked for writing for over \(Int(LibraryDatabase.busyTimeout)) seconds; try again when it has finished"
+            "the library \(path) is busy: another program has kept it locked for writing for over "
+                + "\(Int(LibraryDatabase.busyTimeout)) seconds; try again when it has finished"
         case .unsafeDirectory(let problem):
             problem.description
         case .newerSchema(let path):
@@ -58,7 +61,8 @@ package enum StoreError: LocalizedError, Equatable {
         case .invalidTime(let field, let value):
             "the \(field) must be from \(TimeRules.range), not \(value)"
         case .storedTimeOutOfRange(let kind, let field, let value, let option):
-            "this \(kind.rawValue)'s stored \(field) is \(value), outside \(TimeRules.range); give a valid one with \(option)"
+            "this \(kind.rawValue)'s stored \(field) is \(value), outside \(TimeRules.range); give a valid one with "
+                + "\(option)"
         case .audioMissing(let path):
             "audio file \(path) does not exist; check the path given to --audio"
         case .audioNotAFile(let path):

@@ -8,7 +8,8 @@ extension LibraryDatabase {
     package func manifestEntries() throws -> [ManifestEntry] {
         try read { db in
             let columns =
-                "entity_type, entity_id, local_updated_at, remote_updated_at, remote_file_id, remote_mp3_file_id, synced_at"
+                "entity_type, entity_id, local_updated_at, remote_updated_at, remote_file_id, remote_mp3_file_id, "
+                + "synced_at"
             return try Row.fetchAll(db, sql: "SELECT \(columns) FROM sync_manifest").compactMap { row in
                 let kind: String = try row.decode(forColumn: "entity_type")
                 guard let entityKind = EntityKind(rawValue: kind) else { return nil }
@@ -39,7 +40,8 @@ extension LibraryDatabase {
                 ON CONFLICT (entity_type, entity_id) DO UPDATE SET
                     local_updated_at = excluded.local_updated_at, remote_updated_at = excluded.remote_updated_at,
                     remote_file_id = excluded.remote_file_id, remote_mp3_file_id = excluded.remote_mp3_file_id,
-                    synced_at = excluded.synced_at, base_json = excluded.base_json, base_audio_md5 = excluded.base_audio_md5
+                    synced_at = excluded.synced_at, base_json = excluded.base_json,
+                    base_audio_md5 = excluded.base_audio_md5
                 """,
             arguments: [
                 entry.key.kind.rawValue, entry.key.id, entry.localUpdatedAt, entry.remoteUpdatedAt, entry.remoteFileID,
@@ -114,7 +116,8 @@ extension LibraryDatabase {
                 sql: """
                     INSERT INTO sync_queue (entity_type, entity_id, operation, attempts, last_error, queued_at)
                     VALUES (?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (entity_type, entity_id) DO UPDATE SET attempts = \(attempts), last_error = excluded.last_error
+                    ON CONFLICT (entity_type, entity_id) DO UPDATE
+                    SET attempts = \(attempts), last_error = excluded.last_error
                     """,
                 arguments: [
                     key.kind.rawValue, key.id, operation.rawValue, retryable ? 1 : QueueItem.maximumAttempts, message,

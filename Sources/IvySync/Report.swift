@@ -74,7 +74,8 @@ package struct SyncReport: Sendable, Encodable {
         let count = heldChanges.count == 1 ? "1 change" : "\(heldChanges.count) changes"
         let more = heldChanges.count > 1 ? " and \(heldChanges.count - 1) more" : ""
         return
-            "\(count) held back after failing \(QueueItem.maximumAttempts) times: \(first.entity) (\(first.reason))\(more); "
+            "\(count) held back after failing \(QueueItem.maximumAttempts) times: \(first.entity) "
+            + "(\(first.reason))\(more); "
             + "run `ivy retry-failed`"
     }
 
@@ -92,7 +93,8 @@ package struct SyncReport: Sendable, Encodable {
         add(deletedLocal, "deleted here")
         let what = parts.isEmpty ? "nothing to do" : parts.joined(separator: ", ")
         var line =
-            "\(dryRun ? "Would sync" : "Synced"): \(what); \(requests) requests in \(Double(durationMilliseconds) / 1000) s"
+            "\(dryRun ? "Would sync" : "Synced"): \(what); \(requests) requests in "
+            + "\(Double(durationMilliseconds) / 1000) s"
         if !failures.isEmpty { line += "; \(failures.count) failed (see `ivy queue`)" }
         if !skipped.isEmpty { line += "; \(skipped.count) Drive files skipped" }
         if orphanClips > 0 { line += "; \(orphanClips) clips without their book" }

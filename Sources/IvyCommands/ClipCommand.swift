@@ -64,7 +64,7 @@ extension ClipCommand {
                 duration: try seconds(duration, option: "--duration") ?? 0,
                 note: note.flatMap { $0.isEmpty ? nil : $0 },
                 transcription: transcription.flatMap { $0.isEmpty ? nil : $0 },
-                audio: audio)
+                audio: context.userPath(audio))
             home.output.line(clip.id)
         }
     }
@@ -160,7 +160,7 @@ extension ClipCommand {
                 start: try seconds(start, option: "--start"),
                 duration: try seconds(duration, option: "--duration"),
                 note: clearable(note), transcription: clearable(transcription))
-            let result = try home.library().updateClip(id: id, changes, audio: audio)
+            let result = try home.library().updateClip(id: id, changes, audio: audio.map(context.userPath))
             home.output.line(result.changed ? "updated \(id)" : "unchanged \(id)")
         }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import IvyCore
 
 /// Where one run's text goes, unbuffered: the real ones write to the process's standard
@@ -48,9 +49,7 @@ package struct Context: Sendable {
     package var streams: Streams
     package var terminal: Terminal
     package var environment: [String: String]
-    /// Where a relative `--home` starts. (A relative `--audio` is opened by the store, from
-    /// the process's working directory: the same directory in the binary, so in-process
-    /// tests give absolute paths.)
+    /// Where a relative path the user gives (`--home`, `--audio`) starts.
     package var workingDirectory: String
     /// One line of standard input without its newline; nil at its end.
     package var readLine: @Sendable () -> String?
@@ -68,5 +67,12 @@ package struct Context: Sendable {
         self.readLine = readLine
         self.clock = clock
         self.ids = ids
+    }
+
+    /// A path the user gave, made absolute against this run's working directory, so the
+    /// store opens the file the user meant whoever runs the command.
+    package func userPath(_ path: String) -> String {
+        guard !path.hasPrefix("/") else { return path }
+        return (workingDirectory as NSString).appendingPathComponent(path)
     }
 }

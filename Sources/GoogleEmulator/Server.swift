@@ -228,8 +228,9 @@ struct EmulatorResponder: HTTPResponder {
         return patched
     }
 
-    /// How much filler an endless download sends at most, should a client never hang up.
-    static let endlessLimit = 1 << 30
+    /// How much filler an endless download sends at most, should a client never hang up: far
+    /// more than a client that does hang up can take first (see `OverlongDownloadTests`).
+    static let endlessLimit = 8 << 30
 
     static func response(_ reply: EmulatorReply, dropAfter: Int?, state: EmulatorState) -> Response {
         var fields = HTTPFields()

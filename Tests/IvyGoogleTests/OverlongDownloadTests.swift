@@ -63,10 +63,13 @@ struct OverlongDownloadTests {
             } throws: { error in
                 error.localizedDescription.contains("Drive sent more than 52,428,800 bytes")
             }
-            // What the emulator got to send before ivy hung up: the cap, plus what libcurl had
-            // read ahead (sockets, URLSession's queue); without the cut-off, all of its 1 GiB.
+            // What the emulator got to send before ivy hung up: the cap, plus what libcurl read
+            // ahead before the cancel took effect. On Linux, URLSession hands each chunk to the
+            // delegate queue asynchronously and cancels asynchronously too, so over loopback
+            // (~1 GB/s) that read-ahead was 69-250 MB in 12 runs here, and 610 MB once, past the
+            // 256 MB this test used to allow. Without the cut-off the emulator sends all 8 GiB.
             let sentForFile = await google.state.endlessBytesSent
-            #expect(sentForFile < 256 << 20, "\(sentForFile) bytes sent")
+            #expect(sentForFile < 4 << 30, "\(sentForFile) bytes sent")
 
             try await google.state.misreport(id: json.id, Misreport(size: "unknown", endless: true))
             await #expect {
@@ -75,7 +78,7 @@ struct OverlongDownloadTests {
                 error.localizedDescription.contains("Drive sent more than 1,048,576 bytes")
             }
             let sentForData = await google.state.endlessBytesSent
-            #expect(sentForData < 256 << 20, "\(sentForData) bytes sent")
+            #expect(sentForData < 4 << 30, "\(sentForData) bytes sent")
             #expect(
                 try FileManager.default.contentsOfDirectory(atPath: google.directory).filter {
                     $0.hasPrefix(".download")

@@ -67,8 +67,8 @@ package struct DriveFile: Sendable, Codable, Equatable {
 
     package var isFolder: Bool { mimeType == Self.folderType }
     package var size: Int { content.count }
-    /// Drive's `md5Checksum`, computed by swift-crypto rather than ivy's own MD5, so the two
-    /// sides of every integrity check are independent.
+    /// Drive's `md5Checksum`, from swift-crypto directly and never through ivy's code, so a
+    /// bug in how ivy hashes a file (reading, chunking, hex) cannot pass its own integrity checks.
     package var md5: String { Insecure.MD5.hash(data: content).map { String(format: "%02x", $0) }.joined() }
 }
 

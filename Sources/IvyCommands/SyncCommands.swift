@@ -34,6 +34,8 @@ struct SyncCommand: ContextCommand {
         guard let library = try openLibrary(home) else { return }
         let logger = try home.logger()
         guard let session = try start(home, library: library, logger: logger) else { return }
+        // The session holds the sync lock: kept to the end, whatever a later edit writes after it.
+        defer { withExtendedLifetime(session) {} }
         guard let token = try await signedIn(session, home: home) else { return }
         let live = !auto && !json && home.terminal.error
         let engine = try session.engine(

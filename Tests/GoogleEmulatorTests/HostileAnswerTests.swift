@@ -14,7 +14,7 @@ import Testing
 struct HostileAnswerTests {
     @Test("a fault below 400 answers only its status and headers: a 308 whose Range is past the upload")
     func statusAndHeaders() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("clips", token: token)
             let start = try await google.json(
@@ -39,7 +39,7 @@ struct HostileAnswerTests {
 
     @Test("jsonFields put raw JSON text into a handled answer; headers replace the answer's own")
     func rawFields() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             await google.state.setDeviceCode(interval: 0)
             _ = try await google.json(
                 "POST", "/_emulator/faults",
@@ -66,7 +66,7 @@ struct HostileAnswerTests {
 
     @Test("list faults: a page token that comes back unchanged, and empty pages after the last file")
     func listFaults() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("books", token: token)
             for index in 0..<3 {
@@ -115,7 +115,7 @@ struct HostileAnswerTests {
 
     @Test("misreport: the size metadata lies, a download sends extra bytes, or never ends")
     func misreport() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("clips", token: token)
             let content = Data((0..<1000).map { UInt8(truncatingIfNeeded: $0) })
@@ -150,7 +150,7 @@ struct HostileAnswerTests {
 
     @Test("a hold parks a matching request until the test releases it")
     func hold() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             await google.state.addFault(FaultRule(pathContains: "about", times: 1, hold: true))
             async let parked = google.request("GET", "/drive/v3/about?fields=user", token: token)

@@ -1,5 +1,6 @@
 import Foundation
 import GoogleEmulator
+import IvyTestSupport
 import Testing
 
 @Suite("Limits that keep a change from being lost, through the binary")

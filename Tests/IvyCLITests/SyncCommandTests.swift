@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GoogleEmulator
+import IvyTestSupport
 import Testing
 
 extension SignInHarness {
@@ -237,17 +238,6 @@ struct SyncCommandTests {
             #expect(try other.library() == device.library())
         }
     }
-}
-
-func withEmulator(_ body: (GoogleEmulator) async throws -> Void) async throws {
-    let emulator = try await GoogleEmulator.start()
-    do {
-        try await body(emulator)
-    } catch {
-        await emulator.stop()
-        throw error
-    }
-    await emulator.stop()
 }
 
 /// The sync lock held by this test process, as another sync would hold it.

@@ -1,5 +1,6 @@
 import Foundation
 import GoogleEmulator
+import IvyTestSupport
 import Testing
 
 @testable import IvyGoogle

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IvyCore
+import IvyTestSupport
 import Testing
 
 @testable import IvyStore
@@ -12,7 +13,7 @@ struct TimeRangeTests {
 
     init() throws {
         home = try TemporaryHome()
-        library = try LibraryDatabase(paths: home.paths, clock: ManualClock().clock)
+        library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
     }
 
@@ -103,7 +104,7 @@ struct TimeRangeTests {
         }
         try queue.close()
 
-        let library = try LibraryDatabase(paths: old.paths, clock: ManualClock().clock)
+        let library = try LibraryDatabase(paths: old.paths, clock: TestClock().clock)
         #expect(try library.book(id: testID(1))?.position == 1e300)
         #expect(try library.clip(id: testID(2))?.duration == .infinity)
         #expect(

@@ -100,7 +100,10 @@ struct DriveQuirkTests {
     }
 
     @Test(
-        "reads have a rate limit of their own: 403 userRateLimitExceeded in the body (or 429), refilled with time; writes unaffected"
+        """
+        reads have a rate limit of their own: 403 userRateLimitExceeded in the body (or 429), \
+        refilled with time; writes unaffected
+        """
     )
     func readLimit() async throws {
         try await withEmulatorClient { google in

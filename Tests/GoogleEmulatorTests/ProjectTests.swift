@@ -96,7 +96,10 @@ struct ProjectTests {
     }
 
     @Test(
-        "a project without the Drive API answers 403 accessNotConfigured; a token without a Drive scope 403 insufficientPermissions"
+        """
+        a project without the Drive API answers 403 accessNotConfigured; \
+        a token without a Drive scope 403 insufficientPermissions
+        """
     )
     func setupErrors() async throws {
         try await withEmulatorClient { google in

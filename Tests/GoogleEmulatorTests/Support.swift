@@ -133,8 +133,8 @@ final class EmulatorClient: Sendable {
         _ query: String, token: String, pageSize: Int? = nil, pageToken: String? = nil,
         fields: String = "nextPageToken,files(id,name,parents,trashed)"
     ) async throws -> Reply {
-        let q = query.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
-        var path = "/drive/v3/files?q=\(q)&fields=\(fields.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
+        let encoded = [query, fields].map { $0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "" }
+        var path = "/drive/v3/files?q=\(encoded[0])&fields=\(encoded[1])"
         if let pageSize { path += "&pageSize=\(pageSize)" }
         if let pageToken {
             path += "&pageToken=\(pageToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"

@@ -1,6 +1,5 @@
 import Foundation
 import GoogleEmulator
-import IvyTestSupport
 import Testing
 
 @Suite("Google setup problems, as ivy login and sync report them")

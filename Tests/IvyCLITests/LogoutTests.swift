@@ -1,6 +1,5 @@
 import Foundation
 import GoogleEmulator
-import IvyTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)

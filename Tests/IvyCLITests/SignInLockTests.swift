@@ -1,6 +1,5 @@
 import Foundation
 import GoogleEmulator
-import IvyTestSupport
 import Testing
 
 /// A started `ivy` process whose output is read through pipes.

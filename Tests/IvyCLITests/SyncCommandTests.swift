@@ -90,7 +90,8 @@ struct SyncCommandTests {
             results.append(try await device.ivy.run("sync", "--auto"))
             try await device.ivy.run("config", "set", "sync_enabled", "true")
             try device.ivy.execute(
-                "INSERT INTO settings (key, value) VALUES ('last_sync_time', '\(Int64(Date().timeIntervalSince1970 * 1000))')"
+                "INSERT INTO settings (key, value) VALUES "
+                    + "('last_sync_time', '\(Int64(Date().timeIntervalSince1970 * 1000))')"
             )
             results.append(try await device.ivy.run("sync", "--auto"))
             try device.ivy.execute("DELETE FROM settings WHERE key = 'last_sync_time'")
@@ -128,7 +129,10 @@ struct SyncCommandTests {
     }
 
     @Test(
-        "signed out: interactive sync without a terminal names ivy login (exit 3); a revoked sign-in under --auto is silent"
+        """
+        signed out: interactive sync without a terminal names ivy login (exit 3); \
+        a revoked sign-in under --auto is silent
+        """
     )
     func signedOut() async throws {
         try await withEmulator { emulator in

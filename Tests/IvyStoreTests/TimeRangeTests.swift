@@ -57,7 +57,8 @@ struct TimeRangeTests {
         try external.write { db in
             try db.execute(
                 sql:
-                    "INSERT INTO clips (id, book_id, start, duration, created_at, updated_at) VALUES (?, ?, 1, 2, 1, 1)",
+                    "INSERT INTO clips (id, book_id, start, duration, created_at, updated_at) "
+                    + "VALUES (?, ?, 1, 2, 1, 1)",
                 arguments: [testID(5), testID(1)])
         }
         let statements: [(String, StatementArguments)] = [
@@ -97,7 +98,8 @@ struct TimeRangeTests {
         try queue.write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO books (id, title, position, created_at, updated_at) VALUES ('\(testID(1))', 'Huge', 1e300, 1, 1);
+                    INSERT INTO books (id, title, position, created_at, updated_at)
+                    VALUES ('\(testID(1))', 'Huge', 1e300, 1, 1);
                     INSERT INTO clips (id, book_id, start, duration, created_at, updated_at)
                     VALUES ('\(testID(2))', '\(testID(1))', -1, 9e999, 1, 1);
                     """)

@@ -31,7 +31,8 @@ extension World {
 struct ProjectVisibilityTests {
     static func bookJSON(id: String, title: String) -> Data {
         Data(
-            #"{"id":"\#(id)","title":"\#(title)","position":1,"hidden":false,"created_at":1700000000000,"updated_at":1700000000000}"#
+            #"{"id":"\#(id)","title":"\#(title)","position":1,"hidden":false,"#
+                + #""created_at":1700000000000,"updated_at":1700000000000}"#
                 .utf8)
     }
 

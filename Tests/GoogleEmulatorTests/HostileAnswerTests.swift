@@ -1,6 +1,7 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
+import IvyTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -163,18 +164,13 @@ struct HostileAnswerTests {
 
     @Test("listens on the IPv6 loopback when asked, at http://[::1]:PORT")
     func ipv6() async throws {
-        let emulator = try await GoogleEmulator.start(host: "::1")
-        do {
+        try await withEmulator(host: "::1") { emulator in
             #expect(emulator.baseURL.absoluteString.hasPrefix("http://[::1]:"))
             // A plain IPv6 socket: URLSession on Linux refuses IPv6 literal URLs outright.
             let port = try #require(emulator.baseURL.port)
             let page = try await blocking { try rawGet(host: "::1", port: port, path: "/device", atMost: 1 << 16) }
             #expect(page.head.hasPrefix("HTTP/1.1 200"))
-        } catch {
-            await emulator.stop()
-            throw error
         }
-        await emulator.stop()
     }
 }
 

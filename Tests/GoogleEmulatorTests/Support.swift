@@ -23,10 +23,11 @@ struct Reply {
 
 /// Runs `body` against a fresh emulator on a loopback port, stopping it afterwards whatever
 /// happens; `body` talks to it with plain HTTP, never through ivy's client.
-func withEmulatorClient(
+@discardableResult
+func withEmulatorClient<Result>(
     clock: EmulatorClock = .system, seed: UInt64 = EmulatorState.defaultSeed,
-    _ body: (EmulatorClient) async throws -> Void
-) async throws {
+    _ body: (EmulatorClient) async throws -> Result
+) async throws -> Result {
     try await withEmulator(clock: clock, seed: seed) { emulator in try await body(EmulatorClient(emulator: emulator)) }
 }
 

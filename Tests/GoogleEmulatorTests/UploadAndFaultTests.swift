@@ -2,6 +2,7 @@ import Foundation
 import GoogleEmulator
 import IvyCore
 import IvySystem
+import IvyTestSupport
 import Testing
 
 @Suite("Emulated resumable uploads, faults and limits")
@@ -231,18 +232,17 @@ struct UploadAndFaultTests {
 
     @Test("the state survives a snapshot and restore: files and tokens")
     func persistence() async throws {
-        let first = try await GoogleEmulator.start()
-        let google = EmulatorClient(emulator: first)
-        let token = try await google.signIn().access
-        let folder = try await google.createFolder("Ivy", token: token)
-        let snapshot = try await first.state.snapshot()
-        await first.stop()
+        let (token, folder, snapshot) = try await withEmulatorClient { google in
+            let token = try await google.signIn().access
+            let folder = try await google.createFolder("Ivy", token: token)
+            return (token, folder, try await google.state.snapshot())
+        }
         let state = EmulatorState(accounts: [], clients: [])
         try await state.restore(from: snapshot)
-        let second = try await GoogleEmulator.start(state: state)
-        let again = EmulatorClient(emulator: second)
-        let reply = try await again.request("GET", "/drive/v3/files/\(folder)?fields=id,name", token: token)
-        await second.stop()
+        let reply = try await withEmulator(state: state) { second in
+            try await EmulatorClient(emulator: second)
+                .request("GET", "/drive/v3/files/\(folder)?fields=id,name", token: token)
+        }
         #expect(reply.status == 200 && reply.json["name"] as? String == "Ivy")
     }
 }

@@ -5,13 +5,15 @@ import IvyGoogle
 import IvyStore
 import IvySync
 
-/// Runs `body` against a fresh emulator on a loopback port (its randomness seeded, its clock
-/// `clock`), and stops it afterwards whether or not `body` throws.
+/// Runs `body` against a fresh emulator on a loopback port of `host` (its randomness seeded,
+/// its clock `clock`; or serving an existing `state`), and stops it afterwards whether or not
+/// `body` throws.
+@discardableResult
 package func withEmulator<Result>(
-    clock: EmulatorClock = .system, seed: UInt64 = EmulatorState.defaultSeed,
-    _ body: (GoogleEmulator) async throws -> Result
+    host: String = "127.0.0.1", clock: EmulatorClock = .system, seed: UInt64 = EmulatorState.defaultSeed,
+    state: EmulatorState? = nil, _ body: (GoogleEmulator) async throws -> Result
 ) async throws -> Result {
-    let emulator = try await GoogleEmulator.start(clock: clock, seed: seed)
+    let emulator = try await GoogleEmulator.start(host: host, clock: clock, seed: seed, state: state)
     do {
         let result = try await body(emulator)
         await emulator.stop()

@@ -88,12 +88,24 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "GoogleEmulatorTests", dependencies: ["GoogleEmulator", "IvyCore", "IvySystem"]),
-        .testTarget(name: "IvyGoogleTests", dependencies: ["IvyGoogle", "IvyCore", "IvySystem", "GoogleEmulator"]),
+        // What every test target shares: temporary homes, test clocks, the emulator started and
+        // always stopped, and signing in as a person does.
+        .target(
+            name: "IvyTestSupport",
+            dependencies: ["IvyCore", "IvyGoogle", "IvyStore", "IvySync", "GoogleEmulator"],
+            path: "Tests/IvyTestSupport"
+        ),
+        .testTarget(
+            name: "GoogleEmulatorTests", dependencies: ["GoogleEmulator", "IvyCore", "IvySystem", "IvyTestSupport"]
+        ),
+        .testTarget(
+            name: "IvyGoogleTests",
+            dependencies: ["IvyGoogle", "IvyCore", "IvySystem", "GoogleEmulator", "IvyTestSupport"]
+        ),
         .testTarget(
             name: "IvySyncTests",
             dependencies: [
-                "IvySync", "IvyGoogle", "IvyStore", "IvyCore", "IvySystem", "GoogleEmulator",
+                "IvySync", "IvyGoogle", "IvyStore", "IvyCore", "IvySystem", "GoogleEmulator", "IvyTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
@@ -108,7 +120,7 @@ let package = Package(
         .testTarget(
             name: "IvyStoreTests",
             dependencies: [
-                "IvyCore", "IvyStore", "IvySystem",
+                "IvyCore", "IvyStore", "IvySystem", "IvyTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -123,6 +135,7 @@ let package = Package(
                 "IvyCLI",
                 "IvyCommands",
                 "GoogleEmulator",
+                "IvyTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -43,9 +43,9 @@ struct DeterminismTests {
         var first: Choices?
         var again: Choices?
         var other: Choices?
-        try await withEmulator(clock: .manual(), seed: 7) { first = try await choices($0) }
-        try await withEmulator(clock: .manual(), seed: 7) { again = try await choices($0) }
-        try await withEmulator(clock: .manual(), seed: 8) { other = try await choices($0) }
+        try await withEmulatorClient(clock: .manual(), seed: 7) { first = try await choices($0) }
+        try await withEmulatorClient(clock: .manual(), seed: 7) { again = try await choices($0) }
+        try await withEmulatorClient(clock: .manual(), seed: 8) { other = try await choices($0) }
         let one = try #require(first)
         let two = try #require(other)
         #expect(one == again)
@@ -61,7 +61,7 @@ struct DeterminismTests {
     func seedControl() async throws {
         var reseeded: Choices?
         var started: Choices?
-        try await withEmulator(clock: .manual()) { google in
+        try await withEmulatorClient(clock: .manual()) { google in
             let seed = try await google.request("GET", "/_emulator/seed")
             #expect((seed.json["seed"] as? NSNumber)?.uint64Value == EmulatorState.defaultSeed)
             #expect(try await google.json("POST", "/_emulator/seed", ["seed": 99]).status == 200)
@@ -69,13 +69,13 @@ struct DeterminismTests {
             #expect(try await google.json("POST", "/_emulator/seed", [:]).status == 400)
             reseeded = try await choices(google)
         }
-        try await withEmulator(clock: .manual(), seed: 99) { started = try await choices($0) }
+        try await withEmulatorClient(clock: .manual(), seed: 99) { started = try await choices($0) }
         #expect(reseeded == started)
     }
 
     @Test("an access token works until the clock reaches its expiry, and not from then on")
     func tokenExpiry() async throws {
-        try await withEmulator(clock: .manual()) { google in
+        try await withEmulatorClient(clock: .manual()) { google in
             await google.state.setTokenLifetime(seconds: 10)
             let start = await google.state.now()
             #expect(start == EmulatorClock.epoch)
@@ -94,7 +94,7 @@ struct DeterminismTests {
 
     @Test("a device code lives exactly its lifetime; polling sooner than the interval is slow_down")
     func deviceCodeTimes() async throws {
-        try await withEmulator(clock: .manual()) { google in
+        try await withEmulatorClient(clock: .manual()) { google in
             await google.state.setDeviceCode(lifetime: 60, interval: 5)
             let deviceCode = try #require(try await google.deviceCode().json["device_code"] as? String)
             #expect(try await google.poll(deviceCode).oauthError == "authorization_pending")
@@ -112,7 +112,7 @@ struct DeterminismTests {
 
     @Test("the write bucket refills by the clock alone, up to its burst")
     func writeBucketRefillsByClock() async throws {
-        try await withEmulator(clock: .manual()) { google in
+        try await withEmulatorClient(clock: .manual()) { google in
             let token = try await google.signIn().access
             await google.state.setWriteLimit(RateLimit(perSecond: 2, burst: 2))
             func write() async throws -> Int {
@@ -136,7 +136,7 @@ struct DeterminismTests {
 
     @Test("the read limit is the same bucket over GETs, set through the control API")
     func readBucketRefillsByClock() async throws {
-        try await withEmulator(clock: .manual()) { google in
+        try await withEmulatorClient(clock: .manual()) { google in
             let token = try await google.signIn().access
             let set = try await google.json("POST", "/_emulator/read-limit", ["reads_per_second": 1, "burst": 1])
             #expect(set.status == 200)
@@ -152,7 +152,7 @@ struct DeterminismTests {
 
     @Test("freezing a real clock through the control API stops it where it reads")
     func freeze() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             #expect(try await google.request("GET", "/_emulator/clock").json["manual"] as? Bool == false)
             #expect(try await google.json("POST", "/_emulator/clock", ["freeze": true]).status == 200)
             let clock = try await google.request("GET", "/_emulator/clock")

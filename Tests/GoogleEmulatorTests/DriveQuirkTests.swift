@@ -9,7 +9,7 @@ struct DriveQuirkTests {
 
     @Test("name queries lag behind a create or rename (kopia #90); parent queries and files.get by id do not")
     func nameIndexLag() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             #expect(try await google.json("POST", "/_emulator/config", ["name_index_delay": 30]).status == 200)
             let ivy = try await google.createFolder("Ivy", token: token)
@@ -41,7 +41,7 @@ struct DriveQuirkTests {
         "with drop_or_parent, a query ORing two parents leaves out one parent's children; one parent per query is whole"
     )
     func orParentsDrop() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let books = try await google.createFolder("books", token: token)
             let clips = try await google.createFolder("clips", token: token)
@@ -66,7 +66,7 @@ struct DriveQuirkTests {
 
     @Test("a page token is good for hours, then answers 400; the listing starts again from the first page")
     func pageTokenLifetime() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             // An access token outlives the hours this test moves the clock on.
             await google.state.setTokenLifetime(seconds: 86_400)
             let token = try await google.signIn().access
@@ -100,10 +100,13 @@ struct DriveQuirkTests {
     }
 
     @Test(
-        "reads have a rate limit of their own: 403 userRateLimitExceeded in the body (or 429), refilled with time; writes unaffected"
+        """
+        reads have a rate limit of their own: 403 userRateLimitExceeded in the body (or 429), \
+        refilled with time; writes unaffected
+        """
     )
     func readLimit() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("books", token: token)
             let id = try #require(

@@ -8,7 +8,7 @@ import Testing
 struct DriveTests {
     @Test("requests without a valid bearer token get Google's 401 body")
     func bearer() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let missing = try await google.request("GET", "/drive/v3/files")
             #expect(missing.status == 401 && missing.driveReason == "authError")
             let error = missing.json["error"] as? [String: Any]
@@ -19,7 +19,7 @@ struct DriveTests {
 
     @Test("about requires fields")
     func aboutFields() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             #expect(try await google.request("GET", "/drive/v3/about", token: token).status == 400)
             let narrow = try await google.request("GET", "/drive/v3/about?fields=user/emailAddress", token: token)
@@ -29,7 +29,7 @@ struct DriveTests {
 
     @Test("folders: create, find by name, MIME type, parent and trash state; many may share a name")
     func folders() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let ivy = try await google.createFolder("Ivy", token: token)
             let twin = try await google.createFolder("Ivy", token: token)
@@ -51,7 +51,7 @@ struct DriveTests {
 
     @Test("listing follows pageSize, the page cap and nextPageToken to the last file")
     func pagination() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             await google.state.setPageSizeCap(10)
             let folder = try await google.createFolder("clips", token: token)
@@ -94,7 +94,7 @@ struct DriveTests {
 
     @Test("multipart upload; metadata with size and md5 as strings; media whole or by range")
     func multipartAndDownload() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("books", token: token)
             let content = Data((0..<1000).map { UInt8($0 % 251) })
@@ -117,7 +117,7 @@ struct DriveTests {
 
     @Test("only the signed-in account's files are visible")
     func visibility() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let alice = try await google.signIn(as: "alice@example.com").access
             let bob = try await google.signIn(as: "bob@example.com").access
             let folder = try await google.createFolder("Ivy", token: alice)
@@ -130,7 +130,7 @@ struct DriveTests {
 
     @Test("pre-generated ids: a create carrying one succeeds once, then answers 409; an unknown id is refused")
     func generatedIDs() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("clips", token: token)
             let generated = try await google.request(
@@ -152,7 +152,7 @@ struct DriveTests {
 
     @Test("delete answers 204, then 404; deleting a folder deletes what is in it")
     func delete() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("Ivy", token: token)
             let inner = try await google.createFolder("books", parent: folder, token: token)

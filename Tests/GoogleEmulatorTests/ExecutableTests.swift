@@ -1,4 +1,5 @@
 import Foundation
+import IvyTestSupport
 import Testing
 
 @Suite("The ivy-emulator executable")
@@ -8,10 +9,9 @@ struct ExecutableTests {
 
     @Test("prints its loopback URL first, takes --seed, keeps the Drive in --state, and stops cleanly on SIGTERM")
     func lifecycle() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("emulator-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let stateFile = directory.appendingPathComponent("state.json").path
+        let directory = try TemporaryHome(prefix: "emulator")
+        defer { withExtendedLifetime(directory) {} }
+        let stateFile = directory.file("state.json")
 
         let process = Process()
         process.executableURL = Self.binary

@@ -1,6 +1,7 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
+import IvyTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -14,7 +15,7 @@ import Testing
 struct HostileAnswerTests {
     @Test("a fault below 400 answers only its status and headers: a 308 whose Range is past the upload")
     func statusAndHeaders() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("clips", token: token)
             let start = try await google.json(
@@ -39,7 +40,7 @@ struct HostileAnswerTests {
 
     @Test("jsonFields put raw JSON text into a handled answer; headers replace the answer's own")
     func rawFields() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             await google.state.setDeviceCode(interval: 0)
             _ = try await google.json(
                 "POST", "/_emulator/faults",
@@ -66,7 +67,7 @@ struct HostileAnswerTests {
 
     @Test("list faults: a page token that comes back unchanged, and empty pages after the last file")
     func listFaults() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("books", token: token)
             for index in 0..<3 {
@@ -115,7 +116,7 @@ struct HostileAnswerTests {
 
     @Test("misreport: the size metadata lies, a download sends extra bytes, or never ends")
     func misreport() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("clips", token: token)
             let content = Data((0..<1000).map { UInt8(truncatingIfNeeded: $0) })
@@ -150,7 +151,7 @@ struct HostileAnswerTests {
 
     @Test("a hold parks a matching request until the test releases it")
     func hold() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             await google.state.addFault(FaultRule(pathContains: "about", times: 1, hold: true))
             async let parked = google.request("GET", "/drive/v3/about?fields=user", token: token)
@@ -163,18 +164,13 @@ struct HostileAnswerTests {
 
     @Test("listens on the IPv6 loopback when asked, at http://[::1]:PORT")
     func ipv6() async throws {
-        let emulator = try await GoogleEmulator.start(host: "::1")
-        do {
+        try await withEmulator(host: "::1") { emulator in
             #expect(emulator.baseURL.absoluteString.hasPrefix("http://[::1]:"))
             // A plain IPv6 socket: URLSession on Linux refuses IPv6 literal URLs outright.
             let port = try #require(emulator.baseURL.port)
             let page = try await blocking { try rawGet(host: "::1", port: port, path: "/device", atMost: 1 << 16) }
             #expect(page.head.hasPrefix("HTTP/1.1 200"))
-        } catch {
-            await emulator.stop()
-            throw error
         }
-        await emulator.stop()
     }
 }
 

@@ -15,7 +15,7 @@ struct OAuthQuirkTests {
 
     @Test("too many device codes answer 403 with error_code rate_limit_exceeded; an expired code answers invalid_grant")
     func deviceCodeLimits() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             await google.state.setDeviceCodeLimit(perMinute: 2)
             #expect(try await google.deviceCode().status == 200)
             let second = try await google.deviceCode()
@@ -35,7 +35,7 @@ struct OAuthQuirkTests {
 
     @Test("a fault on the token endpoint answers in OAuth's flat shape, with Retry-After when given")
     func oauthFaults() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let tokens = try await google.signIn()
             await google.state.addFault(FaultRule(pathContains: "/token", times: 1, status: 503, retryAfterSeconds: 4))
             let failed = try await refresh(google, tokens.refresh, client: GoogleEmulator.defaultClient)

@@ -6,7 +6,7 @@ import Testing
 struct OAuthTests {
     @Test("a device code has Google's shape; polling is pending until a person approves")
     func approve() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             await google.state.setDeviceCode(interval: 0)
             let code = try await google.deviceCode()
             #expect(code.status == 200)
@@ -38,7 +38,7 @@ struct OAuthTests {
 
     @Test("polling faster than the interval answers slow_down")
     func slowDown() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             // A long interval, so a loaded machine cannot make the second poll late enough by itself.
             await google.state.setDeviceCode(interval: 30)
             let deviceCode = try #require(try await google.deviceCode().json["device_code"] as? String)
@@ -52,7 +52,7 @@ struct OAuthTests {
 
     @Test("a denied sign-in answers access_denied; an old code answers invalid_grant")
     func deniedAndExpired() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             await google.state.setDeviceCode(interval: 0)
             let denied = try #require(try await google.deviceCode().json["device_code"] as? String)
             try await google.state.deny(userCode: nil)
@@ -67,7 +67,7 @@ struct OAuthTests {
 
     @Test("an unknown client or a wrong secret answers invalid_client; a scope outside the list invalid_scope")
     func invalidClient() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let unknown = try await google.deviceCode(client: "someone-else")
             #expect(unknown.status == 401 && unknown.oauthError == "invalid_client")
             let deviceCode = try #require(try await google.deviceCode().json["device_code"] as? String)
@@ -80,7 +80,7 @@ struct OAuthTests {
 
     @Test("refresh grants new access tokens with the configured lifetime; expired tokens get 401")
     func refresh() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             // Expiry comes from the emulator's clock, moved by hand: no race with real time.
             await google.state.setTokenLifetime(seconds: 120)
             let tokens = try await google.signIn()
@@ -105,7 +105,7 @@ struct OAuthTests {
 
     @Test("revoked refresh tokens answer invalid_grant, and their access tokens stop working")
     func revoke() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let first = try await google.signIn()
             await google.state.revoke(refreshToken: first.refresh)
             let refused = try await google.form(

@@ -88,7 +88,8 @@ extension ParsingTests {
         @Test("the query ivy sends to find its folder")
         func ivyFolderQuery() throws {
             let query = try Q.parse(
-                "'A' in parents and name = 'Ivy' and mimeType = 'application/vnd.google-apps.folder' and trashed = false"
+                "'A' in parents and name = 'Ivy' "
+                    + "and mimeType = 'application/vnd.google-apps.folder' and trashed = false"
             )
             #expect(
                 query

@@ -25,7 +25,7 @@ struct ProjectTests {
     @Test(
         "revoking ivy's token revokes the project's grant: the Ivy app is signed out too, another project's app is not")
     func revocationIsPerProject() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let ivy = try await google.signIn()
             let app = try await google.state.grant(email: "alice@example.com", clientID: Self.app.id)
             let other = try await google.state.grant(email: "alice@example.com", clientID: Self.other.id)
@@ -46,7 +46,7 @@ struct ProjectTests {
 
     @Test("drive.file: a client sees what its project's clients made, never a web-page file or another project's")
     func visibility() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let ivy = try await google.signIn().access
             let app = try await google.state.grant(email: "alice@example.com", clientID: Self.app.id).access
             let other = try await google.state.grant(email: "alice@example.com", clientID: Self.other.id).access
@@ -85,7 +85,7 @@ struct ProjectTests {
     // has not made their email address visible to the requester".
     @Test("about can leave out emailAddress; permissionId is always there")
     func aboutWithoutEmail() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             await google.state.setAboutOmitsEmail(true)
             let user = try #require(
@@ -96,10 +96,13 @@ struct ProjectTests {
     }
 
     @Test(
-        "a project without the Drive API answers 403 accessNotConfigured; a token without a Drive scope 403 insufficientPermissions"
+        """
+        a project without the Drive API answers 403 accessNotConfigured; \
+        a token without a Drive scope 403 insufficientPermissions
+        """
     )
     func setupErrors() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let other = try await google.state.grant(email: "alice@example.com", clientID: Self.other.id).access
             await google.state.setDriveAPI(enabled: false)

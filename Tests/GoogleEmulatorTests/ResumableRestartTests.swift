@@ -29,7 +29,7 @@ struct ResumableRestartTests {
             (429, "rateLimitExceeded", true),
         ])
     func fourHundredsEndTheSession(status: Int, reason: String, survives: Bool) async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("clips", token: token)
             let session = try #require(
@@ -44,7 +44,7 @@ struct ResumableRestartTests {
 
     @Test("asking for a session with a pre-generated id already used answers 409")
     func reusedID() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("clips", token: token)
             let ids = try await google.request("GET", "/drive/v3/files/generateIds?count=1", token: token)
@@ -60,7 +60,7 @@ struct ResumableRestartTests {
 
     @Test("an afterHandling fault lets the request take effect, then answers with the fault")
     func answerLostAfterTheWork() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("clips", token: token)
             let session = try #require(

@@ -1,5 +1,6 @@
 import Foundation
 import GoogleEmulator
+import IvyTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -20,20 +21,14 @@ struct Reply {
     func header(_ name: String) -> String? { headers.first { $0.key.lowercased() == name.lowercased() }?.value }
 }
 
-/// Runs `body` against a fresh emulator on a loopback port, stopping it afterwards whatever happens.
-func withEmulator(
+/// Runs `body` against a fresh emulator on a loopback port, stopping it afterwards whatever
+/// happens; `body` talks to it with plain HTTP, never through ivy's client.
+@discardableResult
+func withEmulatorClient<Result>(
     clock: EmulatorClock = .system, seed: UInt64 = EmulatorState.defaultSeed,
-    _ body: (EmulatorClient) async throws -> Void
-) async throws {
-    let emulator = try await GoogleEmulator.start(clock: clock, seed: seed)
-    let client = EmulatorClient(emulator: emulator)
-    do {
-        try await body(client)
-    } catch {
-        await emulator.stop()
-        throw error
-    }
-    await emulator.stop()
+    _ body: (EmulatorClient) async throws -> Result
+) async throws -> Result {
+    try await withEmulator(clock: clock, seed: seed) { emulator in try await body(EmulatorClient(emulator: emulator)) }
 }
 
 /// Plain HTTP to the emulator through URLSession, as ivy's own clients will talk to it.
@@ -139,8 +134,8 @@ final class EmulatorClient: Sendable {
         _ query: String, token: String, pageSize: Int? = nil, pageToken: String? = nil,
         fields: String = "nextPageToken,files(id,name,parents,trashed)"
     ) async throws -> Reply {
-        var path =
-            "/drive/v3/files?q=\(query.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")&fields=\(fields.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
+        let encoded = [query, fields].map { $0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "" }
+        var path = "/drive/v3/files?q=\(encoded[0])&fields=\(encoded[1])"
         if let pageSize { path += "&pageSize=\(pageSize)" }
         if let pageToken {
             path += "&pageToken=\(pageToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"

@@ -2,6 +2,7 @@ import Foundation
 import GoogleEmulator
 import IvyCore
 import IvySystem
+import IvyTestSupport
 import Testing
 
 @Suite("Emulated resumable uploads, faults and limits")
@@ -20,7 +21,7 @@ struct UploadAndFaultTests {
 
     @Test("a resumable upload in one PUT, and one in 256 KiB chunks answered with 308 and Range")
     func resumable() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("clips", token: token)
             let audio = Data((0..<600_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
@@ -53,7 +54,7 @@ struct UploadAndFaultTests {
 
     @Test("an upload whose connection drops resumes from the confirmed offset without resending it")
     func resumeAfterDrop() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("clips", token: token)
             let audio = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
@@ -85,7 +86,7 @@ struct UploadAndFaultTests {
 
     @Test("an unknown or expired upload session answers 404")
     func expiredSession() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("clips", token: token)
             let session = try await startSession(google, token: token, folder: folder, name: "clip_d.mp3", total: 10)
@@ -102,7 +103,7 @@ struct UploadAndFaultTests {
 
     @Test("the write limit lets a burst through, then answers 403 userRateLimitExceeded (or 429)")
     func writeLimit() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             await google.state.setWriteLimit(RateLimit(perSecond: 0.001, burst: 3))
             var statuses: [Int] = []
@@ -123,7 +124,7 @@ struct UploadAndFaultTests {
 
     @Test("fault rules: the nth matching request fails with Google's body and Retry-After; others pass")
     func nthFault() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             await google.state.addFault(
                 FaultRule(method: "GET", pathContains: "/drive/v3/files", nth: 2, status: 503, retryAfterSeconds: 7))
@@ -152,7 +153,7 @@ struct UploadAndFaultTests {
 
     @Test("a response dropped after some bytes is a network error for the client")
     func droppedDownload() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             let folder = try await google.createFolder("clips", token: token)
             let id = try #require(
@@ -169,7 +170,7 @@ struct UploadAndFaultTests {
 
     @Test("the request log records method, path, status and account, and can be reset")
     func requestLog() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             let token = try await google.signIn().access
             await google.state.clearRequests()
             _ = try await google.request("GET", "/drive/v3/about?fields=user", token: token)
@@ -190,7 +191,7 @@ struct UploadAndFaultTests {
 
     @Test("the control API over HTTP: approve, latency, faults, write limit, dump, put and corrupt")
     func controlOverHTTP() async throws {
-        try await withEmulator { google in
+        try await withEmulatorClient { google in
             await google.state.setDeviceCode(interval: 0)
             let code = try await google.deviceCode()
             #expect(try await google.json("POST", "/_emulator/approve", ["email": "nobody@example.com"]).status == 400)
@@ -231,18 +232,17 @@ struct UploadAndFaultTests {
 
     @Test("the state survives a snapshot and restore: files and tokens")
     func persistence() async throws {
-        let first = try await GoogleEmulator.start()
-        let google = EmulatorClient(emulator: first)
-        let token = try await google.signIn().access
-        let folder = try await google.createFolder("Ivy", token: token)
-        let snapshot = try await first.state.snapshot()
-        await first.stop()
+        let (token, folder, snapshot) = try await withEmulatorClient { google in
+            let token = try await google.signIn().access
+            let folder = try await google.createFolder("Ivy", token: token)
+            return (token, folder, try await google.state.snapshot())
+        }
         let state = EmulatorState(accounts: [], clients: [])
         try await state.restore(from: snapshot)
-        let second = try await GoogleEmulator.start(state: state)
-        let again = EmulatorClient(emulator: second)
-        let reply = try await again.request("GET", "/drive/v3/files/\(folder)?fields=id,name", token: token)
-        await second.stop()
+        let reply = try await withEmulator(state: state) { second in
+            try await EmulatorClient(emulator: second)
+                .request("GET", "/drive/v3/files/\(folder)?fields=id,name", token: token)
+        }
         #expect(reply.status == 200 && reply.json["name"] as? String == "Ivy")
     }
 }

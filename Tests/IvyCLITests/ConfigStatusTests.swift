@@ -64,7 +64,8 @@ struct ConfigStatusTests {
         try ivy.execute("UPDATE sync_queue SET attempts = 3, last_error = 'offline' WHERE entity_id = '\(book)'")
         try ivy.execute("INSERT INTO sync_manifest (entity_type, entity_id) VALUES ('book', '\(book)')")
         try ivy.execute(
-            "INSERT INTO settings (key, value) VALUES ('last_sync_time', '1795000000000'), ('last_error', 'Drive is full')"
+            "INSERT INTO settings (key, value) VALUES "
+                + "('last_sync_time', '1795000000000'), ('last_error', 'Drive is full')"
         )
         let object = try #require(try await ivy.run("status", "--json").json() as? [String: Any])
         #expect(
@@ -149,7 +150,8 @@ struct HomeTests {
         // Commands that only read create nothing, so a change makes the library.
         _ = try await ivy.id("config", "set", "concurrency", "4")
         try ivy.execute(
-            "INSERT INTO books (id, title, position, created_at, updated_at) VALUES ('abc-123', 'From elsewhere', 61, 1, 1)"
+            "INSERT INTO books (id, title, position, created_at, updated_at) "
+                + "VALUES ('abc-123', 'From elsewhere', 61, 1, 1)"
         )
         let list = try await ivy.run("book", "list")
         #expect(list.stdout.contains("From elsewhere") && list.stdout.contains("0:01:01"))

@@ -1,5 +1,6 @@
 import Foundation
 import GoogleEmulator
+import IvyTestSupport
 import Testing
 
 /// Issue 19: a held change is always shown, cron hears once about a failure and nothing

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GoogleEmulator
+import IvyTestSupport
 import Testing
 
 /// Whether `text` holds a control character other than the newlines that end its lines.

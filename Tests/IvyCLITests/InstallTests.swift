@@ -1,4 +1,5 @@
 import Foundation
+import IvyTestSupport
 import Testing
 
 @Suite("scripts/install.sh")
@@ -7,9 +8,10 @@ struct InstallTests {
     func installAndUninstall() async throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("ivy-prefix-\(UUID().uuidString)")
-            .path
-        defer { try? FileManager.default.removeItem(atPath: prefix) }
+        let directory = try TemporaryHome(prefix: "ivy-prefix")
+        defer { withExtendedLifetime(directory) {} }
+        // Made by the installer.
+        let prefix = directory.file("prefix")
         func install(_ arguments: [String]) async throws -> (Int32, String) {
             try await offCooperativePool {
                 let process = Process()

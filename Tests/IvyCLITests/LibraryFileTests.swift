@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GoogleEmulator
+import IvyTestSupport
 import Testing
 
 /// The mode bits of a file, or nil when it does not exist.

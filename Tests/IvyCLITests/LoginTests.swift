@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GoogleEmulator
+import IvyTestSupport
 import Testing
 
 /// ivy runs in this test process (or as the binary, to be interrupted); the emulator runs
@@ -19,12 +20,17 @@ final class SignInHarness {
         ]) { $1 }
     }
 
-    /// Runs `ivy login`, reads its output until the code shows, decides as `decide`, and waits for the end.
+    /// The person approves the code as alice. (A named function: as a closure in the default
+    /// argument, the compiler wrongly warned that its `await` awaited nothing.)
+    @Sendable static func approveAsAlice(_ state: EmulatorState, _ code: String) async throws {
+        try await state.approve(userCode: code, email: "alice@example.com")
+    }
+
+    /// Runs `ivy login`, reads its output until the code shows, decides as `decide`, and
+    /// waits for the end.
     func login(
         interrupt: Bool = false,
-        decide: @escaping @Sendable (EmulatorState, String) async throws -> Void = { state, code in
-            try await state.approve(userCode: code, email: "alice@example.com")
-        }
+        decide: @escaping @Sendable (EmulatorState, String) async throws -> Void = approveAsAlice
     ) async throws -> RunResult {
         await emulator.state.setDeviceCode(interval: 0)
         if interrupt { return try await interruptedLogin() }
@@ -78,14 +84,7 @@ final class SignInHarness {
 }
 
 func withSignIn(_ body: (SignInHarness) async throws -> Void) async throws {
-    let emulator = try await GoogleEmulator.start()
-    do {
-        try await body(try SignInHarness(emulator: emulator))
-    } catch {
-        await emulator.stop()
-        throw error
-    }
-    await emulator.stop()
+    try await withEmulator { emulator in try await body(try SignInHarness(emulator: emulator)) }
 }
 
 @Suite("ivy login, logout and status against the emulator")

@@ -1,5 +1,6 @@
 import Foundation
 import GoogleEmulator
+import IvyTestSupport
 import Testing
 
 @Suite("Limits that keep a change from being lost, through the binary")
@@ -45,7 +46,8 @@ struct NeverLoseAChangeCLITests {
         // The phone app keeps a large key of its own in this clip (kept by ivy, written back to Drive).
         let kept = String(repeating: "k", count: 1_040_000)
         try ivy.execute(
-            "INSERT INTO backup_extras (entity_type, entity_id, json) VALUES ('clip', '\(clip)', '{\"waveform\":\"\(kept)\"}')"
+            "INSERT INTO backup_extras (entity_type, entity_id, json) "
+                + "VALUES ('clip', '\(clip)', '{\"waveform\":\"\(kept)\"}')"
         )
         let note = String(repeating: "n", count: 20_000)  // one argument may be at most 128 KiB on Linux
         let updated = try await ivy.run("clip", "update", clip, "--note", note)

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import IvyCommands
 import IvyCore
+import IvyTestSupport
 import Synchronization
 import Testing
 
@@ -22,16 +23,17 @@ struct RunResult {
 /// binary (`runBinary`) for what only a process shows.
 /// (`@unchecked`: its environment is set up before any concurrent use.)
 final class IvyHome: @unchecked Sendable {
-    let path: String
+    private let directory: TemporaryHome
     var environment: [String: String]
 
     init() throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("ivy-cli-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        environment = ["IVY_HOME": path + "/home", "HOME": path, "PATH": "/usr/bin:/bin", "NO_COLOR": "1"]
+        directory = try TemporaryHome(prefix: "ivy-cli")
+        environment = ["IVY_HOME": directory.path + "/home", "HOME": directory.path, "PATH": "/usr/bin:/bin"]
+        environment["NO_COLOR"] = "1"
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: path) }
+    /// The directory `HOME` points at; ivy's own home is `home`, inside it.
+    var path: String { directory.path }
 
     var home: String { path + "/home" }
 
@@ -141,13 +143,8 @@ final class IvyHome: @unchecked Sendable {
     }
 
     /// An MP3-looking file (ID3 header) of `size` bytes, sparse beyond the header.
-    func mp3(_ name: String, size: Int = 64, header: [UInt8] = Array("ID3\u{4}\0".utf8)) throws -> String {
-        let target = path + "/" + name
-        _ = FileManager.default.createFile(atPath: target, contents: Data(header))
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: target))
-        try handle.truncate(atOffset: UInt64(max(size, header.count)))
-        try handle.close()
-        return target
+    func mp3(_ name: String, size: Int = 64, header: [UInt8] = mp3Header) throws -> String {
+        try directory.mp3(name, size: size, header: header)
     }
 
     /// Reads the library with plain SQL through a connection of its own.

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GoogleEmulator
+import IvyTestSupport
 import Testing
 
 extension SignInHarness {
@@ -89,7 +90,8 @@ struct SyncCommandTests {
             results.append(try await device.ivy.run("sync", "--auto"))
             try await device.ivy.run("config", "set", "sync_enabled", "true")
             try device.ivy.execute(
-                "INSERT INTO settings (key, value) VALUES ('last_sync_time', '\(Int64(Date().timeIntervalSince1970 * 1000))')"
+                "INSERT INTO settings (key, value) VALUES "
+                    + "('last_sync_time', '\(Int64(Date().timeIntervalSince1970 * 1000))')"
             )
             results.append(try await device.ivy.run("sync", "--auto"))
             try device.ivy.execute("DELETE FROM settings WHERE key = 'last_sync_time'")
@@ -127,7 +129,10 @@ struct SyncCommandTests {
     }
 
     @Test(
-        "signed out: interactive sync without a terminal names ivy login (exit 3); a revoked sign-in under --auto is silent"
+        """
+        signed out: interactive sync without a terminal names ivy login (exit 3); \
+        a revoked sign-in under --auto is silent
+        """
     )
     func signedOut() async throws {
         try await withEmulator { emulator in
@@ -237,17 +242,6 @@ struct SyncCommandTests {
             #expect(try other.library() == device.library())
         }
     }
-}
-
-func withEmulator(_ body: (GoogleEmulator) async throws -> Void) async throws {
-    let emulator = try await GoogleEmulator.start()
-    do {
-        try await body(emulator)
-    } catch {
-        await emulator.stop()
-        throw error
-    }
-    await emulator.stop()
 }
 
 /// The sync lock held by this test process, as another sync would hold it.

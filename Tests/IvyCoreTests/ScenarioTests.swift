@@ -34,19 +34,26 @@ struct ScenarioTests {
         #expect(phone.library == tablet.library)
     }
 
-    @Test("Monday and Tuesday: furthest position and both notes survive")
+    @Test(
+        """
+        Monday and Tuesday (the seed's flaw): edits queued offline are merged with the other device's, \
+        never pushed over them; furthest position and both notes survive
+        """
+    )
     func mondayTuesday() {
         sharedLibrary(position: 5400)  // 1:30:00
-        // Monday morning, phone offline on the subway.
+        // Monday morning, phone offline on the subway: the changes sit in its queue.
         phone.editBook("b1") { $0.position = 8100 }  // 2:15:00
         phone.editClip("c1") { $0.note = "Great metaphor" }
+        #expect(phone.queue.count == 2)
         // Monday evening, tablet online at home.
         tablet.editBook("b1") { $0.position = 6300 }  // 1:45:00
         tablet.editClip("c1") { $0.note = "use in essay" }
         tablet.sync(with: drive)
-        // Tuesday morning, phone back online.
+        // Tuesday morning, phone back online: its queued edits must not overwrite the tablet's.
         let plan = phone.sync(with: drive)
         #expect(plan.actions.map(\.action) == [.merge, .merge])
+        #expect(phone.queue.isEmpty)
         tablet.sync(with: drive)
         for device in [phone, tablet] {
             #expect(device.books["b1"]?.position == 8100)
@@ -114,28 +121,6 @@ struct ScenarioTests {
         #expect(phone.books["b1"]?.position == 300)
         #expect(phone.library == tablet.library)
         #expect(drive.namesWithDuplicates.isEmpty)
-    }
-
-    @Test("the seed's flaw: a queued offline edit is merged with the other device's edit, never pushed over it")
-    func queuedEditIsMerged() {
-        sharedLibrary(note: "start", position: 1000)
-        // Device A edits offline: the changes sit in its queue.
-        phone.editBook("b1") { $0.position = 2000 }
-        phone.editClip("c1") { $0.note = "A's thought" }
-        #expect(phone.queue.count == 2)
-        // Device B edits the same book and clip and syncs.
-        tablet.editBook("b1") { $0.position = 3000 }
-        tablet.editClip("c1") { $0.note = "B's thought" }
-        tablet.sync(with: drive)
-        // A syncs: its queued edits must not overwrite B's.
-        let plan = phone.sync(with: drive)
-        #expect(plan.actions.map(\.action) == [.merge, .merge])
-        #expect(phone.books["b1"]?.position == 3000)
-        let note = phone.clips["c1"]?.note ?? ""
-        #expect(note.contains("A's thought") && note.contains("B's thought"))
-        #expect(phone.queue.isEmpty)
-        tablet.sync(with: drive)
-        #expect(phone.library == tablet.library)
     }
 
     @Test("unknown keys written by another app survive a round trip through ivy")

@@ -241,7 +241,8 @@ final class SimulatedDevice {
             "book \($0.id) \($0.title) \($0.artist ?? "-") \($0.position) \($0.hidden) \($0.updatedAt)"
         }
         let clipLines = clips.values.sorted { $0.id < $1.id }.map {
-            "clip \($0.id) \($0.bookID) \($0.start) \($0.duration) [\($0.note ?? "")] \($0.transcription ?? "-") \($0.updatedAt) \(audio[$0.id] ?? "no audio")"
+            "clip \($0.id) \($0.bookID) \($0.start) \($0.duration) [\($0.note ?? "")] "
+                + "\($0.transcription ?? "-") \($0.updatedAt) \(audio[$0.id] ?? "no audio")"
         }
         return (bookLines + clipLines).joined(separator: "\n")
     }

@@ -66,7 +66,8 @@ struct TimeRulesTests {
         ])
     func remoteClipTimes(start: String, duration: String) {
         let json = #"""
-            {"id":"\#(Self.id)","book_id":"\#(Self.id)","start":\#(start),"duration":\#(duration),"updated_at":1700000000000}
+            {"id":"\#(Self.id)","book_id":"\#(Self.id)","start":\#(start),\#
+            "duration":\#(duration),"updated_at":1700000000000}
             """#
         #expect(throws: BackupDecodingError.self) { try BackupCodec.decodeClip(Data(json.utf8), expectedID: Self.id) }
     }

@@ -2,6 +2,7 @@ import Foundation
 import GoogleEmulator
 import IvyCore
 import IvySystem
+import IvyTestSupport
 import Testing
 
 @testable import IvyGoogle
@@ -331,7 +332,7 @@ struct DriveClientTests {
             // many of those in flight beat the first retry's clock advance would vary.
             let limited = await google.state.requests.filter { $0.status == 403 }.count
             #expect(limited == 1, "\(limited) rate-limited answers for 60 uploads")
-            #expect(await drive.rateLimitCount == 1)
+            #expect(drive.rateLimitCount == 1)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GoogleEmulator
+import IvyTestSupport
 import Testing
 
 @testable import IvyGoogle
@@ -44,8 +45,7 @@ struct EndpointTests {
 
     @Test("a sign-in over http://[::1]:PORT reaches an emulator listening only on the IPv6 loopback")
     func ipv6Loopback() async throws {
-        let emulator = try await GoogleEmulator.start(host: "::1")
-        do {
+        try await withEmulator(host: "::1") { emulator in
             let endpoints = try GoogleEndpoints.from(environment: [
                 "IVY_OAUTH_URL": emulator.baseURL.absoluteString,
                 "IVY_DRIVE_URL": emulator.baseURL.absoluteString + "/",
@@ -61,10 +61,6 @@ struct EndpointTests {
             // matters is that it got there and nothing else did.
             let paths = await emulator.state.requests.map(\.path)
             #expect(!paths.isEmpty && paths.allSatisfy { $0 == "/device/code" }, "\(paths)")
-        } catch {
-            await emulator.stop()
-            throw error
         }
-        await emulator.stop()
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
+import IvyTestSupport
 import Testing
 
 @testable import IvyGoogle

@@ -1,6 +1,7 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
+import IvyTestSupport
 import Testing
 
 @testable import IvyGoogle
@@ -16,7 +17,8 @@ struct SetupErrorTests {
                 let message = (error as? DriveError)?.localizedDescription ?? ""
                 return message.contains("Google Drive API is not enabled")
                     && message.contains(
-                        "https://console.developers.google.com/apis/api/drive.googleapis.com/overview?project=ivy-project"
+                        "https://console.developers.google.com/apis/api/drive.googleapis.com/"
+                            + "overview?project=ivy-project"
                     )
             }
         }

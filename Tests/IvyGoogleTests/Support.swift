@@ -1,57 +1,29 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
+import IvyTestSupport
 import Synchronization
 import Testing
 
 @testable import IvyGoogle
 
-/// A clock the test moves by hand.
-final class TestClock: Sendable {
-    private let value: Mutex<Milliseconds>
-    init(_ start: Milliseconds = 1_800_000_000_000) { value = Mutex(start) }
-    func advance(seconds: Int64) { value.withLock { $0 += seconds * 1000 } }
-    var now: Milliseconds { value.withLock { $0 } }
-    var clock: WallClock { WallClock { [self] in value.withLock { $0 } } }
-}
-
-/// Records the sleeps asked for; the test decides what happens during each.
-final class Sleeper: Sendable {
-    private let recorded = Mutex<[Int]>([])
-    private let onSleep: @Sendable (Int, Duration) async -> Void
-
-    init(_ onSleep: @escaping @Sendable (Int, Duration) async -> Void = { _, _ in }) { self.onSleep = onSleep }
-
-    var durations: [Int] { recorded.withLock { $0 } }
-
-    var sleep: @Sendable (Duration) async throws -> Void {
-        { [self] duration in
-            let index = recorded.withLock { list in
-                list.append(Int(duration.components.seconds))
-                return list.count
-            }
-            await onSleep(index, duration)
-        }
-    }
-}
-
 /// An emulator and everything a Google client needs to talk to it, in a temporary directory.
 final class GoogleHarness: Sendable {
     let emulator: GoogleEmulator
-    let clock = TestClock()
-    let directory: String
+    let clock = TestClock(1_800_000_000_000)
+    private let temporary: TemporaryHome
     let warnings = Mutex<[String]>([])
 
     var state: EmulatorState { emulator.state }
-    var endpoints: GoogleEndpoints { GoogleEndpoints(oauth: emulator.baseURL, drive: emulator.baseURL) }
-    let credentials = ClientCredentials(
-        id: GoogleEmulator.defaultClient.id, secret: GoogleEmulator.defaultClient.secret)
+    var directory: String { temporary.path }
+    var google: EmulatedGoogle { EmulatedGoogle(emulator, clock: clock.clock, transport: transport) }
+    var endpoints: GoogleEndpoints { google.endpoints }
+    var credentials: ClientCredentials { google.credentials }
     let transport = URLSessionTransport()
 
-    init(emulator: GoogleEmulator) {
+    init(emulator: GoogleEmulator) throws {
         self.emulator = emulator
-        directory =
-            FileManager.default.temporaryDirectory.appendingPathComponent("ivy-google-\(UUID().uuidString)").path
+        temporary = try TemporaryHome(prefix: "ivy-google")
     }
 
     var store: TokenStore {
@@ -61,30 +33,17 @@ final class GoogleHarness: Sendable {
     }
 
     func effects(_ sleeper: Sleeper = Sleeper()) -> GoogleEffects {
-        GoogleEffects(transport: transport, clock: clock.clock, sleep: sleeper.sleep)
+        google.effects(sleep: sleeper.sleep)
     }
 
     func flow(_ sleeper: Sleeper = Sleeper()) -> DeviceFlow {
         DeviceFlow(endpoints: endpoints, credentials: credentials, effects: effects(sleeper))
     }
 
-    /// A signed-in token provider for `email`, its token saved to the store.
+    /// A signed-in token provider for `email`, its token saved to the store. (The Google
+    /// layer alone: there is no library here for ivy's own sign-in to bind.)
     func signedIn(as email: String = "alice@example.com") async throws -> TokenProvider {
-        await state.setDeviceCode(interval: 0)
-        let sleeper = Sleeper { [state] index, _ in
-            if index == 1 { try? await state.approve(userCode: nil, email: email) }
-        }
-        let flow = flow(sleeper)
-        let tokens = try await flow.waitForApproval(try await flow.start())
-        let account = try await DriveAccount.fetch(
-            drive: endpoints.drive, accessToken: tokens.accessToken, transport: transport)
-        let token = StoredToken(
-            accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt,
-            scope: tokens.scope,
-            clientID: credentials.id, email: account.email, permissionID: account.permissionID)
-        try store.save(token)
-        return TokenProvider(
-            token: token, store: store, endpoints: endpoints, credentials: credentials, effects: effects())
+        try await google.signedIn(as: email, store: store)
     }
 
     func tokenRequests() async -> Int {
@@ -93,13 +52,5 @@ final class GoogleHarness: Sendable {
 }
 
 func withGoogle(_ body: (GoogleHarness) async throws -> Void) async throws {
-    let harness = GoogleHarness(emulator: try await GoogleEmulator.start())
-    defer { try? FileManager.default.removeItem(atPath: harness.directory) }
-    do {
-        try await body(harness)
-    } catch {
-        await harness.emulator.stop()
-        throw error
-    }
-    await harness.emulator.stop()
+    try await withEmulator { emulator in try await body(try GoogleHarness(emulator: emulator)) }
 }

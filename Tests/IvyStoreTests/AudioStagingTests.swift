@@ -1,6 +1,7 @@
 import Foundation
 import IvyCore
 import IvySystem
+import IvyTestSupport
 import Testing
 
 @testable import IvyStore
@@ -10,7 +11,7 @@ struct AudioStagingTests {
     @Test("a download is staged as a .download- file in the private audio directory; leftovers go, audio stays")
     func staging() throws {
         let home = try TemporaryHome()
-        let library = try LibraryDatabase(paths: home.paths, clock: ManualClock().clock)
+        let library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         let staged = try library.downloadStagingPath()
         let directory = home.paths.audioDirectory
         #expect((staged as NSString).deletingLastPathComponent == directory)

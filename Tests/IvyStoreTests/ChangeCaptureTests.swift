@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IvyCore
+import IvyTestSupport
 import Testing
 
 @testable import IvyStore
@@ -8,7 +9,7 @@ import Testing
 @Suite("Change capture by triggers")
 struct ChangeCaptureTests {
     let home: TemporaryHome
-    let clock = ManualClock()
+    let clock = TestClock()
     let library: LibraryDatabase
 
     init() throws {
@@ -36,7 +37,8 @@ struct ChangeCaptureTests {
             try db.execute(sql: "INSERT INTO books (id, title, created_at, updated_at) VALUES ('b1', 'Emma', 5, 5)")
             try db.execute(
                 sql:
-                    "INSERT INTO clips (id, book_id, start, duration, created_at, updated_at) VALUES ('c1', 'b1', 0, 3, 5, 5)"
+                    "INSERT INTO clips (id, book_id, start, duration, created_at, updated_at) "
+                    + "VALUES ('c1', 'b1', 0, 3, 5, 5)"
             )
         }
         #expect(try queueRows(other) == ["book b1 upsert 0", "clip c1 upsert 0"])

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IvyCore
+import IvyTestSupport
 import Testing
 
 @testable import IvyStore
@@ -8,7 +9,7 @@ import Testing
 @Suite("Books and clips in the store")
 struct LibraryTests {
     let home: TemporaryHome
-    let clock = ManualClock()
+    let clock = TestClock()
     let library: LibraryDatabase
 
     init() throws {

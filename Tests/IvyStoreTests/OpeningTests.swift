@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import IvyCore
 import IvySystem
+import IvyTestSupport
 import Testing
 
 @testable import IvyStore
@@ -18,7 +19,7 @@ struct LibraryOpeningTests {
     @Test("read-only: a missing library is an empty one, and nothing is created")
     func readOnlyMissing() throws {
         let nested = try IvyPaths.resolve(home: home.file("not/yet"), environment: [:], workingDirectory: "/")
-        let library = try LibraryDatabase(paths: nested, clock: ManualClock().clock, access: .readOnly)
+        let library = try LibraryDatabase(paths: nested, clock: TestClock().clock, access: .readOnly)
         #expect(try library.books(includeHidden: true).isEmpty)
         #expect(try library.setting(.concurrency) == "8")
         #expect(try library.localStatus().pending == 0)
@@ -31,7 +32,7 @@ struct LibraryOpeningTests {
         let queue = try DatabaseQueue(path: home.paths.database)
         try Schema.migrator.migrate(queue, upTo: "v1: library, queue, manifest, settings")
         try queue.close()
-        let library = try LibraryDatabase(paths: home.paths, clock: ManualClock().clock, access: .readOnly)
+        let library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock, access: .readOnly)
         #expect(try library.books(includeHidden: true).isEmpty)
         #expect(throws: StoreError.self) {
             try library.addBook(id: testID(1), title: "T", artist: nil, artwork: nil, position: 0)
@@ -45,10 +46,10 @@ struct LibraryOpeningTests {
     @Test("a new library file is 0600 from the start; an older loose one is tightened")
     func fileModes() throws {
         // (The umask is process-wide and tests run in parallel: the CLI tests try umask 002.)
-        _ = try LibraryDatabase(paths: home.paths, clock: ManualClock().clock)
+        _ = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         #expect(mode(home.paths.database) == 0o600)
         chmod(home.paths.database, 0o664)
-        _ = try LibraryDatabase(paths: home.paths, clock: ManualClock().clock)
+        _ = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         #expect(mode(home.paths.database) == 0o600)
     }
 
@@ -62,7 +63,7 @@ struct LibraryOpeningTests {
         let before = try #require(FileManager.default.contents(atPath: home.paths.database))
         for access in [LibraryDatabase.Access.readWrite, .readOnly] {
             #expect(throws: StoreError.notAnIvyLibrary(path: home.paths.database)) {
-                try LibraryDatabase(paths: home.paths, clock: ManualClock().clock, access: access)
+                try LibraryDatabase(paths: home.paths, clock: TestClock().clock, access: access)
             }
         }
         #expect(FileManager.default.contents(atPath: home.paths.database) == before)
@@ -77,18 +78,18 @@ struct LibraryOpeningTests {
         let queue = try DatabaseQueue(path: home.paths.database)
         try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA user_version = 0; VACUUM") }
         try queue.close()
-        let library = try LibraryDatabase(paths: home.paths, clock: ManualClock().clock)
+        let library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
         #expect(try library.books(includeHidden: true).count == 1)
     }
 
     @Test("a data directory others can write to is refused, read-only or not")
     func unsafeDirectory() throws {
-        _ = try LibraryDatabase(paths: home.paths, clock: ManualClock().clock)
+        _ = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         chmod(home.path, 0o775)
         for access in [LibraryDatabase.Access.readWrite, .readOnly] {
             #expect {
-                try LibraryDatabase(paths: home.paths, clock: ManualClock().clock, access: access)
+                try LibraryDatabase(paths: home.paths, clock: TestClock().clock, access: access)
             } throws: { error in
                 (error as? StoreError)?.errorDescription?.contains("chmod 700 \(home.path)") == true
             }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IvyCore
+import IvyTestSupport
 import Testing
 
 @testable import IvyStore
@@ -10,7 +11,7 @@ struct SchemaTests {
     @Test("tables have the contract's columns")
     func contractColumns() throws {
         let home = try TemporaryHome()
-        let library = try LibraryDatabase(paths: home.paths, clock: ManualClock().clock)
+        let library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         let columns = try library.externalConnection().read { db in
             try ["books", "clips", "sync_queue", "sync_manifest", "settings"].reduce(into: [String: [String]]()) {
                 all, table in
@@ -39,7 +40,7 @@ struct SchemaTests {
     @Test("the database runs in WAL mode and waits for other writers")
     func walAndBusyTimeout() throws {
         let home = try TemporaryHome()
-        let library = try LibraryDatabase(paths: home.paths, clock: ManualClock().clock)
+        let library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         let (mode, timeout) = try library.pool.write { db in
             (try String.fetchOne(db, sql: "PRAGMA journal_mode"), try Int.fetchOne(db, sql: "PRAGMA busy_timeout"))
         }
@@ -52,7 +53,7 @@ struct SchemaTests {
         let home = try TemporaryHome()
         let nested = home.file("deep/er/ivy")
         let paths = try IvyPaths.resolve(home: nested, environment: [:], workingDirectory: "/")
-        _ = try LibraryDatabase(paths: paths, clock: ManualClock().clock)
+        _ = try LibraryDatabase(paths: paths, clock: TestClock().clock)
         let mode = try FileManager.default.attributesOfItem(atPath: nested)[.posixPermissions] as? Int
         #expect(mode == 0o700)
     }
@@ -60,7 +61,7 @@ struct SchemaTests {
     @Test("opening twice migrates once and keeps the data")
     func reopen() throws {
         let home = try TemporaryHome()
-        let clock = ManualClock().clock
+        let clock = TestClock().clock
         _ = try LibraryDatabase(paths: home.paths, clock: clock).addBook(
             id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
         let again = try LibraryDatabase(paths: home.paths, clock: clock)
@@ -73,7 +74,7 @@ struct SchemaTests {
         let garbage = Data(("this is my shopping list, not a database\n" + String(repeating: "x", count: 5000)).utf8)
         _ = FileManager.default.createFile(atPath: home.paths.database, contents: garbage)
         #expect(throws: StoreError.notADatabase(path: home.paths.database)) {
-            try LibraryDatabase(paths: home.paths, clock: ManualClock().clock)
+            try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         }
         #expect(FileManager.default.contents(atPath: home.paths.database) == garbage)
         let message = StoreError.notADatabase(path: home.paths.database).errorDescription ?? ""
@@ -83,12 +84,12 @@ struct SchemaTests {
     @Test("a library from a newer ivy is refused and not migrated")
     func newerSchema() throws {
         let home = try TemporaryHome()
-        let library = try LibraryDatabase(paths: home.paths, clock: ManualClock().clock)
+        let library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         try library.externalConnection().write { db in
             try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99: from the future')")
         }
         #expect(throws: StoreError.newerSchema(path: home.paths.database)) {
-            try LibraryDatabase(paths: home.paths, clock: ManualClock().clock)
+            try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         }
     }
 
@@ -99,7 +100,7 @@ struct SchemaTests {
         ])
     func idRule(id: String) throws {
         let home = try TemporaryHome()
-        let library = try LibraryDatabase(paths: home.paths, clock: ManualClock().clock)
+        let library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         let external = try library.externalConnection()
         #expect {
             try external.write { db in
@@ -118,7 +119,7 @@ struct SchemaTests {
     @Test("ids cannot be changed in place")
     func idsFixed() throws {
         let home = try TemporaryHome()
-        let library = try LibraryDatabase(paths: home.paths, clock: ManualClock().clock)
+        let library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         try library.addBook(id: testID(1), title: "T", artist: nil, artwork: nil, position: 0)
         #expect(throws: DatabaseError.self) {
             try library.externalConnection().write { db in

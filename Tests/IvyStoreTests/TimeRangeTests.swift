@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IvyCore
+import IvyTestSupport
 import Testing
 
 @testable import IvyStore
@@ -12,7 +13,7 @@ struct TimeRangeTests {
 
     init() throws {
         home = try TemporaryHome()
-        library = try LibraryDatabase(paths: home.paths, clock: ManualClock().clock)
+        library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
     }
 
@@ -56,7 +57,8 @@ struct TimeRangeTests {
         try external.write { db in
             try db.execute(
                 sql:
-                    "INSERT INTO clips (id, book_id, start, duration, created_at, updated_at) VALUES (?, ?, 1, 2, 1, 1)",
+                    "INSERT INTO clips (id, book_id, start, duration, created_at, updated_at) "
+                    + "VALUES (?, ?, 1, 2, 1, 1)",
                 arguments: [testID(5), testID(1)])
         }
         let statements: [(String, StatementArguments)] = [
@@ -96,14 +98,15 @@ struct TimeRangeTests {
         try queue.write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO books (id, title, position, created_at, updated_at) VALUES ('\(testID(1))', 'Huge', 1e300, 1, 1);
+                    INSERT INTO books (id, title, position, created_at, updated_at)
+                    VALUES ('\(testID(1))', 'Huge', 1e300, 1, 1);
                     INSERT INTO clips (id, book_id, start, duration, created_at, updated_at)
                     VALUES ('\(testID(2))', '\(testID(1))', -1, 9e999, 1, 1);
                     """)
         }
         try queue.close()
 
-        let library = try LibraryDatabase(paths: old.paths, clock: ManualClock().clock)
+        let library = try LibraryDatabase(paths: old.paths, clock: TestClock().clock)
         #expect(try library.book(id: testID(1))?.position == 1e300)
         #expect(try library.clip(id: testID(2))?.duration == .infinity)
         #expect(

@@ -87,7 +87,10 @@ struct DriveQuirkSyncTests {
     }
 
     @Test(
-        "a new device downloads everything under Drive's read limit: rate-limited reads are retried and slow every request"
+        """
+        a new device downloads everything under Drive's read limit: \
+        rate-limited reads are retried and slow every request
+        """
     )
     func readLimit() async throws {
         try await withWorld { world in

@@ -8,7 +8,10 @@ import Testing
 @Suite("Failures, retries and rate limits")
 struct FailureTests {
     @Test(
-        "an upload that keeps failing is counted once per sync, fails at 3 attempts, is held back, and goes up after retry-failed"
+        """
+        an upload that keeps failing is counted once per sync, fails at 3 attempts, \
+        is held back, and goes up after retry-failed
+        """
     )
     func queueFailsThenRetries() async throws {
         try await withWorld { world in

@@ -8,7 +8,10 @@ import Testing
 @Suite("First sync and a quiet re-sync")
 struct FirstSyncTests {
     @Test(
-        "the first sync uploads everything; a second device downloads books, clips and identical audio; a quiet re-sync costs three requests"
+        """
+        the first sync uploads everything; a second device downloads books, clips and identical audio; \
+        a quiet re-sync costs three requests
+        """
     )
     func firstSyncThenSecondDevice() async throws {
         try await withWorld { world in

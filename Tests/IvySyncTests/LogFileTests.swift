@@ -1,5 +1,6 @@
 import Foundation
 import IvySync
+import IvyTestSupport
 import Logging
 import Testing
 
@@ -7,11 +8,9 @@ import Testing
 struct LogFileTests {
     @Test("one event is one line: a newline in the message or in metadata cannot forge another")
     func oneEventOneLine() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ivy-log-\(UUID().uuidString)")
-            .path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/ivy.log"
+        let directory = try TemporaryHome(prefix: "ivy-log")
+        defer { withExtendedLifetime(directory) {} }
+        let path = directory.file("ivy.log")
         let logger = Logger(label: "ivy", factory: { _ in FileLogHandler(path: path) })
         let forged = "x\n2026-01-01T00:00:00Z error forged line"
         logger.warning("skipped", metadata: ["entity": "\(forged)", "reason": "not an ivy file name\r\u{1B}[2K"])

@@ -263,7 +263,8 @@ struct NeverLoseAChangeTests {
                 let triggers = try String.fetchAll(
                     db,
                     sql:
-                        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%position%' AND name NOT LIKE '%capture%'"
+                        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%position%' "
+                        + "AND name NOT LIKE '%capture%'"
                 )
                 for trigger in triggers { try db.execute(sql: "DROP TRIGGER \(trigger)") }
                 try db.execute(sql: "UPDATE books SET position = 9e999 WHERE id = ?", arguments: [bad.id])
@@ -327,7 +328,8 @@ struct NeverLoseAChangeTests {
             try sqlite(a) { db in
                 try db.execute(
                     sql:
-                        "INSERT OR REPLACE INTO backup_extras (entity_type, entity_id, json) VALUES ('book', ?, '{broken')",
+                        "INSERT OR REPLACE INTO backup_extras (entity_type, entity_id, json) "
+                        + "VALUES ('book', ?, '{broken')",
                     arguments: [pair.book.id])
             }
             let before = try await world.file("book_\(pair.book.id).json")

@@ -30,9 +30,10 @@ extension World {
 @Suite("drive.file: what the Ivy app writes syncs; what another project or the web page makes is never seen")
 struct ProjectVisibilityTests {
     static func bookJSON(id: String, title: String) -> Data {
-        Data(
-            #"{"id":"\#(id)","title":"\#(title)","position":1,"hidden":false,"created_at":1700000000000,"updated_at":1700000000000}"#
-                .utf8)
+        let json =
+            #"{"id":"\#(id)","title":"\#(title)","position":1,"hidden":false,"#
+            + #""created_at":1700000000000,"updated_at":1700000000000}"#
+        return Data(json.utf8)
     }
 
     @Test("a book the Ivy app wrote is synced; one from another project's app or from Drive's web page is not")

@@ -8,9 +8,10 @@ import Testing
 @Suite("Bad files on Drive")
 struct RemoteInputTests {
     static func bookJSON(id: String, title: String) -> Data {
-        Data(
-            #"{"id":"\#(id)","title":"\#(title)","position":1,"hidden":false,"created_at":1700000000000,"updated_at":1700000000000}"#
-                .utf8)
+        let json =
+            #"{"id":"\#(id)","title":"\#(title)","position":1,"hidden":false,"#
+            + #""created_at":1700000000000,"updated_at":1700000000000}"#
+        return Data(json.utf8)
     }
 
     @Test("bad remote files are skipped and reported one by one; the rest syncs and local data is not overwritten")

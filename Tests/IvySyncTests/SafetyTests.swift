@@ -101,7 +101,10 @@ struct SafetyTests {
     }
 
     @Test(
-        "binding the library to another account resets the manifest; the next sync uploads everything to that account's Drive"
+        """
+        binding the library to another account resets the manifest; \
+        the next sync uploads everything to that account's Drive
+        """
     )
     func accountSwitch() async throws {
         try await withWorld { world in

@@ -4,6 +4,7 @@ import IvyCore
 import IvyGoogle
 import IvyStore
 import IvySync
+import IvyTestSupport
 import Logging
 import Synchronization
 import Testing
@@ -13,39 +14,25 @@ let bob = "bob@example.com"
 /// Bob's Drive permission id in the emulator's default accounts.
 let bobPermissionID = "09998765432109876543"
 
-/// The libraries' clock: starts at the real time and moves 1 ms on with every read, so
-/// successive writes (on any device) always get later `updated_at` values, and a write
-/// made later in a test is the later write for last-write-wins.
-final class TestClock: Sendable {
-    private let value = Mutex(Milliseconds(Date().timeIntervalSince1970 * 1000))
-
-    var clock: WallClock {
-        WallClock { [self] in
-            value.withLock { now in
-                now += 1
-                return now
-            }
-        }
-    }
-}
-
 /// One emulated Google shared by every device of a test, and a temporary directory for
 /// their homes and audio. Made only by `withWorld`, which always stops the emulator.
 final class World: Sendable {
     let emulator: GoogleEmulator
-    let clock = TestClock()
-    let directory: String
-    let transport = URLSessionTransport()
-    let credentials = ClientCredentials(
-        id: GoogleEmulator.defaultClient.id, secret: GoogleEmulator.defaultClient.secret)
+    /// The libraries' clock: it starts at the real time and moves 1 ms on with every read, so
+    /// a write made later in a test is the later write for last-write-wins on any device.
+    let clock = TestClock.ticking()
+    private let temporary: TemporaryHome
 
-    fileprivate init(emulator: GoogleEmulator) {
+    fileprivate init(emulator: GoogleEmulator) throws {
         self.emulator = emulator
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("ivy-sync-\(UUID().uuidString)").path
+        temporary = try TemporaryHome(prefix: "ivy-sync")
     }
 
+    var directory: String { temporary.path }
+    var google: EmulatedGoogle { EmulatedGoogle(emulator, clock: clock.clock, transport: transport) }
+    let transport = URLSessionTransport()
     var state: EmulatorState { emulator.state }
-    var endpoints: GoogleEndpoints { GoogleEndpoints(oauth: emulator.baseURL, drive: emulator.baseURL) }
+    var endpoints: GoogleEndpoints { google.endpoints }
 
     /// A new device with an empty library, signed in as `email` (like `ivy login`).
     func device(_ name: String, as email: String = alice) async throws -> Device {
@@ -100,16 +87,10 @@ final class World: Sendable {
 /// Runs `body` with a fresh emulator and temporary directory; the emulator is stopped and
 /// the directory removed whether or not `body` throws.
 func withWorld(_ body: (World) async throws -> Void) async throws {
-    let world = World(emulator: try await GoogleEmulator.start())
-    defer { try? FileManager.default.removeItem(atPath: world.directory) }
-    do {
-        await world.state.setDeviceCode(interval: 0)
-        try await body(world)
-    } catch {
-        await world.emulator.stop()
-        throw error
+    try await withEmulator { emulator in
+        await emulator.state.setDeviceCode(interval: 0)
+        try await body(try World(emulator: emulator))
     }
-    await world.emulator.stop()
 }
 
 /// Everything a device holds that must agree across devices: rows and audio bytes.
@@ -148,37 +129,14 @@ final class Device: Sendable {
         }
     }
 
-    /// The device-code sign-in done in-process: the person approves `email` on the first poll.
-    /// Binds the library to the account as `ivy login` does; returns whether that reset the manifest.
+    /// Signs in as `email` the way `ivy login` does (the person approves at once), binding
+    /// the library to the account; returns whether that made it forget another account's sync.
     @discardableResult
     func signIn(as email: String) async throws -> Bool {
-        let store = TokenStore(path: paths.tokenFile, warn: { _ in })
-        let instant: @Sendable (Duration) async throws -> Void = { _ in }
-        let authorization = try await DeviceFlow(
-            endpoints: world.endpoints, credentials: world.credentials,
-            effects: GoogleEffects(transport: world.transport, clock: world.clock.clock, sleep: instant)
-        ).start()
-        let state = world.state
-        let approving: @Sendable (Duration) async throws -> Void = { _ in
-            try? await state.approve(userCode: authorization.userCode, email: email)
-        }
-        let flow = DeviceFlow(
-            endpoints: world.endpoints, credentials: world.credentials,
-            effects: GoogleEffects(transport: world.transport, clock: world.clock.clock, sleep: approving))
-        let tokens = try await flow.waitForApproval(authorization)
-        let account = try await DriveAccount.fetch(
-            drive: world.endpoints.drive, accessToken: tokens.accessToken, transport: world.transport)
-        #expect(account.email == email)
-        let token = StoredToken(
-            accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt,
-            scope: tokens.scope,
-            clientID: world.credentials.id, email: account.email, permissionID: account.permissionID)
-        try store.save(token)
-        let signedIn = TokenProvider(
-            token: token, store: store, endpoints: world.endpoints, credentials: world.credentials,
-            effects: GoogleEffects(transport: world.transport, clock: world.clock.clock, sleep: instant))
-        provider.withLock { $0 = signedIn }
-        return try library.bindAccount(permissionID: account.permissionID, email: account.email)
+        let (signedInProvider, signedIn) = try await world.google.signIn(as: email, library: library, paths: paths)
+        #expect(signedIn.account.email == email)
+        provider.withLock { $0 = signedInProvider }
+        return signedIn.forgotOtherAccount
     }
 
     func sync(_ options: SyncOptions = .init()) async throws -> SyncReport {
@@ -256,7 +214,8 @@ extension SyncReport {
     func skipReason(_ entity: String) -> String? { skipped.first { $0.entity == entity }?.reason }
 }
 
-/// Two devices of alice's sharing one synced library: a book (position 1:30:00) and a clip without a note.
+/// Two devices of alice's sharing one synced library: a book (position 1:30:00) and a clip
+/// without a note.
 struct SyncedPair {
     let a: Device
     let b: Device

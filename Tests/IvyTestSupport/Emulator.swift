@@ -1,0 +1,91 @@
+import Foundation
+import GoogleEmulator
+import IvyCore
+import IvyGoogle
+import IvyStore
+import IvySync
+
+/// Runs `body` against a fresh emulator on a loopback port of `host` (its randomness seeded,
+/// its clock `clock`; or serving an existing `state`), and stops it afterwards whether or not
+/// `body` throws.
+@discardableResult
+package func withEmulator<Result>(
+    host: String = "127.0.0.1", clock: EmulatorClock = .system, seed: UInt64 = EmulatorState.defaultSeed,
+    state: EmulatorState? = nil, _ body: (GoogleEmulator) async throws -> Result
+) async throws -> Result {
+    let emulator = try await GoogleEmulator.start(host: host, clock: clock, seed: seed, state: state)
+    do {
+        let result = try await body(emulator)
+        await emulator.stop()
+        return result
+    } catch {
+        await emulator.stop()
+        throw error
+    }
+}
+
+/// What a Google client needs to talk to an emulator: its endpoints, the default client's
+/// credentials, a transport and a clock. Signs in as a person would, approving the code
+/// while the client waits.
+package struct EmulatedGoogle: Sendable {
+    package let emulator: GoogleEmulator
+    package let transport: URLSessionTransport
+    package let clock: WallClock
+
+    package init(_ emulator: GoogleEmulator, clock: WallClock, transport: URLSessionTransport = URLSessionTransport()) {
+        self.emulator = emulator
+        self.clock = clock
+        self.transport = transport
+    }
+
+    package var state: EmulatorState { emulator.state }
+    package var endpoints: GoogleEndpoints { GoogleEndpoints(oauth: emulator.baseURL, drive: emulator.baseURL) }
+    package var credentials: ClientCredentials {
+        ClientCredentials(id: GoogleEmulator.defaultClient.id, secret: GoogleEmulator.defaultClient.secret)
+    }
+
+    /// Effects that wait for nothing unless `sleep` is given.
+    package func effects(sleep: @escaping @Sendable (Duration) async throws -> Void = { _ in }) -> GoogleEffects {
+        GoogleEffects(transport: transport, clock: clock, sleep: sleep)
+    }
+
+    /// A token provider over `token`, refreshing through the emulator into `store`.
+    package func provider(_ token: StoredToken, store: TokenStore) -> TokenProvider {
+        TokenProvider(token: token, store: store, endpoints: endpoints, credentials: credentials, effects: effects())
+    }
+
+    /// The device flow as ivy's Google layer does it, approved as `email`, its token saved
+    /// to `store`: for tests of the Google layer, which have no library to bind (ivy's own
+    /// sign-in, `signIn(as:library:paths:)`, binds one).
+    package func signedIn(as email: String, store: TokenStore) async throws -> TokenProvider {
+        await state.setDeviceCode(interval: 0)
+        let flow = DeviceFlow(endpoints: endpoints, credentials: credentials, effects: effects())
+        let authorization = try await flow.start()
+        try await state.approve(userCode: authorization.userCode, email: email)
+        let granted = try await flow.waitForApproval(authorization)
+        let account = try await DriveAccount.fetch(
+            drive: endpoints.drive, accessToken: granted.accessToken, transport: transport)
+        let token = StoredToken(
+            accessToken: granted.accessToken, refreshToken: granted.refreshToken, expiresAt: granted.expiresAt,
+            scope: granted.scope, clientID: credentials.id, email: account.email, permissionID: account.permissionID)
+        try store.save(token)
+        return provider(token, store: store)
+    }
+
+    /// Signs `library` in as `email` the way `ivy login` does, through IvySync's `SignIn`:
+    /// the device flow, approved while ivy waits, then the token saved to the home's token
+    /// file and the library bound to the account under the sync lock.
+    package func signIn(
+        as email: String, library: LibraryDatabase, paths: IvyPaths
+    ) async throws -> (provider: TokenProvider, signedIn: SignIn.SignedIn) {
+        let store = TokenStore(path: paths.tokenFile, warn: { _ in })
+        let signIn = SignIn(
+            library: library, tokens: store, lockFile: paths.lockFile, endpoints: endpoints,
+            credentials: credentials, effects: effects())
+        await state.setDeviceCode(interval: 0)
+        let authorization = try await signIn.start()
+        try await state.approve(userCode: authorization.userCode, email: email)
+        let signedIn = try await signIn.finish(authorization, holdingSyncLock: false, waiting: { _ in })
+        return (provider(signedIn.token, store: store), signedIn)
+    }
+}

@@ -18,9 +18,11 @@ struct SyncCommand: ContextCommand {
         commandName: "sync",
         abstract: "Sync the library with Google Drive.",
         discussion: """
-            Lists Drive, compares both sides with what was last synced, and then uploads, downloads, merges and \
-            deletes as needed. --auto is for cron: it does nothing, silently, when signed out, when sync_enabled \
-            is false, within auto_sync_cooldown seconds of the last sync, or while another sync runs.
+            Reads what changed on Drive since the last sync (Drive's change feed, applied to a mirror of the \
+            Drive listing kept in the library; a full listing the first time, with --full, or whenever the feed \
+            cannot be followed), compares both sides with what was last synced, and then uploads, downloads, \
+            merges and deletes as needed. --auto is for cron: it does nothing, silently, when signed out, when \
+            sync_enabled is false, within auto_sync_cooldown seconds of the last sync, or while another sync runs.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -28,6 +30,11 @@ struct SyncCommand: ContextCommand {
     @Flag(help: "Print the plan with reasons and change nothing, here or on Drive.") var dryRun = false
     @Flag(help: "Print the report as one JSON object.") var json = false
     @Flag(help: "Allow a sync to delete many clips here (overrides the safety valve).") var allowDeletes = false
+    @Flag(
+        help: ArgumentHelp(
+            "List Drive in full instead of reading only its changes, and rebuild the mirror of Drive kept here: "
+                + "the repair when a sync seems to miss what is on Drive."))
+    var full = false
 
     func run(_ context: Context) async throws {
         let home = try global.home(context)
@@ -41,7 +48,7 @@ struct SyncCommand: ContextCommand {
         let engine = try session.engine(
             token: token, endpoints: try home.endpoints(), credentials: try home.credentials(library),
             effects: home.google, progress: progressLine(live ? home.output : nil))
-        let ending = await session.run(engine, dryRun: dryRun, allowDeletes: allowDeletes)
+        let ending = await session.run(engine, dryRun: dryRun, allowDeletes: allowDeletes, full: full)
         if live { home.output.errorText("\r\u{1B}[K") }
         let report = try finished(ending, output: home.output)
         guard let report else { return }

@@ -87,14 +87,16 @@ extension DriveClient {
         var listings = await early
         let wanted = folders.books + folders.clips
         for (id, listing) in await listEach(wanted.filter { listings[$0] == nil }) { listings[id] = listing }
-        var files: [RemoteFile] = []
+        var entries: [ListedFile] = []
         var incomplete: String?
         for id in wanted {
             guard let listing = try listings[id]?.get() else { continue }
-            files += listing.files.filter { $0.mimeType != Self.folderType }.map(\.file)
+            entries += listing.files.filter { $0.mimeType != Self.folderType }
             incomplete = incomplete ?? listing.incomplete
         }
-        return DriveListing(folders: folders, files: files, incompleteReason: incomplete)
+        return DriveListing(
+            folders: folders, files: entries.map(\.file), incompleteReason: incomplete,
+            mirrored: entries.map { MirroredFile(file: $0.file, parents: $0.parents, mimeType: $0.mimeType) })
     }
 
     /// Each folder's files, one query per folder, the folders at the same time (each folder's

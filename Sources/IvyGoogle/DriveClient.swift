@@ -8,7 +8,18 @@ package struct DriveListing: Sendable {
     /// Why the listing stopped before its end; nil when every page was read. An incomplete
     /// listing never causes a local deletion.
     package var incompleteReason: String?
+    /// `files` with their parents and MIME types: what the mirror of the listing keeps.
+    package var mirrored: [MirroredFile]
     package var isComplete: Bool { incompleteReason == nil }
+
+    package init(
+        folders: DriveFolders, files: [RemoteFile], incompleteReason: String? = nil, mirrored: [MirroredFile] = []
+    ) {
+        self.folders = folders
+        self.files = files
+        self.incompleteReason = incompleteReason
+        self.mirrored = mirrored
+    }
 }
 
 /// Google Drive v3 as ivy uses it, one file per job: folders (`DriveClient+Folders`),

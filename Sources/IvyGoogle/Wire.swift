@@ -227,3 +227,64 @@ struct NewFile: Encodable {
 
     func json() throws -> Data { try JSONEncoder().encode(self) }
 }
+
+/// `changes.getStartPageToken`.
+struct StartPageTokenAnswer: Decodable {
+    var startPageToken: String?
+
+    init(from decoder: any Decoder) throws {
+        startPageToken = try decoder.container(keyedBy: WireKey.self).lenient(WireKey("startPageToken"))
+    }
+}
+
+/// One entry of `changes.list`.
+struct WireChange: Decodable {
+    var fileId: String?
+    var removed: Bool?
+    var file: WireFile?
+    /// Whether `file` was there at all (then it must read as a file).
+    var hasFile: Bool
+
+    init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: WireKey.self)
+        fileId = fields.lenient(WireKey("fileId"))
+        removed = fields.lenient(WireKey("removed"))
+        file = fields.lenient(WireKey("file"))
+        hasFile = fields.contains(WireKey("file")) && !((try? fields.decodeNil(forKey: WireKey("file"))) ?? false)
+    }
+
+    /// The change as ivy applies it; nil when it cannot be applied safely: no file id, or a
+    /// file that is there but cannot be read (a change ivy skipped would leave the mirror
+    /// wrong for good, so such a page breaks the chain instead).
+    var change: DriveChange? {
+        guard let fileId, !fileId.isEmpty else { return nil }
+        if removed == true { return DriveChange(fileID: fileId, file: nil) }
+        guard hasFile else {
+            // Neither removed nor a file: a change of a shared drive, or one Drive left out.
+            // Documented as "present if the type is file and the file has not been removed".
+            return nil
+        }
+        guard let object = file, let remote = object.remote, remote.id == fileId else { return nil }
+        return DriveChange(
+            fileID: fileId,
+            file: ChangedFile(
+                file: remote, mimeType: object.mimeType ?? "", parents: object.parents ?? [],
+                trashed: object.trashed ?? false))
+    }
+}
+
+/// One page of `changes.list`.
+struct WireChangePage: Decodable {
+    /// Nil when `changes` is missing, not a list, or holds anything but objects: the page
+    /// then breaks the chain.
+    var changes: [WireChange]?
+    var nextPageToken: String?
+    var newStartPageToken: String?
+
+    init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: WireKey.self)
+        changes = fields.lenient(WireKey("changes"))
+        nextPageToken = fields.lenient(WireKey("nextPageToken"))
+        newStartPageToken = fields.lenient(WireKey("newStartPageToken"))
+    }
+}

@@ -28,7 +28,7 @@ extension LibraryDatabase {
     }
 
     /// Records that this library syncs with `permissionID`. Signing in as another account
-    /// forgets the manifest and the folder ids (the queue stays): the next sync uploads the
+    /// forgets the manifest, the folder ids and the mirror (the queue stays): the next sync uploads the
     /// whole library to the new account. Returns true when that reset happened.
     @discardableResult
     package func bindAccount(permissionID: String, email: String) throws -> Bool {
@@ -49,8 +49,9 @@ extension LibraryDatabase {
         }
     }
 
-    /// Forgets what was synced: the manifest and the remembered Drive folders. Queued
-    /// changes stay, and the next sync compares everything afresh.
+    /// Forgets what was synced: the manifest, the remembered Drive folders and the mirror of
+    /// Drive's listing (with its change token). Queued changes stay, and the next sync lists
+    /// Drive in full and compares everything afresh.
     package func resetManifest() throws {
         try write { db in try Self.clearManifest(db) }
     }
@@ -59,5 +60,6 @@ extension LibraryDatabase {
         try db.execute(sql: "DELETE FROM sync_manifest")
         let folders = [InternalSetting.ivyFolderID, .booksFolderID, .clipsFolderID].map(\.rawValue)
         try db.execute(sql: "DELETE FROM settings WHERE key IN (?, ?, ?)", arguments: StatementArguments(folders))
+        try clearMirror(db)
     }
 }

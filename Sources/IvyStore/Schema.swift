@@ -17,6 +17,9 @@ enum Schema {
         migrator.registerMigration("v4: held changes reported") { db in
             try db.execute(sql: v4)
         }
+        migrator.registerMigration("v5: drive mirror") { db in
+            try db.execute(sql: v5)
+        }
         return migrator
     }
 
@@ -207,6 +210,27 @@ enum Schema {
             entity_id TEXT NOT NULL,
             queued_at INTEGER NOT NULL,
             PRIMARY KEY (entity_type, entity_id)
+        );
+        """
+
+    /// A mirror of Drive's listing of ivy's folders, kept current by Drive's change feed, and
+    /// the change token it is current up to. The token row exists only while the mirror is a
+    /// complete listing: it is written in the same transaction as the rows it describes, and
+    /// removed with them. Times are milliseconds since the epoch; `parents` a JSON array.
+    private static let v5 = """
+        CREATE TABLE drive_mirror (
+            file_id TEXT PRIMARY KEY NOT NULL,
+            name TEXT NOT NULL,
+            parents TEXT NOT NULL,
+            mime_type TEXT NOT NULL,
+            size INTEGER,
+            md5 TEXT,
+            modified_time INTEGER NOT NULL,
+            created_time INTEGER
+        );
+        CREATE TABLE drive_mirror_token (
+            id INTEGER PRIMARY KEY NOT NULL CHECK (id = 1),
+            token TEXT NOT NULL CHECK (token <> '')
         );
         """
 }

@@ -40,6 +40,8 @@ package struct SyncReport: Sendable, Encodable {
     package var bytesUploaded: Int64 = 0
     package var bytesDownloaded: Int64 = 0
     package var requests = 0
+    /// Why Drive was listed in full; nil when the change feed kept the mirror current.
+    package var fullListing: String?
     package var durationMilliseconds: Int64 = 0
     /// `--dry-run`: every planned action with its reason.
     package var plan: [Problem] = []
@@ -59,6 +61,7 @@ package struct SyncReport: Sendable, Encodable {
         case bytesUploaded = "bytes_uploaded"
         case bytesDownloaded = "bytes_downloaded"
         case requests
+        case fullListing = "full_listing"
         case durationMilliseconds = "duration_ms"
         case plan
     }

@@ -8,11 +8,14 @@ import Synchronization
 package struct SyncOptions: Sendable {
     package var dryRun = false
     package var allowDeletes = false
+    /// `--full`: list Drive in full and rebuild the mirror, whatever the change feed says.
+    package var full = false
     /// The whole sync's deadline (setting `sync_timeout`); nil for none.
     package var timeout: Duration?
-    package init(dryRun: Bool = false, allowDeletes: Bool = false, timeout: Duration? = nil) {
+    package init(dryRun: Bool = false, allowDeletes: Bool = false, full: Bool = false, timeout: Duration? = nil) {
         self.dryRun = dryRun
         self.allowDeletes = allowDeletes
+        self.full = full
         self.timeout = timeout
     }
 }
@@ -90,9 +93,16 @@ package final class SyncEngine: Sendable {
     /// record the outcome. A dry run stops after the plan.
     private func runToEnd(_ options: SyncOptions) async throws -> SyncReport {
         let started = clock.now()
-        let gathered = try await gather(options)
-        let plan = self.plan(gathered, options)
+        var gathered = try await gather(options)
+        var plan = self.plan(gathered, options)
+        if gathered.fullListingReason == nil, let doubt = plan.listingDistrustedReason ?? plan.deletionsHeldReason {
+            // The mirror looks wrong (or the deletions it implies are many): Drive's own
+            // listing decides, before anything is held back or deleted on its word.
+            gathered = try await gather(options, fullListing: "checking the mirror of Drive: \(doubt)")
+            plan = self.plan(gathered, options)
+        }
         var report = SyncReport(plan, gathered, dryRun: options.dryRun)
+        report.fullListing = gathered.fullListingReason
         if options.dryRun {
             report.preview(plan)
             try finish(&report, started: started)
@@ -112,6 +122,9 @@ package final class SyncEngine: Sendable {
     /// dry run) and the library's rows, queue and manifest, read after it.
     struct Gathered: Sendable {
         let listing: DriveListing
+        /// Why Drive was listed in full; nil when the listing is the mirror kept current by
+        /// Drive's change feed.
+        let fullListingReason: String?
         /// Whether the folder listed is the one this library last synced with.
         let folderIsRecorded: Bool
         let queue: [QueueItem]
@@ -121,22 +134,74 @@ package final class SyncEngine: Sendable {
         let remote: RemoteListing
     }
 
-    private func gather(_ options: SyncOptions) async throws -> Gathered {
+    /// The listing comes from the mirror when its change token chain is unbroken: the
+    /// changes since the saved token are applied to it, and a no-op sync costs one request.
+    /// Otherwise (no mirror yet, `--full`, a token Drive refuses, a page that cannot be read
+    /// or followed, a folder of ivy's that changed) Drive is listed in full, with a change
+    /// token taken before the listing so no change made meanwhile is missed, and the mirror
+    /// is rebuilt from it. ivy's own uploads and deletes of this sync are not written to the
+    /// mirror: Drive reports them in the feed after the saved token, and the next sync
+    /// applies them like any other device's. The mirror thus only ever holds what Drive
+    /// reported, with the token saying up to when; a sync killed after an upload and
+    /// before any record of it leaves nothing to repair.
+    private func gather(_ options: SyncOptions, fullListing forced: String? = nil) async throws -> Gathered {
         // Under the sync lock no other transfer is running: these are a killed run's.
         if !options.dryRun { library.removeTransferLeftovers() }
         progress(SyncProgress(phase: "listing Drive", done: 0, total: 0, bytes: 0))
 
         let remembered = try library.rememberedFolders()
-        let listing = try await drive.listLibrary(remembered: remembered, createFolders: !options.dryRun)
-        let folderIsRecorded = remembered.map { $0.ivy.first == listing.folders.ivy.first } ?? true
-        if !options.dryRun {
-            try library.rememberFolders(listing.folders)
+        var fullListingReason = forced ?? (options.full ? "--full" : nil)
+        var followed: [RemoteFile]?
+        if fullListingReason == nil {
+            if let remembered, let mirror = try library.driveMirror() {
+                switch try await followChanges(mirror, folders: remembered, dryRun: options.dryRun) {
+                case .current(let files): followed = files
+                case .needsFullListing(let reason): fullListingReason = reason
+                }
+            } else {
+                fullListingReason = "no mirror of Drive's listing yet"
+            }
         }
+        let listing: DriveListing
+        if let followed, let remembered {
+            listing = DriveListing(folders: remembered, files: followed)
+        } else {
+            let reason = fullListingReason ?? "no mirror of Drive's listing yet"
+            fullListingReason = reason
+            logger.info("listing Drive in full", metadata: ["reason": "\(reason)"])
+            listing = try await listInFull(remembered: remembered, dryRun: options.dryRun)
+        }
+        let folderIsRecorded = remembered.map { $0.ivy.first == listing.folders.ivy.first } ?? true
         return Gathered(
-            listing: listing, folderIsRecorded: folderIsRecorded, queue: try library.queueItems(),
+            listing: listing, fullListingReason: fullListingReason, folderIsRecorded: folderIsRecorded,
+            queue: try library.queueItems(),
             snapshot: LocalSnapshot(books: try library.books(includeHidden: true), clips: try library.clips()),
             manifest: try library.manifestEntries(),
             remote: RemoteListing(files: listing.files, isComplete: listing.isComplete))
+    }
+
+    /// Drive listed in full, and (unless this is a dry run) the mirror rebuilt from it with
+    /// a change token taken before the listing, in one transaction with the folders. A
+    /// listing that stopped early (or one without a token) is no mirror: the old one is
+    /// forgotten first (its folders may no longer be the ones remembered), so the next sync
+    /// lists in full again.
+    private func listInFull(remembered: DriveFolders?, dryRun: Bool) async throws -> DriveListing {
+        var token: String?
+        do {
+            token = try await drive.startPageToken()
+        } catch let error as DriveError {
+            // Without a token the listing is still a listing; only the mirror waits.
+            logger.warning("no change token: no mirror this time", metadata: ["error": "\(error.localizedDescription)"])
+        }
+        let listing = try await drive.listLibrary(remembered: remembered, createFolders: !dryRun)
+        guard !dryRun else { return listing }
+        if listing.isComplete, let token {
+            try library.replaceDriveMirror(listing.mirrored, token: token, folders: listing.folders)
+        } else {
+            try library.clearDriveMirror()
+            try library.rememberFolders(listing.folders)
+        }
+        return listing
     }
 
     private func plan(_ gathered: Gathered, _ options: SyncOptions) -> SyncPlan {

@@ -114,11 +114,12 @@ package final class SyncSession: Sendable {
     }
 
     /// Runs `engine` to its deadline (setting `sync_timeout`) and says how it ended.
-    package func run(_ engine: SyncEngine, dryRun: Bool, allowDeletes: Bool) async -> Ending {
+    package func run(_ engine: SyncEngine, dryRun: Bool, allowDeletes: Bool, full: Bool = false) async -> Ending {
         do {
             let timeout = Duration.seconds(try library.number(.syncTimeout))
             return .finished(
-                try await engine.run(SyncOptions(dryRun: dryRun, allowDeletes: allowDeletes, timeout: timeout)))
+                try await engine.run(
+                    SyncOptions(dryRun: dryRun, allowDeletes: allowDeletes, full: full, timeout: timeout)))
         } catch let error as GoogleError {
             switch error {
             case .signedOut, .notSignedIn:

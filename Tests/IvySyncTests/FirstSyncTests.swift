@@ -10,7 +10,7 @@ struct FirstSyncTests {
     @Test(
         """
         the first sync uploads everything; a second device downloads books, clips and identical audio; \
-        a quiet re-sync costs three requests
+        a quiet re-sync costs one request
         """
     )
     func firstSyncThenSecondDevice() async throws {
@@ -51,10 +51,10 @@ struct FirstSyncTests {
                 await world.state.clearRequests()
                 let quiet = try await device.sync()
                 #expect(quiet.transferredNothing, "\(device.name): \(quiet.summary)")
-                #expect(quiet.requests == 3, "\(device.name): \(quiet.summary)")
+                #expect(quiet.requests == 1, "\(device.name): \(quiet.summary)")
                 let logged = await world.requests()
-                #expect(logged.count == 3, "the folders, the books folder, the clips folder")
-                #expect(logged.allSatisfy { $0.method == "GET" && $0.path == "/drive/v3/files" })
+                #expect(logged.count == 1, "one page of Drive's change feed")
+                #expect(logged.allSatisfy { $0.method == "GET" && $0.path == "/drive/v3/changes" })
             }
             #expect(await world.names() == expectedNames, "nothing was duplicated on Drive")
         }

@@ -1,0 +1,38 @@
+/// A file of the mirror of Drive's listing kept in the library: a file in one of ivy's
+/// books or clips folders, as Drive last reported it.
+package struct MirroredFile: Sendable, Equatable {
+    package var file: RemoteFile
+    package var parents: [String]
+    package var mimeType: String
+
+    package init(file: RemoteFile, parents: [String], mimeType: String) {
+        self.file = file
+        self.parents = parents
+        self.mimeType = mimeType
+    }
+}
+
+/// What one page of Drive's change feed does to the mirror: files to write (new or changed)
+/// and file ids to drop, and the token the feed goes on from once they are applied.
+package struct MirrorUpdate: Sendable, Equatable {
+    package var upserts: [MirroredFile]
+    package var removals: [String]
+    package var token: String
+
+    package init(upserts: [MirroredFile], removals: [String], token: String) {
+        self.upserts = upserts
+        self.removals = removals
+        self.token = token
+    }
+}
+
+/// The mirror as saved: its files and the change token they are current up to.
+package struct DriveMirror: Sendable, Equatable {
+    package var files: [MirroredFile]
+    package var token: String
+
+    package init(files: [MirroredFile], token: String) {
+        self.files = files
+        self.token = token
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import GRDB
+import IvyCore
+
+/// The mirror of Drive's listing: replaced whole from a full listing, updated one page of
+/// Drive's change feed at a time. Each write saves the change token with the rows in one
+/// transaction, so the token always says how current the rows are: a run killed at any
+/// moment leaves either the page applied with its token, or neither.
+extension LibraryDatabase {
+    /// The mirror, or nil when there is none to go on from (never built, reset, or a new
+    /// account): then the sync lists Drive in full.
+    package func driveMirror() throws -> DriveMirror? {
+        try read { db in
+            guard let token = try String.fetchOne(db, sql: "SELECT token FROM drive_mirror_token WHERE id = 1") else {
+                return nil
+            }
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT file_id, name, parents, mime_type, size, md5, modified_time, created_time
+                    FROM drive_mirror ORDER BY file_id
+                    """)
+            return DriveMirror(files: try rows.map(Self.mirroredFile), token: token)
+        }
+    }
+
+    /// The change token the mirror is current up to; nil when there is no mirror.
+    package func driveMirrorToken() throws -> String? {
+        try read { db in try String.fetchOne(db, sql: "SELECT token FROM drive_mirror_token WHERE id = 1") }
+    }
+
+    /// Replaces the mirror with a full listing, the change token taken before that listing
+    /// and the folders it covers, in one transaction.
+    package func replaceDriveMirror(_ files: [MirroredFile], token: String, folders: DriveFolders) throws {
+        try write { db in
+            try db.execute(sql: "DELETE FROM drive_mirror")
+            for file in files { try Self.upsert(file, db) }
+            try Self.saveToken(token, db)
+            for (key, ids) in [
+                (InternalSetting.ivyFolderID, folders.ivy), (.booksFolderID, folders.books),
+                (.clipsFolderID, folders.clips),
+            ] {
+                try db.execute(
+                    sql: "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
+                        + "excluded.value",
+                    arguments: [key.rawValue, Self.folderSetting(ids)])
+            }
+        }
+    }
+
+    /// Applies one page of the change feed read from `token`, and saves the token it goes on
+    /// from, in one transaction. Applied twice it changes nothing more. Returns false, and
+    /// writes nothing, when the mirror is no longer at `token` (reset, or rebuilt meanwhile):
+    /// a page read from an older token must not bring a forgotten mirror back.
+    @discardableResult
+    package func applyDriveMirrorPage(_ update: MirrorUpdate, from token: String) throws -> Bool {
+        try write { db in
+            let saved = try String.fetchOne(db, sql: "SELECT token FROM drive_mirror_token WHERE id = 1")
+            guard saved == token else { return false }
+            for id in update.removals {
+                try db.execute(sql: "DELETE FROM drive_mirror WHERE file_id = ?", arguments: [id])
+            }
+            for file in update.upserts { try Self.upsert(file, db) }
+            try Self.saveToken(update.token, db)
+            return true
+        }
+    }
+
+    /// Forgets the mirror and its token: the next sync lists Drive in full.
+    package func clearDriveMirror() throws {
+        try write { db in try Self.clearMirror(db) }
+    }
+
+    static func clearMirror(_ db: Database) throws {
+        try db.execute(sql: "DELETE FROM drive_mirror_token")
+        try db.execute(sql: "DELETE FROM drive_mirror")
+    }
+
+    private static func saveToken(_ token: String, _ db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO drive_mirror_token (id, token) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET token = "
+                + "excluded.token",
+            arguments: [token])
+    }
+
+    private static func upsert(_ mirrored: MirroredFile, _ db: Database) throws {
+        let file = mirrored.file
+        try db.execute(
+            sql: """
+                INSERT INTO drive_mirror (file_id, name, parents, mime_type, size, md5, modified_time, created_time)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (file_id) DO UPDATE SET
+                    name = excluded.name, parents = excluded.parents, mime_type = excluded.mime_type,
+                    size = excluded.size, md5 = excluded.md5, modified_time = excluded.modified_time,
+                    created_time = excluded.created_time
+                """,
+            arguments: [
+                file.id, file.name, folderSetting(mirrored.parents), mirrored.mimeType, file.size, file.md5,
+                file.modifiedTime, file.createdTime,
+            ])
+    }
+
+    private static func mirroredFile(_ row: Row) throws -> MirroredFile {
+        let parents: String = try row.decode(forColumn: "parents")
+        return MirroredFile(
+            file: RemoteFile(
+                id: try row.decode(forColumn: "file_id"), name: try row.decode(forColumn: "name"),
+                modifiedTime: try row.decode(forColumn: "modified_time"),
+                createdTime: try row.decode(forColumn: "created_time"), size: try row.decode(forColumn: "size"),
+                md5: try row.decode(forColumn: "md5")),
+            parents: folderIDs(parents), mimeType: try row.decode(forColumn: "mime_type"))
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import IvyCore
+import IvyGoogle
+import IvyStore
+
+/// What Drive's change feed does to the mirror of the listing, decided page by page.
+enum MirrorRules {
+    /// One page's effect: the update to apply, or why the mirror cannot follow it and the
+    /// listing must be taken in full (one of ivy's folders changed, or a new one appeared).
+    enum Effect: Equatable {
+        case update(MirrorUpdate)
+        case needsFullListing(String)
+    }
+
+    /// The mirror keeps the files in the books and clips folders, as the full listing does:
+    /// a file trashed, removed or moved out of them leaves it; a change elsewhere is
+    /// ignored. A change to one of ivy's folders, or a folder that could be a twin of one,
+    /// is beyond the mirror: the folders are looked up again with a full listing.
+    static func effect(of page: DriveChangePage, folders: DriveFolders) -> Effect {
+        let ivy = Set(folders.ivy)
+        let holding = Set(folders.books + folders.clips)
+        var final: [String: MirroredFile?] = [:]
+        var order: [String] = []
+        for change in page.changes {
+            if final[change.fileID] == nil { order.append(change.fileID) }
+            guard let changed = change.file else {
+                if ivy.contains(change.fileID) || holding.contains(change.fileID) {
+                    return .needsFullListing("one of ivy's folders on Drive was deleted")
+                }
+                final[change.fileID] = .some(nil)
+                continue
+            }
+            if changed.mimeType == DriveClient.folderType {
+                if let reason = folderReason(changed, ivy: ivy, holding: holding) { return .needsFullListing(reason) }
+                final[change.fileID] = .some(nil)
+                continue
+            }
+            let inside = !changed.trashed && changed.parents.contains { holding.contains($0) }
+            final[change.fileID] =
+                .some(
+                    inside
+                        ? MirroredFile(file: changed.file, parents: changed.parents, mimeType: changed.mimeType) : nil)
+        }
+        var upserts: [MirroredFile] = []
+        var removals: [String] = []
+        for id in order {
+            if let file = final[id] ?? nil { upserts.append(file) } else { removals.append(id) }
+        }
+        return .update(MirrorUpdate(upserts: upserts, removals: removals, token: page.nextToken))
+    }
+
+    /// Why a folder's change means the folders must be looked up again; nil when it leaves
+    /// ivy's folders as they are (a folder of ivy's, unchanged in what matters, or a folder
+    /// that is none of ivy's).
+    private static func folderReason(_ folder: ChangedFile, ivy: Set<String>, holding: Set<String>) -> String? {
+        let id = folder.file.id
+        let name = folder.file.name
+        let inIvy = folder.parents.contains { ivy.contains($0) }
+        if ivy.contains(id) {
+            return folder.trashed || name != "Ivy" ? "the Ivy folder on Drive was trashed, moved or renamed" : nil
+        }
+        if holding.contains(id) {
+            let intact = !folder.trashed && inIvy && (name == "books" || name == "clips")
+            return intact ? nil : "ivy's \(name) folder on Drive was trashed, moved or renamed"
+        }
+        guard !folder.trashed else { return nil }
+        if name == "Ivy" || (inIvy && (name == "books" || name == "clips")) {
+            return "a new \(name) folder appeared on Drive (a twin is listed with the others)"
+        }
+        return nil
+    }
+}
+
+extension SyncEngine {
+    /// The mirror brought up to date from Drive's change feed, or why the listing must be
+    /// taken in full this time. Each page is saved with its token as it is applied (not in
+    /// a dry run, which changes nothing); a page that cannot be read, a token Drive refuses,
+    /// or an error partway leaves the mirror as the last page saved left it, and the sync
+    /// lists Drive in full.
+    func followChanges(_ mirror: DriveMirror, folders: DriveFolders, dryRun: Bool) async throws -> MirrorFollowed {
+        var files = Dictionary(mirror.files.map { ($0.file.id, $0) }, uniquingKeysWith: { $1 })
+        var token = mirror.token
+        let end: ChangeFeedEnd
+        do {
+            end = try await drive.changes(since: mirror.token) { page in
+                switch MirrorRules.effect(of: page, folders: folders) {
+                case .needsFullListing(let reason): throw FeedStop(reason: reason)
+                case .update(let update):
+                    if !dryRun {
+                        guard try library.applyDriveMirrorPage(update, from: token) else {
+                            throw FeedStop(reason: "the mirror was reset while Drive's changes were read")
+                        }
+                    }
+                    for id in update.removals { files[id] = nil }
+                    for file in update.upserts { files[file.file.id] = file }
+                    token = update.token
+                }
+            }
+        } catch let stop as FeedStop {
+            return .needsFullListing(stop.reason)
+        } catch let error as DriveError {
+            return .needsFullListing("reading Drive's changes failed (\(error.localizedDescription))")
+        }
+        switch end {
+        case .caughtUp: return .current(files.values.map(\.file).sorted { $0.id < $1.id })
+        case .rejected(let reason): return .needsFullListing("Drive refused the saved change token (\(reason))")
+        case .broken(let reason): return .needsFullListing("Drive's change feed could not be followed (\(reason))")
+        }
+    }
+
+    enum MirrorFollowed {
+        /// Every file in the books and clips folders, as of now.
+        case current([RemoteFile])
+        case needsFullListing(String)
+    }
+
+    private struct FeedStop: Error {
+        let reason: String
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import GRDB
+import IvyCore
+import IvyTestSupport
+import Testing
+
+@testable import IvyStore
+
+@Suite("The mirror of Drive's listing and its change token")
+struct MirrorTests {
+    static let folders = DriveFolders(ivy: ["i1"], books: ["b1"], clips: ["c1"])
+
+    static func file(_ id: String, _ name: String, parent: String = "b1", modified: Milliseconds = 1_000)
+        -> MirroredFile
+    {
+        MirroredFile(
+            file: RemoteFile(
+                id: id, name: name, modifiedTime: modified, createdTime: modified - 1, size: 10, md5: "m\(id)"),
+            parents: [parent], mimeType: "application/json")
+    }
+
+    private func library() throws -> (TemporaryHome, LibraryDatabase) {
+        let home = try TemporaryHome()
+        return (home, try LibraryDatabase(paths: home.paths, clock: TestClock().clock))
+    }
+
+    @Test("a full listing replaces the mirror, saves its token and remembers its folders in one write")
+    func replace() throws {
+        let (home, library) = try library()
+        _ = home
+        #expect(try library.driveMirror() == nil, "no mirror until a full listing built one")
+        let first = [Self.file("f1", "book_a.json"), Self.file("f2", "clip_c.mp3", parent: "c1")]
+        try library.replaceDriveMirror(first, token: "100", folders: Self.folders)
+        #expect(try library.driveMirror() == DriveMirror(files: first, token: "100"))
+        #expect(try library.rememberedFolders() == Self.folders)
+
+        let second = [Self.file("f3", "book_b.json")]
+        let twins = DriveFolders(ivy: ["i1"], books: ["b1", "b2"], clips: ["c1"])
+        try library.replaceDriveMirror(second, token: "200", folders: twins)
+        #expect(try library.driveMirror() == DriveMirror(files: second, token: "200"), "nothing of the old one is left")
+        #expect(try library.rememberedFolders() == twins)
+    }
+
+    @Test("a page of changes and its next token are saved together; applied again it changes nothing")
+    func applyPage() throws {
+        let (home, library) = try library()
+        _ = home
+        try library.replaceDriveMirror(
+            [Self.file("f1", "book_a.json"), Self.file("f2", "book_b.json")], token: "100", folders: Self.folders)
+        let edited = Self.file("f1", "book_a.json", modified: 2_000)
+        let update = MirrorUpdate(upserts: [edited, Self.file("f3", "book_c.json")], removals: ["f2"], token: "101")
+        #expect(try library.applyDriveMirrorPage(update, from: "100"))
+        let expected = DriveMirror(files: [edited, Self.file("f3", "book_c.json")], token: "101")
+        #expect(try library.driveMirror() == expected)
+
+        // Drive sends the same changes again (a page read twice, or changes already in a full
+        // listing taken after the token): the rows stay as they are.
+        #expect(
+            try library.applyDriveMirrorPage(
+                MirrorUpdate(upserts: update.upserts, removals: ["f2"], token: "102"), from: "101"))
+        #expect(try library.driveMirror() == DriveMirror(files: expected.files, token: "102"))
+    }
+
+    @Test("a page read from a token the mirror is no longer at writes nothing")
+    func staleToken() throws {
+        let (home, library) = try library()
+        _ = home
+        let update = MirrorUpdate(upserts: [Self.file("f9", "book_z.json")], removals: [], token: "101")
+        #expect(try !library.applyDriveMirrorPage(update, from: "100"), "no mirror at all")
+        #expect(try library.driveMirror() == nil)
+        try library.replaceDriveMirror([], token: "500", folders: Self.folders)
+        #expect(try !library.applyDriveMirrorPage(update, from: "100"), "a rebuilt mirror")
+        #expect(try library.driveMirror() == DriveMirror(files: [], token: "500"))
+    }
+
+    @Test("killed inside the transaction after the rows were written, neither the rows nor the token moved")
+    func failedBeforeTheToken() throws {
+        let (home, library) = try library()
+        _ = home
+        let before = [Self.file("f1", "book_a.json"), Self.file("f2", "book_b.json")]
+        try library.replaceDriveMirror(before, token: "100", folders: Self.folders)
+        // The token is written last: a failure there comes after the upserts and removals.
+        let other = try library.externalConnection()
+        try other.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER fail_token BEFORE UPDATE ON drive_mirror_token
+                    BEGIN SELECT RAISE(ABORT, 'killed before the token'); END
+                    """)
+        }
+        let update = MirrorUpdate(
+            upserts: [Self.file("f1", "book_a.json", modified: 5_000), Self.file("f3", "book_c.json")],
+            removals: ["f2"], token: "101")
+        #expect(throws: (any Error).self) { try library.applyDriveMirrorPage(update, from: "100") }
+        #expect(try library.driveMirror() == DriveMirror(files: before, token: "100"), "all or nothing")
+
+        try other.write { db in try db.execute(sql: "DROP TRIGGER fail_token") }
+        try other.close()
+        #expect(try library.applyDriveMirrorPage(update, from: "100"), "the next run applies the same page")
+        #expect(try library.driveMirror()?.token == "101")
+        #expect(try library.driveMirror()?.files.map(\.file.id) == ["f1", "f3"])
+    }
+
+    @Test("reset-manifest forgets the mirror and its token")
+    func resetManifest() throws {
+        let (home, library) = try library()
+        _ = home
+        try library.replaceDriveMirror([Self.file("f1", "book_a.json")], token: "100", folders: Self.folders)
+        try library.resetManifest()
+        #expect(try library.driveMirror() == nil)
+        #expect(try library.driveMirrorToken() == nil)
+        #expect(try library.rememberedFolders() == nil)
+    }
+
+    @Test("signing in as another account forgets the mirror; the same account keeps it")
+    func accountSwitch() throws {
+        let (home, library) = try library()
+        _ = home
+        try library.bindAccount(permissionID: "p1", email: "alice@example.com")
+        try library.replaceDriveMirror([Self.file("f1", "book_a.json")], token: "100", folders: Self.folders)
+        #expect(try !library.bindAccount(permissionID: "p1", email: "alice@example.com"))
+        #expect(try library.driveMirror()?.token == "100")
+        #expect(try library.bindAccount(permissionID: "p2", email: "bob@example.com"))
+        #expect(try library.driveMirror() == nil)
+    }
+
+    @Test("an empty token is never saved: the mirror would claim a chain it does not have")
+    func emptyToken() throws {
+        let (home, library) = try library()
+        _ = home
+        #expect(throws: (any Error).self) { try library.replaceDriveMirror([], token: "", folders: Self.folders) }
+        #expect(try library.driveMirror() == nil)
+    }
+}

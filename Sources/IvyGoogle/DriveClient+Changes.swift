@@ -37,6 +37,12 @@ package struct DriveChangePage: Sendable, Equatable {
     package var nextToken: String
     /// Whether this page is the last of the feed for now.
     package var isLast: Bool
+
+    package init(changes: [DriveChange], nextToken: String, isLast: Bool) {
+        self.changes = changes
+        self.nextToken = nextToken
+        self.isLast = isLast
+    }
 }
 
 /// How reading the change feed from a saved token ended.

@@ -16,7 +16,11 @@ enum MirrorRules {
     /// a file trashed, removed or moved out of them leaves it; a change elsewhere is
     /// ignored. A change to one of ivy's folders, or a folder that could be a twin of one,
     /// is beyond the mirror: the folders are looked up again with a full listing.
-    static func effect(of page: DriveChangePage, folders: DriveFolders) -> Effect {
+    ///
+    /// A file the mirror holds that comes back alive but with no parents at all is not taken
+    /// as moved out: an answer without the field it asked for is no reason to drop a file
+    /// (and delete a clip here); a full listing decides.
+    static func effect(of page: DriveChangePage, folders: DriveFolders, mirrored: Set<String>) -> Effect {
         let ivy = Set(folders.ivy)
         let holding = Set(folders.books + folders.clips)
         var final: [String: MirroredFile?] = [:]
@@ -31,15 +35,19 @@ enum MirrorRules {
                 continue
             }
             if changed.mimeType == DriveClient.folderType {
-                if let reason = folderReason(changed, ivy: ivy, holding: holding) { return .needsFullListing(reason) }
+                if let reason = folderReason(changed, ivy: ivy, holding: holding, books: folders.books) {
+                    return .needsFullListing(reason)
+                }
                 final[change.fileID] = .some(nil)
                 continue
             }
+            if !changed.trashed, changed.parents.isEmpty, mirrored.contains(change.fileID) {
+                return .needsFullListing("Drive reported \(changed.file.name) without its folder")
+            }
             let inside = !changed.trashed && changed.parents.contains { holding.contains($0) }
-            final[change.fileID] =
-                .some(
-                    inside
-                        ? MirroredFile(file: changed.file, parents: changed.parents, mimeType: changed.mimeType) : nil)
+            let kept =
+                inside ? MirroredFile(file: changed.file, parents: changed.parents, mimeType: changed.mimeType) : nil
+            final[change.fileID] = .some(kept)
         }
         var upserts: [MirroredFile] = []
         var removals: [String] = []
@@ -52,16 +60,19 @@ enum MirrorRules {
     /// Why a folder's change means the folders must be looked up again; nil when it leaves
     /// ivy's folders as they are (a folder of ivy's, unchanged in what matters, or a folder
     /// that is none of ivy's).
-    private static func folderReason(_ folder: ChangedFile, ivy: Set<String>, holding: Set<String>) -> String? {
+    private static func folderReason(
+        _ folder: ChangedFile, ivy: Set<String>, holding: Set<String>, books: [String]
+    ) -> String? {
         let id = folder.file.id
         let name = folder.file.name
         let inIvy = folder.parents.contains { ivy.contains($0) }
         if ivy.contains(id) {
-            return folder.trashed || name != "Ivy" ? "the Ivy folder on Drive was trashed, moved or renamed" : nil
+            return folder.trashed || name != "Ivy" ? "the Ivy folder on Drive was trashed or renamed" : nil
         }
         if holding.contains(id) {
-            let intact = !folder.trashed && inIvy && (name == "books" || name == "clips")
-            return intact ? nil : "ivy's \(name) folder on Drive was trashed, moved or renamed"
+            let role = Set(books).contains(id) ? "books" : "clips"
+            let intact = !folder.trashed && inIvy && name == role
+            return intact ? nil : "ivy's \(role) folder on Drive was trashed, moved or renamed"
         }
         guard !folder.trashed else { return nil }
         if name == "Ivy" || (inIvy && (name == "books" || name == "clips")) {
@@ -83,7 +94,7 @@ extension SyncEngine {
         let end: ChangeFeedEnd
         do {
             end = try await drive.changes(since: mirror.token) { page in
-                switch MirrorRules.effect(of: page, folders: folders) {
+                switch MirrorRules.effect(of: page, folders: folders, mirrored: Set(files.keys)) {
                 case .needsFullListing(let reason): throw FeedStop(reason: reason)
                 case .update(let update):
                     if !dryRun {

@@ -227,6 +227,13 @@ struct ChangesTests {
             _ = try await google.createFolder("Ivy", token: bob.access)
             let after = try await changes(google, from: seen.newStart, token: ivy)
             #expect(after.changes.isEmpty && after.json["newStartPageToken"] as? String == seen.newStart)
+
+            // A change Alice's client cannot see still moves her feed on: an empty page with a new
+            // token, so a client must not read "a new token" as "something changed for me".
+            _ = try await google.createFolder("Elsewhere", token: other.access)
+            let unseen = try await changes(google, from: seen.newStart, token: ivy)
+            #expect(unseen.changes.isEmpty)
+            #expect(unseen.json["newStartPageToken"] as? String != seen.newStart)
         }
     }
 

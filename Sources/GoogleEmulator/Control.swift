@@ -138,6 +138,12 @@ extension EmulatorState {
                     setPageTokenLifetime(seconds: lifetime)
                 }
                 setDeviceCode(lifetime: body["device_code_lifetime"] as? Int, interval: body["poll_interval"] as? Int)
+                if let size = body["changes_page_size"] {
+                    setChangesPageSize((size as? NSNumber)?.intValue)
+                }
+                if let lifetime = body["change_token_lifetime"] {
+                    setChangeTokenLifetime(seconds: (lifetime as? NSNumber)?.doubleValue)
+                }
                 if let omits = body["about_omits_email"] as? Bool { setAboutOmitsEmail(omits) }
                 if let limit = body["device_code_limit"] as? Int {
                     setDeviceCodeLimit(perMinute: limit > 0 ? limit : nil)

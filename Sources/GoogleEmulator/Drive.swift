@@ -222,6 +222,7 @@ extension EmulatorState {
             owner: email, createdTime: time, modifiedTime: time, content: content, explicitlyTrashed: false,
             project: requestProject)
         files[id] = file
+        noteChange(file)
         return .success(file)
     }
 
@@ -369,6 +370,7 @@ extension EmulatorState {
         if let limited = rateLimited() { return limited }
         guard var file = visibleFile(id, email: email) else { return Self.notFound(id) }
         let body = request.jsonBody ?? [:]
+        let wasTrashed = isTrashed(file)
         if let trashed = body["trashed"] as? Bool { file.explicitlyTrashed = trashed }
         if let name = body["name"] as? String, name != file.name {
             file.name = name
@@ -376,6 +378,11 @@ extension EmulatorState {
         }
         file.modifiedTime = now()
         files[id] = file
+        if isTrashed(file) != wasTrashed {
+            noteChange(file, withDescendantsIn: files)
+        } else {
+            noteChange(file)
+        }
         return fileReply(file, fields: request.query["fields"])
     }
 
@@ -392,6 +399,7 @@ extension EmulatorState {
             grew = !children.isEmpty
             doomed.formUnion(children.map(\.id))
         }
+        if let file = files[id] { noteChange(file, withDescendantsIn: files) }
         for id in doomed { files[id] = nil }
         return EmulatorReply(status: 204)
     }

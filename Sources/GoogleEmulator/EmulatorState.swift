@@ -150,6 +150,11 @@ package actor EmulatorState {
     /// rejected for any reason, it should be discarded, and pagination should be restarted
     /// from the first page of results."
     package private(set) var pageTokenLifetime: TimeInterval = 3 * 3600
+    /// A cap on changes.list pages, shorter than pageSize asks for; nil for none.
+    package private(set) var changesPageSizeCap: Int?
+    /// Seconds a change token stays good after it was last handed out; nil (Drive's documented
+    /// behaviour) for ever. See `setChangeTokenLifetime(seconds:)`.
+    package private(set) var changeTokenLifetime: TimeInterval?
     package private(set) var faults: [FaultRule] = []
     /// How files.list misbehaves, if it does.
     package private(set) var listFault: ListFault?
@@ -171,6 +176,8 @@ package actor EmulatorState {
     var refreshTokens: [String: RefreshGrant] = [:]
     var accessTokens: [String: AccessGrant] = [:]
     var files: [String: DriveFile] = [:]
+    /// Each account's change feed, by email.
+    var changeLogs: [String: ChangeLog] = [:]
     var reservedIDs: Set<String> = []
     var uploads: [String: UploadSession] = [:]
     var deviceCodeRequests: [String: [Date]] = [:]
@@ -277,6 +284,17 @@ package actor EmulatorState {
 
     package func setNameIndexDelay(seconds: TimeInterval) { nameIndexDelay = max(0, seconds) }
     package func setPageTokenLifetime(seconds: TimeInterval) { pageTokenLifetime = max(0, seconds) }
+
+    /// Caps every changes.list page at `size` changes whatever pageSize asks for: the changes
+    /// reference says of pageSize that "the service might return fewer than this value".
+    package func setChangesPageSize(_ size: Int?) { changesPageSizeCap = size.map { max(1, $0) } }
+
+    /// Makes change tokens expire `seconds` after the emulator last handed them out; nil (the
+    /// default) for never. Drive's reference says of startPageToken, nextPageToken and
+    /// newStartPageToken: "The page token doesn't expire." Yet ChangeList.nextPageToken also
+    /// said: "If the token is rejected for any reason, it should be discarded, and pagination
+    /// should be restarted from the first page of results." This knob is that rejection.
+    package func setChangeTokenLifetime(seconds: TimeInterval?) { changeTokenLifetime = seconds.map { max(0, $0) } }
 
     /// False while a file's name is not yet in Drive's name index.
     func isNameIndexed(_ file: DriveFile) -> Bool {
@@ -408,6 +426,7 @@ package actor EmulatorState {
             id: newFileID(), name: name, mimeType: mimeType, parents: parents, owner: email, createdTime: time,
             modifiedTime: modifiedTime ?? time, content: content, explicitlyTrashed: false, project: project)
         files[file.id] = file
+        noteChange(file)
         return file
     }
 
@@ -416,6 +435,7 @@ package actor EmulatorState {
         guard files[id] != nil else { throw EmulatorControlError("no file \(id)") }
         files[id]?.content = content
         files[id]?.modifiedTime = now()
+        if let file = files[id] { noteChange(file) }
     }
 
     /// Makes a file's metadata or download lie (nil clears it): a hostile server for tests.
@@ -430,6 +450,7 @@ package actor EmulatorState {
     package func trash(id: String) throws(EmulatorControlError) {
         guard files[id] != nil else { throw EmulatorControlError("no file \(id)") }
         files[id]?.explicitlyTrashed = true
+        if let file = files[id] { noteChange(file, withDescendantsIn: files) }
     }
 
     /// True when the file or any folder above it is trashed.

@@ -15,6 +15,9 @@ struct EmulatorSnapshot: Codable {
     /// The serial number in the last id or token made; absent in older files. Carried on so
     /// ids and tokens made after a restart never repeat old ones, whatever the seed.
     var serial: UInt64?
+    /// Each account's change feed, so change tokens from before a restart keep working;
+    /// absent in older files, whose tokens the restarted emulator then refuses as unknown.
+    var changeLogs: [String: ChangeLog]?
 }
 
 extension EmulatorState {
@@ -22,7 +25,8 @@ extension EmulatorState {
         let snapshot = EmulatorSnapshot(
             version: 2, accounts: accounts, clients: clients, refreshTokens: refreshTokens, accessTokens: accessTokens,
             files: files,
-            reservedIDs: reservedIDs, tokenLifetime: tokenLifetime, serial: serial)
+            reservedIDs: reservedIDs, tokenLifetime: tokenLifetime, serial: serial,
+            changeLogs: changeLogs.mapValues { $0.compacted() })
         return try JSONEncoder().encode(snapshot)
     }
 
@@ -40,5 +44,6 @@ extension EmulatorState {
         reservedIDs = snapshot.reservedIDs
         tokenLifetime = snapshot.tokenLifetime
         serial = max(serial, snapshot.serial ?? 0)
+        changeLogs = snapshot.changeLogs ?? [:]
     }
 }

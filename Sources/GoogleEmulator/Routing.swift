@@ -76,6 +76,8 @@ extension EmulatorState {
         case ("GET", "drive/v3/files"): return handleList(request, email: email)
         case ("POST", "drive/v3/files"): return handleCreateMetadata(request, email: email)
         case ("GET", "drive/v3/files/generateIds"): return handleGenerateIDs(request)
+        case ("GET", "drive/v3/changes/startPageToken"): return handleStartPageToken(request, email: email)
+        case ("GET", "drive/v3/changes"): return handleChanges(request, email: email)
         case ("POST", "upload/drive/v3/files"):
             switch request.query["uploadType"] {
             case "multipart": return handleMultipart(request, email: email)

@@ -1,0 +1,295 @@
+import Foundation
+import GoogleEmulator
+import IvyCore
+import IvyGoogle
+import IvyStore
+import IvySync
+import Testing
+
+extension World {
+    /// The requests logged since the last `clearRequests`, by kind.
+    func requestKinds() async -> [String] {
+        await requests().map { request in
+            switch request.path {
+            case "/drive/v3/changes": "changes"
+            case "/drive/v3/changes/startPageToken": "start token"
+            case "/drive/v3/files" where request.method == "GET": "list"
+            case let path
+            where request.method == "GET" && path.hasPrefix("/drive/v3/files/")
+                && request.query.contains("alt=media"):
+                "download"
+            default: "\(request.method) \(request.path)"
+            }
+        }
+    }
+}
+
+extension Device {
+    /// The mirror's files as (name, id), sorted by name.
+    func mirrorNames() throws -> [String] {
+        try #require(try library.driveMirror()).files.map(\.file.name).sorted()
+    }
+}
+
+@Suite("A sync that reads Drive's change feed")
+struct ChangeFeedSyncTests {
+    @Test("the first sync builds the mirror from a full listing; a quiet sync is then one request")
+    func firstThenQuiet() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let book = try a.addBook("Dune")
+            try a.addClip(to: book)
+            let first = try await a.sync()
+            #expect(first.uploaded.pair == [1, 1] && first.fullListing != nil)
+            let token = try #require(try a.library.driveMirrorToken())
+
+            // ivy's own uploads reach the mirror through the feed, like another device's.
+            await world.state.clearRequests()
+            let quiet = try await a.sync()
+            #expect(quiet.transferredNothing && quiet.fullListing == nil, "\(quiet.summary)")
+            #expect(await world.requestKinds() == ["changes"])
+            #expect(try await a.mirrorNames() == world.names())
+            #expect(try a.library.driveMirrorToken() != token)
+
+            await world.state.clearRequests()
+            #expect(try await a.sync().requests == 1)
+            #expect(await world.requestKinds() == ["changes"])
+        }
+    }
+
+    @Test("k books edited on another device: one page of changes and k downloads", arguments: [1, 5])
+    func remoteEdits(k: Int) async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let b = try await world.device("b")
+            let books = try (0..<8).map { try a.addBook("Book \($0)") }
+            _ = try await a.sync()
+            _ = try await b.sync()
+            _ = try await a.sync()
+            for book in books.prefix(k) { try b.edit(book: book.id, BookChanges(position: 77)) }
+            #expect(try await b.sync().uploaded.books == k)
+
+            await world.state.clearRequests()
+            let report = try await a.sync()
+            #expect(report.downloaded.pair == [k, 0] && report.fullListing == nil, "\(report.summary)")
+            #expect(await world.requestKinds() == ["changes"] + Array(repeating: "download", count: k))
+            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.mirrorNames() == world.names())
+        }
+    }
+
+    @Test("a clip deleted on another device, and one trashed on Drive, reach this library through the feed")
+    func remoteDeleteAndTrash() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let other = try pair.b.addClip(to: pair.book, note: "to the bin")
+            _ = try await pair.b.sync()
+            _ = try await pair.a.sync()
+            #expect(try pair.a.clip(other.id) != nil)
+
+            try pair.b.library.deleteClip(id: pair.clip.id)
+            #expect(try await pair.b.sync().deletedRemote.pair == [0, 1])
+            let deleted = try await pair.a.sync()
+            #expect(deleted.deletedLocal.pair == [0, 1] && deleted.fullListing == nil, "\(deleted.summary)")
+            #expect(try pair.a.clip(pair.clip.id) == nil)
+
+            // Trashed in Drive's web page: both files of the clip.
+            for name in ["clip_\(other.id).json", "clip_\(other.id).mp3"] {
+                try await world.state.trash(id: try await world.file(name).id)
+            }
+            let trashed = try await pair.a.sync()
+            #expect(trashed.deletedLocal.pair == [0, 1] && trashed.fullListing == nil, "\(trashed.summary)")
+            #expect(try pair.a.clip(other.id) == nil)
+            #expect(try pair.a.mirrorNames() == ["book_\(pair.book.id).json"])
+        }
+    }
+
+    @Test("a change outside ivy's books and clips folders is read and ignored")
+    func outsideTheFolders() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let book = try a.addBook("Dune")
+            _ = try await a.sync()
+            _ = try await a.sync()
+            let ivy = try #require(try a.library.rememberedFolders()?.ivy.first)
+            let before = try a.mirrorNames()
+            // A backup-like name right in the Ivy folder, and one in another folder of the app.
+            await world.state.putFile(
+                email: alice, name: "book_\(book.id).json", parents: [ivy], content: Data("{}".utf8))
+            let elsewhere = await world.state.putFile(
+                email: alice, name: "Notes", parents: [], content: Data(),
+                mimeType: "application/vnd.google-apps.folder")
+            await world.state.putFile(
+                email: alice, name: "book_\(book.id).json", parents: [elsewhere.id], content: Data("{}".utf8))
+            await world.state.clearRequests()
+            let report = try await a.sync()
+            #expect(report.transferredNothing && report.fullListing == nil, "\(report.summary)")
+            #expect(await world.requestKinds() == ["changes"])
+            #expect(try a.mirrorNames() == before)
+        }
+    }
+
+    @Test("a change token Drive refuses: that sync lists in full, converges, and builds a new chain")
+    func rejectedToken() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            _ = try await pair.a.sync()
+            let old = try #require(try pair.a.library.driveMirrorToken())
+            try pair.b.edit(book: pair.book.id, BookChanges(position: 42))
+            _ = try await pair.b.sync()
+            await world.state.setChangeTokenLifetime(seconds: 60)
+            await world.state.advanceClock(by: 3600)
+
+            await world.state.clearRequests()
+            let report = try await pair.a.sync()
+            #expect(report.downloaded.pair == [1, 0], "\(report.summary)")
+            #expect(report.fullListing?.contains("refused") == true, "\(report.fullListing ?? "-")")
+            #expect(await world.requestKinds().contains("list"))
+            #expect(try pair.a.snapshot() == pair.b.snapshot())
+            #expect(try pair.a.library.driveMirrorToken() != old)
+            #expect(try await pair.a.mirrorNames() == world.names())
+
+            await world.state.clearRequests()
+            #expect(try await pair.a.sync().fullListing == nil)
+            #expect(await world.requestKinds() == ["changes"])
+        }
+    }
+
+    @Test("an error partway through the pages: that sync lists in full and converges; the next reads the feed")
+    func errorMidway() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            _ = try await pair.a.sync()
+            for index in 0..<3 { try pair.b.addBook("New \(index)") }
+            _ = try await pair.b.sync()
+            await world.state.setChangesPageSize(1)
+            // The first page goes through (a rule that only counts it); then the second page
+            // fails every try, the first and each retry, and the retries give up.
+            await world.state.addFault(FaultRule(method: "GET", pathContains: "/drive/v3/changes?", times: 1))
+            await world.state.addFault(
+                FaultRule(
+                    method: "GET", pathContains: "/drive/v3/changes?", times: RetryPolicy().maxAttempts, status: 503))
+            let report = try await pair.a.sync()
+            #expect(report.downloaded.books == 3, "\(report.summary)")
+            #expect(report.fullListing?.contains("changes failed") == true, "\(report.fullListing ?? "-")")
+            #expect(try pair.a.snapshot() == pair.b.snapshot())
+            #expect(try await pair.a.mirrorNames() == world.names())
+
+            await world.state.clearFaults()
+            await world.state.clearRequests()
+            let next = try await pair.a.sync()
+            #expect(next.fullListing == nil && next.transferredNothing, "\(next.summary)")
+        }
+    }
+
+    @Test("a new books folder on Drive (a twin) makes that sync list in full, and the twin's files are seen")
+    func twinFolder() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let dune = try a.addBook("Dune")
+            _ = try await a.sync()
+            _ = try await a.sync()
+            let ivy = try #require(try a.library.rememberedFolders()?.ivy.first)
+            let twin = await world.state.putFile(
+                email: alice, name: "books", parents: [ivy], content: Data(),
+                mimeType: "application/vnd.google-apps.folder")
+            // Another device's book in the twin: Dune's backup under a new id.
+            let id = UUID().uuidString.lowercased()
+            let content = String(decoding: try await world.file("book_\(dune.id).json").content, as: UTF8.self)
+                .replacingOccurrences(of: dune.id, with: id)
+            await world.state.putFile(
+                email: alice, name: "book_\(id).json", parents: [twin.id], content: Data(content.utf8),
+                mimeType: "application/json")
+            let report = try await a.sync()
+            #expect(report.fullListing?.contains("new books folder") == true, "\(report.fullListing ?? "-")")
+            #expect(report.downloaded.pair == [1, 0], "\(report.summary)")
+            #expect(try a.library.rememberedFolders()?.books.count == 2)
+            #expect(try await a.mirrorNames() == world.names())
+            await world.state.clearRequests()
+            #expect(try await a.sync().fullListing == nil)
+            #expect(await world.requestKinds() == ["changes"])
+        }
+    }
+
+    @Test("--full lists Drive in full and rebuilds the mirror even when the feed could be read")
+    func full() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            try a.addBook("Dune")
+            _ = try await a.sync()
+            _ = try await a.sync()
+            // A mirror gone wrong: a file Drive does not have. Only a full listing can tell.
+            let mirror = try #require(try a.library.driveMirror())
+            let ghost = MirroredFile(
+                file: RemoteFile(id: "ghost", name: "book_ghost.json", modifiedTime: 1), parents: [],
+                mimeType: "application/json")
+            try a.library.replaceDriveMirror(
+                mirror.files + [ghost], token: mirror.token, folders: try #require(try a.library.rememberedFolders()))
+            await world.state.clearRequests()
+            let report = try await a.sync(SyncOptions(full: true))
+            #expect(report.fullListing == "--full" && report.transferredNothing)
+            let kinds = await world.requestKinds()
+            #expect(kinds.first == "start token" && kinds.contains("list") && !kinds.contains("changes"), "\(kinds)")
+            #expect(try await a.mirrorNames() == world.names())
+        }
+    }
+
+    @Test("--dry-run reads the feed but writes neither the mirror nor its token")
+    func dryRun() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            _ = try await pair.a.sync()
+            let before = try pair.a.library.driveMirror()
+            try pair.b.edit(book: pair.book.id, BookChanges(position: 9))
+            _ = try await pair.b.sync()
+            let preview = try await pair.a.sync(SyncOptions(dryRun: true))
+            #expect(preview.downloaded.pair == [1, 0] && preview.fullListing == nil, "\(preview.summary)")
+            #expect(try pair.a.library.driveMirror() == before)
+            let real = try await pair.a.sync()
+            #expect(real.downloaded.pair == [1, 0] && real.fullListing == nil)
+            #expect(try pair.a.snapshot() == pair.b.snapshot())
+        }
+    }
+
+    @Test("reset-manifest and a switch of account forget the mirror: the next sync lists in full")
+    func resetAndSwitch() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            try a.addBook("Dune")
+            _ = try await a.sync()
+            try a.library.resetManifest()
+            #expect(try a.library.driveMirror() == nil)
+            #expect(try await a.sync().fullListing != nil)
+            #expect(try a.library.driveMirror() != nil)
+
+            #expect(try await a.signIn(as: bob))
+            #expect(try a.library.driveMirror() == nil)
+            let bobs = try await a.sync()
+            #expect(bobs.fullListing != nil && bobs.uploaded.books == 1)
+            #expect(try a.mirrorNames().isEmpty, "listed before its upload: the feed brings that next time")
+            #expect(try await a.sync().fullListing == nil)
+            #expect(try await a.mirrorNames() == world.names(bob))
+        }
+    }
+
+    @Test("a mirror that lost files is checked by a full listing before anything is held or deleted")
+    func shortMirror() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let book = try a.addBook("Dune")
+            for index in 0..<12 { try a.addClip(to: book, start: Double(index)) }
+            _ = try await a.sync()
+            _ = try await a.sync()
+            // A mirror gone wrong (a bug, a hand edit): most clips missing from it.
+            let mirror = try #require(try a.library.driveMirror())
+            let kept = mirror.files.filter { !$0.file.name.hasPrefix("clip_") }
+            try a.library.replaceDriveMirror(
+                kept, token: mirror.token, folders: try #require(try a.library.rememberedFolders()))
+            let report = try await a.sync()
+            #expect(report.fullListing?.contains("checking the mirror") == true, "\(report.fullListing ?? "-")")
+            #expect(report.transferredNothing && report.deletionsHeld == nil, "\(report.summary)")
+            #expect(try a.library.clips().count == 12)
+            #expect(try await a.mirrorNames() == world.names())
+        }
+    }
+}

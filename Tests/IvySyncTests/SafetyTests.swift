@@ -72,7 +72,7 @@ struct SafetyTests {
             for device in [a, b] {
                 #expect(try device.library.clips().allSatisfy { !($0.note ?? "").contains("--- Conflict (") })
                 let quiet = try await device.sync()
-                #expect(quiet.transferredNothing && quiet.requests == 3, "\(device.name): \(quiet.summary)")
+                #expect(quiet.transferredNothing && quiet.requests == 1, "\(device.name): \(quiet.summary)")
             }
             #expect(try a.snapshot() == b.snapshot())
         }

@@ -36,6 +36,6 @@ struct BenchSmokeTests {
         ] {
             #expect(figures.contains(figure), "missing \(figure)")
         }
-        #expect(result.1.contains("bench d_noop_requests 3 requests"), "the folders, the books, the clips")
+        #expect(result.1.contains("bench d_noop_requests 1 requests"), "one page of Drive's changes")
     }
 }

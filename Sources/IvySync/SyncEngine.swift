@@ -95,9 +95,14 @@ package final class SyncEngine: Sendable {
         let started = clock.now()
         var gathered = try await gather(options)
         var plan = self.plan(gathered, options)
-        if gathered.fullListingReason == nil, let doubt = plan.listingDistrustedReason ?? plan.deletionsHeldReason {
-            // The mirror looks wrong (or the deletions it implies are many): Drive's own
-            // listing decides, before anything is held back or deleted on its word.
+        let allowedDeletions =
+            options.allowDeletes && !plan.actions(.deleteLocal).isEmpty ? "deletions allowed by --allow-deletes" : nil
+        if gathered.fullListingReason == nil,
+            let doubt = plan.listingDistrustedReason ?? plan.deletionsHeldReason ?? allowedDeletions
+        {
+            // The mirror looks wrong (or the deletions it implies are many, or allowed past
+            // the safety valve): Drive's own listing decides, before anything is held back or
+            // deleted on the mirror's word.
             gathered = try await gather(options, fullListing: "checking the mirror of Drive: \(doubt)")
             plan = self.plan(gathered, options)
         }
@@ -188,7 +193,8 @@ package final class SyncEngine: Sendable {
     private func listInFull(remembered: DriveFolders?, dryRun: Bool) async throws -> DriveListing {
         var token: String?
         do {
-            token = try await drive.startPageToken()
+            // A dry run saves no mirror, so it needs no token.
+            token = dryRun ? nil : try await drive.startPageToken()
         } catch let error as DriveError {
             // Without a token the listing is still a listing; only the mirror waits.
             logger.warning("no change token: no mirror this time", metadata: ["error": "\(error.localizedDescription)"])

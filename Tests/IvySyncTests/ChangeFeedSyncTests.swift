@@ -182,6 +182,28 @@ struct ChangeFeedSyncTests {
         }
     }
 
+    @Test("a page of changes that makes no sense: that sync lists in full and converges; the next reads the feed")
+    func hostilePage() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            _ = try await pair.a.sync()
+            try pair.b.edit(book: pair.book.id, BookChanges(position: 7))
+            _ = try await pair.b.sync()
+            await world.state.addFault(
+                FaultRule(
+                    method: "GET", pathContains: "/drive/v3/changes?", times: 1,
+                    jsonFields: ["changes": #"[{"fileId": "x", "file": 12}]"#]))
+            let report = try await pair.a.sync()
+            #expect(report.fullListing?.contains("could not be followed") == true, "\(report.fullListing ?? "-")")
+            #expect(report.downloaded.pair == [1, 0], "\(report.summary)")
+            #expect(try pair.a.snapshot() == pair.b.snapshot())
+            #expect(try await pair.a.mirrorNames() == world.names())
+            await world.state.clearRequests()
+            #expect(try await pair.a.sync().fullListing == nil)
+            #expect(await world.requestKinds() == ["changes"])
+        }
+    }
+
     @Test("a new books folder on Drive (a twin) makes that sync list in full, and the twin's files are seen")
     func twinFolder() async throws {
         try await withWorld { world in
@@ -237,6 +259,11 @@ struct ChangeFeedSyncTests {
     @Test("--dry-run reads the feed but writes neither the mirror nor its token")
     func dryRun() async throws {
         try await withWorld { world in
+            let fresh = try await world.device("fresh")
+            try fresh.addBook("Dune")
+            _ = try await fresh.sync(SyncOptions(dryRun: true))
+            #expect(try fresh.library.driveMirror() == nil, "a first dry run builds no mirror")
+
             let pair = try await SyncedPair(world)
             _ = try await pair.a.sync()
             let before = try pair.a.library.driveMirror()

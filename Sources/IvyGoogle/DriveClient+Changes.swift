@@ -61,8 +61,8 @@ package enum ChangeFeedEnd: Sendable, Equatable {
 extension DriveClient {
     /// The fields ivy reads of each change: enough to keep a mirror of the listing.
     static let changeFields =
-        "nextPageToken,newStartPageToken,changes(removed,fileId,file(id,name,parents,trashed,size,md5Checksum,"
-        + "modifiedTime,createdTime,mimeType))"
+        "nextPageToken,newStartPageToken,changes(changeType,removed,fileId,"
+        + "file(id,name,parents,trashed,size,md5Checksum,modifiedTime,createdTime,mimeType))"
 
     /// Statuses with which Drive refuses a change token. The Drive reference says a rejected
     /// token "should be discarded, and pagination should be restarted from the first page";
@@ -150,7 +150,9 @@ extension DriveClient {
         default: return .broken("\(context): a page with both a next and a new start token, or an empty one")
         }
         var changes: [DriveChange] = []
-        for entry in entries {
+        // A shared drive's own change (`changeType` drive) has no file id; ivy keeps nothing
+        // in shared drives.
+        for entry in entries where entry.changeType != "drive" {
             guard let change = entry.change else {
                 return .broken("\(context): a change without a file id, or whose file cannot be read")
             }

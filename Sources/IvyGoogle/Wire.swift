@@ -239,6 +239,7 @@ struct StartPageTokenAnswer: Decodable {
 
 /// One entry of `changes.list`.
 struct WireChange: Decodable {
+    var changeType: String?
     var fileId: String?
     var removed: Bool?
     var file: WireFile?
@@ -247,6 +248,7 @@ struct WireChange: Decodable {
 
     init(from decoder: any Decoder) throws {
         let fields = try decoder.container(keyedBy: WireKey.self)
+        changeType = fields.lenient(WireKey("changeType"))
         fileId = fields.lenient(WireKey("fileId"))
         removed = fields.lenient(WireKey("removed"))
         file = fields.lenient(WireKey("file"))

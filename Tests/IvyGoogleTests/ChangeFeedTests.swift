@@ -145,6 +145,26 @@ struct ChangeFeedTests {
         }
     }
 
+    @Test("a shared drive's own change is passed over; the files' changes around it are read")
+    func sharedDriveChange() async throws {
+        try await withGoogle { google in
+            let drive = try await google.drive()
+            let token = try await drive.startPageToken()
+            await google.state.addFault(
+                FaultRule(
+                    method: "GET", pathContains: "/drive/v3/changes?", times: 1,
+                    jsonFields: [
+                        "changes": #"[{"changeType": "drive", "driveId": "d1"}, {"fileId": "f1", "removed": true}]"#
+                    ]))
+            let (pages, end) = try await readFeed(drive, since: token)
+            guard case .caughtUp = end else {
+                Issue.record("\(end)")
+                return
+            }
+            #expect(pages.flatMap(\.changes) == [DriveChange(fileID: "f1", file: nil)])
+        }
+    }
+
     @Test("a next page token given before breaks the chain after the pages already handed over")
     func repeatedToken() async throws {
         try await withGoogle { google in

@@ -85,7 +85,8 @@ extension LibraryDatabase {
 
     private static func upsert(_ mirrored: MirroredFile, _ db: Database) throws {
         let file = mirrored.file
-        try db.execute(
+        // Cached: a full listing writes one row per file, ten thousand and more.
+        try db.cachedStatement(
             sql: """
                 INSERT INTO drive_mirror (file_id, name, parents, mime_type, size, md5, modified_time, created_time)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -93,7 +94,8 @@ extension LibraryDatabase {
                     name = excluded.name, parents = excluded.parents, mime_type = excluded.mime_type,
                     size = excluded.size, md5 = excluded.md5, modified_time = excluded.modified_time,
                     created_time = excluded.created_time
-                """,
+                """
+        ).execute(
             arguments: [
                 file.id, file.name, folderSetting(mirrored.parents), mirrored.mimeType, file.size, file.md5,
                 file.modifiedTime, file.createdTime,

@@ -14,6 +14,8 @@ package enum InternalSetting: String, Sendable, CaseIterable {
     /// held by the safety valve: each is said once, not on every run.
     case autoReportedError = "auto_reported_error"
     case autoReportedHold = "auto_reported_hold"
+    /// When the mirror of Drive's listing was last rebuilt from a full listing (milliseconds).
+    case mirrorListedAt = "mirror_listed_at"
 }
 
 extension LibraryDatabase {

@@ -31,11 +31,18 @@ extension LibraryDatabase {
 
     /// Replaces the mirror with a full listing, the change token taken before that listing
     /// and the folders it covers, in one transaction.
-    package func replaceDriveMirror(_ files: [MirroredFile], token: String, folders: DriveFolders) throws {
+    package func replaceDriveMirror(
+        _ files: [MirroredFile], token: String, folders: DriveFolders, listedAt: Milliseconds? = nil
+    ) throws {
         try write { db in
             try db.execute(sql: "DELETE FROM drive_mirror")
             for file in files { try Self.upsert(file, db) }
             try Self.saveToken(token, db)
+            // Without a time (tests building a mirror by hand) the mirror never ages.
+            try db.execute(
+                sql: "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
+                    + "excluded.value",
+                arguments: [InternalSetting.mirrorListedAt.rawValue, listedAt.map(String.init)])
             for (key, ids) in [
                 (InternalSetting.ivyFolderID, folders.ivy), (.booksFolderID, folders.books),
                 (.clipsFolderID, folders.clips),
@@ -64,6 +71,12 @@ extension LibraryDatabase {
             try Self.saveToken(update.token, db)
             return true
         }
+    }
+
+    /// When the full listing the mirror was last rebuilt from was taken; nil without a mirror.
+    package func driveMirrorListedAt() throws -> Milliseconds? {
+        guard try driveMirrorToken() != nil else { return nil }
+        return try internalSetting(.mirrorListedAt).flatMap { Milliseconds($0) }
     }
 
     /// Forgets the mirror and its token: the next sync lists Drive in full.

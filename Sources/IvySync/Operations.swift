@@ -150,6 +150,13 @@ extension SyncEngine {
                 return Outcome(key: key, result: .done(.deleteLocal, conflict: false))
             }
         } catch {
+            if context.fromMirror, (error as? DriveError)?.kind == .notFound {
+                // A file the mirror listed is gone: the mirror drifted from Drive (or another
+                // device was quicker). The next sync lists Drive in full and rebuilds it.
+                logger.warning(
+                    "a mirrored file is gone on Drive; the next sync lists in full", metadata: ["entity": "\(key)"])
+                try? library.clearDriveMirror()
+            }
             switch SyncFailure.of(error) {
             case .stopsSync(let error): throw error
             case .changedDuringSync: return Outcome(key: key, result: .nothing)

@@ -99,10 +99,13 @@ package final class SyncEngine: Sendable {
             options.allowDeletes && !plan.actions(.deleteLocal).isEmpty ? "deletions allowed by --allow-deletes" : nil
         if gathered.fullListingReason == nil,
             let doubt = plan.listingDistrustedReason ?? plan.deletionsHeldReason ?? allowedDeletions
+                ?? Self.reliesOnAbsence(plan, gathered)
         {
             // The mirror looks wrong (or the deletions it implies are many, or allowed past
-            // the safety valve): Drive's own listing decides, before anything is held back or
-            // deleted on the mirror's word.
+            // the safety valve, or the plan acts on a file the mirror lacks): Drive's own
+            // listing decides, before anything is deleted, restored or forgotten on the
+            // mirror's word. A mirror that drifted from Drive is thus never acted on by what
+            // it lacks; what it holds is checked by the transfers themselves.
             gathered = try await gather(options, fullListing: "checking the mirror of Drive: \(doubt)")
             plan = self.plan(gathered, options)
         }
@@ -158,7 +161,9 @@ package final class SyncEngine: Sendable {
         var fullListingReason = forced ?? (options.full ? "--full" : nil)
         var followed: [RemoteFile]?
         if fullListingReason == nil {
-            if let remembered, let mirror = try library.driveMirror() {
+            if let listedAt = try library.driveMirrorListedAt(), clock.now() - listedAt > Self.mirrorMaximumAge {
+                fullListingReason = "the last full listing is over a day old"
+            } else if let remembered, let mirror = try library.driveMirror() {
                 switch try await followChanges(mirror, folders: remembered, dryRun: options.dryRun) {
                 case .current(let files): followed = files
                 case .needsFullListing(let reason): fullListingReason = reason
@@ -185,6 +190,31 @@ package final class SyncEngine: Sendable {
             remote: RemoteListing(files: listing.files, isComplete: listing.isComplete))
     }
 
+    /// How long the mirror goes without a full listing behind it. Drive's own listing can lag
+    /// a change made just before the token a rebuild took, and Drive does not document every
+    /// change it reports under drive.file; a daily full listing bounds how long any drift
+    /// can last, at 1 + pages requests a day.
+    package static let mirrorMaximumAge: Milliseconds = 24 * 3600 * 1000
+
+    /// Why a plan made from the mirror must be checked against a full listing: it deletes,
+    /// restores or forgets an entity this library synced because the mirror holds no file of
+    /// it (or, for a clip, lacks its JSON or its MP3). Edits on other devices replace files,
+    /// so they show as other files of the same entity and cost nothing here; only absence,
+    /// which a mirror that drifted from Drive would also show, needs Drive's own word.
+    static func reliesOnAbsence(_ plan: SyncPlan, _ gathered: Gathered) -> String? {
+        let synced = Set(gathered.manifest.map(\.key))
+        let missing = plan.actions.first { action in
+            guard synced.contains(action.key), action.action != .deleteRemote, action.action != .download else {
+                return false
+            }
+            let remote = action.remote
+            return remote?.json == nil || (action.key.kind == .clip && remote?.mp3 == nil)
+        }
+        if let missing { return "\(missing.key) is not in the mirror (\(missing.action.rawValue))" }
+        if let gone = plan.manifestCleanup.first { return "\(gone) is gone from the mirror and from here" }
+        return nil
+    }
+
     /// Drive listed in full, and (unless this is a dry run) the mirror rebuilt from it with
     /// a change token taken before the listing, in one transaction with the folders. A
     /// listing that stopped early (or one without a token) is no mirror: the old one is
@@ -202,7 +232,8 @@ package final class SyncEngine: Sendable {
         let listing = try await drive.listLibrary(remembered: remembered, createFolders: !dryRun)
         guard !dryRun else { return listing }
         if listing.isComplete, let token {
-            try library.replaceDriveMirror(listing.mirrored, token: token, folders: listing.folders)
+            try library.replaceDriveMirror(
+                listing.mirrored, token: token, folders: listing.folders, listedAt: clock.now())
         } else {
             try library.clearDriveMirror()
             try library.rememberFolders(listing.folders)
@@ -310,8 +341,11 @@ package final class SyncEngine: Sendable {
         let snapshot: LocalSnapshot
         let manifest: [EntityKey: ManifestEntry]
         let syncStarted: Milliseconds
+        /// Whether the plan was made from the mirror rather than a full listing.
+        let fromMirror: Bool
 
         init(_ gathered: Gathered, syncStarted: Milliseconds) {
+            fromMirror = gathered.fullListingReason == nil
             folders = gathered.listing.folders
             queue = Dictionary(gathered.queue.map { ($0.key, $0) }, uniquingKeysWith: { $1 })
             snapshot = gathered.snapshot

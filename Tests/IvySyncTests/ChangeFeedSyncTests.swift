@@ -89,8 +89,10 @@ struct ChangeFeedSyncTests {
 
             try pair.b.library.deleteClip(id: pair.clip.id)
             #expect(try await pair.b.sync().deletedRemote.pair == [0, 1])
+            // A delete acts on absence, so Drive's own listing confirms it first.
             let deleted = try await pair.a.sync()
-            #expect(deleted.deletedLocal.pair == [0, 1] && deleted.fullListing == nil, "\(deleted.summary)")
+            #expect(deleted.deletedLocal.pair == [0, 1], "\(deleted.summary)")
+            #expect(deleted.fullListing?.contains("is not in the mirror") == true, "\(deleted.fullListing ?? "-")")
             #expect(try pair.a.clip(pair.clip.id) == nil)
 
             // Trashed in Drive's web page: both files of the clip.
@@ -98,7 +100,7 @@ struct ChangeFeedSyncTests {
                 try await world.state.trash(id: try await world.file(name).id)
             }
             let trashed = try await pair.a.sync()
-            #expect(trashed.deletedLocal.pair == [0, 1] && trashed.fullListing == nil, "\(trashed.summary)")
+            #expect(trashed.deletedLocal.pair == [0, 1] && trashed.fullListing != nil, "\(trashed.summary)")
             #expect(try pair.a.clip(other.id) == nil)
             #expect(try pair.a.mirrorNames() == ["book_\(pair.book.id).json"])
         }
@@ -316,6 +318,70 @@ struct ChangeFeedSyncTests {
             #expect(report.fullListing?.contains("checking the mirror") == true, "\(report.fullListing ?? "-")")
             #expect(report.transferredNothing && report.deletionsHeld == nil, "\(report.summary)")
             #expect(try a.library.clips().count == 12)
+            #expect(try await a.mirrorNames() == world.names())
+        }
+    }
+
+    @Test("one synced clip missing from the mirror (a drift) is not deleted: a full listing decides, and finds it")
+    func driftedMirrorDeletesNothing() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let book = try a.addBook("Dune")
+            let clip = try a.addClip(to: book)
+            _ = try await a.sync()
+            _ = try await a.sync()
+            let mirror = try #require(try a.library.driveMirror())
+            let kept = mirror.files.filter { !$0.file.name.hasPrefix("clip_\(clip.id)") }
+            try a.library.replaceDriveMirror(
+                kept, token: mirror.token, folders: try #require(try a.library.rememberedFolders()))
+            let report = try await a.sync()
+            #expect(report.fullListing?.contains("is not in the mirror") == true, "\(report.fullListing ?? "-")")
+            #expect(report.transferredNothing, "\(report.summary)")
+            #expect(try a.clip(clip.id) != nil && a.audio(clip.id) != nil)
+            #expect(try await a.mirrorNames() == world.names())
+        }
+    }
+
+    @Test("the mirror is rebuilt from a full listing once it is a day old")
+    func dailyFullListing() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            try a.addBook("Dune")
+            _ = try await a.sync()
+            #expect(try await a.sync().fullListing == nil)
+            let now = world.clock.clock.now()
+            try a.library.setInternalSetting(.mirrorListedAt, String(now - SyncEngine.mirrorMaximumAge - 1000))
+            let report = try await a.sync()
+            #expect(report.fullListing == "the last full listing is over a day old")
+            #expect(report.transferredNothing)
+            #expect(try await a.sync().fullListing == nil, "a fresh mirror again")
+        }
+    }
+
+    @Test("a file the mirror lists but Drive no longer has: the mirror is forgotten, the next sync lists in full")
+    func ghostInTheMirror() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let book = try a.addBook("Dune")
+            _ = try await a.sync()
+            _ = try await a.sync()
+            // The mirror says the book's file changed, under an id Drive does not have.
+            let mirror = try #require(try a.library.driveMirror())
+            let ghosts = mirror.files.map { mirrored -> MirroredFile in
+                guard mirrored.file.name == "book_\(book.id).json" else { return mirrored }
+                var ghost = mirrored
+                ghost.file.id = "ghost-\(mirrored.file.id)"
+                ghost.file.modifiedTime += 5000
+                return ghost
+            }
+            try a.library.replaceDriveMirror(
+                ghosts, token: mirror.token, folders: try #require(try a.library.rememberedFolders()))
+            let failed = try await a.sync()
+            #expect(!failed.failures.isEmpty && failed.fullListing == nil, "\(failed.summary)")
+            #expect(try a.library.driveMirrorToken() == nil, "the mirror is forgotten")
+            let next = try await a.sync()
+            #expect(next.fullListing != nil && next.failures.isEmpty, "\(next.summary)")
+            #expect(try a.book(book.id)?.title == "Dune")
             #expect(try await a.mirrorNames() == world.names())
         }
     }

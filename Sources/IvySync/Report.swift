@@ -96,7 +96,7 @@ package struct SyncReport: Sendable, Encodable {
         add(deletedLocal, "deleted here")
         let what = parts.isEmpty ? "nothing to do" : parts.joined(separator: ", ")
         var line =
-            "\(dryRun ? "Would sync" : "Synced"): \(what); \(requests) requests in "
+            "\(dryRun ? "Would sync" : "Synced"): \(what); \(requests) request\(requests == 1 ? "" : "s") in "
             + "\(Double(durationMilliseconds) / 1000) s"
         if !failures.isEmpty { line += "; \(failures.count) failed (see `ivy queue`)" }
         if !skipped.isEmpty { line += "; \(skipped.count) Drive files skipped" }

@@ -254,6 +254,10 @@ struct ResetManifestCommand: ContextCommand {
                 return home.output.line("Nothing changed.")
             }
         }
+        // A running sync would write back the mirror and folders it read before the reset:
+        // wait for it, so what is forgotten stays forgotten.
+        let lock = try home.waitForSyncLock()
+        defer { withExtendedLifetime(lock) {} }
         let entries = try library.localStatus().manifestEntries
         try library.resetManifest()
         home.output.line(

@@ -60,12 +60,15 @@ final class IvyHome: @unchecked Sendable {
     }
 
     /// Starts ivy's command in this process; its output can be read while it runs.
+    /// `errorOnTerminal` puts standard error on a terminal, where ivy says what it waits for.
     func start(
-        _ arguments: [String], environment extra: [String: String] = [:], input: [String] = [], onTerminal: Bool = false
+        _ arguments: [String], environment extra: [String: String] = [:], input: [String] = [],
+        onTerminal: Bool = false,
+        errorOnTerminal: Bool = false
     ) -> RunningCommand {
         RunningCommand(
             arguments, environment: environment.merging(extra) { $1 }, workingDirectory: path, input: input,
-            onTerminal: onTerminal)
+            onTerminal: onTerminal, errorOnTerminal: errorOnTerminal)
     }
 
     /// Runs ivy's command in this process with standard input on a terminal, `input`
@@ -170,11 +173,12 @@ final class RunningCommand: Sendable {
 
     init(
         _ arguments: [String], environment: [String: String], workingDirectory: String, input: [String],
-        onTerminal: Bool
+        onTerminal: Bool, errorOnTerminal: Bool = false
     ) {
         let lines = Mutex(input[...])
         var terminal = Terminal.none(environment: environment)
         terminal.input = onTerminal
+        terminal.error = errorOnTerminal
         let context = Context(
             streams: Streams(output: { [output] in output.append($0) }, error: { [error] in error.append($0) }),
             terminal: terminal,

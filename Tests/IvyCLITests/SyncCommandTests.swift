@@ -128,6 +128,30 @@ struct SyncCommandTests {
         }
     }
 
+    @Test("reset-manifest waits for a running sync, so what it forgets stays forgotten: the next sync lists in full")
+    func resetWaitsForSync() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            try await device.addLibrary(books: 1, clips: 0)
+            #expect(try await device.ivy.run("sync").status == 0)
+            await emulator.state.addFault(FaultRule(method: "GET", pathContains: "/drive/v3/changes", hold: true))
+            let sync = device.ivy.start(["sync"])
+            await emulator.state.waitForHeld(count: 1)
+            // Standard error on a terminal, where ivy says it waits; the stream ends when the command does.
+            let reset = device.ivy.start(["reset-manifest", "--yes"], errorOnTerminal: true)
+            for await chunk in reset.error.chunks where chunk.contains("waiting for the running sync") { break }
+            #expect(reset.error.text.contains("waiting for the running sync"), "it did not wait: \(reset.error.text)")
+            await emulator.state.clearFaults()
+            await emulator.state.releaseHeld()
+            let synced = await sync.finish()
+            #expect(synced.status == 0, "\(synced.stderr)")
+            let forgot = await reset.finish()
+            #expect(forgot.status == 0 && forgot.stdout.hasPrefix("Forgot 1 synced entry"), "\(forgot.stderr)")
+            let next = try #require(try await device.ivy.run("sync", "--json").json() as? [String: Any])
+            #expect(next["full_listing"] is String, "the reset was not undone by the sync it waited for")
+        }
+    }
+
     @Test(
         """
         signed out: interactive sync without a terminal names ivy login (exit 3); \

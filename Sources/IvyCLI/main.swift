@@ -26,6 +26,22 @@ func terminalWidth(_ environment: [String: String]) -> Int {
     return 80
 }
 
+/// The signal sources reporting SIGINT and SIGTERM, kept for the life of the process.
+nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
+
+/// SIGINT and SIGTERM as a stream, their default action (ending the process) turned off.
+@Sendable func interruptions() -> AsyncStream<Int32> {
+    let (stream, continuation) = AsyncStream<Int32>.makeStream()
+    for number in [SIGINT, SIGTERM] {
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number)
+        source.setEventHandler { continuation.yield(number) }
+        source.resume()
+        signalSources.append(source)
+    }
+    return stream
+}
+
 let environment = ProcessInfo.processInfo.environment
 let context = Context(
     streams: Streams(output: { write($0, to: STDOUT_FILENO) }, error: { write($0, to: STDERR_FILENO) }),
@@ -36,5 +52,6 @@ let context = Context(
     workingDirectory: FileManager.default.currentDirectoryPath,
     readLine: { Swift.readLine() },
     clock: WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) },
-    ids: .uuid)
+    ids: .uuid,
+    interruptions: interruptions)
 exit(await IvyCommand.main(Array(CommandLine.arguments.dropFirst()), context: context))

@@ -55,11 +55,16 @@ package struct Context: Sendable {
     package var readLine: @Sendable () -> String?
     package var clock: WallClock
     package var ids: IDGenerator
+    /// From the first call on, SIGINT and SIGTERM no longer end the process: each is
+    /// reported here instead, for a command that ends cleanly (`ivy sync --watch`).
+    package var interruptions: @Sendable () -> AsyncStream<Int32>
 
     package init(
         streams: Streams, terminal: Terminal, environment: [String: String], workingDirectory: String,
-        readLine: @escaping @Sendable () -> String?, clock: WallClock, ids: IDGenerator
+        readLine: @escaping @Sendable () -> String?, clock: WallClock, ids: IDGenerator,
+        interruptions: @escaping @Sendable () -> AsyncStream<Int32> = { AsyncStream { _ in } }
     ) {
+        self.interruptions = interruptions
         self.streams = streams
         self.terminal = terminal
         self.environment = environment

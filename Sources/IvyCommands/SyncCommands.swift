@@ -35,9 +35,39 @@ struct SyncCommand: ContextCommand {
             "List Drive in full instead of reading only its changes, and rebuild the mirror of Drive kept here: "
                 + "the repair when a sync seems to miss what is on Drive."))
     var full = false
+    @Flag(
+        help: ArgumentHelp(
+            "Keep running until Ctrl-C or SIGTERM: sync about a second after a change here, and read Drive's "
+                + "change feed every --interval seconds (one request when nothing changed)."))
+    var watch = false
+    @Option(
+        help: ArgumentHelp(
+            "With --watch: seconds between looks at Drive (default 10, at least 2).", valueName: "SECONDS"))
+    var interval: Int?
+
+    func validate() throws {
+        if let interval {
+            guard watch else { throw ValidationError("--interval is for --watch; add --watch, or drop --interval") }
+            guard interval >= WatchSchedule.shortestInterval else {
+                throw ValidationError("--interval must be at least \(WatchSchedule.shortestInterval) seconds")
+            }
+        }
+        guard watch else { return }
+        if auto {
+            throw ValidationError("--watch keeps running and --auto is for cron; use one of them")
+        }
+        if dryRun { throw ValidationError("--watch cannot be a dry run; use `ivy sync --dry-run` once") }
+        if allowDeletes {
+            throw ValidationError(
+                "--watch cannot allow deletions past the safety valve; run `ivy sync --allow-deletes` once")
+        }
+    }
 
     func run(_ context: Context) async throws {
         let home = try global.home(context)
+        if watch {
+            return try await SyncWatch(home: home, interval: interval ?? 10, json: json, full: full).run()
+        }
         guard let library = try openLibrary(home) else { return }
         let logger = try home.logger()
         guard let session = try start(home, library: library, logger: logger) else { return }

@@ -13,7 +13,7 @@ package struct SyncReport: Sendable, Encodable {
         package var total: Int { books + clips }
     }
 
-    package struct Problem: Sendable, Encodable, Equatable {
+    package struct Problem: Sendable, Encodable, Hashable {
         package var entity: String
         package var reason: String
     }
@@ -40,6 +40,9 @@ package struct SyncReport: Sendable, Encodable {
     package var bytesUploaded: Int64 = 0
     package var bytesDownloaded: Int64 = 0
     package var requests = 0
+    /// Planned operations not started because the sync was asked to stop (a watch ending);
+    /// the next sync plans them again.
+    package var leftForNextSync = 0
     /// Why Drive was listed in full; nil when the change feed kept the mirror current.
     package var fullListing: String?
     package var durationMilliseconds: Int64 = 0
@@ -61,6 +64,7 @@ package struct SyncReport: Sendable, Encodable {
         case bytesUploaded = "bytes_uploaded"
         case bytesDownloaded = "bytes_downloaded"
         case requests
+        case leftForNextSync = "left_for_next_sync"
         case fullListing = "full_listing"
         case durationMilliseconds = "duration_ms"
         case plan
@@ -69,7 +73,7 @@ package struct SyncReport: Sendable, Encodable {
     package var hasFailures: Bool { !failures.isEmpty }
 
     /// Exit 0 means everything here is on Drive: not with a failure, nor with a change held back.
-    package var isComplete: Bool { failures.isEmpty && heldChanges.isEmpty }
+    package var isComplete: Bool { failures.isEmpty && heldChanges.isEmpty && leftForNextSync == 0 }
 
     /// `1 change held back after failing 3 times: book … (reason); run `ivy retry-failed``.
     package var heldSummary: String? {
@@ -98,6 +102,7 @@ package struct SyncReport: Sendable, Encodable {
         var line =
             "\(dryRun ? "Would sync" : "Synced"): \(what); \(requests) request\(requests == 1 ? "" : "s") in "
             + "\(Double(durationMilliseconds) / 1000) s"
+        if leftForNextSync > 0 { line += "; stopped early, \(leftForNextSync) left for the next sync" }
         if !failures.isEmpty { line += "; \(failures.count) failed (see `ivy queue`)" }
         if !skipped.isEmpty { line += "; \(skipped.count) Drive files skipped" }
         if orphanClips > 0 { line += "; \(orphanClips) clips without their book" }

@@ -12,11 +12,21 @@ package struct SyncOptions: Sendable {
     package var full = false
     /// The whole sync's deadline (setting `sync_timeout`); nil for none.
     package var timeout: Duration?
-    package init(dryRun: Bool = false, allowDeletes: Bool = false, full: Bool = false, timeout: Duration? = nil) {
+    /// Whether to stop soon (a watch asked to end): no operation starts once it is true,
+    /// those already running finish and are recorded, and the rest waits for the next sync.
+    package var stopping: @Sendable () -> Bool
+    /// Drive files skipped and already logged by the sync before (a watch's): not logged again.
+    package var knownSkips: Set<SyncReport.Problem>
+    package init(
+        dryRun: Bool = false, allowDeletes: Bool = false, full: Bool = false, timeout: Duration? = nil,
+        knownSkips: Set<SyncReport.Problem> = [], stopping: @escaping @Sendable () -> Bool = { false }
+    ) {
+        self.knownSkips = knownSkips
         self.dryRun = dryRun
         self.allowDeletes = allowDeletes
         self.full = full
         self.timeout = timeout
+        self.stopping = stopping
     }
 }
 
@@ -118,11 +128,13 @@ package final class SyncEngine: Sendable {
         }
         let context = Context(gathered, syncStarted: started)
         let tick = progressTicker(total: plan.actions.count + plan.staleDuplicates.count)
-        for outcome in try await execute(plan.actions, context, tick: tick) { report.add(outcome) }
-        try await settle(plan, context, into: &report, tick: tick)
+        let outcomes = try await execute(plan.actions, context, stopping: options.stopping, tick: tick)
+        for outcome in outcomes { report.add(outcome) }
+        report.leftForNextSync = plan.actions.count - outcomes.count
+        try await settle(plan, context, into: &report, stopping: options.stopping, tick: tick)
         report.orphanClips = try library.orphanClipCount()
         try finish(&report, started: started)
-        try record(report)
+        try record(report, knownSkips: options.knownSkips)
         return report
     }
 
@@ -262,15 +274,17 @@ package final class SyncEngine: Sendable {
     }
 
     /// Carries out the planned operations, `window` at a time; each records itself as it
-    /// finishes. An error that stops the sync (`SyncFailure`) ends them all.
+    /// finishes. An error that stops the sync (`SyncFailure`) ends them all; `stopping`
+    /// starts no more, and those not started wait for the next sync.
     private func execute(
-        _ actions: [PlannedAction], _ context: Context, tick: @escaping @Sendable (Int64) -> Void
+        _ actions: [PlannedAction], _ context: Context, stopping: @Sendable () -> Bool,
+        tick: @escaping @Sendable (Int64) -> Void
     ) async throws -> [Outcome] {
         try await withThrowingTaskGroup(of: Outcome.self) { group in
             var results: [Outcome] = []
             var pending = actions[...]
             func launch() {
-                guard !Task.isCancelled, let action = pending.popFirst() else { return }
+                guard !Task.isCancelled, !stopping(), let action = pending.popFirst() else { return }
                 group.addTask { [self] in
                     let outcome = try await self.perform(action, context)
                     tick(outcome.bytes)
@@ -289,10 +303,13 @@ package final class SyncEngine: Sendable {
     /// What is left once the operations ran: stale duplicates deleted on Drive, manifest rows
     /// of entities gone on both sides and queue items with nothing left to push dropped.
     private func settle(
-        _ plan: SyncPlan, _ context: Context, into report: inout SyncReport, tick: @Sendable (Int64) -> Void
+        _ plan: SyncPlan, _ context: Context, into report: inout SyncReport, stopping: @Sendable () -> Bool,
+        tick: @Sendable (Int64) -> Void
     ) async throws {
         for stale in plan.staleDuplicates {
             try Task.checkCancellation()
+            // A stale duplicate left now is found again by the next sync.
+            if stopping() { break }
             do {
                 try await drive.delete(stale.file.id)
                 report.staleDuplicatesDeleted += 1
@@ -316,14 +333,14 @@ package final class SyncEngine: Sendable {
     }
 
     /// Records the sync: its time, its first failure as `last_error` (or none), and every
-    /// failure and skipped file in the log.
-    private func record(_ report: SyncReport) throws {
+    /// failure and skipped file in the log (a skip already logged, as `knownSkips` says, once).
+    private func record(_ report: SyncReport, knownSkips: Set<SyncReport.Problem>) throws {
         try library.recordSetting(.lastSyncTime, String(clock.now()))
         try library.recordSetting(.lastError, report.failures.first.map { "\($0.entity): \($0.reason)" })
         for failure in report.failures {
             logger.error("sync failure", metadata: ["entity": "\(failure.entity)", "reason": "\(failure.reason)"])
         }
-        for skipped in report.skipped {
+        for skipped in report.skipped where !knownSkips.contains(skipped) {
             logger.warning("skipped", metadata: ["entity": "\(skipped.entity)", "reason": "\(skipped.reason)"])
         }
     }

@@ -114,12 +114,22 @@ package final class SyncSession: Sendable {
     }
 
     /// Runs `engine` to its deadline (setting `sync_timeout`) and says how it ended.
-    package func run(_ engine: SyncEngine, dryRun: Bool, allowDeletes: Bool, full: Bool = false) async -> Ending {
+    package func run(
+        _ engine: SyncEngine, dryRun: Bool, allowDeletes: Bool, full: Bool = false,
+        knownSkips: Set<SyncReport.Problem> = [], stopping: @escaping @Sendable () -> Bool = { false }
+    ) async -> Ending {
         do {
             let timeout = Duration.seconds(try library.number(.syncTimeout))
             return .finished(
                 try await engine.run(
-                    SyncOptions(dryRun: dryRun, allowDeletes: allowDeletes, full: full, timeout: timeout)))
+                    SyncOptions(
+                        dryRun: dryRun, allowDeletes: allowDeletes, full: full, timeout: timeout,
+                        knownSkips: knownSkips, stopping: stopping)))
+        } catch  where error is CancellationError || Task.isCancelled {
+            // Only a watch stopped at once cancels a sync (its requests then fail as
+            // cancelled): what finished is recorded, and stopping is no error to keep.
+            logger.warning("sync cancelled")
+            return .failed(CancellationError(), cronHears: false)
         } catch let error as GoogleError {
             switch error {
             case .signedOut, .notSignedIn:

@@ -1,0 +1,150 @@
+import ArgumentParser
+import Foundation
+import IvyCore
+import IvyStore
+import IvySync
+
+/// `ivy sync --watch`: the watch wired to this home, and what it shows. On a terminal one
+/// status line, rewritten; with `--json` one JSON object per line; otherwise (a service's
+/// journal) a line for each sync that changed something and for each problem.
+struct SyncWatch {
+    let home: Home
+    let interval: Int
+    let json: Bool
+    let full: Bool
+
+    func run() async throws {
+        let library = try home.library()
+        let logger = try home.logger()
+        // Settings a watch cannot run without are errors now, not a retry every few minutes.
+        let endpoints = try home.endpoints()
+        _ = try home.credentials(library)
+        let probe = try LocalChangeProbe(library)
+        let stop = StopRequest()
+        let signals = home.context.interruptions()
+        let listener = Task {
+            for await _ in signals { stop.request() }
+        }
+        defer { listener.cancel() }
+
+        let display = WatchDisplay(
+            output: home.output, terminal: home.terminal, json: json, interval: interval, clock: home.clock)
+        let home = home
+        let syncs = WatchSyncs(
+            library: library, tokens: home.tokenStore(warn: { logger.warning("\($0)") }),
+            lockFile: home.paths.lockFile, clock: home.clock, logger: logger, endpoints: endpoints,
+            credentials: { try home.credentials(library) }, effects: home.google, full: full)
+        let watch = Watch(
+            interval: .seconds(interval), timing: .system(), logger: logger,
+            pending: { try probe.pending(since: $0) },
+            attempt: { first, known, stop in await syncs.attempt(first: first, known: known, stop: stop) },
+            events: { display.show($0) })
+        display.started()
+        await watch.run(until: stop)
+        display.stopped()
+    }
+}
+
+/// How a watch's events are shown.
+struct WatchDisplay: Sendable {
+    let output: Output
+    let terminal: Terminal
+    let json: Bool
+    let interval: Int
+    let clock: WallClock
+
+    /// A status line for a person at a terminal (on standard error, like a sync's progress).
+    private var live: Bool { !json && terminal.error }
+
+    func started() {
+        let text = "watching: syncs here soon after a change, and checks Drive every \(interval) s; Ctrl-C stops"
+        if live {
+            status(text)
+        } else if !json {
+            output.line(text[text.startIndex].uppercased() + text.dropFirst())
+        }
+    }
+
+    func stopped() {
+        if live { output.errorText("\r\u{1B}[K") }
+        if !json { output.line("Stopped watching.") }
+    }
+
+    func show(_ event: Watch.Event) {
+        if json { return line(event) }
+        switch event {
+        case .synced(let report, _, let changed):
+            let text = changed ? Display.safe(report.summary) : "up to date"
+            if live { return status("\(time()) \(text)") }
+            guard changed else { return }
+            output.line("\(time()) \(text)")
+            for failure in report.failures { output.error("\(time()) failed: \(failure.entity): \(failure.reason)") }
+        case .failed(let message, _, let wait):
+            let text = "sync failed: \(Display.safe(message)); trying again in \(wait.components.seconds) s"
+            if live { return status("\(time()) \(text)") }
+            output.errorText("\(time()) \(text)\n")
+        case .paused(let pause):
+            if live { return status("\(time()) \(Display.safe(pause.description))") }
+            output.errorText("\(time()) \(Display.safe(pause.description))\n")
+        case .busy(let pid):
+            if live { status("\(time()) another sync is running\(pid.map { " (process \($0))" } ?? ""); waiting") }
+        }
+    }
+
+    /// Rewrites the status line, cut to the terminal's width so it never wraps.
+    private func status(_ text: String) {
+        let width = max(terminal.width - 1, 20)
+        let shown = text.count > width ? String(text.prefix(width - 1)) + "…" : text
+        output.errorText("\r\u{1B}[K" + shown)
+    }
+
+    private func time() -> String {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "HH:mm:ss"
+        return formatter.string(from: Date(timeIntervalSince1970: Double(clock.now()) / 1000))
+    }
+
+    /// One event as one line of JSON.
+    private func line(_ event: Watch.Event) {
+        var object = WatchLine(time: Display.date(clock.now()))
+        switch event {
+        case .synced(let report, let trigger, _):
+            object.event = "sync"
+            object.trigger = trigger.rawValue
+            object.report = report
+        case .failed(let message, let trigger, let wait):
+            object.event = "failed"
+            object.trigger = trigger.rawValue
+            object.error = message
+            object.retryIn = wait.components.seconds
+        case .paused(let pause):
+            object.event = "waiting"
+            object.reason = pause.description
+        case .busy(let pid):
+            object.event = "busy"
+            object.reason = "another sync is running" + (pid.map { " (process \($0))" } ?? "")
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(object) else { return }
+        output.line(String(decoding: data, as: UTF8.self))
+    }
+}
+
+/// `ivy sync --watch --json`: one of these per line.
+struct WatchLine: Encodable {
+    var event = ""
+    var time: String
+    var trigger: String?
+    var report: SyncReport?
+    var error: String?
+    var retryIn: Int64?
+    var reason: String?
+
+    init(time: String) { self.time = time }
+
+    enum CodingKeys: String, CodingKey {
+        case event, time, trigger, report, error, reason
+        case retryIn = "retry_in_s"
+    }
+}

@@ -1,0 +1,273 @@
+import Foundation
+import IvyCore
+import IvyGoogle
+import IvyStore
+import Logging
+import Synchronization
+
+/// A request to end a watch: the first asks it to finish what is in flight and stop, a
+/// second to stop at once (the running operations are cancelled; what finished is recorded).
+package final class StopRequest: Sendable {
+    private let state = Mutex<(count: Int, force: (@Sendable () -> Void)?)>((0, nil))
+
+    package init() {}
+
+    package func request() {
+        let force = state.withLock { state in
+            state.count += 1
+            return state.count >= 2 ? state.force : nil
+        }
+        force?()
+    }
+
+    package var requested: Bool { state.withLock { $0.count > 0 } }
+
+    /// Runs `body` in a task of its own that a second request cancels.
+    func cancellable<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T {
+        let task = Task { await body() }
+        let forced = state.withLock { state in
+            state.force = { task.cancel() }
+            return state.count >= 2
+        }
+        if forced { task.cancel() }
+        let value = await task.value
+        state.withLock { $0.force = nil }
+        return value
+    }
+}
+
+/// `ivy sync --watch`: syncs when it starts, soon after a change here, and whenever Drive's
+/// change feed (read once per interval, one request when idle) shows one; backs off while
+/// syncs fail; waits while signed out or disabled and goes on by itself afterwards. It
+/// holds the sync lock only while a sync runs, so `ivy sync` by hand and cron's `--auto`
+/// run between its syncs.
+package final class Watch: Sendable {
+    /// How one attempt to sync ended.
+    package enum Attempt: Sendable {
+        case synced(SyncReport)
+        /// The sync could not run, or failed as a whole; logged and recorded as `last_error`.
+        case failed(String)
+        /// Another sync holds the lock.
+        case busy(pid: Int32?)
+        /// Nothing to do until something outside ivy changes.
+        case paused(Pause)
+    }
+
+    package enum Pause: Sendable, Equatable {
+        case signedOut(String)
+        case syncDisabled
+
+        package var description: String {
+            switch self {
+            case .signedOut(let reason): "signed out (\(reason)); waiting for `ivy login`"
+            case .syncDisabled: "sync_enabled is false; waiting for `ivy config set sync_enabled true`"
+            }
+        }
+    }
+
+    /// What the watch tells whoever shows it.
+    package enum Event: Sendable {
+        case synced(SyncReport, WatchSchedule.Trigger, changed: Bool)
+        case failed(String, WatchSchedule.Trigger, retryIn: Duration)
+        case paused(Pause)
+        /// Another sync holds the lock; the watch tries again in a second.
+        case busy(pid: Int32?)
+    }
+
+    /// The clock the schedule runs on, and how the watch waits between looks.
+    package struct Timing: Sendable {
+        package var now: @Sendable () -> Duration
+        package var sleep: @Sendable (Duration) async -> Void
+        /// How often the library is looked at for local changes (and the stop request).
+        package var tick: Duration
+
+        package init(
+            now: @escaping @Sendable () -> Duration, sleep: @escaping @Sendable (Duration) async -> Void,
+            tick: Duration = .milliseconds(250)
+        ) {
+            self.now = now
+            self.sleep = sleep
+            self.tick = tick
+        }
+
+        /// The process's monotonic clock and real sleeps.
+        package static func system() -> Timing {
+            let start = ContinuousClock.now
+            return Timing(now: { ContinuousClock.now - start }, sleep: { try? await Task.sleep(for: $0) })
+        }
+    }
+
+    let interval: Duration
+    let timing: Timing
+    let logger: Logger
+    /// The library's pending changes, as `LocalChangeProbe.pending(since:)` reads them.
+    let pending: @Sendable (LocalChangeProbe.Pending?) throws -> LocalChangeProbe.Pending
+    /// One sync: `first` for the watch's first, `known` the skipped files already reported.
+    let attempt: @Sendable (_ first: Bool, _ known: Set<SyncReport.Problem>, _ stop: StopRequest) async -> Attempt
+    let events: @Sendable (Event) -> Void
+
+    package init(
+        interval: Duration, timing: Timing, logger: Logger,
+        pending: @escaping @Sendable (LocalChangeProbe.Pending?) throws -> LocalChangeProbe.Pending,
+        attempt:
+            @escaping @Sendable (_ first: Bool, _ known: Set<SyncReport.Problem>, _ stop: StopRequest) async ->
+            Attempt,
+        events: @escaping @Sendable (Event) -> Void
+    ) {
+        self.interval = interval
+        self.timing = timing
+        self.logger = logger
+        self.pending = pending
+        self.attempt = attempt
+        self.events = events
+    }
+
+    /// Watches until `stop` is requested; a sync in flight then finishes what it started.
+    package func run(until stop: StopRequest) async {
+        var schedule = WatchSchedule(interval: interval)
+        var seen = try? pending(nil)
+        /// What was left queued after the last complete sync: it is synced again once.
+        var leftover: LocalChangeProbe.Pending?
+        var known: Set<SyncReport.Problem> = []
+        var pause: Pause?
+        var busy = false
+        var first = true
+        logger.info("watch started", metadata: ["interval_s": "\(interval.components.seconds)"])
+        while !stop.requested {
+            let now = timing.now()
+            if let latest = try? pending(seen), latest != seen {
+                seen = latest
+                if !latest.isEmpty { schedule.changed(at: now) }
+            }
+            guard let trigger = schedule.due(at: now) else {
+                await timing.sleep(timing.tick)
+                continue
+            }
+            let isFirst = first
+            let outcome = await stop.cancellable { [attempt, known] in await attempt(isFirst, known, stop) }
+            let after = timing.now()
+            if case .busy = outcome {} else { busy = false }
+            if case .paused = outcome {
+            } else if let was = pause {
+                pause = nil
+                logger.info("watch resumed", metadata: ["after": "\(was.description)"])
+            }
+            switch outcome {
+            case .synced(let report):
+                first = false
+                let changed = Self.changed(report, known: known)
+                known = Set(report.skipped)
+                if report.failures.isEmpty {
+                    schedule.synced(at: after)
+                } else {
+                    schedule.failed(at: after)
+                }
+                if changed {
+                    logger.info(
+                        "watch sync", metadata: ["trigger": "\(trigger.rawValue)", "summary": "\(report.summary)"])
+                }
+                events(.synced(report, trigger, changed: changed))
+                // The sync's own writes are not changes to push; a change queued while it
+                // ran is, once.
+                seen = try? pending(nil)
+                if let seen, !seen.isEmpty, report.isComplete, seen != leftover {
+                    leftover = seen
+                    schedule.changed(at: after)
+                }
+            case .failed(let message):
+                let wait = schedule.failed(at: after)
+                logger.warning(
+                    "watch backing off", metadata: ["retry_in_s": "\(wait.components.seconds)", "error": "\(message)"])
+                events(.failed(message, trigger, retryIn: wait))
+            case .busy(let pid):
+                schedule.postpone(at: after, by: .seconds(1))
+                if !busy { events(.busy(pid: pid)) }
+                busy = true
+            case .paused(let why):
+                schedule.postpone(at: after, by: interval)
+                if pause != why {
+                    logger.warning("watch waiting", metadata: ["reason": "\(why.description)"])
+                    events(.paused(why))
+                }
+                pause = why
+            }
+        }
+        logger.info("watch stopped")
+    }
+
+    /// Whether a sync did anything worth a line: moved, merged or deleted something, failed,
+    /// was stopped early, or skipped a Drive file not reported before.
+    static func changed(_ report: SyncReport, known: Set<SyncReport.Problem>) -> Bool {
+        let counts = [report.uploaded, report.downloaded, report.merged, report.deletedRemote, report.deletedLocal]
+        return counts.contains { $0.total > 0 } || report.staleDuplicatesDeleted > 0 || !report.failures.isEmpty
+            || report.leftForNextSync > 0 || !Set(report.skipped).isSubset(of: known)
+            || report.deletionsHeld != nil
+    }
+}
+
+/// Everything one watch sync needs: the session's parts, made afresh for each sync so the
+/// lock is held only while it runs and a new sign-in is picked up by the next.
+package struct WatchSyncs: Sendable {
+    package let library: LibraryDatabase
+    package let tokens: TokenStore
+    package let lockFile: String
+    package let clock: WallClock
+    package let logger: Logger
+    package let endpoints: GoogleEndpoints
+    package let credentials: @Sendable () throws -> ClientCredentials
+    package let effects: GoogleEffects
+    /// `--full` for the first sync.
+    package let full: Bool
+
+    package init(
+        library: LibraryDatabase, tokens: TokenStore, lockFile: String, clock: WallClock, logger: Logger,
+        endpoints: GoogleEndpoints, credentials: @escaping @Sendable () throws -> ClientCredentials,
+        effects: GoogleEffects, full: Bool
+    ) {
+        self.library = library
+        self.tokens = tokens
+        self.lockFile = lockFile
+        self.clock = clock
+        self.logger = logger
+        self.endpoints = endpoints
+        self.credentials = credentials
+        self.effects = effects
+        self.full = full
+    }
+
+    /// One sync under the lock, or why none ran.
+    package func attempt(first: Bool, known: Set<SyncReport.Problem>, stop: StopRequest) async -> Watch.Attempt {
+        do {
+            guard try library.setting(.syncEnabled) == "true" else { return .paused(.syncDisabled) }
+            let session: SyncSession
+            switch try SyncSession.start(
+                library: library, tokens: tokens, lockFile: lockFile, clock: clock, logger: logger, auto: false)
+            {
+            case .started(let started): session = started
+            case .busy(let pid): return .busy(pid: pid)
+            case .skipped: return .busy(pid: nil)
+            }
+            let token: StoredToken
+            switch session.signIn() {
+            case .signedIn(let signedIn): token = signedIn
+            case .stopped(let reason, _): return .paused(.signedOut("the sign-in stopped working: \(reason)"))
+            default: return .paused(.signedOut("not signed in"))
+            }
+            let engine = try session.engine(
+                token: token, endpoints: endpoints, credentials: try credentials(), effects: effects, progress: { _ in }
+            )
+            let ending = await session.run(
+                engine, dryRun: false, allowDeletes: false, full: first && full, knownSkips: known,
+                stopping: { stop.requested })
+            switch ending {
+            case .finished(let report): return .synced(report)
+            case .signedOut(let error): return .paused(.signedOut(error.localizedDescription))
+            case .skipped: return .busy(pid: nil)
+            case .failed(let error, _): return .failed(error.localizedDescription)
+            }
+        } catch {
+            logger.error("watch sync could not start", metadata: ["error": "\(error.localizedDescription)"])
+            return .failed(error.localizedDescription)
+        }
+    }
+}

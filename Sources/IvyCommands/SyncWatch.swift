@@ -22,13 +22,16 @@ struct SyncWatch {
         let probe = try LocalChangeProbe(library)
         let stop = StopRequest()
         let signals = home.context.interruptions()
+        let display = WatchDisplay(
+            output: home.output, terminal: home.terminal, json: json, interval: interval, clock: home.clock)
         let listener = Task {
-            for await _ in signals { stop.request() }
+            for await _ in signals {
+                if !stop.requested { display.stopping() }
+                stop.request()
+            }
         }
         defer { listener.cancel() }
 
-        let display = WatchDisplay(
-            output: home.output, terminal: home.terminal, json: json, interval: interval, clock: home.clock)
         let home = home
         let syncs = WatchSyncs(
             library: library, tokens: home.tokenStore(warn: { logger.warning("\($0)") }),
@@ -61,6 +64,20 @@ struct WatchDisplay: Sendable {
         if live {
             status(text)
         } else if !json {
+            output.line(text[text.startIndex].uppercased() + text.dropFirst())
+        }
+    }
+
+    /// The first SIGINT or SIGTERM: what is in flight finishes; a second stops at once.
+    func stopping() {
+        let text = "stopping: the operations in flight finish first; interrupt again to stop at once"
+        if json {
+            var object = WatchLine(time: Display.date(clock.now()))
+            object.event = "stopping"
+            encode(object)
+        } else if live {
+            status(text)
+        } else {
             output.line(text[text.startIndex].uppercased() + text.dropFirst())
         }
     }
@@ -124,6 +141,10 @@ struct WatchDisplay: Sendable {
             object.event = "busy"
             object.reason = "another sync is running" + (pid.map { " (process \($0))" } ?? "")
         }
+        encode(object)
+    }
+
+    private func encode(_ object: WatchLine) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(object) else { return }

@@ -87,7 +87,8 @@ extension SyncEngine {
     /// taken in full this time. Each page is saved with its token as it is applied (not in
     /// a dry run, which changes nothing); a page that cannot be read, a token Drive refuses,
     /// or an error partway leaves the mirror as the last page saved left it, and the sync
-    /// lists Drive in full.
+    /// lists Drive in full, except when Drive cannot be reached or limits the rate: then
+    /// the sync stops.
     func followChanges(_ mirror: DriveMirror, folders: DriveFolders, dryRun: Bool) async throws -> MirrorFollowed {
         var files = Dictionary(mirror.files.map { ($0.file.id, $0) }, uniquingKeysWith: { $1 })
         var token = mirror.token
@@ -109,6 +110,10 @@ extension SyncEngine {
             }
         } catch let stop as FeedStop {
             return .needsFullListing(stop.reason)
+        } catch let error as DriveError where error.kind == .network || error.kind == .rateLimited {
+            // Drive out of reach, or asking for fewer requests: a full listing would fail the
+            // same way, or cost more of what is limited. The sync stops; the pages saved stay.
+            throw error
         } catch let error as DriveError {
             return .needsFullListing("reading Drive's changes failed (\(error.localizedDescription))")
         }

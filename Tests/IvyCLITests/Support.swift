@@ -170,6 +170,7 @@ final class RunningCommand: Sendable {
     let output = Captured()
     let error = Captured()
     private let task: Task<Int32, Never>
+    private let signals: AsyncStream<Int32>.Continuation
 
     init(
         _ arguments: [String], environment: [String: String], workingDirectory: String, input: [String],
@@ -179,6 +180,8 @@ final class RunningCommand: Sendable {
         var terminal = Terminal.none(environment: environment)
         terminal.input = onTerminal
         terminal.error = errorOnTerminal
+        let (interruptions, signals) = AsyncStream<Int32>.makeStream()
+        self.signals = signals
         let context = Context(
             streams: Streams(output: { [output] in output.append($0) }, error: { [error] in error.append($0) }),
             terminal: terminal,
@@ -186,13 +189,20 @@ final class RunningCommand: Sendable {
             workingDirectory: workingDirectory,
             readLine: { lines.withLock { $0.popFirst() } },
             clock: WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) },
-            ids: .uuid)
+            ids: .uuid,
+            interruptions: { interruptions })
         task = Task(executorPreference: BlockingWorkExecutor.shared) { [output, error] in
             let status = await IvyCommand.main(arguments, context: context)
             output.close()
             error.close()
             return status
         }
+    }
+
+    /// Sends the command SIGTERM, as the process would get it (only a command that asked for
+    /// interruptions hears it).
+    func interrupt() {
+        signals.yield(SIGTERM)
     }
 
     func finish() async -> RunResult {

@@ -185,6 +185,28 @@ struct ChangeFeedSyncTests {
         }
     }
 
+    @Test("Drive out of reach while the feed is read: the sync stops there, with no full listing tried")
+    func unreachableStopsTheSync() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            _ = try await pair.a.sync()
+            try pair.b.edit(book: pair.book.id, BookChanges(position: 7))
+            _ = try await pair.b.sync()
+            let token = try pair.a.library.driveMirrorToken()
+            await world.state.clearRequests()
+            // Every connection dropped before an answer: what a network that is down looks like.
+            await world.state.addFault(FaultRule(dropAfterBytes: 0))
+            await #expect(throws: DriveError.self) { try await pair.a.sync() }
+            let paths = await world.state.requests.map(\.path)
+            #expect(paths.allSatisfy { $0 == "/drive/v3/changes" }, "only the feed, retried: \(paths)")
+            #expect(try pair.a.library.driveMirrorToken() == token, "the mirror stays where it was")
+
+            await world.state.clearFaults()
+            let report = try await pair.a.sync()
+            #expect(report.fullListing == nil && report.downloaded.books == 1, "\(report.summary)")
+        }
+    }
+
     @Test("a page of changes that makes no sense: that sync lists in full and converges; the next reads the feed")
     func hostilePage() async throws {
         try await withWorld { world in

@@ -1,0 +1,381 @@
+import Foundation
+import GoogleEmulator
+import IvyTestSupport
+import Synchronization
+import Testing
+
+/// `ivy sync --watch --json` as a process: its JSON lines as they come, ended with SIGTERM.
+final class WatchProcess: Sendable {
+    private let process: Process
+    private let state = Mutex<(lines: [String], ended: Bool, waiters: [UUID: CheckedContinuation<Void, Never>])>(
+        ([], false, [:]))
+    private let cursor = Mutex(0)
+    private let errors = Mutex(Data())
+
+    /// Starts the watch in `ivy`'s home; `interval` seconds between looks at Drive.
+    init(_ ivy: IvyHome, interval: Int = 2, arguments: [String] = []) throws {
+        process = Process()
+        process.executableURL = IvyHome.binary
+        process.arguments = ["sync", "--watch", "--json", "--interval", String(interval)] + arguments
+        process.environment = ivy.environment
+        process.currentDirectoryURL = URL(fileURLWithPath: ivy.path)
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let reader = out.fileHandleForReading
+        blockingWork.async { [self] in
+            var pending = Data()
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                pending.append(chunk)
+                while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: pending[pending.startIndex..<end], as: UTF8.self)
+                    pending.removeSubrange(pending.startIndex...end)
+                    arrived(line, ended: false)
+                }
+            }
+            arrived(nil, ended: true)
+        }
+        let errorReader = err.fileHandleForReading
+        blockingWork.async { [self] in
+            let data = errorReader.readDataToEndOfFile()
+            errors.withLock { $0 = data }
+        }
+    }
+
+    private func arrived(_ line: String?, ended: Bool) {
+        let waiters = state.withLock { state in
+            if let line { state.lines.append(line) }
+            state.ended = state.ended || ended
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// The line at `index`, once it arrives; nil when the output ends first.
+    private func line(at index: Int) async -> String? {
+        while true {
+            if let ready = available(index) { return ready }
+            let id = UUID()
+            await withCheckedContinuation { continuation in
+                let waits = state.withLock { state in
+                    guard index >= state.lines.count, !state.ended else { return false }
+                    state.waiters[id] = continuation
+                    return true
+                }
+                if !waits { continuation.resume() }
+            }
+        }
+    }
+
+    /// `.some(line)`, `.some(nil)` when the output ended before it, nil while it may still come.
+    private func available(_ index: Int) -> String?? {
+        state.withLock { state in
+            if index < state.lines.count { return .some(state.lines[index]) }
+            return state.ended ? .some(nil) : nil
+        }
+    }
+
+    /// The next event (after those already read) for which `matches` holds; events passed
+    /// over on the way are returned too, in order. Fails the test if the watch ends first or
+    /// nothing matches within two minutes (a guard against hanging, not a synchronisation).
+    @discardableResult
+    func next(
+        _ what: String, sourceLocation: SourceLocation = #_sourceLocation,
+        where matches: @escaping @Sendable ([String: Any]) -> Bool
+    ) async throws -> (match: [String: Any], passed: [[String: Any]]) {
+        let found = try await withThrowingTaskGroup(of: (Int, [Int])?.self) { group in
+            group.addTask { [self] in
+                var passed: [Int] = []
+                var index = cursor.withLock { $0 }
+                while let line = await line(at: index) {
+                    defer { index += 1 }
+                    let event = Self.decode(line)
+                    if matches(event) {
+                        cursor.withLock { $0 = index + 1 }
+                        return (index, passed)
+                    }
+                    passed.append(index)
+                }
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(120))
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            // The reader cannot be cancelled while it waits; the ended output or the next line frees it.
+            if first == nil { arrived(nil, ended: true) }
+            return first
+        }
+        guard let found else {
+            Issue.record("the watch never printed \(what); it printed: \(lines)", sourceLocation: sourceLocation)
+            throw WatchTestError.noSuchEvent(what)
+        }
+        let lines = state.withLock { $0.lines }
+        return (Self.decode(lines[found.0]), found.1.map { Self.decode(lines[$0]) })
+    }
+
+    var lines: [String] { state.withLock { $0.lines } }
+
+    static func decode(_ line: String) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? ["unreadable": line]
+    }
+
+    /// Sends `signal` and waits for the process to end; its status and standard error.
+    func stop(_ signal: Int32 = SIGTERM) async throws -> (status: Int32, stderr: String) {
+        kill(process.processIdentifier, signal)
+        try await offCooperativePool { [process] in process.waitUntilExit() }
+        return (process.terminationStatus, String(decoding: errors.withLock { $0 }, as: UTF8.self))
+    }
+
+    var processIdentifier: Int32 { process.processIdentifier }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+enum WatchTestError: Error {
+    case noSuchEvent(String)
+}
+
+extension [String: Any] {
+    var event: String? { self["event"] as? String }
+    var trigger: String? { self["trigger"] as? String }
+    var report: [String: Any] { self["report"] as? [String: Any] ?? [:] }
+
+    /// How many books (or clips) the sync reported under `key` (`uploaded`, `downloaded`...).
+    func books(_ key: String) -> Int { (report[key] as? [String: Int])?["books"] ?? 0 }
+
+    var isIdle: Bool {
+        event == "sync"
+            && ["uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"].allSatisfy {
+                books($0) == 0
+            }
+    }
+}
+
+@Suite("ivy sync --watch through the binary")
+struct WatchTests {
+    @Test("it syncs when it starts, and a local change about a second later with no command; SIGTERM exits 0")
+    func localChange() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 2, clips: 0)
+            // Polls too far apart to carry the change: only the local trigger can.
+            let watch = try WatchProcess(laptop.ivy, interval: 600)
+            let start = try await watch.next("the first sync") { $0.event == "sync" }.match
+            #expect(start.trigger == "start" && start.books("uploaded") == 2, "\(start)")
+
+            let id = try await laptop.ivy.id("book", "add", "--title", "Typed while watching")
+            let local = try await watch.next("the local change's sync") { $0.event == "sync" }.match
+            #expect(local.trigger == "local change" && local.books("uploaded") == 1, "\(local)")
+            let names = await emulator.state.dump().map(\.name)
+            #expect(names.contains("book_\(id).json"), "\(names)")
+            #expect(try laptop.ivy.count("SELECT count(*) FROM sync_queue") == 0)
+
+            let stopped = try await watch.stop()
+            #expect(stopped.status == 0 && stopped.stderr.isEmpty, "\(stopped)")
+            let log = try String(contentsOfFile: laptop.ivy.home + "/ivy.log", encoding: .utf8)
+            #expect(
+                log.contains("watch started") && log.contains("trigger=local change") && log.contains("watch stopped"))
+        }
+    }
+
+    @Test("a change made on another device arrives at the next poll; an idle poll costs one request")
+    func remoteChange() async throws {
+        try await withEmulator { emulator in
+            let phone = try await SignInHarness.signedIn(emulator)
+            try await phone.addLibrary(books: 1, clips: 0)
+            #expect(try await phone.ivy.run("sync").status == 0)
+            let server = try await SignInHarness.signedIn(emulator)
+            let watch = try WatchProcess(server.ivy, interval: 2)
+            let first = try await watch.next("the first sync") { $0.event == "sync" }.match
+            #expect(first.books("downloaded") == 1, "\(first)")
+            let idle = try await watch.next("an idle poll") { $0.trigger == "poll" }.match
+            #expect(idle.isIdle && idle.report["requests"] as? Int == 1, "\(idle)")
+
+            let id: String = try #require(phone.ivy.sql("SELECT id FROM books").first?["id"])
+            #expect(try await phone.ivy.run("book", "update", id, "--title", "Renamed on the phone").status == 0)
+            #expect(try await phone.ivy.run("sync").status == 0)
+            let pulled = try await watch.next("the download") { $0.books("downloaded") == 1 }.match
+            #expect(pulled.trigger == "poll", "\(pulled)")
+            #expect(try server.ivy.sql("SELECT title FROM books").first?["title"] == "Renamed on the phone")
+            #expect(try await watch.stop().status == 0)
+        }
+    }
+
+    @Test("SIGTERM mid-sync finishes the operations in flight, starts no more, exits 0; the next sync does the rest")
+    func sigtermMidSync() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 30, clips: 0)
+            await emulator.state.addFault(FaultRule(method: "POST", pathContains: "/upload/", hold: true))
+            let watch = try WatchProcess(laptop.ivy, interval: 600)
+            await emulator.state.waitForHeld(count: 1)
+            kill(watch.processIdentifier, SIGTERM)
+            try await watch.next("the stop heard") { $0.event == "stopping" }
+            await emulator.state.clearFaults()
+            await emulator.state.releaseHeld()
+            let synced = try await watch.next("the interrupted sync") { $0.event == "sync" }.match
+            let stopped = try await watch.stop()
+            #expect(stopped.status == 0 && stopped.stderr.isEmpty, "\(stopped)")
+            let uploaded = synced.books("uploaded")
+            let left = synced.report["left_for_next_sync"] as? Int ?? 0
+            #expect(uploaded > 0 && left > 0 && uploaded + left == 30, "\(synced)")
+            #expect(try laptop.ivy.count("SELECT count(*) FROM sync_queue") == left)
+            #expect(try laptop.ivy.count("SELECT count(*) FROM sync_manifest") == uploaded)
+
+            let rest = try await laptop.ivy.run("sync", "--json")
+            #expect(rest.status == 0, "\(rest.stderr)")
+            let report = try #require(try rest.json() as? [String: Any])
+            #expect(["report": report].books("uploaded") == left, "\(rest.stdout)")
+            let names = await emulator.state.dump().filter { !$0.isFolder }.map(\.name)
+            #expect(names.count == 30 && Set(names).count == 30, "every book once on Drive: \(names.count)")
+        }
+    }
+
+    @Test("cron's --auto skips silently while a watch sync runs; between watch syncs the lock is free")
+    func interleaving() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 1, clips: 0)
+            #expect(try await laptop.ivy.run("config", "set", "auto_sync_cooldown", "0").status == 0)
+            // Only local changes start the watch's syncs here, so the test decides when they run.
+            let watch = try WatchProcess(laptop.ivy, interval: 600)
+            try await watch.next("the first sync") { $0.event == "sync" }
+
+            // A watch sync held on Drive's answer holds the lock: cron's --auto skips, silently.
+            await emulator.state.addFault(
+                FaultRule(method: "GET", pathContains: "/drive/v3/changes?", nth: 1, hold: true))
+            try laptop.ivy.execute("UPDATE books SET title = 'Edited while the watch syncs'")
+            await emulator.state.waitForHeld(count: 1)
+            let auto = try await laptop.ivy.runBinaryAsync("sync", "--auto")
+            #expect(auto.status == 0 && auto.stdout.isEmpty && auto.stderr.isEmpty, "\(auto)")
+            await emulator.state.clearFaults()
+            await emulator.state.releaseHeld()
+            let pushed = try await watch.next("the edit's upload") { $0.books("uploaded") == 1 }.match
+            #expect(pushed.trigger == "local change", "\(pushed)")
+
+            // Between the watch's syncs, syncs by hand and from cron run.
+            #expect(try await laptop.ivy.runBinaryAsync("sync").status == 0)
+            try laptop.ivy.execute("DELETE FROM settings WHERE key = 'last_sync_time'")
+            try laptop.ivy.execute("UPDATE books SET title = 'Edited for cron'")
+            let lock = try HeldLock(path: laptop.ivy.home + "/ivy.lock")
+            let busy = try await watch.next("the busy lock") { $0.event == "busy" }.match
+            #expect((busy["reason"] as? String)?.contains("another sync is running (process \(getpid()))") == true)
+            lock.release()
+            let after = try await watch.next("the sync once the lock is free") { $0.event == "sync" }.match
+            #expect(after.books("uploaded") == 1, "\(after)")
+            #expect(try await watch.stop().status == 0)
+        }
+    }
+
+    @Test("with Drive down it backs off (twice the interval, logged) and recovers by itself when Drive is back")
+    func backoffAndRecovery() async throws {
+        let first = try await GoogleEmulator.start()
+        var second: GoogleEmulator?
+        do {
+            let laptop = try await SignInHarness.signedIn(first)
+            let watch = try WatchProcess(laptop.ivy, interval: 2)
+            try await watch.next("the first sync") { $0.event == "sync" }
+            await first.stop()
+            _ = try await laptop.ivy.id("book", "add", "--title", "Added while Drive is down")
+            let failed = try await watch.next("a failed sync") { $0.event == "failed" }.match
+            #expect(failed["retry_in_s"] as? Int == 4, "\(failed)")
+            #expect((failed["error"] as? String)?.isEmpty == false)
+            let port = try #require(first.baseURL.port)
+            second = try await GoogleEmulator.start(port: port, state: first.state)
+            let recovered = try await watch.next("the sync after Drive is back") { $0.event == "sync" }.match
+            #expect(recovered.trigger == "retry" && recovered.books("uploaded") == 1, "\(recovered)")
+            #expect(try await watch.stop().status == 0)
+            let log = try String(contentsOfFile: laptop.ivy.home + "/ivy.log", encoding: .utf8)
+            #expect(log.contains("watch backing off") && log.contains("retry_in_s=4"), "\(log)")
+        } catch {
+            await second?.stop()
+            throw error
+        }
+        await second?.stop()
+    }
+
+    @Test("signed out at Google: it says so once and waits; after ivy login it goes on by itself")
+    func signedOut() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            let watch = try WatchProcess(laptop.ivy, interval: 2)
+            try await watch.next("the first sync") { $0.event == "sync" }
+            await emulator.state.revoke(email: "alice@example.com")
+            let waiting = try await watch.next("the sign-out") { $0.event == "waiting" }.match
+            #expect((waiting["reason"] as? String)?.contains("ivy login") == true, "\(waiting)")
+            _ = try await laptop.ivy.id("book", "add", "--title", "Added while signed out")
+            #expect(try await laptop.login().status == 0)
+            let resumed = try await watch.next("the sync after login") { $0.event == "sync" }
+            #expect(resumed.match.books("uploaded") == 1, "\(resumed.match)")
+            #expect(!resumed.passed.contains { $0.event == "waiting" }, "said once: \(resumed.passed)")
+            #expect(try await watch.stop().status == 0)
+        }
+    }
+}
+
+@Suite("ivy sync --watch in-process")
+struct WatchCommandTests {
+    @Test(
+        "options it refuses, each with the fix",
+        arguments: [
+            (["sync", "--interval", "5"], "--interval is for --watch"),
+            (["sync", "--watch", "--interval", "1"], "at least 2 seconds"),
+            (["sync", "--watch", "--auto"], "use one of them"),
+            (["sync", "--watch", "--dry-run"], "ivy sync --dry-run"),
+            (["sync", "--watch", "--allow-deletes"], "ivy sync --allow-deletes"),
+        ])
+    func refused(arguments: [String], message: String) async throws {
+        let result = try await IvyHome().run(arguments)
+        #expect(result.status == 64 && result.stderr.contains(message), "\(result.stderr)")
+    }
+
+    @Test("on a terminal it keeps one status line; interrupted, it clears it and exits 0")
+    func statusLine() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            let watch = laptop.ivy.start(["sync", "--watch"], errorOnTerminal: true)
+            _ = await watch.error.first(/(up to date)/)
+            watch.interrupt()
+            let result = await watch.finish()
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stderr.hasPrefix("\r\u{1B}[Kwatching:") && result.stderr.hasSuffix("\r\u{1B}[K"))
+            #expect(!result.stderr.contains("\n"), "one line, rewritten: \(result.stderr.debugDescription)")
+            #expect(result.stdout == "Stopped watching.\n")
+        }
+    }
+
+    @Test("without --json or a terminal (a service's journal) it prints what changed, not idle polls")
+    func journal() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 1, clips: 0)
+            let watch = laptop.ivy.start(["sync", "--watch", "--interval", "2"])
+            _ = await watch.output.first(/(Synced: 1 uploaded)/)
+            watch.interrupt()
+            let result = await watch.finish()
+            #expect(result.status == 0)
+            let lines = result.stdout.split(separator: "\n")
+            #expect(lines.first?.hasPrefix("Watching: ") == true, "\(lines)")
+            #expect(lines.dropFirst().first?.contains(" Synced: 1 uploaded; ") == true, "\(lines)")
+            #expect(
+                lines.dropFirst(2) == [
+                    "Stopping: the operations in flight finish first; interrupt again to stop at once",
+                    "Stopped watching.",
+                ], "no line for an idle poll: \(lines)")
+        }
+    }
+}

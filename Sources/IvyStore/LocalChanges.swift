@@ -18,6 +18,13 @@ package final class LocalChangeProbe: Sendable {
         package let attempts: Int64
         package let dataVersion: Int64
 
+        package init(count: Int, queuedAt: Int64, attempts: Int64, dataVersion: Int64) {
+            self.count = count
+            self.queuedAt = queuedAt
+            self.attempts = attempts
+            self.dataVersion = dataVersion
+        }
+
         package static func == (lhs: Pending, rhs: Pending) -> Bool {
             lhs.count == rhs.count && lhs.queuedAt == rhs.queuedAt && lhs.attempts == rhs.attempts
         }

@@ -16,6 +16,11 @@ package struct SyncReport: Sendable, Encodable {
     package struct Problem: Sendable, Encodable, Hashable {
         package var entity: String
         package var reason: String
+
+        package init(entity: String, reason: String) {
+            self.entity = entity
+            self.reason = reason
+        }
     }
 
     package var dryRun = false

@@ -1,0 +1,66 @@
+import IvyCore
+import Testing
+
+@Suite("When ivy sync --watch syncs")
+struct WatchScheduleTests {
+    @Test("it syncs at once on start, then every interval")
+    func polls() {
+        var schedule = WatchSchedule(interval: .seconds(10))
+        #expect(schedule.due(at: .zero) == .start)
+        schedule.synced(at: .seconds(1))
+        #expect(schedule.due(at: .seconds(10.9)) == nil)
+        #expect(schedule.due(at: .seconds(11)) == .poll)
+    }
+
+    @Test("a burst of local changes is one sync, a second after the last, five at most after the first")
+    func debounce() {
+        var schedule = WatchSchedule(interval: .seconds(600))
+        schedule.synced(at: .zero)
+        schedule.changed(at: .seconds(10))
+        schedule.changed(at: .seconds(10.5))
+        #expect(schedule.due(at: .seconds(11.4)) == nil)
+        #expect(schedule.due(at: .seconds(11.5)) == .localChange)
+        schedule.synced(at: .seconds(12))
+        for tenth in 0..<100 { schedule.changed(at: .seconds(20) + .milliseconds(100 * tenth)) }
+        #expect(schedule.due(at: .seconds(24.9)) == nil)
+        #expect(schedule.due(at: .seconds(25)) == .localChange, "steady typing still syncs")
+        schedule.synced(at: .seconds(26))
+        #expect(schedule.due(at: .seconds(100)) == nil, "the burst is spent")
+    }
+
+    @Test("failures back off: twice the interval, doubling, at most five minutes; a success resets it")
+    func backoff() {
+        var schedule = WatchSchedule(interval: .seconds(10))
+        var waits: [Duration] = []
+        var now = Duration.zero
+        for _ in 0..<7 {
+            let wait = schedule.failed(at: now)
+            waits.append(wait)
+            #expect(schedule.due(at: now + wait - .milliseconds(1)) == nil)
+            now += wait
+            #expect(schedule.due(at: now) == .retry)
+        }
+        #expect(waits == [20, 40, 80, 160, 300, 300, 300].map { .seconds($0) })
+        schedule.synced(at: now)
+        #expect(schedule.failed(at: now) == .seconds(20))
+    }
+
+    @Test("while backing off, a local change waits for the retry")
+    func changeDuringBackoff() {
+        var schedule = WatchSchedule(interval: .seconds(10))
+        schedule.failed(at: .zero)
+        schedule.changed(at: .seconds(1))
+        #expect(schedule.due(at: .seconds(5)) == nil)
+        #expect(schedule.due(at: .seconds(20)) == .retry)
+    }
+
+    @Test("postponed (the lock is busy): nothing is due until the wait is over, then what was due still is")
+    func postpone() {
+        var schedule = WatchSchedule(interval: .seconds(10))
+        schedule.synced(at: .zero)
+        schedule.changed(at: .seconds(3))
+        schedule.postpone(at: .seconds(4), by: .seconds(1))
+        #expect(schedule.due(at: .seconds(4.5)) == nil)
+        #expect(schedule.due(at: .seconds(5)) == .localChange)
+    }
+}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds ivy in release mode and installs the binary and its man page.
+# Builds ivy in release mode and installs the binary, its man page, shell completions and a
+# systemd user unit for `ivy sync --watch`.
 set -euo pipefail
 
 usage() {
@@ -12,10 +13,14 @@ Builds ivy (swift build -c release --product ivy) and installs
   $PREFIX/share/bash-completion/completions/ivy
   $PREFIX/share/zsh/site-functions/_ivy
   $PREFIX/share/fish/vendor_completions.d/ivy.fish
+  ${XDG_CONFIG_HOME:-$HOME/.config}/systemd/user/ivy-watch.service
+    (a systemd user unit running `$PREFIX/bin/ivy sync --watch`; install.sh does
+    not enable it: systemctl --user daemon-reload && systemctl --user enable --now ivy-watch)
 Running it again replaces them.
 
 Options:
-  --uninstall   Remove those files instead.
+  --uninstall   Remove those files instead (refused while ivy-watch is enabled:
+                run systemctl --user disable --now ivy-watch first).
   -h, --help    Show this help.
 
 Environment:
@@ -42,9 +47,28 @@ manpage="$prefix/share/man/man1/ivy.1"
 bash_completion="$prefix/share/bash-completion/completions/ivy"
 zsh_completion="$prefix/share/zsh/site-functions/_ivy"
 fish_completion="$prefix/share/fish/vendor_completions.d/ivy.fish"
+# systemd's user manager reads units from here; the XDG spec says to ignore a relative
+# XDG_CONFIG_HOME.
+config_home="${XDG_CONFIG_HOME:-}"
+case "$config_home" in
+    /*) ;;
+    *) config_home="$HOME/.config" ;;
+esac
+unit_directory="$config_home/systemd/user"
+unit="$unit_directory/ivy-watch.service"
 
 if "$uninstall"; then
-    for file in "$binary" "$manpage" "$bash_completion" "$zsh_completion" "$fish_completion"; do
+    # Removing an enabled unit would leave systemd's link to it dangling and the service
+    # failing to start once the binary is gone; disabling it is the user's call, not ours.
+    if [ -L "$unit_directory/default.target.wants/ivy-watch.service" ]; then
+        echo "install.sh: ivy-watch is enabled; run \`systemctl --user disable --now ivy-watch\` first," \
+            "then scripts/install.sh --uninstall again" >&2
+        exit 1
+    fi
+    if [ -e "$unit" ]; then
+        echo "note: if ivy-watch is running, stop it: systemctl --user stop ivy-watch"
+    fi
+    for file in "$binary" "$manpage" "$bash_completion" "$zsh_completion" "$fish_completion" "$unit"; do
         if [ -e "$file" ] || [ -L "$file" ]; then
             rm -f "$file"
             echo "removed $file"
@@ -72,7 +96,7 @@ if [ ! -x "$built" ]; then
 fi
 
 install -d -m 0755 "$prefix/bin" "$prefix/share/man/man1" "$(dirname "$bash_completion")" \
-    "$(dirname "$zsh_completion")" "$(dirname "$fish_completion")"
+    "$(dirname "$zsh_completion")" "$(dirname "$fish_completion")" "$unit_directory"
 install -m 0755 "$built" "$binary"
 install -m 0644 "$root/man/ivy.1" "$manpage"
 # Completions come from the parser itself, so they always match the commands.
@@ -86,9 +110,45 @@ for shell in bash zsh fish; do
     chmod 0644 "$target.tmp"
     mv "$target.tmp" "$target"
 done
-for file in "$binary" "$manpage" "$bash_completion" "$zsh_completion" "$fish_completion"; do
+# The unit names the binary just installed, so it runs from any PREFIX: an absolute path, with
+# systemd's specifier character (%) doubled and quoted if it has spaces (systemd expands no
+# $VARIABLES in the command's own path). systemd refuses to run a path with quotes, a backslash
+# or control characters in it at all.
+exec_path="$(cd "$prefix/bin" && pwd)/ivy"
+installed=("$binary" "$manpage" "$bash_completion" "$zsh_completion" "$fish_completion")
+case "$exec_path" in
+    *[\"\'\\[:cntrl:]]*)
+        echo "install.sh: not installing $unit: systemd cannot run $exec_path (quotes or backslashes)" >&2
+        unit_text=""
+        ;;
+    *)
+        exec_path="${exec_path//%/%%}"
+        case "$exec_path" in
+            *[[:space:]]*) exec_path="\"$exec_path\"" ;;
+        esac
+        template="$(cat "$root/contrib/systemd/ivy-watch.service")"
+        unit_text="${template//"ExecStart=%h/.local/bin/ivy "/"ExecStart=$exec_path "}"
+        case "$unit_text" in
+            *"ExecStart=$exec_path sync --watch"*) ;;
+            *)
+                echo "install.sh: contrib/systemd/ivy-watch.service has no 'ExecStart=%h/.local/bin/ivy ' line" >&2
+                exit 1
+                ;;
+        esac
+        ;;
+esac
+if [ -n "$unit_text" ]; then
+    printf '%s\n' "$unit_text" > "$unit.tmp"
+    chmod 0644 "$unit.tmp"
+    mv "$unit.tmp" "$unit"
+    installed+=("$unit")
+fi
+for file in "${installed[@]}"; do
     echo "installed $file"
 done
+if [ -n "$unit_text" ]; then
+    echo "to sync continuously: systemctl --user daemon-reload && systemctl --user enable --now ivy-watch"
+fi
 
 case ":${PATH}:" in
     *":$prefix/bin:"*) ;;

@@ -150,10 +150,17 @@ package final class URLSessionTransport: HTTPTransport {
                     transfer.begin(continuation)
                     transfers.register(transfer, for: task)
                     task.resume()
-                    if Task.isCancelled { task.cancel() }
+                    if Task.isCancelled {
+                        task.cancel()
+                        transfer.cancel()
+                    }
                 }
             } onCancel: {
                 task.cancel()
+                // Under load, URLSession on Linux now and then never reports the end of a task
+                // cancelled early (a watch stopped at once hung on two of sixteen uploads): the
+                // caller is answered here, whatever URLSession does later.
+                transfer.cancel()
             }
         } catch  where Task.isCancelled {
             throw CancellationError()
@@ -213,6 +220,8 @@ private final class Transfer: Sendable {
         var tooLong = false
         var writeError: Int32?
         var challenged = false
+        /// The caller was answered with a cancellation: nothing more is written or reported.
+        var cancelled = false
     }
 
     private let limit: Int64
@@ -230,10 +239,21 @@ private final class Transfer: Sendable {
 
     func challenged() { state.withLock { $0.challenged = true } }
 
+    /// Answers the caller with a cancellation now, if it is still waiting; later data is
+    /// dropped, so a download's file (closed once the caller returns) is never written again.
+    func cancel() {
+        let continuation = state.withLock { state in
+            state.cancelled = true
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(throwing: CancellationError())
+    }
+
     /// False when the transfer must stop: the body passed its limit or the file write failed.
     func receive(_ data: Data, status: Int) -> Bool {
         state.withLock { state in
-            guard !state.tooLong, state.writeError == nil else { return false }
+            guard !state.tooLong, state.writeError == nil, !state.cancelled else { return false }
             let success = (200..<300).contains(status)
             let toFile = file != nil && success
             // The limit is for the content asked for. An error answer is Drive's JSON, whose

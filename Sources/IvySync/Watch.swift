@@ -51,6 +51,8 @@ package final class Watch: Sendable {
         case busy(pid: Int32?)
         /// Nothing to do until something outside ivy changes.
         case paused(Pause)
+        /// Stopped at once by a second stop request; what finished is recorded.
+        case stopped
     }
 
     package enum Pause: Sendable, Equatable {
@@ -153,6 +155,8 @@ package final class Watch: Sendable {
                 logger.info("watch resumed", metadata: ["after": "\(was.description)"])
             }
             switch outcome {
+            case .stopped:
+                break
             case .synced(let report):
                 first = false
                 let changed = Self.changed(report, known: known)
@@ -263,6 +267,7 @@ package struct WatchSyncs: Sendable {
             case .finished(let report): return .synced(report)
             case .signedOut(let error): return .paused(.signedOut(error.localizedDescription))
             case .skipped: return .busy(pid: nil)
+            case .failed(let error, _) where error is CancellationError && stop.requested: return .stopped
             case .failed(let error, _): return .failed(error.localizedDescription)
             }
         } catch {

@@ -245,6 +245,32 @@ struct WatchTests {
         }
     }
 
+    @Test("a second SIGTERM stops at once, with Drive still holding the uploads; the next sync loses nothing")
+    func secondSignal() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 20, clips: 0)
+            await emulator.state.addFault(FaultRule(method: "POST", pathContains: "/upload/", hold: true))
+            let watch = try WatchProcess(laptop.ivy, interval: 600)
+            await emulator.state.waitForHeld(count: 1)
+            kill(watch.processIdentifier, SIGTERM)
+            try await watch.next("the stop heard") { $0.event == "stopping" }
+            let stopped = try await watch.stop()
+            #expect(stopped.status == 0, "\(stopped)")
+            let log = try String(contentsOfFile: laptop.ivy.home + "/ivy.log", encoding: .utf8)
+            #expect(log.contains("sync cancelled") && log.contains("watch stopped"), "\(log)")
+            #expect(!log.contains("backing off") && !watch.lines.contains { $0.contains("failed") }, "\(log)")
+            #expect(try laptop.ivy.sql("SELECT value FROM settings WHERE key = 'last_error'").isEmpty)
+            await emulator.state.clearFaults()
+            await emulator.state.releaseHeld()
+
+            let rest = try await laptop.ivy.run("sync")
+            #expect(rest.status == 0, "\(rest.stderr)")
+            let names = await emulator.state.dump().filter { !$0.isFolder }.map(\.name)
+            #expect(names.count == 20 && Set(names).count == 20, "every book once on Drive: \(names.count)")
+        }
+    }
+
     @Test("cron's --auto skips silently while a watch sync runs; between watch syncs the lock is free")
     func interleaving() async throws {
         try await withEmulator { emulator in

@@ -32,10 +32,14 @@ struct BenchSmokeTests {
             "c_new_device_seconds",
             "d_noop_requests", "e_ten_edits_requests", "f_peak_rss_upload_mb", "f_peak_rss_download_mb",
             "g_auto_skip_cooldown_seconds", "g_auto_skip_signed_out_seconds", "h_noop_10k_requests",
-            "h_book_list_json_seconds",
+            "h_book_list_json_seconds", "j_propagation_median", "j_idle_requests_per_interval_a",
+            "j_idle_requests_per_interval_b", "j_idle_cpu_a", "j_idle_cpu_b",
         ] {
             #expect(figures.contains(figure), "missing \(figure)")
         }
         #expect(result.1.contains("bench d_noop_requests 1 requests"), "one page of Drive's changes")
+        for device in ["a", "b"] {
+            #expect(result.1.contains("bench j_watch_exit_\(device) 0 status"), "SIGTERM ends a watch with 0")
+        }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import IvyCommands
 import IvyCore
+import Synchronization
 
 // The one place ivy reads its process: environment, terminal, descriptors, clock.
 
@@ -29,17 +30,28 @@ func terminalWidth(_ environment: [String: String]) -> Int {
 /// The signal sources reporting SIGINT and SIGTERM, kept for the life of the process.
 nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
 
-/// SIGINT and SIGTERM as a stream, their default action (ending the process) turned off.
-@Sendable func interruptions() -> AsyncStream<Int32> {
-    let (stream, continuation) = AsyncStream<Int32>.makeStream()
+/// Hands SIGINT and SIGTERM to `handler` on a dispatch queue (not Swift's few task threads,
+/// which a blocked sync may hold). After the second, they end the process again: a third
+/// Ctrl-C always works, and a sync killed outright loses nothing.
+@Sendable func interruptions(_ handler: @escaping @Sendable (Int32) -> Void) {
+    let count = Mutex(0)
     for number in [SIGINT, SIGTERM] {
         signal(number, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: number)
-        source.setEventHandler { continuation.yield(number) }
+        source.setEventHandler {
+            let seen = count.withLock { count in
+                count += 1
+                return count
+            }
+            if seen >= 2 {
+                signal(SIGINT, SIG_DFL)
+                signal(SIGTERM, SIG_DFL)
+            }
+            handler(number)
+        }
         source.resume()
         signalSources.append(source)
     }
-    return stream
 }
 
 let environment = ProcessInfo.processInfo.environment

@@ -55,14 +55,15 @@ package struct Context: Sendable {
     package var readLine: @Sendable () -> String?
     package var clock: WallClock
     package var ids: IDGenerator
-    /// From the first call on, SIGINT and SIGTERM no longer end the process: each is
-    /// reported here instead, for a command that ends cleanly (`ivy sync --watch`).
-    package var interruptions: @Sendable () -> AsyncStream<Int32>
+    /// Hands SIGINT and SIGTERM to the handler given, for a command that ends cleanly
+    /// (`ivy sync --watch`): from then on the first two no longer end the process; a third
+    /// does, as it would have.
+    package var interruptions: @Sendable (@escaping @Sendable (Int32) -> Void) -> Void
 
     package init(
         streams: Streams, terminal: Terminal, environment: [String: String], workingDirectory: String,
         readLine: @escaping @Sendable () -> String?, clock: WallClock, ids: IDGenerator,
-        interruptions: @escaping @Sendable () -> AsyncStream<Int32> = { AsyncStream { _ in } }
+        interruptions: @escaping @Sendable (@escaping @Sendable (Int32) -> Void) -> Void = { _ in }
     ) {
         self.interruptions = interruptions
         self.streams = streams

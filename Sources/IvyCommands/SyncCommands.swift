@@ -42,14 +42,16 @@ struct SyncCommand: ContextCommand {
     var watch = false
     @Option(
         help: ArgumentHelp(
-            "With --watch: seconds between looks at Drive (default 10, at least 2).", valueName: "SECONDS"))
+            "With --watch: seconds between looks at Drive (default 10; 2 to 86400).", valueName: "SECONDS"))
     var interval: Int?
 
     func validate() throws {
         if let interval {
             guard watch else { throw ValidationError("--interval is for --watch; add --watch, or drop --interval") }
-            guard interval >= WatchSchedule.shortestInterval else {
-                throw ValidationError("--interval must be at least \(WatchSchedule.shortestInterval) seconds")
+            guard (WatchSchedule.shortestInterval...WatchSchedule.longestInterval).contains(interval) else {
+                throw ValidationError(
+                    "--interval must be from \(WatchSchedule.shortestInterval) to \(WatchSchedule.longestInterval) "
+                        + "seconds (a day)")
             }
         }
         guard watch else { return }

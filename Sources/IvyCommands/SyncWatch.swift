@@ -21,30 +21,32 @@ struct SyncWatch {
         _ = try home.credentials(library)
         let probe = try LocalChangeProbe(library)
         let stop = StopRequest()
-        let signals = home.context.interruptions()
         let display = WatchDisplay(
             output: home.output, terminal: home.terminal, json: json, interval: interval, clock: home.clock)
-        let listener = Task {
-            for await _ in signals {
-                if !stop.requested { display.stopping() }
-                stop.request()
-            }
+        home.context.interruptions { _ in
+            if !stop.requested { display.stopping() }
+            stop.request()
         }
-        defer { listener.cancel() }
 
         let home = home
         let syncs = WatchSyncs(
             library: library, tokens: home.tokenStore(warn: { logger.warning("\($0)") }),
             lockFile: home.paths.lockFile, clock: home.clock, logger: logger, endpoints: endpoints,
-            credentials: { try home.credentials(library) }, effects: home.google, full: full)
+            credentials: { try home.credentials(library) }, effects: { home.google }, full: full)
         let watch = Watch(
             interval: .seconds(interval), timing: .system(), logger: logger,
             pending: { try probe.pending(since: $0) },
-            attempt: { first, known, stop in await syncs.attempt(first: first, known: known, stop: stop) },
+            attempt: { memory, stop in await syncs.attempt(memory, stop: stop) },
             events: { display.show($0) })
         display.started()
-        await watch.run(until: stop)
+        let ended = await watch.run(until: stop)
         display.stopped()
+        if let ended { throw WatchEnded(errorDescription: ended) }
+    }
+
+    /// Why a watch could not go on.
+    struct WatchEnded: LocalizedError {
+        let errorDescription: String?
     }
 }
 
@@ -90,7 +92,7 @@ struct WatchDisplay: Sendable {
     func show(_ event: Watch.Event) {
         if json { return line(event) }
         switch event {
-        case .synced(let report, _, let changed):
+        case .synced(let report, _, let changed, _):
             let text = changed ? Display.safe(report.summary) : "up to date"
             if live { return status("\(time()) \(text)") }
             guard changed else { return }
@@ -125,10 +127,11 @@ struct WatchDisplay: Sendable {
     private func line(_ event: Watch.Event) {
         var object = WatchLine(time: Display.date(clock.now()))
         switch event {
-        case .synced(let report, let trigger, _):
+        case .synced(let report, let trigger, _, let retry):
             object.event = "sync"
             object.trigger = trigger.rawValue
             object.report = report
+            object.retryIn = retry?.components.seconds
         case .failed(let message, let trigger, let wait):
             object.event = "failed"
             object.trigger = trigger.rawValue

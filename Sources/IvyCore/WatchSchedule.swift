@@ -19,8 +19,9 @@ package struct WatchSchedule: Sendable {
     package static let debounce: Duration = .seconds(1)
     package static let longestDebounce: Duration = .seconds(5)
     package static let longestBackoff: Duration = .seconds(300)
-    /// The shortest interval `--interval` accepts.
+    /// The shortest and the longest interval `--interval` accepts, in seconds.
     package static let shortestInterval = 2
+    package static let longestInterval = 86_400
 
     package let interval: Duration
     /// Failed syncs in a row.
@@ -30,6 +31,8 @@ package struct WatchSchedule: Sendable {
     private var notBefore: Duration = .zero
     /// The first and the latest local change not synced yet.
     private var burst: (first: Duration, last: Duration)?
+    /// Whether local changes wait for the retry too (the sync could not run at all).
+    private var localWaits = false
 
     package init(interval: Duration) {
         self.interval = interval
@@ -38,7 +41,7 @@ package struct WatchSchedule: Sendable {
     /// What is due at `now`, if anything.
     package func due(at now: Duration) -> Trigger? {
         guard now >= notBefore else { return nil }
-        if failures == 0, let burst, now >= min(burst.last + Self.debounce, burst.first + Self.longestDebounce) {
+        if !localWaits, let burst, now >= min(burst.last + Self.debounce, burst.first + Self.longestDebounce) {
             return .localChange
         }
         return now >= nextPoll ? pollTrigger : nil
@@ -52,19 +55,37 @@ package struct WatchSchedule: Sendable {
     /// A sync finished without failures.
     package mutating func synced(at now: Duration) {
         failures = 0
+        localWaits = false
         burst = nil
         notBefore = now
         nextPoll = now + interval
         pollTrigger = .poll
     }
 
-    /// A sync failed (it could not run, or an item failed); returns how long until the retry.
+    /// A sync could not run (Drive out of reach or failing): everything waits for the retry;
+    /// returns how long that is.
     @discardableResult
     package mutating func failed(at now: Duration) -> Duration {
+        let wait = backOff(at: now)
+        notBefore = now + wait
+        localWaits = true
+        return wait
+    }
+
+    /// A sync ran but some items failed: the next poll backs off, as `failed`, but a change
+    /// made here still syncs soon (one failing file must not hold back every other change).
+    @discardableResult
+    package mutating func itemsFailed(at now: Duration) -> Duration {
+        let wait = backOff(at: now)
+        notBefore = now
+        localWaits = false
+        return wait
+    }
+
+    private mutating func backOff(at now: Duration) -> Duration {
         failures += 1
         let wait = Self.backoff(interval: interval, failures: failures)
         burst = nil
-        notBefore = now + wait
         nextPoll = now + wait
         pollTrigger = .retry
         return wait

@@ -38,10 +38,11 @@ package final class DriveClient: Sendable {
 
     package init(
         drive: URL, authorized: AuthorizedTransport, concurrency: Int = 8, policy: RetryPolicy = RetryPolicy(),
-        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        now: @escaping @Sendable () -> Duration = Pacer.monotonic()
     ) {
         let http = DriveRequester(
-            base: drive, authorized: authorized, concurrency: concurrency, policy: policy, sleep: sleep)
+            base: drive, authorized: authorized, concurrency: concurrency, policy: policy, sleep: sleep, now: now)
         self.http = http
         ids = IDPool { count in try await http.generateIDs(count) }
         folderCache = FolderCache()

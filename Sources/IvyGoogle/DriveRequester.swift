@@ -17,13 +17,13 @@ final class DriveRequester: Sendable {
 
     init(
         base: URL, authorized: AuthorizedTransport, concurrency: Int, policy: RetryPolicy,
-        sleep: @escaping @Sendable (Duration) async throws -> Void
+        sleep: @escaping @Sendable (Duration) async throws -> Void, now: @escaping @Sendable () -> Duration
     ) {
         self.base = base
         self.authorized = authorized
         self.policy = policy
         self.sleep = sleep
-        pacer = Pacer(sleep: sleep)
+        pacer = Pacer(sleep: sleep, now: now)
         limiter = RequestLimiter(limit: concurrency)
     }
 

@@ -16,12 +16,25 @@ package actor Pacer {
     static let pause: Duration = .seconds(1)
 
     private let sleep: @Sendable (Duration) async throws -> Void
+    /// The time, on a clock that only goes forward; the process's own unless a test gives
+    /// one that moves with `sleep`, so pacing does not depend on how busy the machine is.
+    private let now: @Sendable () -> Duration
     private(set) var interval: Duration = .zero
-    private var nextStart: ContinuousClock.Instant?
+    private var nextStart: Duration?
     private var generation = 0
 
-    package init(sleep: @escaping @Sendable (Duration) async throws -> Void) {
+    package init(
+        sleep: @escaping @Sendable (Duration) async throws -> Void,
+        now: @escaping @Sendable () -> Duration = Pacer.monotonic()
+    ) {
         self.sleep = sleep
+        self.now = now
+    }
+
+    /// The process's monotonic clock, as time since this call.
+    package static func monotonic() -> @Sendable () -> Duration {
+        let origin = ContinuousClock.now
+        return { ContinuousClock.now - origin }
     }
 
     /// Waits for this request's turn; returns the pace it was sent at.
@@ -29,7 +42,7 @@ package actor Pacer {
     package func wait() async throws -> Int {
         let pace = generation
         guard interval > .zero else { return pace }
-        let now = ContinuousClock.now
+        let now = now()
         let start = max(now, nextStart ?? now)
         nextStart = start + interval
         if start > now { try await sleep(start - now) }
@@ -41,7 +54,7 @@ package actor Pacer {
         generation += 1
         interval = min(Self.ceiling, max(Self.floor, interval * Self.widen))
         // Pause everyone briefly so the quota refills before the next request.
-        let now = ContinuousClock.now
+        let now = now()
         nextStart = max(nextStart ?? now, now + Self.pause)
     }
 

@@ -121,6 +121,15 @@ package final class LibraryDatabase: Sendable {
         }
     }
 
+    /// Why this ivy must stop using the library, when a newer ivy has migrated it since it
+    /// was opened (a long-running watch after an upgrade); nil otherwise.
+    package func migratedByNewerIvy() throws -> String? {
+        let applied = try read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations") }
+        guard !Set(applied).isSubset(of: Schema.migrator.migrations) else { return nil }
+        return "\(paths.database) was upgraded by a newer ivy; start the newer ivy instead of this one "
+            + "(systemctl --user restart ivy-watch)"
+    }
+
     /// A read-only connection. In a directory ivy may not write, SQLite cannot create the
     /// shared-memory file a WAL reader needs; when no write-ahead log holds data the main
     /// file alone is the database, and SQLite may read it as immutable.

@@ -48,6 +48,9 @@ package struct SyncReport: Sendable, Encodable {
     /// Planned operations not started because the sync was asked to stop (a watch ending);
     /// the next sync plans them again.
     package var leftForNextSync = 0
+    /// A standing doubt about the mirror (deletions held back, a listing lacking many
+    /// entities) that Drive's full listing confirmed; not printed.
+    package var checkedDoubt: String?
     /// Why Drive was listed in full; nil when the change feed kept the mirror current.
     package var fullListing: String?
     package var durationMilliseconds: Int64 = 0

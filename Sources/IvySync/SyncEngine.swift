@@ -17,11 +17,16 @@ package struct SyncOptions: Sendable {
     package var stopping: @Sendable () -> Bool
     /// Drive files skipped and already logged by the sync before (a watch's): not logged again.
     package var knownSkips: Set<SyncReport.Problem>
+    /// A standing doubt about the mirror the sync before checked against a full listing (its
+    /// report's `checkedDoubt`): the same doubt again does not list Drive in full again.
+    package var knownDoubt: String?
     package init(
         dryRun: Bool = false, allowDeletes: Bool = false, full: Bool = false, timeout: Duration? = nil,
-        knownSkips: Set<SyncReport.Problem> = [], stopping: @escaping @Sendable () -> Bool = { false }
+        knownSkips: Set<SyncReport.Problem> = [], knownDoubt: String? = nil,
+        stopping: @escaping @Sendable () -> Bool = { false }
     ) {
         self.knownSkips = knownSkips
+        self.knownDoubt = knownDoubt
         self.dryRun = dryRun
         self.allowDeletes = allowDeletes
         self.full = full
@@ -107,9 +112,14 @@ package final class SyncEngine: Sendable {
         var plan = self.plan(gathered, options)
         let allowedDeletions =
             options.allowDeletes && !plan.actions(.deleteLocal).isEmpty ? "deletions allowed by --allow-deletes" : nil
+        // A doubt that stays while nothing changes (deletions held back, a listing that lacks
+        // many entities) and that the last sync already checked against Drive's own listing
+        // (a watch says which) is not checked again: it acts on nothing, and checking it on
+        // every poll would list Drive in full every few seconds.
+        let standing = plan.listingDistrustedReason ?? plan.deletionsHeldReason
+        let unchecked = standing == options.knownDoubt ? nil : standing
         if gathered.fullListingReason == nil,
-            let doubt = plan.listingDistrustedReason ?? plan.deletionsHeldReason ?? allowedDeletions
-                ?? Self.reliesOnAbsence(plan, gathered)
+            let doubt = unchecked ?? allowedDeletions ?? Self.reliesOnAbsence(plan, gathered)
         {
             // The mirror looks wrong (or the deletions it implies are many, or allowed past
             // the safety valve, or the plan acts on a file the mirror lacks): Drive's own
@@ -121,6 +131,10 @@ package final class SyncEngine: Sendable {
         }
         var report = SyncReport(plan, gathered, dryRun: options.dryRun)
         report.fullListing = gathered.fullListingReason
+        let standingNow = plan.listingDistrustedReason ?? plan.deletionsHeldReason
+        if gathered.fullListingReason != nil || standingNow == options.knownDoubt {
+            report.checkedDoubt = standingNow
+        }
         if options.dryRun {
             report.preview(plan)
             try finish(&report, started: started)

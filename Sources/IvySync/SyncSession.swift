@@ -116,7 +116,8 @@ package final class SyncSession: Sendable {
     /// Runs `engine` to its deadline (setting `sync_timeout`) and says how it ended.
     package func run(
         _ engine: SyncEngine, dryRun: Bool, allowDeletes: Bool, full: Bool = false,
-        knownSkips: Set<SyncReport.Problem> = [], stopping: @escaping @Sendable () -> Bool = { false }
+        knownSkips: Set<SyncReport.Problem> = [], knownDoubt: String? = nil,
+        stopping: @escaping @Sendable () -> Bool = { false }
     ) async -> Ending {
         do {
             let timeout = Duration.seconds(try library.number(.syncTimeout))
@@ -124,7 +125,7 @@ package final class SyncSession: Sendable {
                 try await engine.run(
                     SyncOptions(
                         dryRun: dryRun, allowDeletes: allowDeletes, full: full, timeout: timeout,
-                        knownSkips: knownSkips, stopping: stopping)))
+                        knownSkips: knownSkips, knownDoubt: knownDoubt, stopping: stopping)))
         } catch  where error is CancellationError || Task.isCancelled {
             // Only a watch stopped at once cancels a sync (its requests then fail as
             // cancelled): what finished is recorded, and stopping is no error to keep.

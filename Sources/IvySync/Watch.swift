@@ -53,11 +53,22 @@ package final class Watch: Sendable {
         case paused(Pause)
         /// Stopped at once by a second stop request; what finished is recorded.
         case stopped
+        /// This watch must not go on (a newer ivy migrated the library): it ends, nonzero.
+        case fatal(String)
     }
 
     package enum Pause: Sendable, Equatable {
         case signedOut(String)
         case syncDisabled
+
+        /// The same wait, whatever words its reason came in (Google's refusal first, then the
+        /// token file's record of it): told once.
+        func isSameWait(as other: Pause?) -> Bool {
+            switch (self, other) {
+            case (.signedOut, .signedOut?), (.syncDisabled, .syncDisabled?): true
+            default: false
+            }
+        }
 
         package var description: String {
             switch self {
@@ -67,9 +78,24 @@ package final class Watch: Sendable {
         }
     }
 
+    /// What the watch remembers of its last sync, for the next.
+    package struct Memory: Sendable {
+        /// No sync has finished yet (`--full` is for the first only).
+        package var first = true
+        /// Drive files skipped and logged already.
+        package var skips: Set<SyncReport.Problem> = []
+        /// The standing doubt about the mirror a full listing confirmed (`SyncReport.checkedDoubt`).
+        package var doubt: String?
+        /// The safety valve's hold, said already.
+        package var hold: String?
+
+        package init() {}
+    }
+
     /// What the watch tells whoever shows it.
     package enum Event: Sendable {
-        case synced(SyncReport, WatchSchedule.Trigger, changed: Bool)
+        /// `retryIn` when items failed: the next poll backs off (local changes still sync).
+        case synced(SyncReport, WatchSchedule.Trigger, changed: Bool, retryIn: Duration?)
         case failed(String, WatchSchedule.Trigger, retryIn: Duration)
         case paused(Pause)
         /// Another sync holds the lock; the watch tries again in a second.
@@ -104,16 +130,15 @@ package final class Watch: Sendable {
     let logger: Logger
     /// The library's pending changes, as `LocalChangeProbe.pending(since:)` reads them.
     let pending: @Sendable (LocalChangeProbe.Pending?) throws -> LocalChangeProbe.Pending
-    /// One sync: `first` for the watch's first, `known` the skipped files already reported.
-    let attempt: @Sendable (_ first: Bool, _ known: Set<SyncReport.Problem>, _ stop: StopRequest) async -> Attempt
+    /// One sync, knowing what the last one found.
+    let attempt: @Sendable (Memory, StopRequest) async -> Attempt
     let events: @Sendable (Event) -> Void
+    private let probeFailed = Mutex(false)
 
     package init(
         interval: Duration, timing: Timing, logger: Logger,
         pending: @escaping @Sendable (LocalChangeProbe.Pending?) throws -> LocalChangeProbe.Pending,
-        attempt:
-            @escaping @Sendable (_ first: Bool, _ known: Set<SyncReport.Problem>, _ stop: StopRequest) async ->
-            Attempt,
+        attempt: @escaping @Sendable (Memory, StopRequest) async -> Attempt,
         events: @escaping @Sendable (Event) -> Void
     ) {
         self.interval = interval
@@ -124,20 +149,21 @@ package final class Watch: Sendable {
         self.events = events
     }
 
-    /// Watches until `stop` is requested; a sync in flight then finishes what it started.
-    package func run(until stop: StopRequest) async {
+    /// Watches until `stop` is requested (a sync in flight then finishes what it started),
+    /// or until it must not go on: then the reason.
+    package func run(until stop: StopRequest) async -> String? {
         var schedule = WatchSchedule(interval: interval)
-        var seen = try? pending(nil)
-        /// What was left queued after the last complete sync: it is synced again once.
+        var seen = look(since: nil)
+        /// What was left queued after the last clean sync: it is synced again once.
         var leftover: LocalChangeProbe.Pending?
-        var known: Set<SyncReport.Problem> = []
+        var memory = Memory()
         var pause: Pause?
         var busy = false
-        var first = true
         logger.info("watch started", metadata: ["interval_s": "\(interval.components.seconds)"])
+        defer { logger.info("watch stopped") }
         while !stop.requested {
             let now = timing.now()
-            if let latest = try? pending(seen), latest != seen {
+            if let latest = look(since: seen), latest != seen {
                 seen = latest
                 if !latest.isEmpty { schedule.changed(at: now) }
             }
@@ -145,36 +171,47 @@ package final class Watch: Sendable {
                 await timing.sleep(timing.tick)
                 continue
             }
-            let isFirst = first
-            let outcome = await stop.cancellable { [attempt, known] in await attempt(isFirst, known, stop) }
+            let known = memory
+            let outcome = await stop.cancellable { [attempt] in await attempt(known, stop) }
             let after = timing.now()
             if case .busy = outcome {} else { busy = false }
-            if case .paused = outcome {
-            } else if let was = pause {
-                pause = nil
-                logger.info("watch resumed", metadata: ["after": "\(was.description)"])
-            }
             switch outcome {
             case .stopped:
                 break
+            case .fatal(let reason):
+                logger.error("watch ending", metadata: ["reason": "\(reason)"])
+                return reason
             case .synced(let report):
-                first = false
-                let changed = Self.changed(report, known: known)
-                known = Set(report.skipped)
+                if let was = pause {
+                    pause = nil
+                    logger.info("watch resumed", metadata: ["after": "\(was.description)"])
+                }
+                let changed = Self.changed(report, since: memory)
+                memory = Memory()
+                memory.first = false
+                memory.skips = Set(report.skipped)
+                memory.doubt = report.checkedDoubt
+                memory.hold = report.deletionsHeld
+                var retry: Duration?
                 if report.failures.isEmpty {
                     schedule.synced(at: after)
                 } else {
-                    schedule.failed(at: after)
+                    retry = schedule.itemsFailed(at: after)
                 }
                 if changed {
                     logger.info(
                         "watch sync", metadata: ["trigger": "\(trigger.rawValue)", "summary": "\(report.summary)"])
                 }
-                events(.synced(report, trigger, changed: changed))
+                if let retry {
+                    logger.warning(
+                        "watch backing off",
+                        metadata: ["retry_in_s": "\(retry.components.seconds)", "failed": "\(report.failures.count)"])
+                }
+                events(.synced(report, trigger, changed: changed, retryIn: retry))
                 // The sync's own writes are not changes to push; a change queued while it
                 // ran is, once.
-                seen = try? pending(nil)
-                if let seen, !seen.isEmpty, report.isComplete, seen != leftover {
+                seen = look(since: nil)
+                if let seen, !seen.isEmpty, report.failures.isEmpty, report.leftForNextSync == 0, seen != leftover {
                     leftover = seen
                     schedule.changed(at: after)
                 }
@@ -189,29 +226,49 @@ package final class Watch: Sendable {
                 busy = true
             case .paused(let why):
                 schedule.postpone(at: after, by: interval)
-                if pause != why {
+                // Said once, until a sync goes through: a busy lock (an `ivy login` under way)
+                // or a failure in between is no end of the wait.
+                if !why.isSameWait(as: pause) {
                     logger.warning("watch waiting", metadata: ["reason": "\(why.description)"])
                     events(.paused(why))
                 }
                 pause = why
             }
         }
-        logger.info("watch stopped")
+        return nil
+    }
+
+    /// The library's pending changes; a probe that fails (logged once) leaves the watch to
+    /// its polls, which push every change anyway.
+    private func look(since last: LocalChangeProbe.Pending?) -> LocalChangeProbe.Pending? {
+        do {
+            return try pending(last)
+        } catch {
+            if probeFailed.withLock({ reported in
+                defer { reported = true }
+                return !reported
+            }) {
+                logger.warning(
+                    "watching the library for changes failed; they sync at the next poll",
+                    metadata: ["error": "\(error.localizedDescription)"])
+            }
+            return last
+        }
     }
 
     /// Whether a sync did anything worth a line: moved, merged or deleted something, failed,
-    /// was stopped early, or skipped a Drive file not reported before.
-    static func changed(_ report: SyncReport, known: Set<SyncReport.Problem>) -> Bool {
+    /// was stopped early, skipped a Drive file, or held deletions back, that was not said before.
+    static func changed(_ report: SyncReport, since memory: Memory) -> Bool {
         let counts = [report.uploaded, report.downloaded, report.merged, report.deletedRemote, report.deletedLocal]
         return counts.contains { $0.total > 0 } || report.staleDuplicatesDeleted > 0 || !report.failures.isEmpty
-            || report.leftForNextSync > 0 || !Set(report.skipped).isSubset(of: known)
-            || report.deletionsHeld != nil
+            || report.leftForNextSync > 0 || !Set(report.skipped).isSubset(of: memory.skips)
+            || (report.deletionsHeld != nil && report.deletionsHeld != memory.hold)
     }
 }
 
 /// Everything one watch sync needs: the session's parts, made afresh for each sync so the
 /// lock is held only while it runs and a new sign-in is picked up by the next.
-package struct WatchSyncs: Sendable {
+package final class WatchSyncs: Sendable {
     package let library: LibraryDatabase
     package let tokens: TokenStore
     package let lockFile: String
@@ -219,14 +276,17 @@ package struct WatchSyncs: Sendable {
     package let logger: Logger
     package let endpoints: GoogleEndpoints
     package let credentials: @Sendable () throws -> ClientCredentials
-    package let effects: GoogleEffects
+    /// How requests are made; a new one after a sync that failed or was cut short, so a
+    /// request URLSession never ended cannot hold a connection of later syncs.
+    private let effects: Mutex<GoogleEffects>
+    private let freshEffects: @Sendable () -> GoogleEffects
     /// `--full` for the first sync.
     package let full: Bool
 
     package init(
         library: LibraryDatabase, tokens: TokenStore, lockFile: String, clock: WallClock, logger: Logger,
         endpoints: GoogleEndpoints, credentials: @escaping @Sendable () throws -> ClientCredentials,
-        effects: GoogleEffects, full: Bool
+        effects: @escaping @Sendable () -> GoogleEffects, full: Bool
     ) {
         self.library = library
         self.tokens = tokens
@@ -235,13 +295,16 @@ package struct WatchSyncs: Sendable {
         self.logger = logger
         self.endpoints = endpoints
         self.credentials = credentials
-        self.effects = effects
+        self.effects = Mutex(effects())
+        freshEffects = effects
         self.full = full
     }
 
     /// One sync under the lock, or why none ran.
-    package func attempt(first: Bool, known: Set<SyncReport.Problem>, stop: StopRequest) async -> Watch.Attempt {
+    package func attempt(_ memory: Watch.Memory, stop: StopRequest) async -> Watch.Attempt {
         do {
+            // A newer ivy may have migrated the library since this one opened it.
+            if let newer = try library.migratedByNewerIvy() { return .fatal(newer) }
             guard try library.setting(.syncEnabled) == "true" else { return .paused(.syncDisabled) }
             let session: SyncSession
             switch try SyncSession.start(
@@ -258,11 +321,12 @@ package struct WatchSyncs: Sendable {
             default: return .paused(.signedOut("not signed in"))
             }
             let engine = try session.engine(
-                token: token, endpoints: endpoints, credentials: try credentials(), effects: effects, progress: { _ in }
-            )
+                token: token, endpoints: endpoints, credentials: try credentials(),
+                effects: effects.withLock { $0 }, progress: { _ in })
             let ending = await session.run(
-                engine, dryRun: false, allowDeletes: false, full: first && full, knownSkips: known,
-                stopping: { stop.requested })
+                engine, dryRun: false, allowDeletes: false, full: memory.first && full, knownSkips: memory.skips,
+                knownDoubt: memory.doubt, stopping: { stop.requested })
+            if case .failed = ending { effects.withLock { $0 = freshEffects() } }
             switch ending {
             case .finished(let report): return .synced(report)
             case .signedOut(let error): return .paused(.signedOut(error.localizedDescription))

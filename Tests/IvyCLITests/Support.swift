@@ -170,7 +170,7 @@ final class RunningCommand: Sendable {
     let output = Captured()
     let error = Captured()
     private let task: Task<Int32, Never>
-    private let signals: AsyncStream<Int32>.Continuation
+    private let signals = Signals()
 
     init(
         _ arguments: [String], environment: [String: String], workingDirectory: String, input: [String],
@@ -180,8 +180,6 @@ final class RunningCommand: Sendable {
         var terminal = Terminal.none(environment: environment)
         terminal.input = onTerminal
         terminal.error = errorOnTerminal
-        let (interruptions, signals) = AsyncStream<Int32>.makeStream()
-        self.signals = signals
         let context = Context(
             streams: Streams(output: { [output] in output.append($0) }, error: { [error] in error.append($0) }),
             terminal: terminal,
@@ -190,7 +188,7 @@ final class RunningCommand: Sendable {
             readLine: { lines.withLock { $0.popFirst() } },
             clock: WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) },
             ids: .uuid,
-            interruptions: { interruptions })
+            interruptions: { [signals] given in signals.handler.withLock { $0 = given } })
         task = Task(executorPreference: BlockingWorkExecutor.shared) { [output, error] in
             let status = await IvyCommand.main(arguments, context: context)
             output.close()
@@ -202,7 +200,7 @@ final class RunningCommand: Sendable {
     /// Sends the command SIGTERM, as the process would get it (only a command that asked for
     /// interruptions hears it).
     func interrupt() {
-        signals.yield(SIGTERM)
+        signals.handler.withLock { $0 }?(SIGTERM)
     }
 
     func finish() async -> RunResult {
@@ -221,6 +219,11 @@ final class BlockingWorkExecutor: TaskExecutor {
         let job = UnownedJob(job)
         blockingWork.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
+}
+
+/// Where a command that asked for SIGINT and SIGTERM (`ivy sync --watch`) gets them.
+final class Signals: Sendable {
+    let handler = Mutex<(@Sendable (Int32) -> Void)?>(nil)
 }
 
 /// Text a command writes, kept whole and also handed out as it comes.

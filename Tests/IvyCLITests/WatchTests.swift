@@ -295,9 +295,8 @@ struct WatchTests {
 
             // Between the watch's syncs, syncs by hand and from cron run.
             #expect(try await laptop.ivy.runBinaryAsync("sync").status == 0)
-            try laptop.ivy.execute("DELETE FROM settings WHERE key = 'last_sync_time'")
-            try laptop.ivy.execute("UPDATE books SET title = 'Edited for cron'")
             let lock = try HeldLock(path: laptop.ivy.home + "/ivy.lock")
+            try laptop.ivy.execute("UPDATE books SET title = 'Edited while another sync runs'")
             let busy = try await watch.next("the busy lock") { $0.event == "busy" }.match
             #expect((busy["reason"] as? String)?.contains("another sync is running (process \(getpid()))") == true)
             lock.release()
@@ -359,7 +358,8 @@ struct WatchCommandTests {
         "options it refuses, each with the fix",
         arguments: [
             (["sync", "--interval", "5"], "--interval is for --watch"),
-            (["sync", "--watch", "--interval", "1"], "at least 2 seconds"),
+            (["sync", "--watch", "--interval", "1"], "from 2 to 86400 seconds"),
+            (["sync", "--watch", "--interval", "86401"], "from 2 to 86400 seconds"),
             (["sync", "--watch", "--auto"], "use one of them"),
             (["sync", "--watch", "--dry-run"], "ivy sync --dry-run"),
             (["sync", "--watch", "--allow-deletes"], "ivy sync --allow-deletes"),

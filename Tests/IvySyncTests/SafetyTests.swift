@@ -40,6 +40,37 @@ struct SafetyTests {
         }
     }
 
+    @Test("a hold a full listing confirmed is not listed again while it stands (a watch polling), until it changes")
+    func standingHoldIsCheckedOnce() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let b = try await world.device("b")
+            let book = try a.addBook("Dune")
+            var clips: [Clip] = []
+            for index in 0..<12 { clips.append(try a.addClip(to: book, note: "clip \(index)", start: Double(index))) }
+            _ = try await a.sync()
+            _ = try await b.sync()
+            for clip in clips { try a.library.deleteClip(id: clip.id) }
+            _ = try await a.sync()
+
+            let held = try await b.sync()
+            #expect(
+                held.fullListing != nil && held.deletionsHeld != nil && held.checkedDoubt != nil,
+                "\(held.checkedDoubt ?? "-") / \(held.deletionsHeld ?? "-")")
+            // Without what the last sync checked, the same hold lists Drive in full again.
+            #expect(try await b.sync().fullListing != nil)
+            // A watch passes it on: the hold stands, Drive is not listed again, nothing is deleted.
+            await world.state.clearRequests()
+            let polled = try await b.sync(SyncOptions(knownDoubt: held.checkedDoubt))
+            #expect(polled.fullListing == nil && polled.deletionsHeld == held.deletionsHeld, "\(polled.summary)")
+            #expect(polled.requests == 1 && polled.checkedDoubt == held.checkedDoubt)
+            #expect(try b.library.clips().count == 12)
+            // Another doubt than the one checked is checked again.
+            let other = try await b.sync(SyncOptions(knownDoubt: "some other hold"))
+            #expect(other.fullListing != nil)
+        }
+    }
+
     @Test("after reset-manifest a sync converges with no duplicate files on Drive and no conflict markers")
     func resetManifest() async throws {
         try await withWorld { world in

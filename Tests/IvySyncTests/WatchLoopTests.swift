@@ -12,15 +12,25 @@ private final class ScriptedWatch: Sendable {
     private let script: Mutex<[Watch.Attempt]>
     private let attempts = Mutex<[Duration]>([])
     private let told = Mutex<[Watch.Event]>([])
-    private let pendingChanges: LocalChangeProbe.Pending
+    private let pendingChanges: @Sendable (Duration) -> LocalChangeProbe.Pending
+    private let ended = Mutex<String?>(nil)
 
     init(
         _ script: [Watch.Attempt],
         pending: LocalChangeProbe.Pending = .init(count: 0, queuedAt: 0, attempts: 0, dataVersion: 1)
     ) {
         self.script = Mutex(script)
+        pendingChanges = { _ in pending }
+    }
+
+    /// `pending` says what is queued at each moment.
+    init(_ script: [Watch.Attempt], pending: @escaping @Sendable (Duration) -> LocalChangeProbe.Pending) {
+        self.script = Mutex(script)
         pendingChanges = pending
     }
+
+    /// What `run` returned: why the watch ended, if it had to.
+    var endedBecause: String? { ended.withLock { $0 } }
 
     /// Runs the watch until the script is spent (or `until` passes); the times of its attempts.
     func run(interval: Duration, until end: Duration = .seconds(3600)) async -> (
@@ -39,8 +49,8 @@ private final class ScriptedWatch: Sendable {
         let watch = Watch(
             interval: interval, timing: timing,
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
-            pending: { [pendingChanges] _ in pendingChanges },
-            attempt: { [self] _, _, stop in
+            pending: { [self] _ in pendingChanges(now.withLock { $0 }) },
+            attempt: { [self] _, stop in
                 attempts.withLock { $0.append(now.withLock { $0 }) }
                 let next = script.withLock { $0.isEmpty ? nil : $0.removeFirst() }
                 guard let next else {
@@ -50,7 +60,8 @@ private final class ScriptedWatch: Sendable {
                 return next
             },
             events: { [self] event in told.withLock { $0.append(event) } })
-        await watch.run(until: stop)
+        let reason = await watch.run(until: stop)
+        ended.withLock { $0 = reason }
         return (attempts.withLock { $0 }, told.withLock { $0 })
     }
 }
@@ -59,8 +70,10 @@ private final class ScriptedWatch: Sendable {
 struct WatchLoopTests {
     @Test("signed out: told once however often it looks, one look per interval, then it goes on by itself")
     func signedOutOnce() async {
-        let pause = Watch.Attempt.paused(.signedOut("revoked"))
-        let watch = ScriptedWatch([.synced(SyncReport()), pause, pause, pause, pause, .synced(SyncReport())])
+        // Google's refusal first, then the token file's record of it: the same wait, told once.
+        let refused = Watch.Attempt.paused(.signedOut("invalid_grant"))
+        let pause = Watch.Attempt.paused(.signedOut("the sign-in stopped working: invalid_grant"))
+        let watch = ScriptedWatch([.synced(SyncReport()), refused, pause, pause, pause, .synced(SyncReport())])
         let (attempts, events) = await watch.run(interval: .seconds(10))
         #expect(Array(attempts.prefix(6)) == [0, 10, 20, 30, 40, 50].map { .seconds($0) }, "\(attempts)")
         let kinds = events.map { event -> String in
@@ -99,5 +112,53 @@ struct WatchLoopTests {
         let watch = ScriptedWatch(Array(repeating: .synced(SyncReport()), count: 10), pending: queued)
         let (attempts, _) = await watch.run(interval: .seconds(600), until: .seconds(300))
         #expect(attempts.count == 2 && attempts.last! < .seconds(2), "\(attempts)")
+    }
+
+    @Test("a sync with failed items backs off its polls, but a change made here still syncs about a second later")
+    func itemFailuresLetLocalChangesThrough() async {
+        var failing = SyncReport()
+        failing.failures = [.init(entity: "book b1", reason: "Drive answered 500")]
+        let watch = ScriptedWatch([.synced(failing), .synced(SyncReport())]) { now in
+            now < .seconds(5)
+                ? .init(count: 0, queuedAt: 0, attempts: 0, dataVersion: 1)
+                : .init(count: 1, queuedAt: 5000, attempts: 0, dataVersion: 2)
+        }
+        let (attempts, events) = await watch.run(interval: .seconds(10))
+        #expect(attempts.count >= 2 && attempts[1] > .seconds(5) && attempts[1] < .seconds(7), "\(attempts)")
+        guard case .synced(_, _, _, let retry) = events.first else {
+            Issue.record("\(events)")
+            return
+        }
+        #expect(retry == .seconds(20))
+    }
+
+    @Test("signed out, then the lock busy (an ivy login under way), then signed out still: told once")
+    func busyDuringAWait() async {
+        let pause = Watch.Attempt.paused(.signedOut("revoked"))
+        let watch = ScriptedWatch([pause, .busy(pid: 7), pause, .failed("down"), pause])
+        let (_, events) = await watch.run(interval: .seconds(10))
+        #expect(events.filter { if case .paused = $0 { true } else { false } }.count == 1, "\(events)")
+    }
+
+    @Test("a library a newer ivy migrated ends the watch, with the reason")
+    func newerIvyEndsIt() async {
+        let watch = ScriptedWatch([.synced(SyncReport()), .fatal("library.db was upgraded by a newer ivy")])
+        let (attempts, _) = await watch.run(interval: .seconds(10))
+        #expect(attempts.count == 2)
+        #expect(watch.endedBecause == "library.db was upgraded by a newer ivy")
+    }
+
+    @Test("deletions held back are told once while the hold stays")
+    func holdToldOnce() async {
+        var held = SyncReport()
+        held.deletionsHeld = "12 of 20 clips would be deleted"
+        held.checkedDoubt = held.deletionsHeld
+        let watch = ScriptedWatch([.synced(held), .synced(held), .synced(held)])
+        let (_, events) = await watch.run(interval: .seconds(10))
+        let changed = events.compactMap { event -> Bool? in
+            if case .synced(_, _, let changed, _) = event { return changed }
+            return nil
+        }
+        #expect(Array(changed.prefix(3)) == [true, false, false], "\(changed)")
     }
 }

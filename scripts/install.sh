@@ -146,7 +146,10 @@ fi
 for file in "${installed[@]}"; do
     echo "installed $file"
 done
-if [ -n "$unit_text" ]; then
+if [ -L "$unit_directory/default.target.wants/ivy-watch.service" ]; then
+    # A running watch goes on with the ivy it started with until restarted.
+    echo "ivy-watch is enabled; to run the new ivy: systemctl --user daemon-reload && systemctl --user restart ivy-watch"
+elif [ -n "$unit_text" ]; then
     echo "to sync continuously: systemctl --user daemon-reload && systemctl --user enable --now ivy-watch"
 fi
 

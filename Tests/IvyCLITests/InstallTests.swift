@@ -74,7 +74,7 @@ struct InstallTests {
         try await installer.expectVerified(unit)
     }
 
-    @Test("uninstalling is refused while ivy-watch is enabled, and removes nothing")
+    @Test("with ivy-watch enabled, an upgrade says to restart it, and uninstalling is refused and removes nothing")
     func uninstallWhileEnabled() async throws {
         let installer = try Installer()
         let (installed, installOutput) = try await installer.run([])
@@ -85,6 +85,9 @@ struct InstallTests {
             atPath: units + "/default.target.wants", withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(
             atPath: units + "/default.target.wants/ivy-watch.service", withDestinationPath: "../ivy-watch.service")
+        // Installed again (an upgrade): the running watch must be restarted to run the new ivy.
+        let (again, upgradeOutput) = try await installer.run([])
+        #expect(again == 0 && upgradeOutput.contains("systemctl --user restart ivy-watch"), "\(upgradeOutput)")
         let (status, output) = try await installer.run(["--uninstall"])
         #expect(status == 1)
         #expect(output.contains("`systemctl --user disable --now ivy-watch` first"), "\(output)")

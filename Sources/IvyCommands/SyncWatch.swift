@@ -94,7 +94,7 @@ struct WatchDisplay: Sendable {
         switch event {
         case .synced(let report, _, let changed, _):
             let text = changed ? Display.safe(report.summary) : "up to date"
-            if live { return status("\(time()) \(text)") }
+            if live { return status("\(time()) \(text) · watching; Ctrl-C stops") }
             guard changed else { return }
             output.line("\(time()) \(text)")
             for failure in report.failures { output.error("\(time()) failed: \(failure.entity): \(failure.reason)") }

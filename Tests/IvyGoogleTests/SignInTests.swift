@@ -57,15 +57,22 @@ struct DeviceFlowTests {
     func slowDown() async throws {
         try await withGoogle { google in
             await google.state.setDeviceCode(interval: 30)
-            // The second wait is cut short (5 s pass on the emulator's clock): its poll is too early.
-            let sleeper = Sleeper { [state = google.state] index, duration in
-                let seconds = Double(duration.components.seconds)
-                await state.advanceClock(by: index == 2 ? 5 : seconds)
-                if index == 4 { try? await state.approve(userCode: nil, email: "alice@example.com") }
+            // The wait after the first poll Google answered is cut short (5 s pass on the
+            // emulator's clock), so the next poll is too early. Counted by the answers Google
+            // gave, not by the client's sleeps: a poll lost to a busy machine shifts nothing.
+            let sleeper = Sleeper { [state = google.state] _, duration in
+                let answered = await state.requests.filter { $0.path.hasSuffix("/token") && $0.status == 428 }.count
+                let slowedDown = await state.requests.contains { $0.path.hasSuffix("/token") && $0.status == 403 }
+                await state.advanceClock(by: answered == 1 && !slowedDown ? 5 : Double(duration.components.seconds))
+                if slowedDown && answered >= 2 { try? await state.approve(userCode: nil, email: "alice@example.com") }
             }
             let flow = google.flow(sleeper)
             _ = try await flow.waitForApproval(try await flow.start())
-            #expect(sleeper.durations == [30, 30, 35, 35])
+            let polls = await google.state.requests.filter { $0.path.hasSuffix("/token") }.map(\.status)
+            #expect(polls.filter { $0 == 403 }.count == 1, "one slow_down: \(polls)")
+            // 30 s until slow_down, 35 s from then on.
+            let durations = sleeper.durations
+            #expect(durations.first == 30 && durations.drop { $0 == 30 } == [35, 35], "\(durations)")
         }
     }
 

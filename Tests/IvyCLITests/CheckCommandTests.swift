@@ -132,7 +132,9 @@ struct CheckCommandTests {
         }
     }
 
-    @Test("pending changes are listed and are no failure; held-back ones are; signed out is exit 3")
+    @Test(
+        "pending changes are listed and are no failure; held-back ones are; a running sync is exit 4, signed out exit 3"
+    )
     func queueAndSignIn() async throws {
         try await withEmulator { emulator in
             let device = try await Self.synced(emulator)
@@ -148,6 +150,13 @@ struct CheckCommandTests {
             let held = try #require(report["failed"] as? [[String: Any]])
             #expect(held.first?["entity"] as? String == "book \(added)")
             #expect(held.first?["last_error"] as? String == "Drive said no")
+
+            let lock = try HeldLock(path: device.ivy.home + "/ivy.lock")
+            await emulator.state.clearRequests()
+            let busy = try await device.ivy.run("check")
+            #expect(busy.status == 4 && busy.stderr.contains("another sync is running"), "\(busy.stderr)")
+            #expect(await emulator.state.requests.isEmpty)
+            lock.release()
 
             let stranger = try SignInHarness(emulator: emulator)
             let signedOut = try await stranger.ivy.run("check")

@@ -19,7 +19,8 @@ package struct IvyCommand: ParsableCommand {
             """,
         version: IvyVersion.current,
         subcommands: [
-            BookCommand.self, ClipCommand.self, SyncCommand.self, LoginCommand.self, LogoutCommand.self,
+            BookCommand.self, ClipCommand.self, SyncCommand.self, CheckCommand.self, LoginCommand.self,
+            LogoutCommand.self,
             StatusCommand.self,
             QueueCommand.self, RetryFailedCommand.self, ResetManifestCommand.self, ConfigCommand.self,
         ]

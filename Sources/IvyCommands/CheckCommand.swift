@@ -1,0 +1,91 @@
+import ArgumentParser
+import Foundation
+import IvyCore
+import IvyGoogle
+import IvyStore
+import IvySync
+import IvySystem
+
+extension IvyExit {
+    /// `ivy check`: the backup on Drive differs from this library, or changes are held back.
+    static let checkDiffers: Int32 = 6
+}
+
+struct CheckCommand: ContextCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Check that Drive holds this library's backup, changing nothing here or on Drive.",
+        discussion: """
+            Lists Drive in full (not the mirror of Drive kept here) and checks that every book and clip here has its \
+            files on Drive with the content this library last synced or would upload, that every clip's MP3 has the \
+            md5 of the audio here, that no two files share a name, and what is on Drive only. Changes still in the \
+            queue are listed as pending (not a difference); changes held back after failing are. Without \
+            --read-data the JSON files are compared by Drive's md5; with it each is downloaded and compared field by \
+            field. Exit 0 when everything matches, 6 when something differs.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+    @Flag(help: "Download every backup JSON and compare it field by field (slower: one request per file).")
+    var readData = false
+    @Flag(help: "Print the result as one JSON object.") var json = false
+
+    func run(_ context: Context) async throws {
+        let home = try global.home(context)
+        let library = try home.library(readOnly: true)
+        // A sync running meanwhile would make the check read a moving target, and a token
+        // refresh rewrites token.json, which only the holder of the sync lock may do.
+        let lock: SyncLock
+        switch try SyncLock.acquire(path: home.paths.lockFile) {
+        case .acquired(let acquired): lock = acquired
+        case .busy(let pid):
+            home.output.error(
+                "Error: another sync is running\(pid.map { " (process \($0))" } ?? ""); wait for it to finish")
+            throw ExitCode(IvyExit.busy)
+        }
+        defer { withExtendedLifetime(lock) {} }
+        let tokens = home.tokenStore
+        let signIn = tokens.signIn()
+        guard case .signedIn(let token) = signIn else {
+            home.output.error("Error: \(SignInText.problem(signIn) ?? "not signed in"); run `ivy login`")
+            throw ExitCode(IvyExit.notSignedIn)
+        }
+        let endpoints = try home.endpoints()
+        let provider = TokenProvider(
+            token: token, store: tokens, endpoints: endpoints, credentials: try home.credentials(library),
+            effects: home.google)
+        let drive = DriveClient(
+            drive: endpoints.drive, authorized: AuthorizedTransport(tokens: provider, transport: home.google.transport),
+            concurrency: try library.number(.concurrency))
+        let check: BackupCheck
+        do {
+            check = try await BackupChecker(library: library, drive: drive).run(readData: readData)
+        } catch let error as GoogleError {
+            switch error {
+            case .signedOut, .notSignedIn:
+                home.output.error("Error: \(error.localizedDescription)")
+                throw ExitCode(IvyExit.notSignedIn)
+            default: throw error
+            }
+        }
+        try show(check, output: home.output)
+        if !check.ok { throw ExitCode(IvyExit.checkDiffers) }
+    }
+
+    private func show(_ check: BackupCheck, output: Output) throws {
+        if json { return try output.json(check) }
+        output.line(Display.safe(check.summary))
+        for problem in check.problems {
+            output.line(Display.safe("\(problem.kind.rawValue): \(problem.entity): \(problem.detail) — \(problem.fix)"))
+        }
+        for item in check.failed {
+            output.line(
+                Display.safe(
+                    "held back: \(item.entity) (\(item.operation), \(item.attempts) attempts): "
+                        + "\(item.lastError ?? "no error was recorded") — fix the cause, then `ivy retry-failed`"))
+        }
+        for item in check.pending {
+            let action = item.operation == "delete" ? "deletes it on Drive" : "uploads it"
+            output.line(Display.safe("pending: \(item.entity) (\(item.operation)) — the next `ivy sync` \(action)"))
+        }
+    }
+}

@@ -1,0 +1,335 @@
+import Foundation
+import IvyCore
+import IvyGoogle
+import IvyStore
+import IvySystem
+
+/// What `ivy check` found: the backup on Drive compared with this library, read-only.
+package struct BackupCheck: Sendable, Encodable {
+    package struct Checked: Sendable, Encodable, Equatable {
+        package var books = 0
+        package var clips = 0
+        /// Drive files looked at.
+        package var files = 0
+    }
+
+    /// One difference, with what to do about it.
+    package struct Problem: Sendable, Encodable, Equatable {
+        package var kind: Kind
+        package var entity: String
+        package var detail: String
+        package var fix: String
+    }
+
+    package enum Kind: String, Sendable, Encodable {
+        /// A book or clip here has no JSON on Drive.
+        case missingOnDrive = "missing_on_drive"
+        /// A clip's JSON is on Drive without its MP3.
+        case missingMP3 = "missing_mp3"
+        /// Drive's JSON is not what this library last synced or would upload.
+        case jsonDiffers = "json_differs"
+        /// Drive's JSON cannot be read as backup JSON (--read-data).
+        case unreadableJSON = "unreadable_json"
+        /// Drive's MP3 is not this library's audio.
+        case mp3Differs = "mp3_differs"
+        /// The clip's audio is missing here.
+        case audioMissingHere = "audio_missing_here"
+        /// Several Drive files share one name.
+        case duplicateName = "duplicate_name"
+        /// An entity on Drive that this library does not have.
+        case remoteOnly = "remote_only"
+        /// Changed here since the last sync, yet not in the queue.
+        case notQueued = "not_queued"
+    }
+
+    /// A queue item, as `ivy check` lists it.
+    package struct QueueEntry: Sendable, Encodable, Equatable {
+        package var entity: String
+        package var operation: String
+        package var attempts: Int
+        package var lastError: String?
+
+        enum CodingKeys: String, CodingKey {
+            case entity, operation, attempts
+            case lastError = "last_error"
+        }
+
+        package func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(entity, forKey: .entity)
+            try container.encode(operation, forKey: .operation)
+            try container.encode(attempts, forKey: .attempts)
+            try container.encode(lastError, forKey: .lastError)
+        }
+    }
+
+    package var checked = Checked()
+    package var problems: [Problem] = []
+    /// Local changes still to upload: reported, not a failure.
+    package var pending: [QueueEntry] = []
+    /// Changes held back after failing: a failure of the backup.
+    package var failed: [QueueEntry] = []
+    /// Whether the JSON files were downloaded and compared field by field.
+    package var readData = false
+
+    /// Everything matches: no difference and nothing held back.
+    package var ok: Bool { problems.isEmpty && failed.isEmpty }
+
+    enum CodingKeys: String, CodingKey {
+        case ok, checked, problems, pending, failed
+        case readData = "read_data"
+    }
+
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(ok, forKey: .ok)
+        try container.encode(checked, forKey: .checked)
+        try container.encode(problems, forKey: .problems)
+        try container.encode(pending, forKey: .pending)
+        try container.encode(failed, forKey: .failed)
+        try container.encode(readData, forKey: .readData)
+    }
+
+    /// One line for people.
+    package var summary: String {
+        let counts =
+            "\(checked.books) book\(checked.books == 1 ? "" : "s"), \(checked.clips) clip\(checked.clips == 1 ? "" : "s"),"
+            + " \(checked.files) file\(checked.files == 1 ? "" : "s") on Drive"
+        var parts: [String] = []
+        if !problems.isEmpty { parts.append("\(problems.count) difference\(problems.count == 1 ? "" : "s")") }
+        if !failed.isEmpty { parts.append("\(failed.count) held back") }
+        if !pending.isEmpty { parts.append("\(pending.count) pending upload") }
+        let verdict = ok ? "Backup OK" : "Backup differs"
+        return "\(verdict): checked \(counts)\(readData ? " (JSON read in full)" : "")"
+            + (parts.isEmpty ? "" : "; " + parts.joined(separator: ", "))
+    }
+}
+
+/// Reads Drive in full and this library, and compares them; writes nothing anywhere. The
+/// listing is Drive's own (never the mirror kept here), so the check does not trust what it
+/// checks.
+package struct BackupChecker: Sendable {
+    let library: LibraryDatabase
+    let drive: DriveClient
+
+    package init(library: LibraryDatabase, drive: DriveClient) {
+        self.library = library
+        self.drive = drive
+    }
+
+    /// Why the check cannot say anything: Drive's listing stopped early.
+    package struct IncompleteListing: LocalizedError {
+        let reason: String
+        package var errorDescription: String? {
+            "Drive's listing stopped early (\(reason)), so the backup cannot be checked; try again later"
+        }
+    }
+
+    package func run(readData: Bool) async throws -> BackupCheck {
+        let listing = try await drive.listLibrary(remembered: try library.rememberedFolders(), createFolders: false)
+        if let reason = listing.incompleteReason { throw IncompleteListing(reason: reason) }
+        let remote = RemoteListing(files: listing.files, isComplete: true)
+        let queue = Dictionary(try library.queueItems().map { ($0.key, $0) }, uniquingKeysWith: { $1 })
+        let manifest = Dictionary(try library.manifestEntries().map { ($0.key, $0) }, uniquingKeysWith: { $1 })
+        let books = try library.books(includeHidden: true)
+        let clips = try library.clips()
+
+        var check = BackupCheck()
+        check.readData = readData
+        check.checked = .init(books: books.count, clips: clips.count, files: listing.files.count)
+        for item in queue.values.sorted(by: { $0.key < $1.key }) {
+            let entry = BackupCheck.QueueEntry(
+                entity: "\(item.key)", operation: item.operation.rawValue, attempts: item.attempts,
+                lastError: item.lastError)
+            if item.hasFailed { check.failed.append(entry) } else { check.pending.append(entry) }
+        }
+
+        var local: [EntityKey: LocalEntity] = [:]
+        for book in books {
+            local[EntityKey(.book, book.id)] = .book(
+                BookBackup(book, extras: try library.extras(EntityKey(.book, book.id))))
+        }
+        for clip in clips {
+            local[EntityKey(.clip, clip.id)] = .clip(
+                ClipBackup(clip, extras: try library.extras(EntityKey(.clip, clip.id))))
+        }
+
+        for key in Set(local.keys).union(remote.entities.keys).sorted() {
+            let entity = remote.entities[key]
+            for name in Set((entity?.stale ?? []).map(\.name)).sorted() {
+                let count = listing.files.filter { $0.name == name }.count
+                check.problems.append(
+                    .init(
+                        kind: .duplicateName, entity: "\(key)", detail: "\(count) files on Drive are named \(name)",
+                        fix: "the next `ivy sync` keeps the newest and deletes the others"))
+            }
+            // A change still in the queue is what `pending` (or `failed`) reports.
+            if queue[key] != nil { continue }
+            guard let mine = local[key] else {
+                check.problems.append(
+                    .init(
+                        kind: .remoteOnly, entity: "\(key)", detail: "on Drive but not in this library",
+                        fix: "run `ivy sync` to download it (or to delete it on Drive if it was deleted here)"))
+                continue
+            }
+            try await compare(key, mine, entity, manifest[key], readData: readData, into: &check)
+        }
+        return check
+    }
+
+    enum LocalEntity {
+        case book(BookBackup)
+        case clip(ClipBackup)
+
+        var updatedAt: Milliseconds {
+            switch self {
+            case .book(let book): book.updatedAt
+            case .clip(let clip): clip.updatedAt
+            }
+        }
+
+        func encoded() throws -> Data {
+            switch self {
+            case .book(let book): try BackupCodec.encode(book)
+            case .clip(let clip): try BackupCodec.encode(clip)
+            }
+        }
+    }
+
+    private func compare(
+        _ key: EntityKey, _ mine: LocalEntity, _ remote: RemoteEntity?, _ entry: ManifestEntry?, readData: Bool,
+        into check: inout BackupCheck
+    ) async throws {
+        func problem(_ kind: BackupCheck.Kind, _ detail: String, _ fix: String) {
+            check.problems.append(.init(kind: kind, entity: "\(key)", detail: detail, fix: fix))
+        }
+        if let entry, entry.localUpdatedAt != mine.updatedAt {
+            problem(
+                .notQueued, "changed here since the last sync, but not in the queue",
+                "run `ivy sync` to upload it")
+        }
+        guard let json = remote?.json else {
+            // What the next sync does with it is the planner's rule: a book (or a clip whose
+            // MP3 is still the one agreed) is restored; a synced clip gone whole was deleted
+            // on another device, and the sync deletes it here too unless it changed here.
+            let deletedElsewhere = key.kind == .clip && entry != nil && remote?.mp3 == nil
+            problem(
+                .missingOnDrive, "\(key.jsonFileName) is not on Drive",
+                deletedElsewhere
+                    ? "it was deleted on Drive (on another device?): the next `ivy sync` deletes it here too; to keep "
+                        + "it, change it here first (an edit beats a delete), then run `ivy sync`"
+                    : "run `ivy sync` to upload it")
+            return
+        }
+        let fix: String
+        if let entry, json.id == entry.remoteFileID, json.modifiedTime <= (entry.remoteUpdatedAt ?? .min) {
+            fix =
+                "`ivy sync` does not see this (neither side changed since the last sync by its records): change it "
+                + "here (`ivy \(key.kind.rawValue) update \(key.id) ...`), then run `ivy sync` to upload this copy"
+        } else {
+            fix = "run `ivy sync`: it brings Drive's copy here, merged with any change made here"
+        }
+        if readData {
+            try await compareContent(key, mine, json, fix, problem)
+        } else {
+            compareChecksum(key, mine, json, entry, fix, problem)
+        }
+        guard case .clip = mine else { return }
+        let audio = library.audioPath(clipID: key.id)
+        guard let mp3 = remote?.mp3 else {
+            problem(
+                .missingMP3, "\(key.jsonFileName) is on Drive without \(key.mp3FileName)",
+                "`ivy sync` leaves a part-uploaded clip alone (another device may be uploading it); to send it "
+                    + "from here, change the clip (`ivy clip update \(key.id) ...`), then run `ivy sync`")
+            return
+        }
+        guard let localMD5 = try library.audioMD5(clipID: key.id) else {
+            problem(
+                .audioMissingHere, "the clip's audio \(audio) is missing here",
+                "run `ivy clip update \(key.id) --audio FILE` with the recording")
+            return
+        }
+        if mp3.md5 != localMD5 {
+            problem(
+                .mp3Differs,
+                "Drive's \(key.mp3FileName) has md5 \(mp3.md5 ?? "unknown"), the audio here \(localMD5)",
+                "if this library's audio is right, copy \(audio) elsewhere and run "
+                    + "`ivy clip update \(key.id) --audio COPY`, then `ivy sync`")
+        }
+    }
+
+    /// The cheap check: Drive's md5 of the JSON is that of the JSON last agreed on (the
+    /// manifest's base) or of what this library would upload now.
+    private func compareChecksum(
+        _ key: EntityKey, _ mine: LocalEntity, _ json: RemoteFile, _ entry: ManifestEntry?, _ fix: String,
+        _ problem: (BackupCheck.Kind, String, String) -> Void
+    ) {
+        var expected: [Data] = []
+        if let base = try? library.base(key), entry?.localUpdatedAt == mine.updatedAt { expected.append(base.json) }
+        if let data = try? mine.encoded() { expected.append(data) }
+        let matches = expected.contains { data in
+            if let md5 = json.md5 { return md5 == Self.md5(data) }
+            // No checksum from Drive: the same file as last agreed, of the same size.
+            return json.id == entry?.remoteFileID && json.size == Int64(data.count)
+        }
+        if !matches {
+            problem(
+                .jsonDiffers,
+                "Drive's \(key.jsonFileName) is not what this library last synced or would upload "
+                    + "(md5 \(json.md5 ?? "unknown"))",
+                fix + " (`ivy check --read-data` shows the fields)")
+        }
+    }
+
+    /// The full check: Drive's JSON downloaded and compared field by field with what this
+    /// library would upload.
+    private func compareContent(
+        _ key: EntityKey, _ mine: LocalEntity, _ json: RemoteFile, _ fix: String,
+        _ problem: (BackupCheck.Kind, String, String) -> Void
+    ) async throws {
+        let data = try await drive.downloadData(json, limit: BackupCodec.maximumBytes)
+        let theirs: Data
+        do {
+            switch mine {
+            case .book: theirs = try BackupCodec.encode(try BackupCodec.decodeBook(data, expectedID: key.id))
+            case .clip: theirs = try BackupCodec.encode(try BackupCodec.decodeClip(data, expectedID: key.id))
+            }
+        } catch {
+            problem(
+                .unreadableJSON, "Drive's \(key.jsonFileName) is not readable backup JSON: \(error)",
+                "run `ivy sync`: it replaces Drive's copy with this library's")
+            return
+        }
+        guard let ours = try? mine.encoded(), let differing = Self.differingFields(ours, theirs), !differing.isEmpty
+        else { return }
+        problem(
+            .jsonDiffers, "Drive's \(key.jsonFileName) differs in " + differing.joined(separator: "; "), fix)
+    }
+
+    /// The fields two backup JSON objects disagree on, each with both values.
+    static func differingFields(_ ours: Data, _ theirs: Data) -> [String]? {
+        let decoder = JSONDecoder()
+        guard case .object(let here) = try? decoder.decode(JSONValue.self, from: ours),
+            case .object(let there) = try? decoder.decode(JSONValue.self, from: theirs)
+        else { return nil }
+        return Set(here.keys).union(there.keys).sorted().compactMap { field in
+            let left = here[field] ?? .null
+            let right = there[field] ?? .null
+            guard left != right else { return nil }
+            return "\(field) (here \(Self.text(left)), Drive \(Self.text(right)))"
+        }
+    }
+
+    private static func text(_ value: JSONValue) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let text = (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "?"
+        return text.count > 60 ? String(text.prefix(59)) + "…" : text
+    }
+
+    static func md5(_ data: Data) -> String {
+        var digest = MD5()
+        digest.update(data)
+        return digest.finalize()
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import GoogleEmulator
+import IvyTestSupport
+import Testing
+
+@Suite("ivy check")
+struct CheckCommandTests {
+    /// A library of 2 books and 3 clips, synced.
+    private static func synced(_ emulator: GoogleEmulator) async throws -> SignInHarness {
+        let device = try await SignInHarness.signedIn(emulator)
+        try await device.addLibrary(books: 2, clips: 3)
+        let sync = try await device.ivy.run("sync")
+        #expect(sync.status == 0, "\(sync.stderr)")
+        return device
+    }
+
+    private static func file(_ emulator: GoogleEmulator, _ name: String) async throws -> DriveFile {
+        try #require(await emulator.state.dump().first { $0.name == name && !$0.explicitlyTrashed })
+    }
+
+    private static func ids(_ device: SignInHarness, _ table: String) throws -> [String] {
+        try device.ivy.sql("SELECT id FROM \(table) ORDER BY id").map { $0["id"] as String }
+    }
+
+    /// library.db byte for byte, and what its WAL holds: opening the database read-only may
+    /// leave an empty WAL file, but nothing in it.
+    private static func libraryFiles(_ device: SignInHarness) -> [Data] {
+        ["library.db", "library.db-wal"].map {
+            FileManager.default.contents(atPath: device.ivy.home + "/" + $0) ?? Data()
+        }
+    }
+
+    @Test("a clean library after sync checks OK, both ways, with GETs only and library.db unchanged")
+    func clean() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.synced(emulator)
+            let before = Self.libraryFiles(device)
+            let driveBefore = await emulator.state.dump()
+            await emulator.state.clearRequests()
+            let check = try await device.ivy.run("check")
+            #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+            #expect(check.stdout.hasPrefix("Backup OK: checked 2 books, 3 clips, 8 files on Drive"))
+            let full = try await device.ivy.run("check", "--read-data", "--json")
+            #expect(full.status == 0, "\(full.stdout)\(full.stderr)")
+            let report = try #require(try full.json() as? [String: Any])
+            #expect(report["ok"] as? Bool == true)
+            #expect(report["checked"] as? [String: Int] == ["books": 2, "clips": 3, "files": 8])
+            #expect((report["problems"] as? [Any])?.isEmpty == true)
+            #expect((report["pending"] as? [Any])?.isEmpty == true)
+            #expect((report["failed"] as? [Any])?.isEmpty == true)
+            let methods = Set(await emulator.state.requests.map(\.method))
+            #expect(methods == ["GET"], "check only reads Drive")
+            #expect(await emulator.state.requests.contains { $0.path.hasPrefix("/drive/v3/files/") }, "--read-data")
+            #expect(await emulator.state.dump() == driveBefore)
+            #expect(Self.libraryFiles(device) == before, "library.db is unchanged")
+        }
+    }
+
+    @Test("a file missing on Drive, a changed MP3, a duplicate name and a clip JSON without its MP3: exit 6")
+    func problems() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.synced(emulator)
+            let books = try Self.ids(device, "books")
+            let clips = try Self.ids(device, "clips")
+            try await emulator.state.trash(id: try await Self.file(emulator, "book_\(books[0]).json").id)
+            try await emulator.state.corruptFile(
+                id: try await Self.file(emulator, "clip_\(clips[0]).mp3").id, content: Data("other audio".utf8))
+            let original = try await Self.file(emulator, "book_\(books[1]).json")
+            await emulator.state.putFile(
+                email: "alice@example.com", name: original.name, parents: original.parents, content: original.content,
+                mimeType: "application/json")
+            try await emulator.state.trash(id: try await Self.file(emulator, "clip_\(clips[1]).mp3").id)
+
+            let check = try await device.ivy.run("check")
+            #expect(check.status == 6, "\(check.stdout)\(check.stderr)")
+            #expect(check.stdout.hasPrefix("Backup differs: checked 2 books, 3 clips, 7 files on Drive; 4 differences"))
+            #expect(check.stdout.contains("missing_on_drive: book \(books[0]): "))
+            #expect(check.stdout.contains("run `ivy sync` to upload it"))
+            #expect(check.stdout.contains("mp3_differs: clip \(clips[0]): "))
+            #expect(check.stdout.contains("duplicate_name: book \(books[1]): 2 files on Drive are named"))
+            #expect(check.stdout.contains("the next `ivy sync` keeps the newest and deletes the others"))
+            #expect(check.stdout.contains("missing_mp3: clip \(clips[1]): clip_\(clips[1]).json is on Drive without"))
+            #expect(!check.stdout.contains("clip \(clips[2])"))
+
+            let json = try await device.ivy.run("check", "--json")
+            #expect(json.status == 6)
+            let report = try #require(try json.json() as? [String: Any])
+            #expect(report["ok"] as? Bool == false)
+            let problems = try #require(report["problems"] as? [[String: String]])
+            #expect(
+                Set(problems.map { $0["kind"] ?? "" })
+                    == ["missing_on_drive", "mp3_differs", "duplicate_name", "missing_mp3"])
+            #expect(problems.allSatisfy { $0["entity"] != nil && $0["detail"] != nil && $0["fix"] != nil })
+
+            // What sync repairs, it repairs; it leaves a part-uploaded clip alone and does not
+            // see an MP3 changed in place, as the fixes say.
+            #expect(try await device.ivy.run("sync").status == 0)
+            let after = try await device.ivy.run("check", "--json")
+            let left = try #require((try after.json() as? [String: Any])?["problems"] as? [[String: String]])
+            #expect(Set(left.map { $0["kind"] ?? "" }) == ["missing_mp3", "mp3_differs"], "\(after.stdout)")
+        }
+    }
+
+    @Test("a JSON replaced on Drive differs by md5; --read-data names the fields; a local edit the bookkeeping missed")
+    func content() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.synced(emulator)
+            let books = try Self.ids(device, "books")
+            let original = try await Self.file(emulator, "book_\(books[0]).json")
+            var object = try #require(try JSONSerialization.jsonObject(with: original.content) as? [String: Any])
+            object["title"] = "Changed on Drive"
+            try await emulator.state.corruptFile(
+                id: original.id, content: try JSONSerialization.data(withJSONObject: object))
+
+            let cheap = try await device.ivy.run("check")
+            #expect(cheap.status == 6)
+            #expect(cheap.stdout.contains("json_differs: book \(books[0]): Drive's book_\(books[0]).json is not what"))
+            let full = try await device.ivy.run("check", "--read-data")
+            #expect(full.status == 6)
+            let title = try #require(
+                device.ivy.sql("SELECT title FROM books WHERE id = '\(books[0])'").first?["title"] as String?)
+            #expect(full.stdout.contains("differs in title (here \"\(title)\", Drive \"Changed on Drive\")"))
+
+            // A row changed behind ivy's back (no queue item, the same updated_at): the
+            // bookkeeping says all is well, only reading the data finds it.
+            try device.ivy.execute("UPDATE books SET title = 'Edited here' WHERE id = '\(books[1])'")
+            try device.ivy.execute("DELETE FROM sync_queue")
+            let quiet = try await device.ivy.run("check")
+            #expect(!quiet.stdout.contains("book \(books[1])"), "\(quiet.stdout)")
+            let read = try await device.ivy.run("check", "--read-data")
+            #expect(read.stdout.contains("book \(books[1]): Drive's book_\(books[1]).json differs in title"))
+        }
+    }
+
+    @Test(
+        "pending changes are listed and are no failure; held-back ones are; a running sync is exit 4, signed out exit 3"
+    )
+    func queueAndSignIn() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.synced(emulator)
+            let added = try await device.ivy.id("book", "add", "--title", "New")
+            let pending = try await device.ivy.run("check")
+            #expect(pending.status == 0, "\(pending.stdout)")
+            #expect(pending.stdout.contains("1 pending upload"))
+            #expect(pending.stdout.contains("pending: book \(added) (upsert) — the next `ivy sync` uploads it"))
+            try device.ivy.execute("UPDATE sync_queue SET attempts = 3, last_error = 'Drive said no'")
+            let failed = try await device.ivy.run("check", "--json")
+            #expect(failed.status == 6)
+            let report = try #require(try failed.json() as? [String: Any])
+            let held = try #require(report["failed"] as? [[String: Any]])
+            #expect(held.first?["entity"] as? String == "book \(added)")
+            #expect(held.first?["last_error"] as? String == "Drive said no")
+
+            let lock = try HeldLock(path: device.ivy.home + "/ivy.lock")
+            await emulator.state.clearRequests()
+            let busy = try await device.ivy.run("check")
+            #expect(busy.status == 4 && busy.stderr.contains("another sync is running"), "\(busy.stderr)")
+            #expect(await emulator.state.requests.isEmpty)
+            lock.release()
+
+            let stranger = try SignInHarness(emulator: emulator)
+            let signedOut = try await stranger.ivy.run("check")
+            #expect(signedOut.status == 3)
+            #expect(signedOut.stderr.contains("run `ivy login`"))
+        }
+    }
+}

@@ -85,8 +85,9 @@ struct SyncCommand: ContextCommand {
     func validate() throws {
         if quiet && verbose { throw ValidationError("--quiet and --verbose contradict each other; use one of them") }
         if json && (quiet || verbose) {
+            let flag = quiet ? "--quiet" : "--verbose"
             throw ValidationError(
-                "--json prints the whole report (every failure included) and nothing else; drop \(quiet ? "--quiet" : "--verbose")")
+                "--json prints the whole report (every failure included) and nothing else; drop \(flag)")
         }
         if auto && verbose {
             throw ValidationError("--auto is for cron and prints only what cron must hear; drop --verbose")

@@ -109,9 +109,12 @@ struct OutputHabitsTests {
             _ = try await laptop.ivy.id("book", "add", "--title", "Dune")
             let quiet = laptop.ivy.start(["sync", "--watch", "-q"])
             // The quiet watch prints nothing for a sync that went well: the queue says when it ran.
-            while try laptop.ivy.count("SELECT count(*) FROM sync_queue") > 0 {
+            var polls = 0
+            while try laptop.ivy.count("SELECT count(*) FROM sync_queue") > 0, polls < 1500 {
                 try await Task.sleep(for: .milliseconds(20))
+                polls += 1
             }
+            #expect(polls < 1500, "the quiet watch never synced")
             quiet.interrupt()
             let silent = await quiet.finish()
             #expect(silent.status == 0)

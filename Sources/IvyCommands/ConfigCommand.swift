@@ -34,10 +34,36 @@ extension ConfigCommand {
         static let configuration = CommandConfiguration(abstract: "Show every setting and its value.")
 
         @OptionGroup var global: GlobalOptions
+        @Flag(help: "Print one JSON array.") var json = false
+
+        /// One setting as `ivy config list --json` prints it; a secret's value is always null.
+        struct Item: Encodable {
+            let key: String
+            let value: String?
+            let source: String
+
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(key, forKey: .key)
+                try container.encode(value, forKey: .value)
+                try container.encode(source, forKey: .source)
+            }
+
+            enum CodingKeys: String, CodingKey { case key, value, source }
+        }
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            let rows = try home.library(readOnly: true).settings().map { entry in
+            let settings = try home.library(readOnly: true).settings()
+            if json {
+                return try home.output.json(
+                    settings.map { entry in
+                        Item(
+                            key: entry.key.rawValue, value: entry.key.isSecret ? nil : entry.value,
+                            source: entry.isDefault ? "default" : "set")
+                    })
+            }
+            let rows = settings.map { entry in
                 [
                     entry.key.rawValue, entry.value.map { shown(entry.key, $0) } ?? "-",
                     entry.isDefault ? "default" : "set",

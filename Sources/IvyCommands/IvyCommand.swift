@@ -96,6 +96,12 @@ enum IvyVersion {
 struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Keep every ivy file in DIR (overrides IVY_HOME).", valueName: "DIR"))
     var home: String?
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Write ivy.log as text (a line per event) or json (an object per line) for this run; overrides the "
+                + "setting log_format.", valueName: "FORMAT"))
+    var logFormat: LogFormat?
 
     /// The home this run works in, checked.
     func home(_ context: Context) throws -> Home {
@@ -111,14 +117,18 @@ struct GlobalOptions: ParsableArguments {
         for directory in Set([paths.configDirectory, paths.dataDirectory, paths.stateDirectory]).sorted() {
             try PrivateDirectory.check(directory)
         }
-        return Home(paths: paths, context: context)
+        return Home(paths: paths, context: context, logFormat: logFormat)
     }
 }
+
+extension LogFormat: ExpressibleByArgument {}
 
 /// One run in one ivy home: the context and the home's paths, and what is built from them.
 struct Home {
     let paths: IvyPaths
     let context: Context
+    /// `--log-format`, when given: it wins over the setting.
+    var logFormat: LogFormat?
 
     var environment: [String: String] { context.environment }
     var clock: WallClock { context.clock }
@@ -157,11 +167,14 @@ struct Home {
         }
     }
 
-    /// swift-log into the state directory's ivy.log, which must be writable (and not a link).
-    func logger() throws -> Logger {
+    /// swift-log into the state directory's ivy.log, which must be writable (and not a link),
+    /// in the format `--log-format` asks for, else the setting `log_format`.
+    func logger(_ library: LibraryDatabase) throws -> Logger {
         let path = paths.logFile
         try FileLogHandler.prepare(path: path)
-        return Logger(label: "ivy", factory: { _ in FileLogHandler(path: path) })
+        // The setting is checked when set; a value written by another program reads as text.
+        let format = try logFormat ?? library.setting(.logFormat).flatMap { LogFormat(rawValue: $0) } ?? .text
+        return Logger(label: "ivy", factory: { _ in FileLogHandler(path: path, format: format) })
     }
 
     func endpoints() throws -> GoogleEndpoints {

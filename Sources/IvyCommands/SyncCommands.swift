@@ -6,6 +6,33 @@ import IvyStore
 import IvySync
 import Logging
 
+extension Output {
+    /// `ivy sync --verbose`: one line per finished operation, on standard output, and a failure
+    /// on standard error, each as it happens: `uploaded book ID "Title"`.
+    func step(_ step: SyncStep, prefix: String = "") {
+        let title = step.title.map { " \"\($0)\"" } ?? ""
+        let what = step.entity + title
+        switch step.result {
+        case .done(let action, let conflict):
+            let text: String
+            switch action {
+            case .upload: text = "uploaded \(what)"
+            case .download: text = "downloaded \(what)"
+            case .merge: text = "merged \(what)" + (conflict ? " (changed on both sides)" : "")
+            case .deleteRemote: text = "deleted on Drive \(what)"
+            case .deleteLocal: text = "deleted here \(what)"
+            }
+            line(prefix + Display.safe(text))
+        case .staleDuplicateDeleted(let file):
+            line(prefix + Display.safe("deleted on Drive a stale duplicate of \(step.entity): \(file)"))
+        case .skipped(let reason):
+            line(prefix + Display.safe("skipped \(reason)"))
+        case .failed(let reason):
+            error(prefix + "failed: \(what): \(reason)")
+        }
+    }
+}
+
 /// Exit statuses beyond 0 (success or skip), 1 (error) and 64 (usage).
 enum IvyExit {
     static let notSignedIn: Int32 = 3
@@ -29,6 +56,16 @@ struct SyncCommand: ContextCommand {
     @Flag(help: "For cron: silent unless something fails; skips when there is nothing it should do.") var auto = false
     @Flag(help: "Print the plan with reasons and change nothing, here or on Drive.") var dryRun = false
     @Flag(help: "Print the report as one JSON object.") var json = false
+    @Flag(
+        name: [.short, .long],
+        help: "Print only problems: no summary, no progress line; failures and errors still on standard error.")
+    var quiet = false
+    @Flag(
+        name: [.short, .long],
+        help: ArgumentHelp(
+            "Print a line for each operation as it finishes (uploaded, downloaded, merged, deleted, failed), "
+                + "then the summary."))
+    var verbose = false
     @Flag(help: "Allow a sync to delete many clips here (overrides the safety valve).") var allowDeletes = false
     @Flag(
         help: ArgumentHelp(
@@ -46,6 +83,16 @@ struct SyncCommand: ContextCommand {
     var interval: Int?
 
     func validate() throws {
+        if quiet && verbose { throw ValidationError("--quiet and --verbose contradict each other; use one of them") }
+        if json && (quiet || verbose) {
+            let flag = quiet ? "--quiet" : "--verbose"
+            throw ValidationError(
+                "--json prints the whole report (every failure included) and nothing else; drop \(flag)")
+        }
+        if auto && verbose {
+            throw ValidationError("--auto is for cron and prints only what cron must hear; drop --verbose")
+        }
+        if dryRun && quiet { throw ValidationError("--dry-run prints the plan; a quiet one would print nothing") }
         if let interval {
             guard watch else { throw ValidationError("--interval is for --watch; add --watch, or drop --interval") }
             guard (WatchSchedule.shortestInterval...WatchSchedule.longestInterval).contains(interval) else {
@@ -68,18 +115,26 @@ struct SyncCommand: ContextCommand {
     func run(_ context: Context) async throws {
         let home = try global.home(context)
         if watch {
-            return try await SyncWatch(home: home, interval: interval ?? 10, json: json, full: full).run()
+            return try await SyncWatch(
+                home: home, interval: interval ?? 10, json: json, full: full, quiet: quiet, verbose: verbose
+            ).run()
         }
         guard let library = try openLibrary(home) else { return }
-        let logger = try home.logger()
+        let logger = try home.logger(library)
         guard let session = try start(home, library: library, logger: logger) else { return }
         // The session holds the sync lock: kept to the end, whatever a later edit writes after it.
         defer { withExtendedLifetime(session) {} }
         guard let token = try await signedIn(session, home: home) else { return }
-        let live = !auto && !json && home.terminal.error
+        // --verbose says what finished, line by line; a progress line rewritten between them
+        // would only garble them.
+        let live = !auto && !json && !quiet && !verbose && home.terminal.error
+        let output = home.output
+        var steps: (@Sendable (SyncStep) -> Void)?
+        if verbose { steps = { @Sendable step in output.step(step) } }
         let engine = try session.engine(
             token: token, endpoints: try home.endpoints(), credentials: try home.credentials(library),
-            effects: home.google, progress: progressLine(live ? home.output : nil))
+            effects: home.google, progress: progressLine(live ? home.output : nil),
+            steps: steps)
         let ending = await session.run(engine, dryRun: dryRun, allowDeletes: allowDeletes, full: full)
         if live { home.output.errorText("\r\u{1B}[K") }
         let report = try finished(ending, output: home.output)
@@ -172,8 +227,11 @@ struct SyncCommand: ContextCommand {
             for entry in report.held { output.line(Display.safe("\(entry.entity): \(entry.reason)")) }
             output.line(Display.safe(report.summary))
         } else if !auto {
-            output.line(Display.safe(report.summary))
-            for failure in report.failures { output.error("failed: \(failure.entity): \(failure.reason)") }
+            if !quiet { output.line(Display.safe(report.summary)) }
+            // --verbose said each failure as it happened.
+            if !verbose {
+                for failure in report.failures { output.error("failed: \(failure.entity): \(failure.reason)") }
+            }
         }
     }
 

@@ -12,27 +12,34 @@ struct SyncWatch {
     let interval: Int
     let json: Bool
     let full: Bool
+    /// `--quiet`: only problems. `--verbose`: a line for each operation too.
+    var quiet = false
+    var verbose = false
 
     func run() async throws {
         let library = try home.library()
-        let logger = try home.logger()
+        let logger = try home.logger(library)
         // Settings a watch cannot run without are errors now, not a retry every few minutes.
         let endpoints = try home.endpoints()
         _ = try home.credentials(library)
         let probe = try LocalChangeProbe(library)
         let stop = StopRequest()
         let display = WatchDisplay(
-            output: home.output, terminal: home.terminal, json: json, interval: interval, clock: home.clock)
+            output: home.output, terminal: home.terminal, json: json, interval: interval, clock: home.clock,
+            quiet: quiet, verbose: verbose)
         home.context.interruptions { _ in
             if !stop.requested { display.stopping() }
             stop.request()
         }
 
         let home = home
+        var steps: (@Sendable (SyncStep) -> Void)?
+        if verbose { steps = { @Sendable step in display.step(step) } }
         let syncs = WatchSyncs(
             library: library, tokens: home.tokenStore(warn: { logger.warning("\($0)") }),
             lockFile: home.paths.lockFile, clock: home.clock, logger: logger, endpoints: endpoints,
-            credentials: { try home.credentials(library) }, effects: { home.google }, full: full)
+            credentials: { try home.credentials(library) }, effects: { home.google }, full: full,
+            steps: steps)
         let watch = Watch(
             interval: .seconds(interval), timing: .system(), logger: logger,
             pending: { try probe.pending(since: $0) },
@@ -57,11 +64,21 @@ struct WatchDisplay: Sendable {
     let json: Bool
     let interval: Int
     let clock: WallClock
+    var quiet = false
+    var verbose = false
 
-    /// A status line for a person at a terminal (on standard error, like a sync's progress).
-    private var live: Bool { !json && terminal.error }
+    /// A status line for a person at a terminal (on standard error, like a sync's progress);
+    /// `--quiet` has none, only the problems.
+    private var live: Bool { !json && !quiet && terminal.error }
+
+    /// `--verbose`: one finished operation, with the time, above the status line.
+    func step(_ step: SyncStep) {
+        if live { output.errorText("\r\u{1B}[K") }
+        output.step(step, prefix: "\(time()) ")
+    }
 
     func started() {
+        if quiet { return }
         let text = "watching: syncs here soon after a change, and checks Drive every \(interval) s; Ctrl-C stops"
         if live {
             status(text)
@@ -73,6 +90,7 @@ struct WatchDisplay: Sendable {
     /// The first SIGINT or SIGTERM: what is in flight finishes; a second stops at once.
     func stopping() {
         let text = "stopping: the operations in flight finish first; interrupt again to stop at once"
+        if quiet { return }
         if json {
             var object = WatchLine(time: Display.date(clock.now()))
             object.event = "stopping"
@@ -86,7 +104,7 @@ struct WatchDisplay: Sendable {
 
     func stopped() {
         if live { output.errorText("\r\u{1B}[K") }
-        if !json { output.line("Stopped watching.") }
+        if !json && !quiet { output.line("Stopped watching.") }
     }
 
     func show(_ event: Watch.Event) {
@@ -96,7 +114,9 @@ struct WatchDisplay: Sendable {
             let text = changed ? Display.safe(report.summary) : "up to date"
             if live { return status("\(time()) \(text) · watching; Ctrl-C stops") }
             guard changed else { return }
-            output.line("\(time()) \(text)")
+            if !quiet { output.line("\(time()) \(text)") }
+            // --verbose said each failure as it happened.
+            if verbose { return }
             for failure in report.failures { output.error("\(time()) failed: \(failure.entity): \(failure.reason)") }
         case .failed(let message, _, let wait):
             let text = "sync failed: \(Display.safe(message)); trying again in \(wait.components.seconds) s"

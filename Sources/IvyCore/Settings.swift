@@ -4,6 +4,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
     case autoSyncCooldown = "auto_sync_cooldown"
     case concurrency
     case syncTimeout = "sync_timeout"
+    case logFormat = "log_format"
     case clientID = "client_id"
     case clientSecret = "client_secret"
     case lastSyncTime = "last_sync_time"
@@ -23,6 +24,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .autoSyncCooldown: "300"
         case .concurrency: "8"
         case .syncTimeout: "1800"
+        case .logFormat: LogFormat.text.rawValue
         case .clientID, .clientSecret, .lastSyncTime, .lastError: nil
         }
     }
@@ -33,6 +35,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .autoSyncCooldown: "seconds `ivy sync --auto` waits after a sync before syncing again"
         case .concurrency: "Drive requests in flight at once (1 to 32)"
         case .syncTimeout: "seconds one sync may run before it stops cleanly and frees the lock (1 to 86400)"
+        case .logFormat: "how ivy.log is written: text (a line per event) or json (a JSON object per line)"
         case .clientID: "OAuth client id of a \"TVs and Limited Input devices\" client"
         case .clientSecret: "OAuth client secret of that client (never printed)"
         case .lastSyncTime: "when the last sync finished, in ms since the epoch (set by ivy)"
@@ -67,6 +70,11 @@ package enum SettingKey: String, Sendable, CaseIterable {
                     SettingError(key: self, value: value, expected: "a whole number of seconds from 1 to 86400"))
             }
             return .success(String(seconds))
+        case .logFormat:
+            guard let format = LogFormat(rawValue: trimmed.lowercased()) else {
+                return .failure(SettingError(key: self, value: value, expected: "text or json"))
+            }
+            return .success(format.rawValue)
         case .clientID, .clientSecret:
             guard !trimmed.isEmpty, !trimmed.contains(where: \.isWhitespace) else {
                 let shown = isSecret ? "…" : value
@@ -77,6 +85,14 @@ package enum SettingKey: String, Sendable, CaseIterable {
             return .failure(SettingError(key: self, value: value, expected: "nothing: ivy records this key itself"))
         }
     }
+}
+
+/// How `ivy.log` is written (setting `log_format`, option `--log-format`).
+package enum LogFormat: String, Sendable, CaseIterable {
+    /// `TIME LEVEL message key=value ...`, escaped: for people reading the file.
+    case text
+    /// One JSON object per line, for log collectors (like rclone's `--use-json-log`).
+    case json
 }
 
 package struct SettingError: Error, Equatable, Sendable {

@@ -57,6 +57,25 @@ package struct SyncProgress: Sendable {
     package var bytes: Int64
 }
 
+/// One finished operation, for `ivy sync --verbose`: told as it finishes, in the order they
+/// finish. What the report counts, one at a time.
+package struct SyncStep: Sendable {
+    package enum Result: Sendable {
+        case done(SyncAction, conflict: Bool)
+        case failed(String)
+        /// A Drive file that could not be used (the entity is "Drive file <name>").
+        case skipped(String)
+        /// A stale duplicate of the entity deleted on Drive (its file name).
+        case staleDuplicateDeleted(String)
+    }
+
+    /// "book <id>" or "clip <id>".
+    package var entity: String
+    /// A book's title as it stands here after the operation (the one it had, once deleted).
+    package var title: String?
+    package var result: Result
+}
+
 /// Turns the store, the planner and merge, and the Drive client into one safe sync:
 /// list, plan, then carry out the plan with every finished operation recorded at once.
 package final class SyncEngine: Sendable {
@@ -65,6 +84,8 @@ package final class SyncEngine: Sendable {
     let clock: WallClock
     let logger: Logger
     let progress: @Sendable (SyncProgress) -> Void
+    /// Told of each finished operation; nil (the usual case) saves looking up titles.
+    let steps: (@Sendable (SyncStep) -> Void)?
     /// Waits out the deadline; injected so tests decide when it passes.
     let sleep: @Sendable (Duration) async throws -> Void
     /// Operations carried out at the same time; the Drive client caps requests in flight.
@@ -73,6 +94,7 @@ package final class SyncEngine: Sendable {
     package init(
         library: LibraryDatabase, drive: DriveClient, clock: WallClock, logger: Logger,
         progress: @escaping @Sendable (SyncProgress) -> Void = { _ in },
+        steps: (@Sendable (SyncStep) -> Void)? = nil,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) {
         self.library = library
@@ -80,6 +102,7 @@ package final class SyncEngine: Sendable {
         self.clock = clock
         self.logger = logger
         self.progress = progress
+        self.steps = steps
         self.sleep = sleep
     }
 
@@ -302,6 +325,7 @@ package final class SyncEngine: Sendable {
                 group.addTask { [self] in
                     let outcome = try await self.perform(action, context)
                     tick(outcome.bytes)
+                    self.tell(outcome, context.snapshot)
                     return outcome
                 }
             }
@@ -327,15 +351,34 @@ package final class SyncEngine: Sendable {
             do {
                 try await drive.delete(stale.file.id)
                 report.staleDuplicatesDeleted += 1
+                steps?(SyncStep(entity: "\(stale.key)", result: .staleDuplicateDeleted(stale.file.name)))
             } catch {
                 if case .stopsSync(let error) = SyncFailure.of(error) { throw error }
-                report.failures.append(
-                    .init(entity: stale.file.name, reason: "deleting a stale duplicate: \(error.localizedDescription)"))
+                let reason = "deleting a stale duplicate: \(error.localizedDescription)"
+                report.failures.append(.init(entity: stale.file.name, reason: reason))
+                steps?(SyncStep(entity: stale.file.name, result: .failed(reason)))
             }
             tick(0)
         }
         try library.cleanUpManifest(plan.manifestCleanup)
         for key in plan.droppedQueueItems { try library.dropQueueItem(key, queuedAt: context.queuedAt(key)) }
+    }
+
+    /// Tells `steps` of one finished operation, with a book's title as it now stands here
+    /// (after a download or merge, the one just written; after a delete, the one it had).
+    private func tell(_ outcome: Outcome, _ snapshot: LocalSnapshot) {
+        guard let steps else { return }
+        let result: SyncStep.Result
+        switch outcome.result {
+        case .done(let action, let conflict): result = .done(action, conflict: conflict)
+        case .failed(let reason): result = .failed(reason)
+        case .skipped(let file, let reason): result = .skipped("Drive file \(file): \(reason)")
+        case .nothing: return
+        }
+        let key = outcome.key
+        // A clip has no title of its own; its id says which.
+        let title = key.kind == .book ? ((try? library.book(id: key.id)) ?? snapshot.books[key.id])?.title : nil
+        steps(SyncStep(entity: "\(key)", title: title, result: result))
     }
 
     /// What the report says of every sync, a dry run's included: the changes still held

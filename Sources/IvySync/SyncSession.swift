@@ -90,14 +90,15 @@ package final class SyncSession: Sendable {
     /// The engine for `token`: token provider → authorized transport → Drive client.
     package func engine(
         token: StoredToken, endpoints: GoogleEndpoints, credentials: ClientCredentials, effects: GoogleEffects,
-        progress: @escaping @Sendable (SyncProgress) -> Void
+        progress: @escaping @Sendable (SyncProgress) -> Void, steps: (@Sendable (SyncStep) -> Void)? = nil
     ) throws -> SyncEngine {
         let provider = TokenProvider(
             token: token, store: tokens, endpoints: endpoints, credentials: credentials, effects: effects)
         let drive = DriveClient(
             drive: endpoints.drive, authorized: AuthorizedTransport(tokens: provider, transport: effects.transport),
             concurrency: try library.number(.concurrency))
-        return SyncEngine(library: library, drive: drive, clock: clock, logger: logger, progress: progress)
+        return SyncEngine(
+            library: library, drive: drive, clock: clock, logger: logger, progress: progress, steps: steps)
     }
 
     /// How a sync ended.

@@ -282,11 +282,14 @@ package final class WatchSyncs: Sendable {
     private let freshEffects: @Sendable () -> GoogleEffects
     /// `--full` for the first sync.
     package let full: Bool
+    /// Told of each finished operation (`--verbose`).
+    private let steps: (@Sendable (SyncStep) -> Void)?
 
     package init(
         library: LibraryDatabase, tokens: TokenStore, lockFile: String, clock: WallClock, logger: Logger,
         endpoints: GoogleEndpoints, credentials: @escaping @Sendable () throws -> ClientCredentials,
-        effects: @escaping @Sendable () -> GoogleEffects, full: Bool
+        effects: @escaping @Sendable () -> GoogleEffects, full: Bool,
+        steps: (@Sendable (SyncStep) -> Void)? = nil
     ) {
         self.library = library
         self.tokens = tokens
@@ -298,6 +301,7 @@ package final class WatchSyncs: Sendable {
         self.effects = Mutex(effects())
         freshEffects = effects
         self.full = full
+        self.steps = steps
     }
 
     /// One sync under the lock, or why none ran.
@@ -322,7 +326,7 @@ package final class WatchSyncs: Sendable {
             }
             let engine = try session.engine(
                 token: token, endpoints: endpoints, credentials: try credentials(),
-                effects: effects.withLock { $0 }, progress: { _ in })
+                effects: effects.withLock { $0 }, progress: { _ in }, steps: steps)
             let ending = await session.run(
                 engine, dryRun: false, allowDeletes: false, full: memory.first && full, knownSkips: memory.skips,
                 knownDoubt: memory.doubt, stopping: { stop.requested })

@@ -22,6 +22,7 @@ package struct IvyCommand: ParsableCommand {
             BookCommand.self, ClipCommand.self, SyncCommand.self, LoginCommand.self, LogoutCommand.self,
             StatusCommand.self,
             QueueCommand.self, RetryFailedCommand.self, ResetManifestCommand.self, ConfigCommand.self,
+            TrashCommand.self,
         ]
     )
 

@@ -300,18 +300,30 @@ extension LibraryDatabase {
     /// holds, so no entry is on its way in. Returns how many entries went.
     @discardableResult
     package func purgeTrash(keepingDays days: Int) throws -> Int {
-        let cutoff = clock.now() - Milliseconds(max(days, 0)) * 86_400_000
-        let limit = days == 0 ? Int64.max : cutoff
-        let (removed, kept) = try write { db in
-            let old = try Row.fetchAll(db, sql: "SELECT * FROM trash WHERE trashed_at <= ?", arguments: [limit])
-                .map(TrashEntry.init(row:))
-            try db.execute(sql: "DELETE FROM trash WHERE trashed_at <= ?", arguments: [limit])
-            let kept = try String.fetchAll(db, sql: "SELECT audio_file FROM trash WHERE audio_file IS NOT NULL")
-            return (old, Set(kept))
+        let limit = days == 0 ? Int64.max : clock.now() - Milliseconds(max(days, 0)) * 86_400_000
+        // Most syncs (every poll of a watch) find nothing to purge: one read, and no write.
+        let due = try read { db in
+            guard try db.tableExists("trash") else { return false }
+            let sql = "SELECT EXISTS (SELECT 1 FROM trash WHERE trashed_at <= ?)"
+            return try Bool.fetchOne(db, sql: sql, arguments: [limit]) ?? false
+        }
+        var removed: [TrashEntry] = []
+        if due {
+            removed = try write { db in
+                let old = try Row.fetchAll(db, sql: "SELECT * FROM trash WHERE trashed_at <= ?", arguments: [limit])
+                    .map(TrashEntry.init(row:))
+                try db.execute(sql: "DELETE FROM trash WHERE trashed_at <= ?", arguments: [limit])
+                return old
+            }
         }
         for entry in removed { TrashFiles.remove(entry.audioFile, in: paths.trashDirectory) }
         let files = (try? FileManager.default.contentsOfDirectory(atPath: paths.trashDirectory)) ?? []
-        for file in files where !kept.contains(file) { TrashFiles.remove(file, in: paths.trashDirectory) }
+        guard !files.isEmpty else { return removed.count }
+        let named = try read { db in
+            guard try db.tableExists("trash") else { return Set<String>() }
+            return Set(try String.fetchAll(db, sql: "SELECT audio_file FROM trash WHERE audio_file IS NOT NULL"))
+        }
+        for file in files where !named.contains(file) { TrashFiles.remove(file, in: paths.trashDirectory) }
         return removed.count
     }
 

@@ -117,6 +117,27 @@ import Testing
         }
     }
 
+    @Test("fields a merge replaces are kept as they were here, with the reason merge")
+    func replacedByMerge() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let (a, b) = (pair.a, pair.b)
+            try b.edit(clip: pair.clip.id, ClipChanges(note: "mine"))
+            try a.edit(clip: pair.clip.id, ClipChanges(note: "theirs"))
+            #expect(try await a.sync().uploaded.pair == [0, 1])
+            let merged = try await b.sync()
+            #expect(merged.merged.pair == [0, 1] && merged.failures.isEmpty)
+            // Both notes are kept in the merged one, with a conflict marker: the note here changed.
+            let note = try #require(try b.clip(pair.clip.id)?.note)
+            #expect(note != "mine" && note.contains("theirs"), "\(note)")
+
+            let entry = try #require(try b.library.trashEntries().first)
+            #expect(entry.reason == .merge && entry.audioFile == nil)
+            guard case .clip(let kept) = entry.entity else { return #expect(Bool(false), "not a clip") }
+            #expect(kept.note == "mine")
+        }
+    }
+
     @Test("entries older than trash_days are purged by a sync; trash_days 0 keeps nothing")
     func purgeAfterTrashDays() async throws {
         try await withWorld { world in

@@ -49,17 +49,44 @@ package enum TrashedEntity: Sendable, Equatable {
         }
     }
 
-    /// The JSON ivy would upload for it.
-    func encoded() throws -> Data {
-        do {
-            switch self {
-            case .book(let book): return try BackupCodec.encode(book)
-            case .clip(let clip): return try BackupCodec.encode(clip)
-            }
-        } catch {
-            throw StoreError.backupUnwritable(
-                "\(key) cannot be kept in the local trash (\(error.description)), so the sync leaves it as it is")
+    /// The JSON ivy would upload for it. An entity that cannot be written exactly (another
+    /// program stored an infinite time, or a note over the JSON cap) is kept all the same,
+    /// such a number as text: a sync that would repair it from Drive must not be held up, and
+    /// what it replaces is still readable in `ivy trash list --json`, if not restorable.
+    func encoded() -> Data {
+        switch self {
+        case .book(let book):
+            if let data = try? BackupCodec.encode(book) { return data }
+            return Self.lenient(
+                book.extras.merging(
+                    [
+                        "id": .string(book.id), "title": .string(book.title),
+                        "artist": book.artist.map(JSONValue.string) ?? .null,
+                        "artwork": book.artwork.map(JSONValue.string) ?? .null, "position": Self.number(book.position),
+                        "hidden": .bool(book.hidden), "created_at": .number(Double(book.createdAt)),
+                        "updated_at": .number(Double(book.updatedAt)),
+                    ], uniquingKeysWith: { $1 }))
+        case .clip(let clip):
+            if let data = try? BackupCodec.encode(clip) { return data }
+            return Self.lenient(
+                clip.extras.merging(
+                    [
+                        "id": .string(clip.id), "book_id": .string(clip.bookID), "start": Self.number(clip.start),
+                        "duration": Self.number(clip.duration), "note": clip.note.map(JSONValue.string) ?? .null,
+                        "transcription": clip.transcription.map(JSONValue.string) ?? .null,
+                        "created_at": .number(Double(clip.createdAt)), "updated_at": .number(Double(clip.updatedAt)),
+                    ], uniquingKeysWith: { $1 }))
         }
+    }
+
+    private static func number(_ value: Double) -> JSONValue {
+        value.isFinite ? .number(value) : .string(String(value))
+    }
+
+    private static func lenient(_ object: [String: JSONValue]) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(JSONValue.object(object))) ?? Data("{}".utf8)
     }
 
     static func decode(_ json: Data, key: EntityKey) throws -> TrashedEntity {
@@ -181,7 +208,7 @@ extension EngineWriter {
     package func keepInTrash(
         _ entity: TrashedEntity, reason: TrashReason, audio: String?, at now: Milliseconds
     ) throws -> String? {
-        let json = try entity.encoded()
+        let json = entity.encoded()
         var audioFile: String?
         if let audio {
             let name = UUID().uuidString.lowercased() + ".mp3"

@@ -77,6 +77,20 @@ struct TrashStoreTests {
         #expect(trashFiles().isEmpty)
     }
 
+    @Test("a clip that cannot be written as backup JSON is kept all the same, its infinite time as text")
+    func unencodableIsKept() throws {
+        try library.pool.write { db in
+            try db.execute(sql: "DROP TRIGGER clips_times_valid_update")
+            try db.execute(sql: "UPDATE clips SET duration = 9e999")
+        }
+        try deleteLikeASync()
+        let entry = try #require(try library.trashEntries().first)
+        let object = try #require(try JSONSerialization.jsonObject(with: entry.json) as? [String: Any])
+        #expect(object["duration"] as? String == "inf" && object["note"] as? String == "kept")
+        #expect(entry.entity == nil)
+        #expect(throws: TrashError.unreadable(id: entry.id)) { try library.restoreFromTrash(id: entry.id) }
+    }
+
     @Test("purge keeps entries for trash_days and removes them after, with their MP3s")
     func purge() throws {
         try deleteLikeASync()

@@ -23,6 +23,7 @@ package struct IvyCommand: ParsableCommand {
             LogoutCommand.self,
             StatusCommand.self,
             QueueCommand.self, RetryFailedCommand.self, ResetManifestCommand.self, ConfigCommand.self,
+            TrashCommand.self,
         ]
     )
 

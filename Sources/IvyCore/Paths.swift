@@ -9,6 +9,9 @@ package struct IvyPaths: Sendable, Equatable {
 
     package var database: String { dataDirectory + "/library.db" }
     package var audioDirectory: String { dataDirectory + "/audio" }
+    /// What a sync removed or overwrote here, kept for `trash_days` (the MP3s; the rest is
+    /// in the library's `trash` table).
+    package var trashDirectory: String { dataDirectory + "/trash" }
     package var tokenFile: String { configDirectory + "/token.json" }
     package var lockFile: String { stateDirectory + "/ivy.lock" }
     package var logFile: String { stateDirectory + "/ivy.log" }

@@ -5,10 +5,15 @@ package enum SettingKey: String, Sendable, CaseIterable {
     case concurrency
     case syncTimeout = "sync_timeout"
     case logFormat = "log_format"
+    case trashDays = "trash_days"
     case clientID = "client_id"
     case clientSecret = "client_secret"
     case lastSyncTime = "last_sync_time"
     case lastError = "last_error"
+
+    /// Ten years: far beyond any use, and small enough that the cutoff in milliseconds never
+    /// overflows.
+    package static let maximumTrashDays = 3650
 
     /// Keys that ivy records itself; `ivy config set` refuses them.
     package var isReadOnly: Bool {
@@ -25,6 +30,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .concurrency: "8"
         case .syncTimeout: "1800"
         case .logFormat: LogFormat.text.rawValue
+        case .trashDays: "30"
         case .clientID, .clientSecret, .lastSyncTime, .lastError: nil
         }
     }
@@ -36,6 +42,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .concurrency: "Drive requests in flight at once (1 to 32)"
         case .syncTimeout: "seconds one sync may run before it stops cleanly and frees the lock (1 to 86400)"
         case .logFormat: "how ivy.log is written: text (a line per event) or json (a JSON object per line)"
+        case .trashDays: "days the local trash keeps what a sync deleted or overwrote here (0 to 3650; 0 keeps nothing)"
         case .clientID: "OAuth client id of a \"TVs and Limited Input devices\" client"
         case .clientSecret: "OAuth client secret of that client (never printed)"
         case .lastSyncTime: "when the last sync finished, in ms since the epoch (set by ivy)"
@@ -75,6 +82,13 @@ package enum SettingKey: String, Sendable, CaseIterable {
                 return .failure(SettingError(key: self, value: value, expected: "text or json"))
             }
             return .success(format.rawValue)
+        case .trashDays:
+            guard let days = Int(trimmed), (0...Self.maximumTrashDays).contains(days) else {
+                return .failure(
+                    SettingError(
+                        key: self, value: value, expected: "a whole number of days from 0 to \(Self.maximumTrashDays)"))
+            }
+            return .success(String(days))
         case .clientID, .clientSecret:
             guard !trimmed.isEmpty, !trimmed.contains(where: \.isWhitespace) else {
                 let shown = isSecret ? "…" : value

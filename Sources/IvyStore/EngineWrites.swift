@@ -5,6 +5,8 @@ import IvyCore
 /// queued for upload again, so they run with change capture paused.
 package struct EngineWriter {
     let db: Database
+    /// Where `keepInTrash` puts MP3s.
+    let trashDirectory: String
 
     /// Inserts or replaces a book exactly as given (timestamps included).
     package func save(_ book: Book) throws {
@@ -44,7 +46,7 @@ extension LibraryDatabase {
     package func applyingRemoteChanges<T>(_ body: (EngineWriter) throws -> T) throws -> T {
         try write { db in
             try db.execute(sql: "INSERT INTO sync_applying (engine) VALUES (1)")
-            let result = try body(EngineWriter(db: db))
+            let result = try body(EngineWriter(db: db, trashDirectory: paths.trashDirectory))
             try db.execute(sql: "DELETE FROM sync_applying")
             return result
         }

@@ -20,6 +20,9 @@ enum Schema {
         migrator.registerMigration("v5: drive mirror") { db in
             try db.execute(sql: v5)
         }
+        migrator.registerMigration("v6: local trash") { db in
+            try db.execute(sql: v6)
+        }
         return migrator
     }
 
@@ -232,5 +235,23 @@ enum Schema {
             id INTEGER PRIMARY KEY NOT NULL CHECK (id = 1),
             token TEXT NOT NULL CHECK (token <> '')
         );
+        """
+
+    /// The local trash: what a sync deleted or overwrote here, as the backup JSON the entity
+    /// had (unknown keys included), why, and when (ms since the epoch). `audio_file` names the
+    /// MP3 kept in the trash directory, when the sync removed or replaced one. The id only
+    /// grows (AUTOINCREMENT), so an id a user saw never names another entry later. No trigger
+    /// watches this table: the trash never enters the sync queue.
+    private static let v6 = """
+        CREATE TABLE trash (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            entity_type TEXT NOT NULL CHECK (entity_type IN ('book','clip')),
+            entity_id TEXT NOT NULL,
+            reason TEXT NOT NULL CHECK (reason IN ('deleted','download','merge')),
+            trashed_at INTEGER NOT NULL,
+            json TEXT NOT NULL,
+            audio_file TEXT
+        );
+        CREATE INDEX trash_by_time ON trash(trashed_at);
         """
 }

@@ -141,7 +141,7 @@ extension SyncEngine {
                 try library.forgetSynced(key, queuedAt: context.queuedAt(key))
                 return Outcome(key: key, result: .done(.deleteRemote, conflict: false))
             case .deleteLocal:
-                try applyRemote(key, context) { writer in
+                try applyRemote(key, context, trash: .deleted) { writer in
                     try writer.deleteClip(id: key.id)
                     try writer.saveExtras(key, [:])
                 }
@@ -185,19 +185,52 @@ extension SyncEngine {
     /// nothing is written and the item waits for the next sync. The agreement is recorded
     /// and staged audio placed in that same transaction, after the check, so a change made
     /// here meanwhile (a new recording included) is never overwritten.
+    ///
+    /// What the write removes or changes here is kept in the local trash first, as `reason`
+    /// says (unless `trash_days` is 0): the entity as it was, and its MP3 when the write
+    /// deletes the clip or replaces the MP3 with other bytes. The entry is written in the same
+    /// transaction, and the MP3 linked (or copied) into the trash directory and flushed before
+    /// the old audio is replaced and before the commit; so once the change is visible its
+    /// trash entry is too. A run killed after the MP3 reached the trash and before the commit
+    /// leaves an MP3 no entry names, which the next purge removes; the library is unchanged.
     private func applyRemote(
         _ key: EntityKey, _ context: Context, recording agreement: Agreement? = nil, audio staged: StagedAudio? = nil,
-        _ write: (EngineWriter) throws -> Void
+        trash reason: TrashReason, _ write: (EngineWriter) throws -> Void
     ) throws {
         let expected = context.snapshot.updatedAt(key)
-        try library.applyingRemoteChanges { writer in
-            guard try writer.updatedAt(key) == expected else { throw SyncFailure.changedDuringSync }
-            try write(writer)
-            if let agreement {
-                try writer.recordSynced(agreement.entry, base: agreement.base, queuedAt: context.queuedAt(key))
+        let audioPath = library.audioPath(clipID: key.id)
+        var replacesAudio = false
+        if context.keepsTrash, let staged { replacesAudio = try replacesOtherAudio(key, with: staged) }
+        var kept: String?
+        do {
+            try library.applyingRemoteChanges { writer in
+                guard try writer.updatedAt(key) == expected else { throw SyncFailure.changedDuringSync }
+                let before = context.keepsTrash ? try writer.trashable(key) : nil
+                try write(writer)
+                if let before {
+                    let after = try writer.trashable(key)
+                    let deleted = after == nil
+                    if deleted || replacesAudio || !before.sameContent(as: after ?? before) {
+                        kept = try writer.keepInTrash(
+                            before, reason: reason, audio: deleted || replacesAudio ? audioPath : nil, at: clock.now())
+                    }
+                }
+                if let agreement {
+                    try writer.recordSynced(agreement.entry, base: agreement.base, queuedAt: context.queuedAt(key))
+                }
+                if let staged { try writer.placeAudio(staged.path, at: audioPath) }
             }
-            if let staged { try writer.placeAudio(staged.path, at: library.audioPath(clipID: key.id)) }
+        } catch {
+            // Nothing was committed: the MP3 kept for the entry that was not is removed.
+            if let kept { unlink(kept) }
+            throw error
         }
+    }
+
+    /// Whether placing `staged` would replace a clip's MP3 here with other bytes.
+    private func replacesOtherAudio(_ key: EntityKey, with staged: StagedAudio) throws -> Bool {
+        guard let local = try library.audioMD5(clipID: key.id) else { return false }
+        return try LocalFile.md5(of: URL(fileURLWithPath: staged.path)) != local
     }
 
     /// Records an agreement reached by a push (nothing was applied locally).
@@ -375,7 +408,7 @@ extension SyncEngine {
         case .book:
             let fetched = try await fetchBook(action.remote)
             let agreement = fetched.agreement(at: clock.now())
-            try applyRemote(key, context, recording: agreement) { try fetched.backup.save(in: $0) }
+            try applyRemote(key, context, recording: agreement, trash: .download) { try fetched.backup.save(in: $0) }
             return Outcome(key: key, result: .done(.download, conflict: false))
         case .clip:
             let (fetched, mp3) = try await fetchClip(action.remote)
@@ -385,7 +418,9 @@ extension SyncEngine {
             let audioFile = URL(fileURLWithPath: staged?.path ?? library.audioPath(clipID: key.id))
             let audioMD5 = try mp3.md5 ?? LocalFile.md5(of: audioFile)
             let agreement = fetched.agreement(mp3: mp3, audioMD5: audioMD5, at: clock.now())
-            try applyRemote(key, context, recording: agreement, audio: staged) { try fetched.backup.save(in: $0) }
+            try applyRemote(key, context, recording: agreement, audio: staged, trash: .download) {
+                try fetched.backup.save(in: $0)
+            }
             let bytes = staged?.bytes ?? 0
             return Outcome(key: key, result: .done(.download, conflict: false), bytes: bytes, bytesDown: bytes)
         }
@@ -443,7 +478,9 @@ extension SyncEngine {
         let combined = Merge.bookMerge(local: mine, remote: remote.backup, base: base(key).backup, now: now)
         let adopt = Self.sameContent(combined.value, remote.backup)
         let merged = try Self.mergeResult(combined.value, remote.backup, adopt: adopt)
-        try applyRemote(key, context, recording: adopt ? remote.agreement(at: now) : nil) { try merged.save(in: $0) }
+        try applyRemote(key, context, recording: adopt ? remote.agreement(at: now) : nil, trash: .merge) {
+            try merged.save(in: $0)
+        }
         if !adopt { try await push(book: merged, replacing: action.remote, context) }
         return Outcome(key: key, result: .done(.merge, conflict: !combined.conflicts.isEmpty))
     }
@@ -471,7 +508,7 @@ extension SyncEngine {
         let staged = audio.choice == .remote && localMD5 != mp3.md5 ? try await stageAudio(mp3) : nil
         defer { if let staged { library.discardStagedAudio(staged.path) } }
         let agreement = adopt ? remote.agreement(mp3: mp3, audioMD5: mp3.md5 ?? localMD5, at: now) : nil
-        try applyRemote(key, context, recording: agreement, audio: staged) { try merged.save(in: $0) }
+        try applyRemote(key, context, recording: agreement, audio: staged, trash: .merge) { try merged.save(in: $0) }
         let down = staged?.bytes ?? 0
         let up = adopt ? 0 : try await push(clip: merged, replacing: action.remote, context)
         let conflict = !combined.conflicts.isEmpty || audio.conflict

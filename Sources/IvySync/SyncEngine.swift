@@ -163,13 +163,15 @@ package final class SyncEngine: Sendable {
             try finish(&report, started: started)
             return report
         }
-        let context = Context(gathered, syncStarted: started)
+        let trashDays = try library.number(.trashDays)
+        let context = Context(gathered, syncStarted: started, keepsTrash: trashDays > 0)
         let tick = progressTicker(total: plan.actions.count + plan.staleDuplicates.count)
         let outcomes = try await execute(plan.actions, context, stopping: options.stopping, tick: tick)
         for outcome in outcomes { report.add(outcome) }
         report.leftForNextSync = plan.actions.count - outcomes.count
         try await settle(plan, context, into: &report, stopping: options.stopping, tick: tick)
         report.orphanClips = try library.orphanClipCount()
+        purgeTrash(keepingDays: trashDays)
         try finish(&report, started: started)
         try record(report, knownSkips: options.knownSkips)
         return report
@@ -381,6 +383,17 @@ package final class SyncEngine: Sendable {
         steps(SyncStep(entity: "\(key)", title: title, result: result))
     }
 
+    /// Ends the stay of trash entries older than `trash_days`: one query and a look at the
+    /// trash directory. A failure here only delays that, so it is logged, not reported.
+    private func purgeTrash(keepingDays days: Int) {
+        do {
+            let purged = try library.purgeTrash(keepingDays: days)
+            if purged > 0 { logger.info("purged the local trash", metadata: ["entries": "\(purged)"]) }
+        } catch {
+            logger.warning("purging the local trash failed", metadata: ["error": "\(error.localizedDescription)"])
+        }
+    }
+
     /// What the report says of every sync, a dry run's included: the changes still held
     /// back, the requests made and the time taken.
     private func finish(_ report: inout SyncReport, started: Milliseconds) throws {
@@ -417,8 +430,12 @@ package final class SyncEngine: Sendable {
         let syncStarted: Milliseconds
         /// Whether the plan was made from the mirror rather than a full listing.
         let fromMirror: Bool
+        /// Whether what the sync removes or overwrites here goes to the local trash first
+        /// (`trash_days` above 0).
+        let keepsTrash: Bool
 
-        init(_ gathered: Gathered, syncStarted: Milliseconds) {
+        init(_ gathered: Gathered, syncStarted: Milliseconds, keepsTrash: Bool) {
+            self.keepsTrash = keepsTrash
             fromMirror = gathered.fullListingReason == nil
             folders = gathered.listing.folders
             queue = Dictionary(gathered.queue.map { ($0.key, $0) }, uniquingKeysWith: { $1 })

@@ -1,0 +1,132 @@
+import ArgumentParser
+import Foundation
+import IvyCore
+import IvyStore
+
+struct TrashCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "trash",
+        abstract: "List, restore and empty what a sync deleted or overwrote here.",
+        discussion: """
+            Before a sync deletes a clip here (another device deleted it) or replaces a book or clip with Drive's \
+            copy or a merge, it keeps the local one in the trash: its backup JSON, and its MP3 when the clip was \
+            deleted or its MP3 replaced. Entries are kept trash_days days (default 30; 0 keeps nothing) and purged \
+            at the end of a sync.
+            """,
+        subcommands: [List.self, Restore.self, Empty.self]
+    )
+}
+
+extension TrashCommand {
+    struct List: ContextCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the trash: id, kind, entity id, title or note, why and when.")
+
+        @OptionGroup var global: GlobalOptions
+        @Flag(help: "Print one JSON array.") var json = false
+
+        /// One entry as `ivy trash list --json` prints it, keys in snake case.
+        struct Item: Encodable {
+            let entry: TrashEntry
+
+            enum Keys: String, CodingKey {
+                case id
+                case entityType = "entity_type"
+                case entityID = "entity_id"
+                case title, note, reason, why
+                case trashedAt = "trashed_at"
+                case hasAudio = "has_audio"
+                case backup
+            }
+
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: Keys.self)
+                try container.encode(entry.id, forKey: .id)
+                try container.encode(entry.key.kind.rawValue, forKey: .entityType)
+                try container.encode(entry.key.id, forKey: .entityID)
+                try container.encode(TrashCommand.title(entry), forKey: .title)
+                try container.encode(TrashCommand.note(entry), forKey: .note)
+                try container.encode(entry.reason.rawValue, forKey: .reason)
+                try container.encode(entry.reason.description, forKey: .why)
+                try container.encode(entry.trashedAt, forKey: .trashedAt)
+                try container.encode(entry.audioFile != nil, forKey: .hasAudio)
+                try container.encode(try? JSONDecoder().decode(JSONValue.self, from: entry.json), forKey: .backup)
+            }
+        }
+
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
+            let entries = try home.library(readOnly: true).trashEntries()
+            if json { return try home.output.json(entries.map(Item.init)) }
+            guard !entries.isEmpty else { return home.output.line("The trash is empty.") }
+            home.output.table(
+                ["ID", "KIND", "ENTITY", "TITLE OR NOTE", "WHY", "WHEN"],
+                entries.map { entry in
+                    [
+                        String(entry.id), entry.key.kind.rawValue, entry.key.id,
+                        Display.cell(TrashCommand.title(entry) ?? TrashCommand.note(entry)),
+                        entry.reason.description + (entry.audioFile != nil ? " (with MP3)" : ""),
+                        Display.date(entry.trashedAt),
+                    ]
+                })
+        }
+    }
+
+    struct Restore: ContextCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Put a trash entry back as it was; the next sync sends it to every device.",
+            discussion: """
+                The book or clip gets the fields it had (and a clip its MP3) as a change made now, so the next sync \
+                uploads it and it wins against the copy that replaced it. The entry leaves the trash.
+                """)
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The entry's id, as `ivy trash list` shows it.") var id: Int64
+
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
+            let entry = try home.library().restoreFromTrash(id: id)
+            home.output.line(
+                "Restored \(entry.key.kind.rawValue) \(entry.key.id) from trash entry \(entry.id); "
+                    + "the next `ivy sync` sends it to Drive.")
+        }
+    }
+
+    struct Empty: ContextCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove every trash entry and its MP3 for good.",
+            discussion: "Asks first on a terminal; elsewhere it needs --yes.")
+
+        @OptionGroup var global: GlobalOptions
+        @Flag(help: "Do not ask for confirmation.") var yes = false
+
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
+            let library = try home.library()
+            if !yes {
+                guard home.terminal.input else {
+                    throw ValidationError("trash empty needs confirmation; run it on a terminal or pass --yes")
+                }
+                let count = try library.trashEntries().count
+                guard count > 0 else { return home.output.line("The trash is empty.") }
+                home.output.line(
+                    "Remove the \(count) entr\(count == 1 ? "y" : "ies") in the trash for good? [y/N] ")
+                guard let answer = context.readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+                    return home.output.line("Nothing changed.")
+                }
+            }
+            let removed = try library.emptyTrash()
+            home.output.line("Removed \(removed) trash entr\(removed == 1 ? "y" : "ies").")
+        }
+    }
+
+    static func title(_ entry: TrashEntry) -> String? {
+        if case .book(let book) = entry.entity { return book.title }
+        return nil
+    }
+
+    static func note(_ entry: TrashEntry) -> String? {
+        if case .clip(let clip) = entry.entity { return clip.note }
+        return nil
+    }
+}

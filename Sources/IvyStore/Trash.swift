@@ -1,0 +1,380 @@
+import Foundation
+import GRDB
+import IvyCore
+import IvySystem
+
+/// Why a sync put an entity in the local trash.
+package enum TrashReason: String, Sendable, CaseIterable {
+    /// Another device deleted the clip, so the sync deleted it here.
+    case deleted
+    /// Drive's copy replaced the local one (fields, MP3 or both).
+    case download
+    /// A merge with Drive's copy replaced some of the local fields (or the MP3).
+    case merge
+
+    /// As `ivy trash list` says it.
+    package var description: String {
+        switch self {
+        case .deleted: "deleted by sync"
+        case .download: "replaced by download"
+        case .merge: "replaced by merge"
+        }
+    }
+}
+
+/// A book or clip as its backup JSON has it (unknown keys included): what the trash keeps.
+package enum TrashedEntity: Sendable, Equatable {
+    case book(BookBackup)
+    case clip(ClipBackup)
+
+    package var key: EntityKey {
+        switch self {
+        case .book(let book): EntityKey(.book, book.id)
+        case .clip(let clip): EntityKey(.clip, clip.id)
+        }
+    }
+
+    /// Whether `other` holds the same content, whenever each was written: a download that only
+    /// moves `updated_at` loses nothing worth keeping.
+    package func sameContent(as other: TrashedEntity) -> Bool {
+        func unstamped<Backup: StampedBackup>(_ backup: Backup) -> Backup {
+            var copy = backup
+            (copy.createdAt, copy.updatedAt) = (0, 0)
+            return copy
+        }
+        switch (self, other) {
+        case (.book(let a), .book(let b)): return unstamped(a) == unstamped(b)
+        case (.clip(let a), .clip(let b)): return unstamped(a) == unstamped(b)
+        default: return false
+        }
+    }
+
+    /// The JSON ivy would upload for it. An entity that cannot be written exactly (another
+    /// program stored an infinite time, or a note over the JSON cap) is kept all the same,
+    /// such a number as text: a sync that would repair it from Drive must not be held up, and
+    /// what it replaces is still readable in `ivy trash list --json`, if not restorable.
+    func encoded() -> Data {
+        switch self {
+        case .book(let book):
+            if let data = try? BackupCodec.encode(book) { return data }
+            return Self.lenient(
+                book.extras.merging(
+                    [
+                        "id": .string(book.id), "title": .string(book.title),
+                        "artist": book.artist.map(JSONValue.string) ?? .null,
+                        "artwork": book.artwork.map(JSONValue.string) ?? .null, "position": Self.number(book.position),
+                        "hidden": .bool(book.hidden), "created_at": .number(Double(book.createdAt)),
+                        "updated_at": .number(Double(book.updatedAt)),
+                    ], uniquingKeysWith: { $1 }))
+        case .clip(let clip):
+            if let data = try? BackupCodec.encode(clip) { return data }
+            return Self.lenient(
+                clip.extras.merging(
+                    [
+                        "id": .string(clip.id), "book_id": .string(clip.bookID), "start": Self.number(clip.start),
+                        "duration": Self.number(clip.duration), "note": clip.note.map(JSONValue.string) ?? .null,
+                        "transcription": clip.transcription.map(JSONValue.string) ?? .null,
+                        "created_at": .number(Double(clip.createdAt)), "updated_at": .number(Double(clip.updatedAt)),
+                    ], uniquingKeysWith: { $1 }))
+        }
+    }
+
+    private static func number(_ value: Double) -> JSONValue {
+        value.isFinite ? .number(value) : .string(String(value))
+    }
+
+    private static func lenient(_ object: [String: JSONValue]) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(JSONValue.object(object))) ?? Data("{}".utf8)
+    }
+
+    static func decode(_ json: Data, key: EntityKey) throws -> TrashedEntity {
+        switch key.kind {
+        case .book: .book(try BackupCodec.decodeBook(json, expectedID: key.id))
+        case .clip: .clip(try BackupCodec.decodeClip(json, expectedID: key.id))
+        }
+    }
+}
+
+/// One entry of the local trash.
+package struct TrashEntry: Sendable, Equatable {
+    package let id: Int64
+    package let key: EntityKey
+    package let reason: TrashReason
+    package let trashedAt: Milliseconds
+    /// The entity's backup JSON as it was here.
+    package let json: Data
+    /// The MP3 kept beside it in the trash directory, by file name.
+    package let audioFile: String?
+
+    /// The entity, decoded; nil when the JSON no longer reads (another program wrote it).
+    package var entity: TrashedEntity? { try? TrashedEntity.decode(json, key: key) }
+
+    init(row: Row) throws {
+        let kind: String = try row.decode(forColumn: "entity_type")
+        let reason: String = try row.decode(forColumn: "reason")
+        let text: String = try row.decode(forColumn: "json")
+        id = try row.decode(forColumn: "id")
+        key = EntityKey(EntityKind(rawValue: kind) ?? .clip, try row.decode(forColumn: "entity_id"))
+        self.reason = TrashReason(rawValue: reason) ?? .download
+        trashedAt = try row.decode(forColumn: "trashed_at")
+        json = Data(text.utf8)
+        audioFile = try row.decode(forColumn: "audio_file")
+    }
+}
+
+/// The trash's MP3 files: each a file of its own in the private trash directory, flushed to
+/// disk (directory entry included) before the transaction that records it commits.
+enum TrashFiles {
+    /// Keeps the regular file at `source` as `destination`: a hard link when the file system
+    /// allows one (instant, and the audio's later replacement by rename or removal leaves it
+    /// alone), else a copy. Returns false when there is no regular file to keep.
+    static func keep(_ source: String, as destination: String, in directory: String) throws -> Bool {
+        var info = stat()
+        guard lstat(source, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
+        try Directories.ensurePrivate(directory)
+        if link(source, destination) == 0 {
+            // The audio file and the trash copy are one inode: both become private.
+            chmod(destination, 0o600)
+        } else {
+            try copy(source, to: destination)
+        }
+        syncDirectory(directory)
+        return true
+    }
+
+    private static func copy(_ source: String, to destination: String) throws {
+        guard let input = FileHandle(forReadingAtPath: source) else {
+            throw StoreError.audioUnreadable(path: source, reason: String(cString: strerror(errno)))
+        }
+        defer { try? input.close() }
+        let descriptor: Int32
+        do {
+            descriptor = try PrivateFile.open(destination, .createNew)
+        } catch {
+            throw StoreError.audioCopyFailed(path: destination, reason: error.reason)
+        }
+        var failure: String?
+        do {
+            while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
+                let written = chunk.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+                if written != chunk.count {
+                    failure = String(cString: strerror(errno))
+                    break
+                }
+            }
+        } catch {
+            failure = error.localizedDescription
+        }
+        if failure == nil, fsync(descriptor) != 0 { failure = String(cString: strerror(errno)) }
+        close(descriptor)
+        if let failure {
+            unlink(destination)
+            throw StoreError.audioCopyFailed(path: destination, reason: failure)
+        }
+    }
+
+    /// Flushes the directory's entries, so a file linked into it survives a crash.
+    static func syncDirectory(_ directory: String) {
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        fsync(descriptor)
+        close(descriptor)
+    }
+
+    static func remove(_ name: String?, in directory: String) {
+        guard let name, !name.contains("/") else { return }
+        unlink(directory + "/" + name)
+    }
+}
+
+extension EngineWriter {
+    /// The entity as this transaction sees it, unknown keys included; nil when there is no row.
+    package func trashable(_ key: EntityKey) throws -> TrashedEntity? {
+        let extras = try LibraryDatabase.readableExtras(key, in: db)
+        switch key.kind {
+        case .book: return try book(id: key.id).map { .book(BookBackup($0, extras: extras)) }
+        case .clip: return try clip(id: key.id).map { .clip(ClipBackup($0, extras: extras)) }
+        }
+    }
+
+    /// Keeps `entity` (and the MP3 at `audio`, when given and on disk) in the local trash, in
+    /// this transaction: the entry commits together with the change that removes or replaces
+    /// what it keeps, or not at all. The MP3 is in the trash directory, flushed, before
+    /// anything is committed. Returns the MP3's path in the trash, which the caller removes
+    /// when the transaction does not commit (a leftover of a killed run is swept by
+    /// `purgeTrash`).
+    package func keepInTrash(
+        _ entity: TrashedEntity, reason: TrashReason, audio: String?, at now: Milliseconds
+    ) throws -> String? {
+        let json = entity.encoded()
+        var audioFile: String?
+        if let audio {
+            let name = UUID().uuidString.lowercased() + ".mp3"
+            if try TrashFiles.keep(audio, as: trashDirectory + "/" + name, in: trashDirectory) { audioFile = name }
+        }
+        try db.execute(
+            sql: """
+                INSERT INTO trash (entity_type, entity_id, reason, trashed_at, json, audio_file)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                entity.key.kind.rawValue, entity.key.id, reason.rawValue, now, String(decoding: json, as: UTF8.self),
+                audioFile,
+            ])
+        return audioFile.map { trashDirectory + "/" + $0 }
+    }
+}
+
+/// Why a trash entry cannot be restored.
+package enum TrashError: LocalizedError, Equatable {
+    case notFound(id: Int64)
+    case unreadable(id: Int64)
+    case bookMissing(id: Int64, clipID: String, bookID: String)
+    case audioMissing(id: Int64, clipID: String)
+
+    package var errorDescription: String? {
+        switch self {
+        case .notFound(let id):
+            "no trash entry \(id); `ivy trash list` shows the entries kept"
+        case .unreadable(let id):
+            "trash entry \(id) no longer reads as a book or clip, so it cannot be restored; `ivy trash empty` "
+                + "removes it"
+        case .bookMissing(let id, let clipID, let bookID):
+            "trash entry \(id) is clip \(clipID) of book \(bookID), which is not in this library; run `ivy sync` "
+                + "to fetch the book (or restore it from the trash first), then restore the clip again"
+        case .audioMissing(let id, let clipID):
+            "trash entry \(id) kept no MP3 and clip \(clipID) has no audio here, so it cannot be restored"
+        }
+    }
+}
+
+extension LibraryDatabase {
+    /// The trash's entries, oldest first. A library an older ivy wrote last, opened read-only
+    /// (so not migrated), has no trash yet.
+    package func trashEntries() throws -> [TrashEntry] {
+        try read { db in
+            guard try db.tableExists("trash") else { return [] }
+            return try Row.fetchAll(db, sql: "SELECT * FROM trash ORDER BY id").map(TrashEntry.init(row:))
+        }
+    }
+
+    /// Where the trash keeps an entry's MP3.
+    package func trashAudioPath(_ entry: TrashEntry) -> String? {
+        entry.audioFile.map { paths.trashDirectory + "/" + $0 }
+    }
+
+    /// Puts an entry back as it was, as a local edit made now: its `updated_at` is later than
+    /// anything the library holds for it, the triggers queue it, and the next sync sends it
+    /// to Drive (and so to every device) and wins against the copy that replaced it. A clip
+    /// gets its MP3 back (the entry's, else the one still here). The entry leaves the trash.
+    @discardableResult
+    package func restoreFromTrash(id: Int64) throws -> TrashEntry {
+        guard let entry = try read({ db in try Self.trashEntry(id: id, in: db) }) else {
+            throw TrashError.notFound(id: id)
+        }
+        guard let entity = entry.entity else { throw TrashError.unreadable(id: id) }
+        var staged: String?
+        if let audio = trashAudioPath(entry), FileManager.default.fileExists(atPath: audio) {
+            staged = try AudioFiles.stage(audio, in: paths.audioDirectory)
+        }
+        defer { if let staged { AudioFiles.remove(staged) } }
+        let now = clock.now()
+        try write { db in
+            guard try Self.trashEntry(id: id, in: db) != nil else { throw TrashError.notFound(id: id) }
+            switch entity {
+            case .book(let backup):
+                let current = try Self.book(id: backup.id, in: db)
+                var book = backup.book(uri: current?.uri)
+                book.updatedAt = Timestamp.next(now: now, previous: max(current?.updatedAt ?? 0, backup.updatedAt))
+                try db.execute(sql: Book.upsertSQL, arguments: book.arguments)
+            case .clip(let backup):
+                guard try Self.book(id: backup.bookID, in: db) != nil else {
+                    throw TrashError.bookMissing(id: id, clipID: backup.id, bookID: backup.bookID)
+                }
+                let current = try Self.clip(id: backup.id, in: db)
+                guard staged != nil || hasAudio(clipID: backup.id) else {
+                    throw TrashError.audioMissing(id: id, clipID: backup.id)
+                }
+                var clip = backup.clip
+                clip.updatedAt = Timestamp.next(now: now, previous: max(current?.updatedAt ?? 0, backup.updatedAt))
+                try db.execute(sql: Clip.upsertSQL, arguments: clip.arguments)
+            }
+            try EngineWriter(db: db, trashDirectory: paths.trashDirectory).saveExtras(entry.key, entity.extras)
+            try db.execute(sql: "DELETE FROM trash WHERE id = ?", arguments: [id])
+            if let staged { try AudioFiles.place(staged, at: audioPath(clipID: entry.key.id)) }
+        }
+        TrashFiles.remove(entry.audioFile, in: paths.trashDirectory)
+        return entry
+    }
+
+    /// Removes every entry and its MP3; returns how many there were.
+    @discardableResult
+    package func emptyTrash() throws -> Int {
+        let removed = try write { db in
+            let entries = try Row.fetchAll(db, sql: "SELECT * FROM trash").map(TrashEntry.init(row:))
+            try db.execute(sql: "DELETE FROM trash")
+            return entries
+        }
+        for entry in removed { TrashFiles.remove(entry.audioFile, in: paths.trashDirectory) }
+        return removed.count
+    }
+
+    /// Removes the entries kept longer than `days` (all of them at 0) with their MP3s, and
+    /// any MP3 in the trash directory no entry names: the leftover of a sync killed between
+    /// keeping it and committing. Only under the sync lock, which every writer of the trash
+    /// holds, so no entry is on its way in. Returns how many entries went.
+    @discardableResult
+    package func purgeTrash(keepingDays days: Int) throws -> Int {
+        let limit = days == 0 ? Int64.max : clock.now() - Milliseconds(max(days, 0)) * 86_400_000
+        // Most syncs (every poll of a watch) find nothing to purge: one read, and no write.
+        let due = try read { db in
+            guard try db.tableExists("trash") else { return false }
+            let sql = "SELECT EXISTS (SELECT 1 FROM trash WHERE trashed_at <= ?)"
+            return try Bool.fetchOne(db, sql: sql, arguments: [limit]) ?? false
+        }
+        var removed: [TrashEntry] = []
+        if due {
+            removed = try write { db in
+                let old = try Row.fetchAll(db, sql: "SELECT * FROM trash WHERE trashed_at <= ?", arguments: [limit])
+                    .map(TrashEntry.init(row:))
+                try db.execute(sql: "DELETE FROM trash WHERE trashed_at <= ?", arguments: [limit])
+                return old
+            }
+        }
+        for entry in removed { TrashFiles.remove(entry.audioFile, in: paths.trashDirectory) }
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: paths.trashDirectory)) ?? []
+        guard !files.isEmpty else { return removed.count }
+        let named = try read { db in
+            guard try db.tableExists("trash") else { return Set<String>() }
+            return Set(try String.fetchAll(db, sql: "SELECT audio_file FROM trash WHERE audio_file IS NOT NULL"))
+        }
+        for file in files where !named.contains(file) { TrashFiles.remove(file, in: paths.trashDirectory) }
+        return removed.count
+    }
+
+    static func trashEntry(id: Int64, in db: Database) throws -> TrashEntry? {
+        try Row.fetchOne(db, sql: "SELECT * FROM trash WHERE id = ?", arguments: [id]).map(TrashEntry.init(row:))
+    }
+
+    /// The unknown keys kept for an entity, read in `db`. Unreadable ones are left out: the
+    /// trash keeps what can be read rather than hold up the sync (a push of that entity is
+    /// refused on their account anyway, see `extras(_:)`).
+    static func readableExtras(_ key: EntityKey, in db: Database) throws -> [String: JSONValue] {
+        let text = try String.fetchOne(
+            db, sql: "SELECT json FROM backup_extras WHERE entity_type = ? AND entity_id = ?",
+            arguments: [key.kind.rawValue, key.id])
+        guard let text else { return [:] }
+        return (try? JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8))) ?? [:]
+    }
+}
+
+extension TrashedEntity {
+    var extras: [String: JSONValue] {
+        switch self {
+        case .book(let book): book.extras
+        case .clip(let clip): clip.extras
+        }
+    }
+}

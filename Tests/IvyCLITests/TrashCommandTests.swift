@@ -1,0 +1,100 @@
+import Foundation
+import GoogleEmulator
+import IvyTestSupport
+import Testing
+
+@Suite("ivy trash")
+struct TrashCommandTests {
+    /// Two devices of one account with one synced book and clip; the clip is then deleted on
+    /// `a`, and `b`'s sync deletes it there too (into `b`'s trash).
+    private func clipDeletedElsewhere(_ emulator: GoogleEmulator) async throws -> (
+        a: SignInHarness, b: SignInHarness, clip: String
+    ) {
+        let a = try await SignInHarness.signedIn(emulator)
+        let b = try await SignInHarness.signedIn(emulator)
+        try await a.addLibrary(books: 1, clips: 1)
+        #expect(try await a.ivy.run("sync").status == 0)
+        #expect(try await b.ivy.run("sync").status == 0)
+        let clips = try #require(try await b.ivy.run("clip", "list", "--json").json() as? [[String: Any]])
+        let clip = try #require(clips.first?["id"] as? String)
+        #expect(try await a.ivy.run("clip", "delete", clip).status == 0)
+        #expect(try await a.ivy.run("sync").status == 0)
+        let synced = try await b.ivy.run("sync")
+        #expect(synced.status == 0, "\(synced.stderr)")
+        #expect((try await b.ivy.run("clip", "list", "--json").json() as? [Any])?.isEmpty == true)
+        return (a, b, clip)
+    }
+
+    @Test("a clip deleted on another device is listed, restored with `ivy trash restore`, and reaches every device")
+    func restoreReachesEveryDevice() async throws {
+        try await withEmulator { emulator in
+            let (a, b, clip) = try await clipDeletedElsewhere(emulator)
+            let listed = try #require(try await b.ivy.run("trash", "list", "--json").json() as? [[String: Any]])
+            #expect(listed.count == 1)
+            let entry = try #require(listed.first)
+            #expect(entry["entity_type"] as? String == "clip" && entry["entity_id"] as? String == clip)
+            #expect(entry["reason"] as? String == "deleted" && entry["why"] as? String == "deleted by sync")
+            #expect(entry["note"] as? String == "note 0" && entry["has_audio"] as? Bool == true)
+            #expect((entry["backup"] as? [String: Any])?["id"] as? String == clip)
+            #expect(entry["trashed_at"] is Int)
+            let id = try #require(entry["id"] as? Int)
+
+            let table = try await b.ivy.run("trash", "list")
+            #expect(table.lines.first?.hasPrefix("ID") == true)
+            #expect(table.stdout.contains("deleted by sync (with MP3)") && table.stdout.contains("note 0"))
+
+            let restored = try await b.ivy.run("trash", "restore", String(id))
+            #expect(restored.status == 0, "\(restored.stderr)")
+            #expect(restored.stdout.contains("Restored clip \(clip) from trash entry \(id)"))
+            #expect(try await b.ivy.run("trash", "list").stdout == "The trash is empty.\n")
+            #expect(try b.ivy.count("SELECT count(*) FROM sync_queue WHERE entity_id = '\(clip)'") == 1)
+
+            #expect(try await b.ivy.run("sync").status == 0)
+            #expect(try await a.ivy.run("sync").status == 0)
+            let back = try #require(try await a.ivy.run("clip", "list", "--json").json() as? [[String: Any]])
+            #expect(back.map { $0["id"] as? String } == [clip] && back.first?["note"] as? String == "note 0")
+            #expect(
+                FileManager.default.contents(atPath: a.ivy.home + "/audio/\(clip).mp3")
+                    == FileManager.default.contents(atPath: b.ivy.home + "/audio/\(clip).mp3"))
+        }
+    }
+
+    @Test("trash restore of an unknown id says so and exits 1")
+    func restoreUnknown() async throws {
+        let ivy = try IvyHome()
+        _ = try await ivy.id("book", "add", "--title", "Dune")
+        let result = try await ivy.run("trash", "restore", "7")
+        #expect(result.status == 1 && result.stderr.contains("no trash entry 7; `ivy trash list`"))
+        #expect(try await ivy.run("trash", "list").stdout == "The trash is empty.\n")
+        #expect((try await ivy.run("trash", "list", "--json").json() as? [Any])?.isEmpty == true)
+    }
+
+    @Test("trash empty needs --yes without a terminal (exit 64); on a terminal it asks, and only yes empties")
+    func emptyAsks() async throws {
+        try await withEmulator { emulator in
+            let (_, b, _) = try await clipDeletedElsewhere(emulator)
+            let refused = try await b.ivy.run("trash", "empty")
+            #expect(refused.status == 64 && refused.stderr.contains("pass --yes"))
+            let declined = try await b.ivy.runOnTerminal(["trash", "empty"], typing: "n\n")
+            #expect(declined.status == 0 && declined.stdout.hasSuffix("Nothing changed.\n"))
+            #expect(declined.stdout.hasPrefix("Remove the 1 entry in the trash for good?"))
+            #expect(try b.ivy.count("SELECT count(*) FROM trash") == 1)
+            let files = try FileManager.default.contentsOfDirectory(atPath: b.ivy.home + "/trash")
+            #expect(files.count == 1)
+            let emptied = try await b.ivy.runOnTerminal(["trash", "empty"], typing: "y\n")
+            #expect(emptied.status == 0 && emptied.stdout.hasSuffix("Removed 1 trash entry.\n"))
+            #expect(try b.ivy.count("SELECT count(*) FROM trash") == 0)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: b.ivy.home + "/trash").isEmpty)
+            #expect(try await b.ivy.run("trash", "empty", "--yes").stdout == "Removed 0 trash entries.\n")
+        }
+    }
+
+    @Test("trash_days takes 0 to 3650 days")
+    func trashDaysSetting() async throws {
+        let ivy = try IvyHome()
+        #expect(try await ivy.run("config", "set", "trash_days", "0").status == 0)
+        #expect(try await ivy.run("config", "get", "trash_days").stdout == "0\n")
+        let refused = try await ivy.run("config", "set", "trash_days", "3651")
+        #expect(refused.status != 0 && refused.stderr.contains("from 0 to 3650"))
+    }
+}

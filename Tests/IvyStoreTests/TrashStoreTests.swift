@@ -1,0 +1,131 @@
+import Foundation
+import GRDB
+import IvyCore
+import IvyTestSupport
+import Testing
+
+@testable import IvyStore
+
+@Suite("The local trash in the store")
+struct TrashStoreTests {
+    let home: TemporaryHome
+    let clock = TestClock()
+    let library: LibraryDatabase
+    let clip: Clip
+
+    init() throws {
+        home = try TemporaryHome()
+        library = try LibraryDatabase(paths: home.paths, clock: clock.clock)
+        try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
+        let source = home.path + "/take.mp3"
+        try (Data("ID3".utf8) + Data(repeating: 5, count: 500)).write(to: URL(fileURLWithPath: source))
+        clip = try library.addClip(
+            id: testID(2), bookID: testID(1), start: 1, duration: 2, note: "kept", transcription: nil, audio: source)
+    }
+
+    var key: EntityKey { EntityKey(.clip, clip.id) }
+
+    func trashFiles() -> [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: home.paths.trashDirectory)) ?? []
+    }
+
+    /// What a sync's local delete does, as `applyRemote` does it; `beforeCommit` runs last
+    /// inside the transaction.
+    func deleteLikeASync(beforeCommit: (EngineWriter) throws -> Void = { _ in }) throws {
+        try library.applyingRemoteChanges { writer in
+            let before = try #require(try writer.trashable(key))
+            _ = try writer.keepInTrash(
+                before, reason: .deleted, audio: library.audioPath(clipID: clip.id), at: clock.now)
+            try writer.deleteClip(id: clip.id)
+            try beforeCommit(writer)
+        }
+        library.removeAudio(clipID: clip.id)
+    }
+
+    @Test("the trash's MP3 is on disk before the change commits, and the entry commits with the change")
+    func orderOfWrites() throws {
+        let outside = try library.externalConnection()
+        let queued = try library.queueItems()
+        func count(_ table: String) throws -> Int? {
+            try outside.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") }
+        }
+        try deleteLikeASync { _ in
+            // Before the commit: the MP3 is in the trash already, and another program sees
+            // neither the delete nor the entry.
+            #expect(trashFiles().count == 1)
+            let (clips, entries) = (try count("clips"), try count("trash"))
+            #expect(clips == 1 && entries == 0)
+        }
+        #expect(try count("clips") == 0 && count("trash") == 1)
+        let entry = try #require(try library.trashEntries().first)
+        #expect(entry.entity == .clip(ClipBackup(clip)))
+        #expect(try library.queueItems() == queued, "the sync's delete or its trash entry entered the queue")
+    }
+
+    struct Killed: Error {}
+
+    @Test("a run that dies after the trash write and before the commit leaves the library as it was")
+    func killedBeforeCommit() throws {
+        #expect(throws: Killed.self) { try deleteLikeASync { _ in throw Killed() } }
+        // The library is unchanged: the clip and its audio are there, no entry was recorded.
+        #expect(try library.clip(id: clip.id) == clip)
+        #expect(library.hasAudio(clipID: clip.id))
+        #expect(try library.trashEntries().isEmpty)
+        // The MP3 that reached the trash is harmless, and the next purge removes it.
+        #expect(trashFiles().count == 1)
+        #expect(try library.purgeTrash(keepingDays: 30) == 0)
+        #expect(trashFiles().isEmpty)
+    }
+
+    @Test("a clip that cannot be written as backup JSON is kept all the same, its infinite time as text")
+    func unencodableIsKept() throws {
+        try library.pool.write { db in
+            try db.execute(sql: "DROP TRIGGER clips_times_valid_update")
+            try db.execute(sql: "UPDATE clips SET duration = 9e999")
+        }
+        try deleteLikeASync()
+        let entry = try #require(try library.trashEntries().first)
+        let object = try #require(try JSONSerialization.jsonObject(with: entry.json) as? [String: Any])
+        #expect(object["duration"] as? String == "inf" && object["note"] as? String == "kept")
+        #expect(entry.entity == nil)
+        #expect(throws: TrashError.unreadable(id: entry.id)) { try library.restoreFromTrash(id: entry.id) }
+    }
+
+    @Test("purge keeps entries for trash_days and removes them after, with their MP3s")
+    func purge() throws {
+        try deleteLikeASync()
+        #expect(trashFiles().count == 1)
+        clock.advance(seconds: 30 * 86_400 - 1)
+        #expect(try library.purgeTrash(keepingDays: 30) == 0)
+        #expect(trashFiles().count == 1)
+        clock.advance(seconds: 2)
+        #expect(try library.purgeTrash(keepingDays: 30) == 1)
+        #expect(try library.trashEntries().isEmpty && trashFiles().isEmpty)
+    }
+
+    @Test("restoring a clip whose book is not here is refused and changes nothing")
+    func restoreWithoutBook() throws {
+        try deleteLikeASync()
+        let entry = try #require(try library.trashEntries().first)
+        try library.pool.write { db in try db.execute(sql: "DELETE FROM books") }
+        #expect(throws: TrashError.bookMissing(id: entry.id, clipID: clip.id, bookID: testID(1))) {
+            try library.restoreFromTrash(id: entry.id)
+        }
+        #expect(try library.clip(id: clip.id) == nil)
+        #expect(try library.trashEntries() == [entry])
+        #expect(throws: TrashError.notFound(id: 99)) { try library.restoreFromTrash(id: 99) }
+    }
+
+    @Test("a restored clip is queued for upload, newer than what it replaced")
+    func restoreQueues() throws {
+        try deleteLikeASync()
+        try library.pool.write { db in try db.execute(sql: "DELETE FROM sync_queue") }
+        let entry = try #require(try library.trashEntries().first)
+        clock.set(1_000)  // a clock that stepped back still moves updated_at on
+        try library.restoreFromTrash(id: entry.id)
+        let restored = try #require(try library.clip(id: clip.id))
+        #expect(restored.updatedAt == clip.updatedAt + 1)
+        #expect(try library.queueItems().map(\.key) == [key])
+        #expect(trashFiles().isEmpty)
+    }
+}

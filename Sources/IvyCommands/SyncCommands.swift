@@ -232,6 +232,8 @@ struct SyncCommand: ContextCommand {
             if !verbose {
                 for failure in report.failures { output.error("failed: \(failure.entity): \(failure.reason)") }
             }
+            // Quiet drops the summary, not what keeps the sync short of complete (exit 5).
+            if quiet { for problem in report.incompleteness { output.error(problem) } }
         }
     }
 

@@ -115,6 +115,7 @@ struct WatchDisplay: Sendable {
             if live { return status("\(time()) \(text) · watching; Ctrl-C stops") }
             guard changed else { return }
             if !quiet { output.line("\(time()) \(text)") }
+            if quiet { for problem in report.incompleteness { output.error("\(time()) \(problem)") } }
             // --verbose said each failure as it happened.
             if verbose { return }
             for failure in report.failures { output.error("\(time()) failed: \(failure.entity): \(failure.reason)") }

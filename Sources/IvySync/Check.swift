@@ -65,15 +65,15 @@ package struct BackupCheck: Sendable, Encodable {
 
     package var checked = Checked()
     package var problems: [Problem] = []
-    /// Local changes still to upload: reported, not a failure.
+    /// Local changes not on Drive yet: the backup lacks them until the next sync.
     package var pending: [QueueEntry] = []
     /// Changes held back after failing: a failure of the backup.
     package var failed: [QueueEntry] = []
     /// Whether the JSON files were downloaded and compared field by field.
     package var readData = false
 
-    /// Everything matches: no difference and nothing held back.
-    package var ok: Bool { problems.isEmpty && failed.isEmpty }
+    /// Everything matches: no difference, nothing waiting to be uploaded, nothing held back.
+    package var ok: Bool { problems.isEmpty && failed.isEmpty && pending.isEmpty }
 
     enum CodingKeys: String, CodingKey {
         case ok, checked, problems, pending, failed
@@ -97,6 +97,7 @@ package struct BackupCheck: Sendable, Encodable {
             + " \(checked.files) file\(checked.files == 1 ? "" : "s") on Drive"
         var parts: [String] = []
         if !problems.isEmpty { parts.append("\(problems.count) difference\(problems.count == 1 ? "" : "s")") }
+        if !pending.isEmpty { parts.append("\(pending.count) not on Drive yet (run `ivy sync`)") }
         if !failed.isEmpty { parts.append("\(failed.count) held back") }
         if !pending.isEmpty { parts.append("\(pending.count) pending upload") }
         let verdict = ok ? "Backup OK" : "Backup differs"
@@ -265,7 +266,11 @@ package struct BackupChecker: Sendable {
         _ problem: (BackupCheck.Kind, String, String) -> Void
     ) {
         var expected: [Data] = []
-        if let base = try? library.base(key), entry?.localUpdatedAt == mine.updatedAt { expected.append(base.json) }
+        let base = try? library.base(key)
+        if let base, entry?.localUpdatedAt == mine.updatedAt { expected.append(base.json) }
+        // Synced by an ivy that kept no copy of what it agreed on: Drive's bytes (the app's,
+        // say) cannot be matched by checksum; only --read-data can compare them.
+        if base == nil, entry != nil, json.id == entry?.remoteFileID { return }
         if let data = try? mine.encoded() { expected.append(data) }
         let matches = expected.contains { data in
             if let md5 = json.md5 { return md5 == Self.md5(data) }
@@ -287,7 +292,16 @@ package struct BackupChecker: Sendable {
         _ key: EntityKey, _ mine: LocalEntity, _ json: RemoteFile, _ fix: String,
         _ problem: (BackupCheck.Kind, String, String) -> Void
     ) async throws {
-        let data = try await drive.downloadData(json, limit: BackupCodec.maximumBytes)
+        let data: Data
+        do {
+            data = try await drive.downloadData(json, limit: BackupCodec.maximumBytes)
+        } catch let error as DriveError where error.kind != .network && error.kind != .rateLimited {
+            // One file too large, or gone since the listing: said, and the rest still checked.
+            problem(
+                .unreadableJSON, "Drive's \(key.jsonFileName) could not be read: \(error.localizedDescription)",
+                "run `ivy check --read-data` again; if it stays, change the entity here and run `ivy sync`")
+            return
+        }
         let theirs: Data
         do {
             switch mine {
@@ -297,11 +311,16 @@ package struct BackupChecker: Sendable {
         } catch {
             problem(
                 .unreadableJSON, "Drive's \(key.jsonFileName) is not readable backup JSON: \(error)",
-                "run `ivy sync`: it replaces Drive's copy with this library's")
+                "change the entity here, then run `ivy sync`: the merge replaces Drive's copy with this library's")
             return
         }
-        guard let ours = try? mine.encoded(), let differing = Self.differingFields(ours, theirs), !differing.isEmpty
-        else { return }
+        guard let ours = try? mine.encoded(), let differing = Self.differingFields(ours, theirs) else {
+            problem(
+                .unreadableJSON, "this library's \(key) cannot be written as backup JSON, so it cannot reach Drive",
+                "look at it with `ivy \(key.kind.rawValue) show \(key.id)` and correct what is out of range")
+            return
+        }
+        guard !differing.isEmpty else { return }
         problem(
             .jsonDiffers, "Drive's \(key.jsonFileName) differs in " + differing.joined(separator: "; "), fix)
     }

@@ -94,6 +94,15 @@ package struct SyncReport: Sendable, Encodable {
             + "run `ivy retry-failed`"
     }
 
+    /// What keeps this sync short of complete besides its failures (said one by one): changes
+    /// held back, and operations a stop left for the next sync. `--quiet` prints only these.
+    package var incompleteness: [String] {
+        var lines: [String] = []
+        if let heldSummary { lines.append(heldSummary) }
+        if leftForNextSync > 0 { lines.append("stopped early: \(leftForNextSync) operations left for the next sync") }
+        return lines
+    }
+
     /// One line for people: what moved, what failed, what it cost.
     package var summary: String {
         var parts: [String] = []

@@ -133,14 +133,15 @@ struct CheckCommandTests {
     }
 
     @Test(
-        "pending changes are listed and are no failure; held-back ones are; a running sync is exit 4, signed out exit 3"
+        "changes not on Drive yet are listed and exit 6, as held-back ones; a running sync is exit 4, signed out exit 3"
     )
     func queueAndSignIn() async throws {
         try await withEmulator { emulator in
             let device = try await Self.synced(emulator)
             let added = try await device.ivy.id("book", "add", "--title", "New")
             let pending = try await device.ivy.run("check")
-            #expect(pending.status == 0, "\(pending.stdout)")
+            #expect(pending.status == 6, "the backup lacks the change until a sync: \(pending.stdout)")
+            #expect(pending.stdout.contains("1 not on Drive yet (run `ivy sync`)"), "\(pending.stdout)")
             #expect(pending.stdout.contains("1 pending upload"))
             #expect(pending.stdout.contains("pending: book \(added) (upsert) — the next `ivy sync` uploads it"))
             try device.ivy.execute("UPDATE sync_queue SET attempts = 3, last_error = 'Drive said no'")

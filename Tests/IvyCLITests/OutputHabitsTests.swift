@@ -215,4 +215,17 @@ extension ISO8601DateFormatter {
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter
     }
+
+    @Test("-q still says a change held back after failing, which makes the exit 5")
+    func quietHeld() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            try await device.addLibrary(books: 1, clips: 0)
+            try device.ivy.execute("UPDATE sync_queue SET attempts = 3, last_error = 'Drive is full'")
+            let result = try await device.ivy.run("sync", "-q")
+            #expect(result.status == 5 && result.stdout.isEmpty, "\(result)")
+            #expect(result.stderr.contains("1 change held back after failing 3 times"), "\(result.stderr)")
+            #expect(result.stderr.contains("ivy retry-failed"))
+        }
+    }
 }

@@ -75,7 +75,8 @@ struct CheckCommand: ContextCommand {
         if json { return try output.json(check) }
         output.line(Display.safe(check.summary))
         for problem in check.problems {
-            output.line(Display.safe("\(problem.kind.rawValue): \(problem.entity): \(problem.detail) — \(problem.fix)"))
+            let line = "\(problem.kind.rawValue): \(problem.entity): \(problem.detail) — \(problem.fix)"
+            output.line(Display.safe(line))
         }
         for item in check.failed {
             output.line(

@@ -93,7 +93,8 @@ package struct BackupCheck: Sendable, Encodable {
     /// One line for people.
     package var summary: String {
         let counts =
-            "\(checked.books) book\(checked.books == 1 ? "" : "s"), \(checked.clips) clip\(checked.clips == 1 ? "" : "s"),"
+            "\(checked.books) book\(checked.books == 1 ? "" : "s"), "
+            + "\(checked.clips) clip\(checked.clips == 1 ? "" : "s"),"
             + " \(checked.files) file\(checked.files == 1 ? "" : "s") on Drive"
         var parts: [String] = []
         if !problems.isEmpty { parts.append("\(problems.count) difference\(problems.count == 1 ? "" : "s")") }

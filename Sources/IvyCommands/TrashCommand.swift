@@ -85,7 +85,11 @@ extension TrashCommand {
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            let entry = try home.library().restoreFromTrash(id: id)
+            let library = try home.library()
+            // A running sync may be removing this clip's audio or purging the trash: wait for it.
+            let lock = try home.waitForSyncLock()
+            defer { withExtendedLifetime(lock) {} }
+            let entry = try library.restoreFromTrash(id: id)
             home.output.line(
                 "Restored \(entry.key.kind.rawValue) \(entry.key.id) from trash entry \(entry.id); "
                     + "the next `ivy sync` sends it to Drive.")
@@ -115,6 +119,8 @@ extension TrashCommand {
                     return home.output.line("Nothing changed.")
                 }
             }
+            let lock = try home.waitForSyncLock()
+            defer { withExtendedLifetime(lock) {} }
             let removed = try library.emptyTrash()
             home.output.line("Removed \(removed) trash entr\(removed == 1 ? "y" : "ies").")
         }

@@ -35,15 +35,22 @@ package enum TrashedEntity: Sendable, Equatable {
     }
 
     /// Whether `other` holds the same content, whenever each was written: a download that only
-    /// moves `updated_at` loses nothing worth keeping.
+    /// moves `updated_at`, or a book's listening position, loses nothing worth keeping.
     package func sameContent(as other: TrashedEntity) -> Bool {
         func unstamped<Backup: StampedBackup>(_ backup: Backup) -> Backup {
             var copy = backup
             (copy.createdAt, copy.updatedAt) = (0, 0)
             return copy
         }
+        // A listening position moves while a phone plays: a watch would keep an entry every
+        // few seconds of it, thousands a day, for a value the next minute replaces anyway.
+        func unplayed(_ book: BookBackup) -> BookBackup {
+            var copy = unstamped(book)
+            copy.position = 0
+            return copy
+        }
         switch (self, other) {
-        case (.book(let a), .book(let b)): return unstamped(a) == unstamped(b)
+        case (.book(let a), .book(let b)): return unplayed(a) == unplayed(b)
         case (.clip(let a), .clip(let b)): return unstamped(a) == unstamped(b)
         default: return false
         }
@@ -322,9 +329,10 @@ extension LibraryDatabase {
     }
 
     /// Removes the entries kept longer than `days` (all of them at 0) with their MP3s, and
-    /// any MP3 in the trash directory no entry names: the leftover of a sync killed between
-    /// keeping it and committing. Only under the sync lock, which every writer of the trash
-    /// holds, so no entry is on its way in. Returns how many entries went.
+    /// any MP3 in the trash directory no entry names once it is as old (a day at least): the
+    /// leftover of a sync killed between keeping it and committing, which may be the only
+    /// copy of the audio it replaced. Only under the sync lock, which every writer of the
+    /// trash holds (syncs, `ivy trash restore` and `empty`). Returns how many entries went.
     @discardableResult
     package func purgeTrash(keepingDays days: Int) throws -> Int {
         let limit = days == 0 ? Int64.max : clock.now() - Milliseconds(max(days, 0)) * 86_400_000
@@ -350,7 +358,14 @@ extension LibraryDatabase {
             guard try db.tableExists("trash") else { return Set<String>() }
             return Set(try String.fetchAll(db, sql: "SELECT audio_file FROM trash WHERE audio_file IS NOT NULL"))
         }
-        for file in files where !named.contains(file) { TrashFiles.remove(file, in: paths.trashDirectory) }
+        let strayLimit = clock.now() - Milliseconds(max(days, 1)) * 86_400_000
+        for file in files where !named.contains(file) {
+            var info = stat()
+            let path = (paths.trashDirectory as NSString).appendingPathComponent(file)
+            // The time it was linked or copied here: the inode's change time.
+            guard lstat(path, &info) == 0, Milliseconds(info.st_ctim.tv_sec) * 1000 <= strayLimit else { continue }
+            TrashFiles.remove(file, in: paths.trashDirectory)
+        }
         return removed.count
     }
 

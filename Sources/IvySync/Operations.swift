@@ -192,7 +192,10 @@ extension SyncEngine {
     /// transaction, and the MP3 linked (or copied) into the trash directory and flushed before
     /// the old audio is replaced and before the commit; so once the change is visible its
     /// trash entry is too. A run killed after the MP3 reached the trash and before the commit
-    /// leaves an MP3 no entry names, which the next purge removes; the library is unchanged.
+    /// leaves an MP3 no entry names. The old audio may already have been replaced by then (it
+    /// is renamed over inside the transaction), so that MP3 can be its only copy: the purge
+    /// keeps such a file as long as an entry would be kept, and a failed commit after the
+    /// rename keeps it too.
     private func applyRemote(
         _ key: EntityKey, _ context: Context, recording agreement: Agreement? = nil, audio staged: StagedAudio? = nil,
         trash reason: TrashReason, _ write: (EngineWriter) throws -> Void
@@ -202,6 +205,7 @@ extension SyncEngine {
         var replacesAudio = false
         if context.keepsTrash, let staged { replacesAudio = try replacesOtherAudio(key, with: staged) }
         var kept: String?
+        var placed = false
         do {
             try library.applyingRemoteChanges { writer in
                 guard try writer.updatedAt(key) == expected else { throw SyncFailure.changedDuringSync }
@@ -218,11 +222,16 @@ extension SyncEngine {
                 if let agreement {
                     try writer.recordSynced(agreement.entry, base: agreement.base, queuedAt: context.queuedAt(key))
                 }
-                if let staged { try writer.placeAudio(staged.path, at: audioPath) }
+                if let staged {
+                    try writer.placeAudio(staged.path, at: audioPath)
+                    placed = true
+                }
             }
         } catch {
-            // Nothing was committed: the MP3 kept for the entry that was not is removed.
-            if let kept { unlink(kept) }
+            // Nothing was committed. The MP3 kept for the entry that was not is removed, unless
+            // the old audio was already replaced: then it is that audio's only copy, and the
+            // purge removes it after `trash_days`.
+            if let kept, !placed { unlink(kept) }
             throw error
         }
     }

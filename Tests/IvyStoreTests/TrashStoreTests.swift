@@ -71,8 +71,13 @@ struct TrashStoreTests {
         #expect(try library.clip(id: clip.id) == clip)
         #expect(library.hasAudio(clipID: clip.id))
         #expect(try library.trashEntries().isEmpty)
-        // The MP3 that reached the trash is harmless, and the next purge removes it.
+        // The MP3 that reached the trash may be the only copy of audio already replaced: the
+        // purge keeps it as long as an entry would be kept, then removes it.
         #expect(trashFiles().count == 1)
+        clock.set(Milliseconds(Date().timeIntervalSince1970 * 1000))
+        #expect(try library.purgeTrash(keepingDays: 30) == 0)
+        #expect(trashFiles().count == 1)
+        clock.advance(seconds: 31 * 86_400)
         #expect(try library.purgeTrash(keepingDays: 30) == 0)
         #expect(trashFiles().isEmpty)
     }

@@ -117,6 +117,21 @@ import Testing
         }
     }
 
+    @Test("a download that moves only the listening position (a phone playing) or only the times keeps nothing")
+    func positionAndTimesAreNotKept() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let (a, b) = (pair.a, pair.b)
+            for position in [60.0, 120.0, 180.0] {
+                try a.edit(book: pair.book.id, BookChanges(position: position))
+                #expect(try await a.sync().uploaded.pair == [1, 0])
+                #expect(try await b.sync().downloaded.pair == [1, 0])
+            }
+            #expect(try b.library.book(id: pair.book.id)?.position == 180)
+            #expect(try b.library.trashEntries().isEmpty, "three positions, no entry")
+        }
+    }
+
     @Test("fields a merge replaces are kept as they were here, with the reason merge")
     func replacedByMerge() async throws {
         try await withWorld { world in

@@ -100,7 +100,6 @@ package struct BackupCheck: Sendable, Encodable {
         if !problems.isEmpty { parts.append("\(problems.count) difference\(problems.count == 1 ? "" : "s")") }
         if !pending.isEmpty { parts.append("\(pending.count) not on Drive yet (run `ivy sync`)") }
         if !failed.isEmpty { parts.append("\(failed.count) held back") }
-        if !pending.isEmpty { parts.append("\(pending.count) pending upload") }
         let verdict = ok ? "Backup OK" : "Backup differs"
         return "\(verdict): checked \(counts)\(readData ? " (JSON read in full)" : "")"
             + (parts.isEmpty ? "" : "; " + parts.joined(separator: ", "))

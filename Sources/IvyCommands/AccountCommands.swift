@@ -117,8 +117,7 @@ struct LogoutCommand: ContextCommand {
             // removes a damaged file and says so, as plain logout does.
             if let token = store.quietLoad() {
                 home.output.line(Self.consequence)
-                home.output.line("Revoke the access of \(Display.safe(token.email))? [y/N] ")
-                guard let answer = context.readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+                guard home.agrees("Revoke the access of \(Display.safe(token.email))?") else {
                     return home.output.line("Nothing changed.")
                 }
             }

@@ -159,6 +159,13 @@ struct Home {
     }
 
     /// The sync lock, waiting for a running sync to finish (and saying so on a terminal).
+    /// Asks a question on the terminal: true only when the person answers y or yes.
+    func agrees(_ question: String) -> Bool {
+        output.line(question + " [y/N] ")
+        guard let answer = context.readLine() else { return false }
+        return ["y", "yes"].contains(answer.lowercased())
+    }
+
     func waitForSyncLock() throws -> SyncLock {
         let output = output
         let terminal = terminal

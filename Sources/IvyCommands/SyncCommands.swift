@@ -341,8 +341,7 @@ struct ResetManifestCommand: ContextCommand {
             guard home.terminal.input else {
                 throw ValidationError("reset-manifest needs confirmation; run it on a terminal or pass --yes")
             }
-            home.output.line("Forget what this library last synced? The next sync re-compares everything. [y/N] ")
-            guard let answer = context.readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+            guard home.agrees("Forget what this library last synced? The next sync re-compares everything.") else {
                 return home.output.line("Nothing changed.")
             }
         }

@@ -113,9 +113,7 @@ extension TrashCommand {
                 }
                 let count = try library.trashEntries().count
                 guard count > 0 else { return home.output.line("The trash is empty.") }
-                home.output.line(
-                    "Remove the \(count) entr\(count == 1 ? "y" : "ies") in the trash for good? [y/N] ")
-                guard let answer = context.readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+                guard home.agrees("Remove the \(count) entr\(count == 1 ? "y" : "ies") in the trash for good?") else {
                     return home.output.line("Nothing changed.")
                 }
             }

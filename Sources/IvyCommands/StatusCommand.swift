@@ -2,6 +2,7 @@ import ArgumentParser
 import IvyCore
 import IvyGoogle
 import IvyStore
+import IvySystem
 
 struct StatusCommand: ContextCommand {
     static let configuration = CommandConfiguration(
@@ -30,6 +31,12 @@ struct StatusCommand: ContextCommand {
         let syncEnabled: Bool
         /// Why the sign-in does not work, when it stopped.
         let signInProblem: String?
+        let syncRunning: Bool
+        let syncProcess: Int32?
+        /// Where this home keeps the library, the sign-in and the log.
+        let library: String
+        let tokenFile: String
+        let logFile: String
 
         struct Held: Encodable {
             let entity: String
@@ -48,6 +55,11 @@ struct StatusCommand: ContextCommand {
             case manifestEntries = "manifest_entries"
             case nextAutoSync = "next_auto_sync"
             case orphanClips = "orphan_clips"
+            case syncRunning = "sync_running"
+            case syncProcess = "sync_process"
+            case library
+            case tokenFile = "token_file"
+            case logFile = "log_file"
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -66,18 +78,27 @@ struct StatusCommand: ContextCommand {
             try container.encode(manifestEntries, forKey: .manifestEntries)
             try container.encode(nextAutoSync, forKey: .nextAutoSync)
             try container.encode(orphanClips, forKey: .orphanClips)
+            try container.encode(syncRunning, forKey: .syncRunning)
+            try container.encode(syncProcess, forKey: .syncProcess)
+            try container.encode(library, forKey: .library)
+            try container.encode(tokenFile, forKey: .tokenFile)
+            try container.encode(logFile, forKey: .logFile)
         }
     }
 
     func run(_ context: Context) async throws {
         let home = try global.home(context)
         let library = try home.library(readOnly: true)
-        let report = try Self.report(library: library, tokens: home.tokenStore, now: home.clock.now())
+        let report = try Self.report(
+            library: library, tokens: home.tokenStore, paths: home.paths, now: home.clock.now())
         if json { return try home.output.json(report) }
         home.output.fields(Self.fields(report))
     }
 
-    private static func report(library: LibraryDatabase, tokens: TokenStore, now: Milliseconds) throws -> Report {
+    private static func report(
+        library: LibraryDatabase, tokens: TokenStore, paths: IvyPaths, now: Milliseconds
+    ) throws -> Report {
+        let running = SyncLock.holder(path: paths.lockFile)
         let local = try library.localStatus()
         let signIn = tokens.signIn()
         let token: StoredToken? = if case .signedIn(let saved) = signIn { saved } else { tokens.quietLoad() }
@@ -100,7 +121,9 @@ struct StatusCommand: ContextCommand {
             // Never "-" while a change is held back: its error is the one that matters.
             lastError: local.lastError ?? held.first.map { "\($0.entity): \($0.reason)" },
             manifestEntries: local.manifestEntries, nextAutoSync: next, orphanClips: try library.orphanClipCount(),
-            heldChanges: held, syncEnabled: enabled, signInProblem: SignInText.problem(signIn))
+            heldChanges: held, syncEnabled: enabled, signInProblem: SignInText.problem(signIn),
+            syncRunning: running.running, syncProcess: running.pid, library: paths.database,
+            tokenFile: paths.tokenFile, logFile: paths.logFile)
     }
 
     private static func fields(_ report: Report) -> [(String, String)] {
@@ -122,6 +145,13 @@ struct StatusCommand: ContextCommand {
                 report.nextAutoSync ?? (report.syncEnabled ? "when signed in" : "never (sync_enabled is false)")
             ),
             ("orphan clips", String(report.orphanClips)),
+            (
+                "sync running",
+                report.syncRunning ? "yes" + (report.syncProcess.map { " (process \($0))" } ?? "") : "no"
+            ),
+            ("library", report.library),
+            ("sign-in file", report.tokenFile),
+            ("log", report.logFile),
         ]
         for change in report.heldChanges {
             fields.append(("held back", "\(change.entity): \(change.reason); run `ivy retry-failed`"))

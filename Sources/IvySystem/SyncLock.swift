@@ -43,6 +43,20 @@ package final class SyncLock: Sendable {
         return SyncLock(holding: descriptor)
     }
 
+    /// Whether a sync holds the lock now, and its process id when it could be read; looked
+    /// at without creating anything (no lock file: no sync ever ran here). A shared lock is
+    /// tried and dropped at once, so a sync starting in that instant is not held up.
+    package static func holder(path: String) -> (running: Bool, pid: Int32?) {
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return (false, nil) }
+        defer { close(descriptor) }
+        if flock(descriptor, LOCK_SH | LOCK_NB) == 0 {
+            flock(descriptor, LOCK_UN)
+            return (false, nil)
+        }
+        return (true, holder(descriptor))
+    }
+
     /// Opens (creating) the lock file 0600 in its private directory; never through a link.
     private static func openLockFile(_ path: String) throws -> Int32 {
         try PrivateDirectory.ensure((path as NSString).deletingLastPathComponent)

@@ -84,6 +84,26 @@ struct ConfigStatusTests {
         #expect(human.contains("failed            1"))
         #expect(human.contains("last error        Drive is full"))
     }
+
+    @Test("status says where the library, the sign-in and the log are, and whether a sync runs now")
+    func whereAndWhether() async throws {
+        _ = try await ivy.id("book", "add", "--title", "Dune")
+        let idle = try await ivy.run("status")
+        #expect(idle.stdout.contains("sync running      no\n"), "\(idle.stdout)")
+        #expect(idle.stdout.contains("library           \(ivy.home)/library.db\n"))
+        #expect(idle.stdout.contains("sign-in file      \(ivy.home)/token.json\n"))
+        #expect(idle.stdout.contains("log               \(ivy.home)/ivy.log\n"))
+        let lock = try HeldLock(path: ivy.home + "/ivy.lock")
+        let busy = try #require(try await ivy.run("status", "--json").json() as? [String: Any])
+        #expect(busy["sync_running"] as? Bool == true && busy["sync_process"] as? Int == Int(getpid()))
+        #expect(busy["library"] as? String == ivy.home + "/library.db")
+        #expect(busy["token_file"] as? String == ivy.home + "/token.json")
+        #expect(busy["log_file"] as? String == ivy.home + "/ivy.log")
+        #expect(try await ivy.run("status").stdout.contains("sync running      yes (process \(getpid()))\n"))
+        lock.release()
+        let after = try #require(try await ivy.run("status", "--json").json() as? [String: Any])
+        #expect(after["sync_running"] as? Bool == false && after["sync_process"] is NSNull)
+    }
 }
 
 @Suite("Home directory and database file")

@@ -212,7 +212,7 @@ struct SyncCommand: ContextCommand {
             output.error("Error: \(error.localizedDescription)")
             throw ExitCode(IvyExit.notSignedIn)
         case .failed(let error, let cronHears):
-            guard auto else { throw error }
+            guard auto else { throw Unreachable.explained(error) }
             guard cronHears else { return nil }
             output.errorText("ivy sync: \(Display.safe(error.localizedDescription))\n")
             throw ExitCode.failure
@@ -248,6 +248,21 @@ struct SyncCommand: ContextCommand {
             "ivy sync: \(count) held back after failing \(QueueItem.maximumAttempts) times; first: \(first.key): "
                 + "\(first.lastError ?? "no error was recorded"); run `ivy retry-failed`")
         throw ExitCode(IvyExit.partialFailure)
+    }
+}
+
+/// A sync that could not reach Google says what to do next, and that nothing is lost.
+struct Unreachable: LocalizedError {
+    let errorDescription: String?
+
+    static func explained(_ error: any Error) -> any Error {
+        let network: Bool =
+            if case .network = error as? GoogleError { true } else { (error as? DriveError)?.kind == .network }
+        guard network else { return error }
+        return Unreachable(
+            errorDescription: error.localizedDescription
+                + "; Google could not be reached: check the network connection, then run `ivy sync` again "
+                + "(every change here stays queued until then)")
     }
 }
 

@@ -110,11 +110,25 @@ struct Target: ParsableArguments {
         request.httpMethod = "POST"
         request.httpBody = try JSONSerialization.data(withJSONObject: body)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        let (data, response) = try await URLSession.shared.data(for: request)
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await URLSession.shared.data(for: request)
+        } catch {
+            throw NoEmulator(url: url)
+        }
         guard (response as? HTTPURLResponse)?.statusCode == 200 else {
             let reason = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["error"] as? String
             throw ValidationError(reason ?? "the emulator refused the request")
         }
+    }
+}
+
+/// Nothing answered at the emulator's address: one line that says so, and how to start one.
+struct NoEmulator: Error, CustomStringConvertible {
+    let url: String
+    var description: String {
+        "no emulator answers at \(url); start one with `ivy-emulator --state FILE` and pass the URL it prints (--url)"
     }
 }
 

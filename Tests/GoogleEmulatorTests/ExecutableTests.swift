@@ -7,6 +7,34 @@ struct ExecutableTests {
     static let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         .deletingLastPathComponent().appendingPathComponent("ivy-emulator")
 
+    @Test("approve with no emulator running says so in one line, with how to start one, and exits 1")
+    func approveWithoutAnEmulator() async throws {
+        let directory = try TemporaryHome(prefix: "emulator")
+        defer { withExtendedLifetime(directory) {} }
+        let process = Process()
+        process.executableURL = Self.binary
+        // Port 9 (discard) has no listener here: the connection is refused at once.
+        process.arguments = ["approve", "--url", "http://127.0.0.1:9"]
+        process.environment = ["HOME": directory.path, "PATH": "/usr/bin:/bin"]
+        let errors = directory.file("stderr")
+        FileManager.default.createFile(atPath: errors, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+        process.standardError = handle
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                process.waitUntilExit()
+                continuation.resume()
+            }
+        }
+        try handle.close()
+        let text = try String(contentsOfFile: errors, encoding: .utf8)
+        #expect(process.terminationStatus == 1)
+        #expect(text.hasPrefix("Error: no emulator answers at http://127.0.0.1:9; start one with"), "\(text)")
+        #expect(!text.contains("NSURLErrorDomain"), "\(text)")
+    }
+
     @Test("prints its loopback URL first, takes --seed, keeps the Drive in --state, and stops cleanly on SIGTERM")
     func lifecycle() async throws {
         let directory = try TemporaryHome(prefix: "emulator")

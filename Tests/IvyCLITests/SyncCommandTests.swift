@@ -191,6 +191,8 @@ struct SyncCommandTests {
             #expect(try device.ivy.count("SELECT count(*) FROM sync_queue") == 2)
             let interactive = try await device.ivy.run("sync")
             #expect(interactive.status == 1 && interactive.stderr.contains("Error:"))
+            #expect(interactive.stderr.contains("check the network connection, then run `ivy sync` again"))
+            #expect(interactive.stderr.contains("every change here stays queued"))
         }
     }
 

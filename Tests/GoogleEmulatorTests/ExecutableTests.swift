@@ -17,7 +17,7 @@ struct ExecutableTests {
         process.arguments = ["approve", "--url", "http://127.0.0.1:9"]
         process.environment = ["HOME": directory.path, "PATH": "/usr/bin:/bin"]
         let errors = directory.file("stderr")
-        FileManager.default.createFile(atPath: errors, contents: nil)
+        _ = FileManager.default.createFile(atPath: errors, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
         process.standardError = handle
         process.standardOutput = FileHandle.nullDevice

@@ -55,6 +55,11 @@ nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
 }
 
 let environment = ProcessInfo.processInfo.environment
+// Foundation's shared cookie store, which URLSessionConfiguration.default makes although ivy
+// keeps no cookies, creates ~/.local/share/<the binary's directory> under the XDG data home
+// on first use: outside the home ivy was given. Its data home, read only by Foundation now
+// (ivy's own paths come from `environment`, taken above), is pointed where nothing can be made.
+setenv("XDG_DATA_HOME", "/dev/null", 1)
 let context = Context(
     streams: Streams(output: { write($0, to: STDOUT_FILENO) }, error: { write($0, to: STDERR_FILENO) }),
     terminal: Terminal(

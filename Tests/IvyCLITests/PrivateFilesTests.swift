@@ -31,4 +31,19 @@ struct PrivateFilesTests {
             }
         }
     }
+
+    @Test("ivy given its own home creates nothing else in $HOME: no ~/.local/share/<binary dir>, no ~/.cache")
+    func nothingOutsideTheHome() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 1, clips: 1)
+            for arguments in [["sync"], ["status"], ["check"], ["sync", "--full"]] {
+                let result = try await laptop.ivy.runBinaryAsync(arguments)
+                #expect(result.status == 0, "ivy \(arguments): \(result.stderr)")
+            }
+            // The test's own clip audio is the one other thing there.
+            let made = try FileManager.default.contentsOfDirectory(atPath: laptop.ivy.path).filter { $0 != "clip0.mp3" }
+            #expect(made == ["home"], "HOME holds \(made)")
+        }
+    }
 }

@@ -19,9 +19,9 @@ struct CheckCommand: ContextCommand {
             Lists Drive in full (not the mirror of Drive kept here) and checks that every book and clip here has its \
             files on Drive with the content this library last synced or would upload, that every clip's MP3 has the \
             md5 of the audio here, that no two files share a name, and what is on Drive only. Changes still in the \
-            queue are listed as pending (not a difference); changes held back after failing are. Without \
+            queue are listed as pending: like changes held back after failing, they are not on Drive yet. Without \
             --read-data the JSON files are compared by Drive's md5; with it each is downloaded and compared field by \
-            field. Exit 0 when everything matches, 6 when something differs.
+            field. Exit 0 when everything matches, 6 when something differs or is not on Drive yet.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -49,13 +49,9 @@ struct CheckCommand: ContextCommand {
             home.output.error("Error: \(SignInText.problem(signIn) ?? "not signed in"); run `ivy login`")
             throw ExitCode(IvyExit.notSignedIn)
         }
-        let endpoints = try home.endpoints()
-        let provider = TokenProvider(
-            token: token, store: tokens, endpoints: endpoints, credentials: try home.credentials(library),
-            effects: home.google)
-        let drive = DriveClient(
-            drive: endpoints.drive, authorized: AuthorizedTransport(tokens: provider, transport: home.google.transport),
-            concurrency: try library.number(.concurrency))
+        let drive = try SyncSession.drive(
+            library: library, tokens: tokens, token: token, endpoints: try home.endpoints(),
+            credentials: try home.credentials(library), effects: home.google)
         let check: BackupCheck
         do {
             check = try await BackupChecker(library: library, drive: drive).run(readData: readData)

@@ -44,8 +44,9 @@ extension TrashCommand {
                 try container.encode(entry.id, forKey: .id)
                 try container.encode(entry.key.kind.rawValue, forKey: .entityType)
                 try container.encode(entry.key.id, forKey: .entityID)
-                try container.encode(TrashCommand.title(entry), forKey: .title)
-                try container.encode(TrashCommand.note(entry), forKey: .note)
+                let (title, note) = TrashCommand.described(entry)
+                try container.encode(title, forKey: .title)
+                try container.encode(note, forKey: .note)
                 try container.encode(entry.reason.rawValue, forKey: .reason)
                 try container.encode(entry.reason.description, forKey: .why)
                 try container.encode(entry.trashedAt, forKey: .trashedAt)
@@ -62,9 +63,9 @@ extension TrashCommand {
             home.output.table(
                 ["ID", "KIND", "ENTITY", "TITLE OR NOTE", "WHY", "WHEN"],
                 entries.map { entry in
-                    [
-                        String(entry.id), entry.key.kind.rawValue, entry.key.id,
-                        Display.cell(TrashCommand.title(entry) ?? TrashCommand.note(entry)),
+                    let (title, note) = TrashCommand.described(entry)
+                    return [
+                        String(entry.id), entry.key.kind.rawValue, entry.key.id, Display.cell(title ?? note),
                         entry.reason.description + (entry.audioFile != nil ? " (with MP3)" : ""),
                         Display.date(entry.trashedAt),
                     ]
@@ -124,13 +125,12 @@ extension TrashCommand {
         }
     }
 
-    static func title(_ entry: TrashEntry) -> String? {
-        if case .book(let book) = entry.entity { return book.title }
-        return nil
-    }
-
-    static func note(_ entry: TrashEntry) -> String? {
-        if case .clip(let clip) = entry.entity { return clip.note }
-        return nil
+    /// A book's title or a clip's note, the entry's JSON decoded once.
+    static func described(_ entry: TrashEntry) -> (title: String?, note: String?) {
+        switch entry.entity {
+        case .book(let book): (book.title, nil)
+        case .clip(let clip): (nil, clip.note)
+        case nil: (nil, nil)
+        }
     }
 }

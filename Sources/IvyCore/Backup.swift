@@ -6,6 +6,20 @@ package protocol StampedBackup: Equatable {
     var updatedAt: Milliseconds { get set }
 }
 
+extension StampedBackup {
+    /// The same entity with both times zeroed: what it holds, whenever it was written.
+    package var unstamped: Self {
+        var copy = self
+        (copy.createdAt, copy.updatedAt) = (0, 0)
+        return copy
+    }
+
+    /// Equal apart from when each side was written.
+    package func sameContent(as other: Self) -> Bool {
+        unstamped == other.unstamped
+    }
+}
+
 /// A book as stored on Drive in `book_<id>.json`: the entity's synced fields with
 /// timestamps in ms and the position in seconds, plus any keys ivy does not know.
 package struct BookBackup: Sendable, StampedBackup {

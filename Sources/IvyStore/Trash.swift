@@ -37,21 +37,16 @@ package enum TrashedEntity: Sendable, Equatable {
     /// Whether `other` holds the same content, whenever each was written: a download that only
     /// moves `updated_at`, or a book's listening position, loses nothing worth keeping.
     package func sameContent(as other: TrashedEntity) -> Bool {
-        func unstamped<Backup: StampedBackup>(_ backup: Backup) -> Backup {
-            var copy = backup
-            (copy.createdAt, copy.updatedAt) = (0, 0)
-            return copy
-        }
         // A listening position moves while a phone plays: a watch would keep an entry every
         // few seconds of it, thousands a day, for a value the next minute replaces anyway.
         func unplayed(_ book: BookBackup) -> BookBackup {
-            var copy = unstamped(book)
+            var copy = book.unstamped
             copy.position = 0
             return copy
         }
         switch (self, other) {
         case (.book(let a), .book(let b)): return unplayed(a) == unplayed(b)
-        case (.clip(let a), .clip(let b)): return unstamped(a) == unstamped(b)
+        case (.clip(let a), .clip(let b)): return a.sameContent(as: b)
         default: return false
         }
     }

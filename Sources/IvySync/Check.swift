@@ -158,7 +158,7 @@ package struct BackupChecker: Sendable {
         for key in Set(local.keys).union(remote.entities.keys).sorted() {
             let entity = remote.entities[key]
             for name in Set((entity?.stale ?? []).map(\.name)).sorted() {
-                let count = listing.files.filter { $0.name == name }.count
+                let count = entity?.allFiles.filter { $0.name == name }.count ?? 0
                 check.problems.append(
                     .init(
                         kind: .duplicateName, entity: "\(key)", detail: "\(count) files on Drive are named \(name)",
@@ -273,7 +273,7 @@ package struct BackupChecker: Sendable {
         if base == nil, entry != nil, json.id == entry?.remoteFileID { return }
         if let data = try? mine.encoded() { expected.append(data) }
         let matches = expected.contains { data in
-            if let md5 = json.md5 { return md5 == Self.md5(data) }
+            if let md5 = json.md5 { return md5 == MD5.hex(data) }
             // No checksum from Drive: the same file as last agreed, of the same size.
             return json.id == entry?.remoteFileID && json.size == Int64(data.count)
         }
@@ -344,11 +344,5 @@ package struct BackupChecker: Sendable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let text = (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "?"
         return text.count > 60 ? String(text.prefix(59)) + "…" : text
-    }
-
-    static func md5(_ data: Data) -> String {
-        var digest = MD5()
-        digest.update(data)
-        return digest.finalize()
     }
 }

@@ -485,7 +485,7 @@ extension SyncEngine {
         }
         let mine = BookBackup(local, extras: try localExtras(key))
         let combined = Merge.bookMerge(local: mine, remote: remote.backup, base: base(key).backup, now: now)
-        let adopt = Self.sameContent(combined.value, remote.backup)
+        let adopt = combined.value.sameContent(as: remote.backup)
         let merged = try Self.mergeResult(combined.value, remote.backup, adopt: adopt)
         try applyRemote(key, context, recording: adopt ? remote.agreement(at: now) : nil, trash: .merge) {
             try merged.save(in: $0)
@@ -512,7 +512,7 @@ extension SyncEngine {
                 remoteUpdatedAt: remote.backup.updatedAt, baseMD5: base.audioMD5,
                 baseFileID: context.manifest[key]?.remoteMP3FileID))
         let adopt =
-            Self.sameContent(combined.value, remote.backup) && (audio.choice == .remote || localMD5 == mp3.md5)
+            combined.value.sameContent(as: remote.backup) && (audio.choice == .remote || localMD5 == mp3.md5)
         let merged = try Self.mergeResult(combined.value, remote.backup, adopt: adopt)
         let staged = audio.choice == .remote && localMD5 != mp3.md5 ? try await stageAudio(mp3) : nil
         defer { if let staged { library.discardStagedAudio(staged.path) } }
@@ -533,14 +533,5 @@ extension SyncEngine {
         if adopt { return remote }
         _ = try encoded(merged)
         return merged
-    }
-
-    /// Equal apart from when each side was written.
-    static func sameContent<Backup: StampedBackup>(_ a: Backup, _ b: Backup) -> Bool {
-        var left = a
-        var right = b
-        (left.createdAt, left.updatedAt) = (0, 0)
-        (right.createdAt, right.updatedAt) = (0, 0)
-        return left == right
     }
 }

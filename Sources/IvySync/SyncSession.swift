@@ -87,16 +87,27 @@ package final class SyncSession: Sendable {
         tokens.signIn()
     }
 
+    /// The Drive client for `token`: token provider (refreshing into `tokens`, so only under
+    /// the sync lock) → authorized transport → Drive client at the library's concurrency.
+    package static func drive(
+        library: LibraryDatabase, tokens: TokenStore, token: StoredToken, endpoints: GoogleEndpoints,
+        credentials: ClientCredentials, effects: GoogleEffects
+    ) throws -> DriveClient {
+        let provider = TokenProvider(
+            token: token, store: tokens, endpoints: endpoints, credentials: credentials, effects: effects)
+        return DriveClient(
+            drive: endpoints.drive, authorized: AuthorizedTransport(tokens: provider, transport: effects.transport),
+            concurrency: try library.number(.concurrency))
+    }
+
     /// The engine for `token`: token provider → authorized transport → Drive client.
     package func engine(
         token: StoredToken, endpoints: GoogleEndpoints, credentials: ClientCredentials, effects: GoogleEffects,
         progress: @escaping @Sendable (SyncProgress) -> Void, steps: (@Sendable (SyncStep) -> Void)? = nil
     ) throws -> SyncEngine {
-        let provider = TokenProvider(
-            token: token, store: tokens, endpoints: endpoints, credentials: credentials, effects: effects)
-        let drive = DriveClient(
-            drive: endpoints.drive, authorized: AuthorizedTransport(tokens: provider, transport: effects.transport),
-            concurrency: try library.number(.concurrency))
+        let drive = try Self.drive(
+            library: library, tokens: tokens, token: token, endpoints: endpoints, credentials: credentials,
+            effects: effects)
         return SyncEngine(
             library: library, drive: drive, clock: clock, logger: logger, progress: progress, steps: steps)
     }

@@ -217,8 +217,8 @@ package final class Watch: Sendable {
                 }
             case .failed(let message):
                 let wait = schedule.failed(at: after)
-                logger.warning(
-                    "watch backing off", metadata: ["retry_in_s": "\(wait.components.seconds)", "error": "\(message)"])
+                // The error itself is logged once, by the session that recorded it.
+                logger.warning("watch backing off", metadata: ["retry_in_s": "\(wait.components.seconds)"])
                 events(.failed(message, trigger, retryIn: wait))
             case .busy(let pid):
                 schedule.postpone(at: after, by: .seconds(1))

@@ -3,10 +3,10 @@
 /// sees as one character) are kept or dropped, never a part of one.
 ///
 /// The rules are those terminals follow (wcwidth and its successors): East Asian Wide and
-/// Fullwidth characters and emoji take two columns; combining marks, format characters
-/// (zero-width joiner, variation selectors' companions) add none to the character they join;
-/// a control character is shown escaped (`TerminalText.escaped`), so it takes the columns of
-/// its escape.
+/// Fullwidth characters and emoji take two columns; combining marks, variation selectors and
+/// the zero-width joiner add none to the character they belong to, so a ZWJ family, a flag
+/// or an emoji with a skin tone is one emoji of two; a control character is shown escaped
+/// (`TerminalText.escaped`), so it takes the columns of its escape.
 extension TerminalText {
     /// The columns `text` takes on a terminal once escaped.
     package static func width(_ text: String) -> Int {
@@ -42,7 +42,8 @@ extension TerminalText {
     }
 
     /// `text` escaped and, when it takes more than `columns`, cut to whole characters that
-    /// leave room for "…" in the last column. An escape is kept whole or left out like any other character.
+    /// leave room for "…" in the last column. An escape is kept whole or left out, like any
+    /// other character.
     package static func truncated(_ text: String, toWidth columns: Int) -> String {
         guard width(text) > columns else { return escaped(text) }
         guard columns > 0 else { return "" }

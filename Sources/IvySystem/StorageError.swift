@@ -69,8 +69,9 @@ package struct StorageError: LocalizedError, Equatable, Sendable {
             existing = parent
         }
         if info.f_flag & UInt(ST_RDONLY) != 0 { return StorageError(path: path, problem: .readOnly) }
-        // f_bfree, not f_bavail: root may write into the blocks reserved for it.
-        if info.f_bfree == 0 { return StorageError(path: path, problem: .full) }
+        // f_bfree, not f_bavail: root may write into the blocks reserved for it. A file system
+        // that reports no blocks at all (some virtual ones) is not said to be full.
+        if info.f_blocks > 0, info.f_bfree == 0 { return StorageError(path: path, problem: .full) }
         return nil
     }
 

@@ -19,11 +19,11 @@ import Synchronization
     }
 }
 
-/// The width ArgumentParser would find: COLUMNS, else the terminal's, else 80.
-func terminalWidth(_ environment: [String: String]) -> Int {
-    if let columns = environment["COLUMNS"].flatMap({ Int($0) }) { return columns }
+/// The width ArgumentParser would find: COLUMNS, else the terminal's on `descriptor`, else 80.
+@Sendable func terminalWidth(_ environment: [String: String], of descriptor: Int32 = STDOUT_FILENO) -> Int {
+    if let columns = environment["COLUMNS"].flatMap({ Int($0) }), columns > 0 { return columns }
     var size = winsize()
-    if ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+    if ioctl(descriptor, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
     return 80
 }
 
@@ -64,7 +64,8 @@ let context = Context(
     streams: Streams(output: { write($0, to: STDOUT_FILENO) }, error: { write($0, to: STDERR_FILENO) }),
     terminal: Terminal(
         input: isatty(STDIN_FILENO) == 1, output: isatty(STDOUT_FILENO) == 1, error: isatty(STDERR_FILENO) == 1,
-        width: terminalWidth(environment), noColor: environment["NO_COLOR"] != nil),
+        width: terminalWidth(environment), noColor: environment["NO_COLOR"] != nil,
+        errorWidth: { terminalWidth(environment, of: STDERR_FILENO) }),
     environment: environment,
     workingDirectory: FileManager.default.currentDirectoryPath,
     readLine: { Swift.readLine() },

@@ -23,13 +23,20 @@ package struct Terminal: Sendable {
     package var width: Int
     /// The user asked for no colour (`NO_COLOR` is set).
     package var noColor: Bool
+    /// How wide the terminal on standard error is now, for the progress line: asked at each
+    /// redraw, so a window resized during a sync still gets one line.
+    package var errorWidth: @Sendable () -> Int
 
-    package init(input: Bool, output: Bool, error: Bool, width: Int, noColor: Bool) {
+    package init(
+        input: Bool, output: Bool, error: Bool, width: Int, noColor: Bool,
+        errorWidth: @escaping @Sendable () -> Int = { 80 }
+    ) {
         self.input = input
         self.output = output
         self.error = error
         self.width = width
         self.noColor = noColor
+        self.errorWidth = errorWidth
     }
 
     /// No terminal at all, as under cron or in a test.

@@ -5,6 +5,7 @@ import IvyGoogle
 import IvyStore
 import IvySync
 import Logging
+import Synchronization
 
 extension Output {
     /// `ivy sync --verbose`: one line per finished operation, on standard output, and a failure
@@ -30,6 +31,34 @@ extension Output {
         case .failed(let reason):
             error(prefix + "failed: \(what): \(reason)")
         }
+    }
+}
+
+/// The live progress line of `ivy sync` on standard error, for a person at a terminal:
+/// rewritten in place (carriage return, text, clear to the end of the line), at most ten
+/// times a second, and cleared before the summary.
+final class ProgressLine: Sendable {
+    private let output: Output
+    private let clock: WallClock
+    private let width: @Sendable () -> Int
+    private let meter = Mutex(ProgressMeter())
+
+    init(output: Output, clock: WallClock, width: @escaping @Sendable () -> Int) {
+        self.output = output
+        self.clock = clock
+        self.width = width
+    }
+
+    func show(_ progress: SyncProgress) {
+        // Drawn under the lock: two lines written at once would garble each other.
+        meter.withLock { meter in
+            guard let reading = meter.update(progress, now: clock.now()) else { return }
+            output.errorText("\r" + reading.text(width: width()) + "\u{1B}[K")
+        }
+    }
+
+    func clear() {
+        meter.withLock { _ in output.errorText("\r\u{1B}[K") }
     }
 }
 
@@ -131,12 +160,14 @@ struct SyncCommand: ContextCommand {
         let output = home.output
         var steps: (@Sendable (SyncStep) -> Void)?
         if verbose { steps = { @Sendable step in output.step(step) } }
+        let line = live ? ProgressLine(output: output, clock: home.clock, width: home.terminal.errorWidth) : nil
+        var progress: (@Sendable (SyncProgress) -> Void)?
+        if let line { progress = { @Sendable in line.show($0) } }
         let engine = try session.engine(
             token: token, endpoints: try home.endpoints(), credentials: try home.credentials(library),
-            effects: home.google, progress: progressLine(live ? home.output : nil),
-            steps: steps)
+            effects: home.google, progress: progress, steps: steps)
         let ending = await session.run(engine, dryRun: dryRun, allowDeletes: allowDeletes, full: full)
-        if live { home.output.errorText("\r\u{1B}[K") }
+        line?.clear()
         let report = try finished(ending, output: home.output)
         guard let report else { return }
         logger.info("sync finished", metadata: ["summary": "\(report.summary)"])
@@ -187,16 +218,6 @@ struct SyncCommand: ContextCommand {
         }
         return try await LoginCommand.signIn(
             home, library: session.library, tokens: session.tokens, holdingSyncLock: true)
-    }
-
-    /// The live progress line on standard error, for a person at a terminal.
-    private func progressLine(_ output: Output?) -> @Sendable (SyncProgress) -> Void {
-        { progress in
-            guard let output else { return }
-            let megabytes = Double(progress.bytes) / 1_048_576
-            let size = progress.bytes > 0 ? String(format: ", %.1f MB", megabytes) : ""
-            output.errorText("\r\(progress.phase) \(progress.done)/\(progress.total)" + size)
-        }
     }
 
     /// The report of a sync that ran, or nil when --auto has nothing to say; a sync that

@@ -27,7 +27,10 @@ extension DriveClient {
     /// An MP3 streamed to a temporary file beside `destination`, its size and md5 checked,
     /// then renamed into place. Over the 50 MB cap it is refused before downloading; a body
     /// longer than Drive listed (or than the cap) is cut off as it streams, never kept.
-    package func downloadFile(_ file: RemoteFile, to destination: URL) async throws {
+    /// `progress` is told of its bytes as they arrive.
+    package func downloadFile(
+        _ file: RemoteFile, to destination: URL, progress: (@Sendable (Int64) -> Void)? = nil
+    ) async throws {
         if let size = file.size, let excess = AudioRules.overLimit(size) {
             throw DriveError(.fileTooLarge, message: "\(file.name) on Drive is \(excess); it was not downloaded")
         }
@@ -37,7 +40,7 @@ extension DriveClient {
         defer { try? FileManager.default.removeItem(at: temporary) }
         let request = HTTPRequest(
             method: "GET", url: http.url("drive/v3/files/\(file.id)", ["alt": "media"]),
-            responseLimit: min(file.size ?? AudioRules.maximumBytes, AudioRules.maximumBytes))
+            responseLimit: min(file.size ?? AudioRules.maximumBytes, AudioRules.maximumBytes), progress: progress)
         do {
             _ = try await http.execute(request, context: context, download: temporary)
         } catch let error as DriveError where error.kind == .fileTooLarge {

@@ -54,10 +54,12 @@ extension DriveClient {
     /// connection, a 5xx or a rate limit it asks the session what arrived and sends only the
     /// rest; a session that expired or answered another 4xx starts over (Google: "For any 4xx
     /// errors (including 403) during a resumable upload, restart the upload"), at most three
-    /// sessions in all. Over the 50 MB cap it fails before any request.
-    package func uploadMP3(name: String, file: URL, folder: String, replacing: [RemoteFile]) async throws
-        -> UploadedFile
-    {
+    /// sessions in all. Over the 50 MB cap it fails before any request. `progress` is told of
+    /// the file's bytes as they are sent (a part sent again counts again).
+    package func uploadMP3(
+        name: String, file: URL, folder: String, replacing: [RemoteFile],
+        progress: (@Sendable (Int64) -> Void)? = nil
+    ) async throws -> UploadedFile {
         let size = try LocalFile.size(of: file)
         guard AudioRules.allows(size) else {
             let message = "\(file.path) is \(AudioRules.grouped(size)) bytes; \(AudioRules.limitSentence)"
@@ -109,7 +111,7 @@ extension DriveClient {
                             HTTPRequest(
                                 method: "PUT", url: session,
                                 headers: ["Content-Range": range, "Content-Type": "audio/mpeg"],
-                                body: .file(file, range: offset..<size)))
+                                body: .file(file, range: offset..<size), progress: progress))
                     }
                 } catch let error as DriveError where error.isRetryable {
                     try await retries.backOff(after: error, retryAfter: nil)

@@ -28,16 +28,21 @@ package struct HTTPRequest: Sendable {
     /// error answer has a limit of its own (1 MiB), so a small file's limit never cuts off
     /// the JSON that says why it was refused.
     package var responseLimit: Int64
+    /// Told of the body's bytes as they go out, and of a download's as they reach its file
+    /// (an upload's answer is Drive's JSON, not the file's bytes): a chunk at a time, on the
+    /// transport's own thread, so it must be quick.
+    package var progress: (@Sendable (Int64) -> Void)?
 
     package init(
         method: String, url: URL, headers: [String: String] = [:], body: Body = .none,
-        responseLimit: Int64 = HTTPRequest.defaultResponseLimit
+        responseLimit: Int64 = HTTPRequest.defaultResponseLimit, progress: (@Sendable (Int64) -> Void)? = nil
     ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.responseLimit = responseLimit
+        self.progress = progress
     }
 }
 
@@ -145,7 +150,7 @@ package final class URLSessionTransport: HTTPTransport {
             slice = copy
             task = session.uploadTask(with: urlRequest, fromFile: copy)
         }
-        let transfer = Transfer(limit: max(0, request.responseLimit), file: file)
+        let transfer = Transfer(limit: max(0, request.responseLimit), file: file, progress: request.progress)
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
@@ -182,6 +187,13 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
         guard let transfer = transfers.withLock({ $0[dataTask.taskIdentifier] }) else { return }
         let status = (dataTask.response as? HTTPURLResponse)?.statusCode ?? 0
         if !transfer.receive(data, status: status) { dataTask.cancel() }
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
+        transfers.withLock { $0[task.taskIdentifier] }?.sent(bytesSent)
     }
 
     /// Never follow a redirect: Drive's API does not send them, and following one would carry
@@ -229,12 +241,20 @@ private final class Transfer: Sendable {
     private let limit: Int64
     private let file: Int32?
     private let path: String?
+    private let progress: (@Sendable (Int64) -> Void)?
     private let state = Mutex(State())
 
-    init(limit: Int64, file: (descriptor: Int32, path: String)?) {
+    init(limit: Int64, file: (descriptor: Int32, path: String)?, progress: (@Sendable (Int64) -> Void)?) {
         self.limit = limit
         self.file = file?.descriptor
         self.path = file?.path
+        self.progress = progress
+    }
+
+    /// Body bytes handed to the connection.
+    func sent(_ count: Int64) {
+        guard let progress, count > 0, !state.withLock({ $0.cancelled }) else { return }
+        progress(count)
     }
 
     func begin(_ continuation: CheckedContinuation<HTTPResponse, any Error>) {
@@ -256,6 +276,12 @@ private final class Transfer: Sendable {
 
     /// False when the transfer must stop: the body passed its limit or the file write failed.
     func receive(_ data: Data, status: Int) -> Bool {
+        let kept = keep(data, status: status)
+        if kept, let progress, file != nil, (200..<300).contains(status), !data.isEmpty { progress(Int64(data.count)) }
+        return kept
+    }
+
+    private func keep(_ data: Data, status: Int) -> Bool {
         state.withLock { state in
             guard !state.tooLong, state.writeError == nil, !state.cancelled else { return false }
             let success = (200..<300).contains(status)

@@ -132,13 +132,17 @@ extension ClipBackup: EntityBackup {
 }
 
 extension SyncEngine {
-    func perform(_ action: PlannedAction, _ context: Context) async throws -> Outcome {
+    /// Told of MP3 bytes as they move, a chunk at a time.
+    typealias Moved = @Sendable (Int64) -> Void
+
+    /// Carries out one action; `moved` is told of its MP3 bytes as they move.
+    func perform(_ action: PlannedAction, _ context: Context, moved: Moved?) async throws -> Outcome {
         let key = action.key
         do {
             switch action.action {
-            case .upload: return try await upload(action, context)
-            case .download: return try await download(action, context)
-            case .merge: return try await merge(action, context)
+            case .upload: return try await upload(action, context, moved)
+            case .download: return try await download(action, context, moved)
+            case .merge: return try await merge(action, context, moved)
             case .deleteRemote:
                 for file in action.remote?.allFiles ?? [] { try await drive.delete(file.id) }
                 try library.forgetSynced(key, queuedAt: context.queuedAt(key))
@@ -252,7 +256,7 @@ extension SyncEngine {
 
     // MARK: upload
 
-    private func upload(_ action: PlannedAction, _ context: Context) async throws -> Outcome {
+    private func upload(_ action: PlannedAction, _ context: Context, _ moved: Moved?) async throws -> Outcome {
         let key = action.key
         switch key.kind {
         case .book:
@@ -262,7 +266,7 @@ extension SyncEngine {
         case .clip:
             guard let clip = try library.clip(id: key.id) else { return Outcome(key: key, result: .nothing) }
             let backup = ClipBackup(clip, extras: try localExtras(key))
-            let bytes = try await push(clip: backup, replacing: action.remote, context)
+            let bytes = try await push(clip: backup, replacing: action.remote, context, moved)
             return Outcome(key: key, result: .done(.upload, conflict: false), bytes: bytes, bytesUp: bytes)
         }
         return Outcome(key: key, result: .done(.upload, conflict: false))
@@ -303,7 +307,9 @@ extension SyncEngine {
     /// Uploads a clip: JSON, then the MP3 (kept when Drive already has the same bytes). If
     /// the MP3 of a clip new to Drive fails, its JSON is deleted again; a replaced clip keeps
     /// its new JSON so it never looks deleted. Returns the MP3 bytes sent.
-    private func push(clip: ClipBackup, replacing remote: RemoteEntity?, _ context: Context) async throws -> Int64 {
+    private func push(
+        clip: ClipBackup, replacing remote: RemoteEntity?, _ context: Context, _ moved: Moved?
+    ) async throws -> Int64 {
         let key = EntityKey(.clip, clip.id)
         let audio = URL(fileURLWithPath: library.audioPath(clipID: clip.id))
         guard library.hasAudio(clipID: clip.id) else {
@@ -335,7 +341,7 @@ extension SyncEngine {
             do {
                 mp3ID = try await drive.uploadMP3(
                     name: mp3Name, file: audio, folder: context.folders.clips[0],
-                    replacing: files.filter { $0.name == mp3Name }
+                    replacing: files.filter { $0.name == mp3Name }, progress: moved
                 ).id
             } catch {
                 // Only a clip new to Drive is rolled back. Once an older copy existed, other
@@ -414,7 +420,7 @@ extension SyncEngine {
         return (fetched, mp3)
     }
 
-    private func download(_ action: PlannedAction, _ context: Context) async throws -> Outcome {
+    private func download(_ action: PlannedAction, _ context: Context, _ moved: Moved?) async throws -> Outcome {
         let key = action.key
         switch key.kind {
         case .book:
@@ -425,7 +431,7 @@ extension SyncEngine {
         case .clip:
             let (fetched, mp3) = try await fetchClip(action.remote)
             let audioKept = context.manifest[key]?.remoteMP3FileID == mp3.id && library.hasAudio(clipID: key.id)
-            let staged = audioKept ? nil : try await stageAudio(mp3)
+            let staged = audioKept ? nil : try await stageAudio(mp3, moved)
             defer { if let staged { library.discardStagedAudio(staged.path) } }
             let audioFile = URL(fileURLWithPath: staged?.path ?? library.audioPath(clipID: key.id))
             let audioMD5 = try mp3.md5 ?? LocalFile.md5(of: audioFile)
@@ -440,10 +446,10 @@ extension SyncEngine {
 
     /// Downloads an MP3 (checked against Drive's size and md5) to a staging file beside the
     /// audio; it is moved into place only inside the transaction that checks its row.
-    private func stageAudio(_ mp3: RemoteFile) async throws -> StagedAudio {
+    private func stageAudio(_ mp3: RemoteFile, _ moved: Moved?) async throws -> StagedAudio {
         let staged = try library.downloadStagingPath()
         do {
-            try await drive.downloadFile(mp3, to: URL(fileURLWithPath: staged))
+            try await drive.downloadFile(mp3, to: URL(fileURLWithPath: staged), progress: moved)
         } catch {
             library.discardStagedAudio(staged)
             throw error
@@ -464,14 +470,14 @@ extension SyncEngine {
     /// adopted exactly (its `updated_at` included) so every device ends with identical rows;
     /// otherwise the merge is applied here and pushed. Drive's copy unreadable: the local
     /// one replaces it.
-    private func merge(_ action: PlannedAction, _ context: Context) async throws -> Outcome {
+    private func merge(_ action: PlannedAction, _ context: Context, _ moved: Moved?) async throws -> Outcome {
         do {
             switch action.key.kind {
             case .book: return try await mergeBook(action, context)
-            case .clip: return try await mergeClip(action, context)
+            case .clip: return try await mergeClip(action, context, moved)
             }
         } catch SyncFailure.unusableRemote(let file, let reason) {
-            let outcome = try await upload(action, context)
+            let outcome = try await upload(action, context, moved)
             var reported = outcome
             if case .done = outcome.result { reported.result = .done(.upload, conflict: false) }
             logger.warning("replaced an unreadable Drive file", metadata: ["file": "\(file)", "reason": "\(reason)"])
@@ -498,7 +504,7 @@ extension SyncEngine {
     }
 
     /// A clip's merge is a book's with the audio as one more field (`Merge.audio`).
-    private func mergeClip(_ action: PlannedAction, _ context: Context) async throws -> Outcome {
+    private func mergeClip(_ action: PlannedAction, _ context: Context, _ moved: Moved?) async throws -> Outcome {
         let key = action.key
         let now = clock.now()
         let (remote, mp3) = try await fetchClip(action.remote)
@@ -517,12 +523,12 @@ extension SyncEngine {
         let adopt =
             combined.value.sameContent(as: remote.backup) && (audio.choice == .remote || localMD5 == mp3.md5)
         let merged = try Self.mergeResult(combined.value, remote.backup, adopt: adopt)
-        let staged = audio.choice == .remote && localMD5 != mp3.md5 ? try await stageAudio(mp3) : nil
+        let staged = audio.choice == .remote && localMD5 != mp3.md5 ? try await stageAudio(mp3, moved) : nil
         defer { if let staged { library.discardStagedAudio(staged.path) } }
         let agreement = adopt ? remote.agreement(mp3: mp3, audioMD5: mp3.md5 ?? localMD5, at: now) : nil
         try applyRemote(key, context, recording: agreement, audio: staged, trash: .merge) { try merged.save(in: $0) }
         let down = staged?.bytes ?? 0
-        let up = adopt ? 0 : try await push(clip: merged, replacing: action.remote, context)
+        let up = adopt ? 0 : try await push(clip: merged, replacing: action.remote, context, moved)
         let conflict = !combined.conflicts.isEmpty || audio.conflict
         return Outcome(
             key: key, result: .done(.merge, conflict: conflict), bytes: up + down, bytesUp: up, bytesDown: down)

@@ -2,6 +2,7 @@ import Foundation
 import IvyCore
 import IvyGoogle
 import IvyStore
+import IvySystem
 import Logging
 import Synchronization
 
@@ -49,14 +50,6 @@ package enum SyncError: LocalizedError, Equatable {
     }
 }
 
-/// Where a sync stands, for the live progress line.
-package struct SyncProgress: Sendable {
-    package var phase: String
-    package var done: Int
-    package var total: Int
-    package var bytes: Int64
-}
-
 /// One finished operation, for `ivy sync --verbose`: told as it finishes, in the order they
 /// finish. What the report counts, one at a time.
 package struct SyncStep: Sendable {
@@ -83,7 +76,9 @@ package final class SyncEngine: Sendable {
     let drive: DriveClient
     let clock: WallClock
     let logger: Logger
-    let progress: @Sendable (SyncProgress) -> Void
+    /// Told where the sync stands, bytes included as they move; nil (no terminal) saves
+    /// counting them.
+    let progress: (@Sendable (SyncProgress) -> Void)?
     /// Told of each finished operation; nil (the usual case) saves looking up titles.
     let steps: (@Sendable (SyncStep) -> Void)?
     /// Waits out the deadline; injected so tests decide when it passes.
@@ -93,7 +88,7 @@ package final class SyncEngine: Sendable {
 
     package init(
         library: LibraryDatabase, drive: DriveClient, clock: WallClock, logger: Logger,
-        progress: @escaping @Sendable (SyncProgress) -> Void = { _ in },
+        progress: (@Sendable (SyncProgress) -> Void)? = nil,
         steps: (@Sendable (SyncStep) -> Void)? = nil,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) {
@@ -165,11 +160,13 @@ package final class SyncEngine: Sendable {
         }
         let trashDays = try library.number(.trashDays)
         let context = Context(gathered, syncStarted: started, keepsTrash: trashDays > 0)
-        let tick = progressTicker(total: plan.actions.count + plan.staleDuplicates.count)
-        let outcomes = try await execute(plan.actions, context, stopping: options.stopping, tick: tick)
+        let tally = progress.map { told in
+            TransferTally(plan, expected: { self.expectedBytes($0, context) }, progress: told)
+        }
+        let outcomes = try await execute(plan.actions, context, stopping: options.stopping, tally: tally)
         for outcome in outcomes { report.add(outcome) }
         report.leftForNextSync = plan.actions.count - outcomes.count
-        try await settle(plan, context, into: &report, stopping: options.stopping, tick: tick)
+        try await settle(plan, context, into: &report, stopping: options.stopping, tally: tally)
         report.orphanClips = try library.orphanClipCount()
         purgeTrash(keepingDays: trashDays)
         try finish(&report, started: started)
@@ -206,7 +203,7 @@ package final class SyncEngine: Sendable {
     private func gather(_ options: SyncOptions, fullListing forced: String? = nil) async throws -> Gathered {
         // Under the sync lock no other transfer is running: these are a killed run's.
         if !options.dryRun { library.removeTransferLeftovers() }
-        progress(SyncProgress(phase: "listing Drive", done: 0, total: 0, bytes: 0))
+        progress?(SyncProgress(phase: "listing Drive"))
 
         let remembered = try library.rememberedFolders()
         var fullListingReason = forced ?? (options.full ? "--full" : nil)
@@ -299,16 +296,24 @@ package final class SyncEngine: Sendable {
                 allowLocalDeletes: options.allowDeletes, folderIsRecorded: gathered.folderIsRecorded))
     }
 
-    /// Counts finished operations into the live progress line.
-    private func progressTicker(total: Int) -> @Sendable (Int64) -> Void {
-        let done = Mutex((count: 0, bytes: Int64(0)))
-        return { [progress] bytes in
-            let state = done.withLock { value in
-                value.count += 1
-                value.bytes += bytes
-                return value
-            }
-            progress(SyncProgress(phase: "syncing", done: state.count, total: total, bytes: state.bytes))
+    /// The MP3 bytes an action is expected to move, for the progress line's total: a clip's
+    /// audio to upload (none when Drive's MP3 has its size: most likely the same bytes, kept)
+    /// or Drive's MP3 to download (none when the one here is that file). A merge's audio is
+    /// counted as it moves; each action's figure is set right when it finishes.
+    private func expectedBytes(_ action: PlannedAction, _ context: Context) -> Int64 {
+        let key = action.key
+        guard key.kind == .clip else { return 0 }
+        switch action.action {
+        case .upload:
+            let audio = URL(fileURLWithPath: library.audioPath(clipID: key.id))
+            guard let size = try? LocalFile.size(of: audio), action.remote?.mp3?.size != size else { return 0 }
+            return size
+        case .download:
+            guard let mp3 = action.remote?.mp3 else { return 0 }
+            let kept = context.manifest[key]?.remoteMP3FileID == mp3.id && library.hasAudio(clipID: key.id)
+            return kept ? 0 : mp3.size ?? 0
+        case .merge, .deleteRemote, .deleteLocal:
+            return 0
         }
     }
 
@@ -316,17 +321,17 @@ package final class SyncEngine: Sendable {
     /// finishes. An error that stops the sync (`SyncFailure`) ends them all; `stopping`
     /// starts no more, and those not started wait for the next sync.
     private func execute(
-        _ actions: [PlannedAction], _ context: Context, stopping: @Sendable () -> Bool,
-        tick: @escaping @Sendable (Int64) -> Void
+        _ actions: [PlannedAction], _ context: Context, stopping: @Sendable () -> Bool, tally: TransferTally?
     ) async throws -> [Outcome] {
         try await withThrowingTaskGroup(of: Outcome.self) { group in
             var results: [Outcome] = []
-            var pending = actions[...]
+            var pending = actions.enumerated()[...]
             func launch() {
-                guard !Task.isCancelled, !stopping(), let action = pending.popFirst() else { return }
+                guard !Task.isCancelled, !stopping(), let (index, action) = pending.popFirst() else { return }
                 group.addTask { [self] in
-                    let outcome = try await self.perform(action, context)
-                    tick(outcome.bytes)
+                    let moved = tally.map { tally in { @Sendable bytes in tally.moved(bytes, by: index) } }
+                    let outcome = try await self.perform(action, context, moved: moved)
+                    tally?.finished(index, bytes: outcome.bytes)
                     self.tell(outcome, context.snapshot)
                     return outcome
                 }
@@ -344,7 +349,7 @@ package final class SyncEngine: Sendable {
     /// of entities gone on both sides and queue items with nothing left to push dropped.
     private func settle(
         _ plan: SyncPlan, _ context: Context, into report: inout SyncReport, stopping: @Sendable () -> Bool,
-        tick: @Sendable (Int64) -> Void
+        tally: TransferTally?
     ) async throws {
         for stale in plan.staleDuplicates {
             try Task.checkCancellation()
@@ -360,7 +365,7 @@ package final class SyncEngine: Sendable {
                 report.failures.append(.init(entity: stale.file.name, reason: reason))
                 steps?(SyncStep(entity: stale.file.name, result: .failed(reason)))
             }
-            tick(0)
+            tally?.finished(nil, bytes: 0)
         }
         try library.cleanUpManifest(plan.manifestCleanup)
         for key in plan.droppedQueueItems { try library.dropQueueItem(key, queuedAt: context.queuedAt(key)) }

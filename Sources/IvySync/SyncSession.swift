@@ -103,7 +103,7 @@ package final class SyncSession: Sendable {
     /// The engine for `token`: token provider → authorized transport → Drive client.
     package func engine(
         token: StoredToken, endpoints: GoogleEndpoints, credentials: ClientCredentials, effects: GoogleEffects,
-        progress: @escaping @Sendable (SyncProgress) -> Void, steps: (@Sendable (SyncStep) -> Void)? = nil
+        progress: (@Sendable (SyncProgress) -> Void)?, steps: (@Sendable (SyncStep) -> Void)? = nil
     ) throws -> SyncEngine {
         let drive = try Self.drive(
             library: library, tokens: tokens, token: token, endpoints: endpoints, credentials: credentials,

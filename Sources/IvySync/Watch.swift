@@ -326,7 +326,7 @@ package final class WatchSyncs: Sendable {
             }
             let engine = try session.engine(
                 token: token, endpoints: endpoints, credentials: try credentials(),
-                effects: effects.withLock { $0 }, progress: { _ in }, steps: steps)
+                effects: effects.withLock { $0 }, progress: nil, steps: steps)
             let ending = await session.run(
                 engine, dryRun: false, allowDeletes: false, full: memory.first && full, knownSkips: memory.skips,
                 knownDoubt: memory.doubt, stopping: { stop.requested })

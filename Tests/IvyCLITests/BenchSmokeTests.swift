@@ -33,7 +33,8 @@ struct BenchSmokeTests {
             "d_noop_requests", "e_ten_edits_requests", "f_peak_rss_upload_mb", "f_peak_rss_download_mb",
             "g_auto_skip_cooldown_seconds", "g_auto_skip_signed_out_seconds", "h_noop_10k_requests",
             "h_book_list_json_seconds", "j_propagation_median", "j_idle_requests_per_interval_a",
-            "j_idle_requests_per_interval_b", "j_idle_cpu_a", "j_idle_cpu_b",
+            "j_idle_requests_per_interval_b", "j_idle_cpu_a", "j_idle_cpu_b", "k_upload_terminal_wall_seconds",
+            "k_download_pipe_cpu_seconds",
         ] {
             #expect(figures.contains(figure), "missing \(figure)")
         }

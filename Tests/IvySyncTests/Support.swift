@@ -139,14 +139,16 @@ final class Device: Sendable {
         return signedIn.forgotOtherAccount
     }
 
-    func sync(_ options: SyncOptions = .init()) async throws -> SyncReport {
+    func sync(
+        _ options: SyncOptions = .init(), progress: (@Sendable (SyncProgress) -> Void)? = nil
+    ) async throws -> SyncReport {
         let tokens = try #require(provider.withLock { $0 }, "\(name) is not signed in")
         let drive = DriveClient(
             drive: world.endpoints.drive, authorized: AuthorizedTransport(tokens: tokens, transport: world.transport),
             concurrency: 8, sleep: retrySleep)
         let engine = SyncEngine(
             library: library, drive: drive, clock: world.clock.clock,
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), progress: progress)
         return try await engine.run(options)
     }
 

@@ -22,7 +22,7 @@ package struct EmulatorReply: Sendable {
     }
 
     package static func json(_ status: Int, _ object: [String: Any], headers: [String: String] = [:]) -> EmulatorReply {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        let data = ReplyJSON.data(object)
         var all = headers
         all["Content-Type"] = "application/json; charset=UTF-8"
         return EmulatorReply(status: status, headers: all, body: data)
@@ -484,11 +484,15 @@ package actor EmulatorState {
 
     /// True when the file or any folder above it is trashed.
     func isTrashed(_ file: DriveFile) -> Bool {
-        var current: DriveFile? = file
-        var seen: Set<String> = []
-        while let item = current, seen.insert(item.id).inserted {
+        if file.explicitlyTrashed { return true }
+        // Up the first parents; a chain longer than there are files has gone round a cycle
+        // (which Drive forbids, but the state file could hold), so it ends there.
+        var parent = file.parents.first
+        var steps = 0
+        while let id = parent, let item = files[id], steps < files.count {
             if item.explicitlyTrashed { return true }
-            current = item.parents.first.flatMap { files[$0] }
+            parent = item.parents.first
+            steps += 1
         }
         return false
     }

@@ -97,7 +97,7 @@ struct Serve: AsyncParsableCommand {
         var exportLine = "export IVY_OAUTH_URL=\(shellQuoted(url)) IVY_DRIVE_URL=\(shellQuoted(url))"
         if detached { exportLine += " IVY_EMULATOR_PID=\(getpid())" }
         do {
-            if let envFile { try writePrivately(exportLine + "\n", to: envFile) }
+            if let envFile { try writePrivately(Data((exportLine + "\n").utf8), to: envFile, as: "env file") }
             if detached { try leaveStarter(reporting: exportLine) }
         } catch {
             await emulator.stop()
@@ -120,8 +120,8 @@ struct Serve: AsyncParsableCommand {
         await stop.wait()
         await emulator.stop()
         if let state {
-            let data = try await emulatorState.snapshot()
-            try data.write(to: URL(fileURLWithPath: state), options: .atomic)
+            // It holds the emulated accounts' tokens: private, as ivy keeps its own.
+            try writePrivately(try await emulatorState.snapshot(), to: state, as: "state file")
         }
     }
 
@@ -236,23 +236,30 @@ func shellQuoted(_ text: String) -> String {
     return "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
 }
 
-/// Writes `text` to `path` as a new 0600 file put in place by rename: a reader sees the old
+/// Writes `data` to `path` as a new 0600 file put in place by rename: a reader sees the old
 /// file or the whole new one, never a part, and never with wider permissions.
-func writePrivately(_ text: String, to path: String) throws {
+func writePrivately(_ data: Data, to path: String, as what: String) throws {
     let temporary = path + ".\(getpid()).tmp"
     let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
     guard descriptor >= 0 else {
-        throw EmulatorFailure("cannot write the env file \(path): \(String(cString: strerror(errno)))")
+        throw EmulatorFailure("cannot write the \(what) \(path): \(String(cString: strerror(errno)))")
     }
-    let bytes = Array(text.utf8)
-    let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-    let synced = fsync(descriptor) == 0
-    let failure = errno
+    var failure: Int32 = 0
+    var rest = data[...]
+    while !rest.isEmpty && failure == 0 {
+        let written = rest.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+        if written < 0 {
+            if errno != EINTR { failure = errno }
+        } else {
+            rest = rest.dropFirst(written)
+        }
+    }
+    if failure == 0 && fsync(descriptor) != 0 { failure = errno }
     close(descriptor)
-    guard written == bytes.count, synced, rename(temporary, path) == 0 else {
-        let reason = String(cString: strerror(written == bytes.count && synced ? errno : failure))
+    if failure == 0 && rename(temporary, path) != 0 { failure = errno }
+    if failure != 0 {
         unlink(temporary)
-        throw EmulatorFailure("cannot write the env file \(path): \(reason)")
+        throw EmulatorFailure("cannot write the \(what) \(path): \(String(cString: strerror(failure)))")
     }
 }
 

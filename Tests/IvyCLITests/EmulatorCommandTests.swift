@@ -87,7 +87,9 @@ struct EmulatorCommandTests {
         #expect(pending["user_codes"] as? [String] == stale.sorted())
 
         try await started.stopAndWait(log: logFile)
-        #expect(FileManager.default.fileExists(atPath: stateFile))
+        // It holds the emulated accounts' tokens.
+        let stateMode = try FileManager.default.attributesOfItem(atPath: stateFile)[.posixPermissions] as? Int
+        #expect(stateMode == 0o600)
         let log = try String(contentsOfFile: logFile, encoding: .utf8)
         #expect(log.hasPrefix(url + "\n" + line + "\n"), "\(log)")
     }

@@ -318,7 +318,9 @@ struct Target: ParsableArguments {
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
         configuration.urlCredentialStorage = nil
-        configuration.timeoutIntervalForRequest = 10
+        // Generous: an emulator in a busy test process can take a while to answer; one that is
+        // not running at all is refused at once.
+        configuration.timeoutIntervalForRequest = 60
         return URLSession(configuration: configuration)
     }()
 
@@ -345,6 +347,8 @@ struct Target: ParsableArguments {
         let response: URLResponse
         do {
             (data, response) = try await Self.session.data(for: request)
+        } catch let error as URLError where error.code == .timedOut {
+            throw EmulatorFailure("the emulator at \(url) did not answer within a minute")
         } catch {
             throw NoEmulator(url: url)
         }

@@ -132,7 +132,7 @@ struct SyncCommand: ContextCommand {
         var steps: (@Sendable (SyncStep) -> Void)?
         if verbose { steps = { @Sendable step in output.step(step) } }
         let engine = try session.engine(
-            token: token, endpoints: try home.endpoints(), credentials: try home.credentials(library),
+            token: token, endpoints: try home.endpoints(for: token), credentials: try home.credentials(library),
             effects: home.google, progress: progressLine(live ? home.output : nil),
             steps: steps)
         let ending = await session.run(engine, dryRun: dryRun, allowDeletes: allowDeletes, full: full)

@@ -159,7 +159,10 @@ struct StatusCommand: ContextCommand {
             fields.append(("google", "not Google: \(endpoints.oauth.absoluteString)"))
         case .success(let endpoints):
             fields.append(
-                ("google", "not Google: OAuth \(endpoints.oauth.absoluteString), Drive \(endpoints.drive.absoluteString)"))
+                (
+                    "google",
+                    "not Google: OAuth \(endpoints.oauth.absoluteString), Drive \(endpoints.drive.absoluteString)"
+                ))
         case .failure(let problem):
             fields.append(("google", "refused: \(problem.localizedDescription)"))
         }

@@ -37,7 +37,8 @@ struct SyncWatch {
         if verbose { steps = { @Sendable step in display.step(step) } }
         let syncs = WatchSyncs(
             library: library, tokens: home.tokenStore(warn: { logger.warning("\($0)") }),
-            lockFile: home.paths.lockFile, clock: home.clock, logger: logger, endpoints: { try home.endpoints(for: $0) },
+            lockFile: home.paths.lockFile, clock: home.clock, logger: logger,
+            endpoints: { try home.endpoints(for: $0) },
             credentials: { try home.credentials(library) }, effects: { home.google }, full: full,
             steps: steps)
         let watch = Watch(

@@ -288,7 +288,8 @@ package final class WatchSyncs: Sendable {
 
     package init(
         library: LibraryDatabase, tokens: TokenStore, lockFile: String, clock: WallClock, logger: Logger,
-        endpoints: @escaping @Sendable (StoredToken) throws -> GoogleEndpoints, credentials: @escaping @Sendable () throws -> ClientCredentials,
+        endpoints: @escaping @Sendable (StoredToken) throws -> GoogleEndpoints,
+        credentials: @escaping @Sendable () throws -> ClientCredentials,
         effects: @escaping @Sendable () -> GoogleEffects, full: Bool,
         steps: (@Sendable (SyncStep) -> Void)? = nil
     ) {

@@ -140,7 +140,8 @@ struct SignInEndpointTests {
             try JSONSerialization.data(withJSONObject: token).write(to: URL(fileURLWithPath: file))
             chmod(file, 0o600)
             let sync = try await ivy.run(
-                ["sync"], environment: Self.servers(emulator).merging(["IVY_CLIENT_ID": "c", "IVY_CLIENT_SECRET": "s"]) {
+                ["sync"],
+                environment: Self.servers(emulator).merging(["IVY_CLIENT_ID": "c", "IVY_CLIENT_SECRET": "s"]) {
                     $1
                 })
             #expect(sync.status == 3 && sync.stderr.contains("https://oauth2.googleapis.com"), "\(sync.stderr)")

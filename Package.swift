@@ -133,6 +133,8 @@ let package = Package(
             name: "IvyCLITests",
             dependencies: [
                 "IvyCLI",
+                // Built first too: the emulator walkthrough tests run its binary.
+                "IvyEmulator",
                 "IvyCommands",
                 "GoogleEmulator",
                 "IvyTestSupport",

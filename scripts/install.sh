@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Builds ivy in release mode and installs the binary, its man page, shell completions and a
-# systemd user unit for `ivy sync --watch`.
+# Builds ivy in release mode and installs the binary, its man page, shell completions, a
+# systemd user unit for `ivy sync --watch`, and ivy-emulator (a fake Google to try ivy with).
 set -euo pipefail
 
 usage() {
     cat <<'EOF'
 Usage: scripts/install.sh [--uninstall] [--help]
 
-Builds ivy (swift build -c release --product ivy) and installs
+Builds ivy and ivy-emulator (swift build -c release) and installs
   $PREFIX/bin/ivy
+  $PREFIX/bin/ivy-emulator
+    (a fake Google on 127.0.0.1 for trying ivy without an account; see the README)
   $PREFIX/share/man/man1/ivy.1
   $PREFIX/share/bash-completion/completions/ivy
   $PREFIX/share/zsh/site-functions/_ivy
@@ -28,6 +30,9 @@ Environment:
   IVY_BUILD_PATH  Build directory, passed to swift build as --scratch-path
                   (default: the package's .build).
   IVY_BINARY      Install this already built ivy instead of building one.
+  IVY_EMULATOR_BINARY
+                  Install this already built ivy-emulator instead of building one
+                  (default with IVY_BINARY: the ivy-emulator beside it, if any).
 EOF
 }
 
@@ -43,6 +48,7 @@ done
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 prefix="${PREFIX:-$HOME/.local}"
 binary="$prefix/bin/ivy"
+emulator="$prefix/bin/ivy-emulator"
 manpage="$prefix/share/man/man1/ivy.1"
 bash_completion="$prefix/share/bash-completion/completions/ivy"
 zsh_completion="$prefix/share/zsh/site-functions/_ivy"
@@ -68,7 +74,7 @@ if "$uninstall"; then
     if [ -e "$unit" ]; then
         echo "note: if ivy-watch is running, stop it: systemctl --user stop ivy-watch"
     fi
-    for file in "$binary" "$manpage" "$bash_completion" "$zsh_completion" "$fish_completion" "$unit"; do
+    for file in "$binary" "$emulator" "$manpage" "$bash_completion" "$zsh_completion" "$fish_completion" "$unit"; do
         if [ -e "$file" ] || [ -L "$file" ]; then
             rm -f "$file"
             echo "removed $file"
@@ -79,25 +85,44 @@ if "$uninstall"; then
     exit 0
 fi
 
-if [ -n "${IVY_BINARY:-}" ]; then
-    built="$IVY_BINARY"
-else
-    build=(swift build -c release --product ivy --package-path "$root")
+# What to install: binaries given, else built. One build makes both: without --product,
+# swift build builds every product of the package (ivy, ivy-emulator and the small ivy-soak).
+built="${IVY_BINARY:-}"
+built_emulator="${IVY_EMULATOR_BINARY:-}"
+if [ -n "$built" ] && [ -z "$built_emulator" ] && [ -x "$(dirname "$built")/ivy-emulator" ]; then
+    built_emulator="$(dirname "$built")/ivy-emulator"
+fi
+if [ -z "$built" ]; then
+    build=(swift build -c release --package-path "$root")
+    if [ -n "$built_emulator" ]; then
+        build+=(--product ivy)
+    fi
     if [ -n "${IVY_BUILD_PATH:-}" ]; then
         build+=(--scratch-path "$IVY_BUILD_PATH")
     fi
     echo "building: ${build[*]}"
     "${build[@]}"
-    built="$("${build[@]}" --show-bin-path)/ivy"
+    bin_path="$("${build[@]}" --show-bin-path)"
+    built="$bin_path/ivy"
+    if [ -z "$built_emulator" ]; then
+        built_emulator="$bin_path/ivy-emulator"
+    fi
 fi
 if [ ! -x "$built" ]; then
     echo "install.sh: the build did not produce $built" >&2
+    exit 1
+fi
+if [ -n "$built_emulator" ] && [ ! -x "$built_emulator" ]; then
+    echo "install.sh: no ivy-emulator program at $built_emulator" >&2
     exit 1
 fi
 
 install -d -m 0755 "$prefix/bin" "$prefix/share/man/man1" "$(dirname "$bash_completion")" \
     "$(dirname "$zsh_completion")" "$(dirname "$fish_completion")" "$unit_directory"
 install -m 0755 "$built" "$binary"
+if [ -n "$built_emulator" ]; then
+    install -m 0755 "$built_emulator" "$emulator"
+fi
 install -m 0644 "$root/man/ivy.1" "$manpage"
 # Completions come from the parser itself, so they always match the commands.
 for shell in bash zsh fish; do
@@ -115,7 +140,13 @@ done
 # $VARIABLES in the command's own path). systemd refuses to run a path with quotes, a backslash
 # or control characters in it at all.
 exec_path="$(cd "$prefix/bin" && pwd)/ivy"
-installed=("$binary" "$manpage" "$bash_completion" "$zsh_completion" "$fish_completion")
+installed=("$binary")
+if [ -n "$built_emulator" ]; then
+    installed+=("$emulator")
+else
+    echo "note: not installing ivy-emulator: none beside $built; set IVY_EMULATOR_BINARY to install one"
+fi
+installed+=("$manpage" "$bash_completion" "$zsh_completion" "$fish_completion")
 case "$exec_path" in
     *[\"\'\\[:cntrl:]]*)
         echo "install.sh: not installing $unit: systemd cannot run $exec_path (quotes or backslashes)" >&2

@@ -11,12 +11,23 @@ extension EmulatorState {
         do {
             switch (request.method, segments) {
             case ("GET", ["pending"]):
-                return .json(200, ["user_codes": pendingUserCodes()])
+                let signIns = pendingSignIns()
+                return .json(
+                    200,
+                    [
+                        "user_codes": signIns.map(\.userCode).sorted(),
+                        "sign_ins": signIns.map { signIn -> [String: Any] in
+                            [
+                                "user_code": signIn.userCode, "client_id": signIn.clientID, "order": signIn.order,
+                                "idle_seconds": signIn.idleSeconds, "abandoned": signIn.abandoned,
+                            ]
+                        },
+                    ])
             case ("POST", ["approve"]):
-                try approve(
+                let approved = try approveNaming(
                     userCode: body["user_code"] as? String, email: body["email"] as? String,
                     scope: body["scope"] as? String)
-                return ok
+                return .json(200, ["ok": true, "user_code": approved.userCode, "email": approved.email])
             case ("POST", ["deny"]):
                 try deny(userCode: body["user_code"] as? String)
                 return ok

@@ -77,6 +77,10 @@ struct DeviceSession: Sendable, Codable {
     var userCode: String
     var clientID: String
     var scope: String
+    /// When the code was asked for, and how many were asked for before it: which sign-in is
+    /// the newest, even under a frozen clock.
+    var requestedAt: Date
+    var order: Int
     var expiresAt: Date
     var interval: Int
     var lastPoll: Date?
@@ -173,6 +177,8 @@ package actor EmulatorState {
     package private(set) var requests: [LoggedRequest] = []
 
     var devices: [String: DeviceSession] = [:]
+    /// How many device codes were asked for: the next sign-in's `order`.
+    var deviceCodesIssued = 0
     var refreshTokens: [String: RefreshGrant] = [:]
     var accessTokens: [String: AccessGrant] = [:]
     var files: [String: DriveFile] = [:]
@@ -326,13 +332,35 @@ package actor EmulatorState {
 
     /// The user codes of sign-ins waiting for a person.
     package func pendingUserCodes() -> [String] {
+        pendingSignIns().map(\.userCode).sorted()
+    }
+
+    /// The sign-ins waiting for a person, oldest first.
+    package func pendingSignIns() -> [PendingSignIn] {
         let time = now()
-        return devices.values.filter { $0.decision == .pending && $0.expiresAt > time }.map(\.userCode).sorted()
+        return devices.values.filter { $0.decision == .pending && $0.expiresAt > time }.sorted { $0.order < $1.order }
+            .map { session in
+                let idle = time.timeIntervalSince(session.lastPoll ?? session.requestedAt)
+                // A client polls every interval (backing off on trouble, but not for long): one
+                // silent for a minute and several intervals was stopped, and its sign-in can
+                // no longer reach anyone.
+                let abandoned = idle > max(60, 3 * Double(session.interval))
+                return PendingSignIn(
+                    userCode: session.userCode, clientID: session.clientID, order: session.order,
+                    idleSeconds: idle, abandoned: abandoned)
+            }
     }
 
     /// A person approves a sign-in, choosing the account. With no code given, the only pending
     /// one. `scope` is what they allowed when they unticked some of what was asked for.
     package func approve(userCode: String?, email: String?, scope: String? = nil) throws(EmulatorControlError) {
+        _ = try approveNaming(userCode: userCode, email: email, scope: scope)
+    }
+
+    /// `approve`, answering the code approved and the account chosen.
+    func approveNaming(
+        userCode: String?, email: String?, scope: String?
+    ) throws(EmulatorControlError) -> (userCode: String, email: String) {
         let key = try pendingDevice(userCode)
         let chosen = email ?? accounts.first?.email
         guard let chosen, accounts.contains(where: { $0.email == chosen }) else {
@@ -340,6 +368,7 @@ package actor EmulatorState {
         }
         devices[key]?.decision = .approved(email: chosen)
         devices[key]?.grantedScope = scope
+        return (devices[key]?.userCode ?? "", chosen)
     }
 
     package func deny(userCode: String?) throws(EmulatorControlError) {
@@ -566,4 +595,16 @@ package actor EmulatorState {
 package struct EmulatorControlError: Error, Sendable, CustomStringConvertible {
     package let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// A sign-in waiting for a person, as the control API shows it.
+package struct PendingSignIn: Sendable, Equatable {
+    package var userCode: String
+    package var clientID: String
+    /// Its place among every sign-in asked for: a larger one is newer.
+    package var order: Int
+    /// Seconds since the client last polled for it (or asked for it, before its first poll).
+    package var idleSeconds: Double
+    /// Nobody has polled for it in a long while: the `ivy login` that asked for it was stopped.
+    package var abandoned: Bool
 }

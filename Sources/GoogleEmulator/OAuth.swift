@@ -32,11 +32,13 @@ extension EmulatorState {
             String((0..<4).map { _ in letters[Int.random(in: 0..<letters.count, using: &random)] })
         }.joined(separator: "-")
         let session = DeviceSession(
-            deviceCode: deviceCode, userCode: userCode, clientID: clientID, scope: scope,
-            expiresAt: now().addingTimeInterval(TimeInterval(deviceCodeLifetime)), interval: pollInterval,
+            deviceCode: deviceCode, userCode: userCode, clientID: clientID, scope: scope, requestedAt: now(),
+            order: deviceCodesIssued, expiresAt: now().addingTimeInterval(TimeInterval(deviceCodeLifetime)),
+            interval: pollInterval,
             lastPoll: nil,
             decision: .pending, grantedScope: nil)
         devices[session.deviceCode] = session
+        deviceCodesIssued += 1
         return .json(
             200,
             [

@@ -35,15 +35,22 @@ struct ExecutableTests {
         #expect(!text.contains("NSURLErrorDomain"), "\(text)")
     }
 
-    @Test("prints its loopback URL first, takes --seed, keeps the Drive in --state, and stops cleanly on SIGTERM")
+    @Test(
+        """
+        prints its loopback URL first, then the export line it writes to --env-file; takes --seed, keeps the Drive \
+        in --state, and stops cleanly on SIGTERM
+        """)
     func lifecycle() async throws {
         let directory = try TemporaryHome(prefix: "emulator")
         defer { withExtendedLifetime(directory) {} }
         let stateFile = directory.file("state.json")
+        let envFile = directory.file("env")
 
         let process = Process()
         process.executableURL = Self.binary
-        process.arguments = ["--port", "0", "--state", stateFile, "--seed", "18446744073709551615"]
+        process.arguments = [
+            "--port", "0", "--state", stateFile, "--seed", "18446744073709551615", "--env-file", envFile,
+        ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -51,20 +58,27 @@ struct ExecutableTests {
         defer { if process.isRunning { process.terminate() } }
 
         // Blocking reads stay off Swift's cooperative threads, which in-process emulators need.
-        let firstLine = try await withCheckedThrowingContinuation {
+        let firstLines = try await withCheckedThrowingContinuation {
             (continuation: CheckedContinuation<Data, any Error>) in
             DispatchQueue.global().async {
-                var line = Data()
-                while !line.contains(UInt8(ascii: "\n")) {
+                var lines = Data()
+                while lines.count(where: { $0 == UInt8(ascii: "\n") }) < 2 {
                     let chunk = output.fileHandleForReading.availableData
                     if chunk.isEmpty { break }
-                    line.append(chunk)
+                    lines.append(chunk)
                 }
-                continuation.resume(returning: line)
+                continuation.resume(returning: lines)
             }
         }
-        let url = String(decoding: firstLine.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+        let lines = String(decoding: firstLines, as: UTF8.self).split(separator: "\n").map(String.init)
+        let url = lines.first ?? ""
         #expect(url.range(of: #"^http://127\.0\.0\.1:\d+$"#, options: .regularExpression) != nil, "first line: \(url)")
+        let exportLine = "export IVY_OAUTH_URL=\(url) IVY_DRIVE_URL=\(url)"
+        #expect(lines.dropFirst().first == exportLine)
+        // Written before the URL is printed: it is there by now.
+        #expect(try String(contentsOfFile: envFile, encoding: .utf8) == exportLine + "\n")
+        let mode = try FileManager.default.attributesOfItem(atPath: envFile)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
 
         let (data, _) = try await URLSession.shared.data(from: try #require(URL(string: url + "/_emulator/pending")))
         #expect(String(decoding: data, as: UTF8.self).contains("user_codes"))

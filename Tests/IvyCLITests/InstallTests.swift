@@ -4,13 +4,17 @@ import Testing
 
 @Suite("scripts/install.sh")
 struct InstallTests {
-    @Test("installs the binary, man page, completions and the ivy-watch unit; again idempotently; then uninstalls")
+    @Test(
+        """
+        installs ivy, ivy-emulator (the one beside IVY_BINARY), the man page, completions and the ivy-watch unit; \
+        again idempotently; then uninstalls
+        """)
     func installAndUninstall() async throws {
         let installer = try Installer()
         let unit = installer.home + "/.config/systemd/user/ivy-watch.service"
         let files =
             [
-                "bin/ivy", "share/man/man1/ivy.1", "share/bash-completion/completions/ivy",
+                "bin/ivy", "bin/ivy-emulator", "share/man/man1/ivy.1", "share/bash-completion/completions/ivy",
                 "share/zsh/site-functions/_ivy",
                 "share/fish/vendor_completions.d/ivy.fish",
             ].map { installer.prefix + "/" + $0 } + [unit]
@@ -21,7 +25,9 @@ struct InstallTests {
             #expect(output.contains("installed \(unit)\n"), "\(output)")
             #expect(output.contains("systemctl --user enable --now ivy-watch"), "\(output)")
         }
-        let bash = try String(contentsOfFile: files[2], encoding: .utf8)
+        let emulator = try await runProcess(URL(fileURLWithPath: files[1]), ["--help"], [:])
+        #expect(emulator.0 == 0 && emulator.1.contains("ivy-emulator approve"), "\(emulator.1)")
+        let bash = try String(contentsOfFile: files[3], encoding: .utf8)
         #expect(bash.contains("reset-manifest") && bash.contains("retry-failed"))
         let mode = try FileManager.default.attributesOfItem(atPath: unit)[.posixPermissions] as? Int
         #expect(mode == 0o644)
@@ -33,6 +39,30 @@ struct InstallTests {
         #expect(status == 0, "\(output)")
         #expect(output.contains("systemctl --user stop ivy-watch"), "\(output)")
         for file in files { #expect(!FileManager.default.fileExists(atPath: file), "\(file)") }
+    }
+
+    @Test("IVY_EMULATOR_BINARY installs that ivy-emulator; --help lists it and the variable")
+    func prebuiltEmulator() async throws {
+        let installer = try Installer()
+        let prebuilt = installer.directory.file("my-emulator")
+        let script = "#!/bin/sh\necho prebuilt emulator\n"
+        _ = FileManager.default.createFile(
+            atPath: prebuilt, contents: Data(script.utf8), attributes: [.posixPermissions: 0o755])
+        let (status, output) = try await installer.run([], environment: ["IVY_EMULATOR_BINARY": prebuilt])
+        #expect(status == 0, "\(output)")
+        let installed = installer.prefix + "/bin/ivy-emulator"
+        #expect(output.contains("installed \(installed)\n"), "\(output)")
+        #expect(FileManager.default.contents(atPath: installed) == Data(script.utf8))
+        let mode = try FileManager.default.attributesOfItem(atPath: installed)[.posixPermissions] as? Int
+        #expect(mode == 0o755)
+
+        let (missing, complaint) = try await installer.run(
+            [], environment: ["IVY_EMULATOR_BINARY": installer.directory.file("none")])
+        #expect(missing == 1 && complaint.contains("no ivy-emulator program at"), "\(complaint)")
+
+        let (helped, help) = try await installer.run(["--help"])
+        #expect(helped == 0)
+        #expect(help.contains("$PREFIX/bin/ivy-emulator") && help.contains("IVY_EMULATOR_BINARY"), "\(help)")
     }
 
     @Test("the unit restarts slowly on failure, stops with SIGTERM and waits for the operations in flight")

@@ -1,0 +1,332 @@
+import Foundation
+import GoogleEmulator
+import IvyTestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The `ivy-emulator` binary as the README's walkthrough uses it: started in the background,
+/// approving the sign-in of an `ivy login` binary.
+@Suite("ivy-emulator --background, approve and deny, through the binaries")
+struct EmulatorCommandTests {
+    /// The `ivy-emulator` binary beside this test bundle's executable in the build directory.
+    static let emulator = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        .deletingLastPathComponent().appendingPathComponent("ivy-emulator")
+
+    @Test(
+        """
+        eval of --background's line points ivy at a detached emulator; approve takes the newest sign-in over two \
+        left by killed logins, from $IVY_OAUTH_URL, creating nothing in HOME; kill saves --state
+        """)
+    func backgroundWalkthrough() async throws {
+        let directory = try TemporaryHome(prefix: "emulator-walk")
+        let stateFile = directory.file("drive.json")
+        let envFile = directory.file("emulator.env")
+        let logFile = directory.file("emulator.log")
+        let started = try await Background.start(
+            ["--state", stateFile, "--background", "--env-file", envFile, "--log", logFile], in: directory)
+        defer { started.stop() }
+        #expect(started.status == 0, "\(started.errors)")
+        let line = started.output.trimmingCharacters(in: .newlines)
+        let match = try #require(
+            line.wholeMatch(
+                of: /export IVY_OAUTH_URL=(http:\/\/127\.0\.0\.1:\d+) IVY_DRIVE_URL=(\S+) IVY_EMULATOR_PID=(\d+)/),
+            "\(started.output)")
+        let url = String(match.1)
+        #expect(String(match.2) == url)
+        #expect(started.output == line + "\n")
+        let pid = try #require(pid_t(match.3))
+        started.pid = pid
+        // Detached: its own session, so a closed terminal's SIGHUP never reaches it.
+        #expect(getsid(pid) == pid)
+
+        #expect(try String(contentsOfFile: envFile, encoding: .utf8) == line + "\n")
+        let mode = try FileManager.default.attributesOfItem(atPath: envFile)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let evaluated = try await shell(
+            #"eval "$(cat "$0")"; printf '%s %s' "$IVY_DRIVE_URL" "$IVY_EMULATOR_PID""#, envFile)
+        #expect(evaluated == "\(url) \(pid)")
+
+        // ivy waits a second between polls instead of five.
+        try await control(url, "/_emulator/config", ["poll_interval": 1])
+        var environment = [
+            "IVY_HOME": directory.file("home"), "HOME": directory.path, "PATH": "/usr/bin:/bin",
+            "IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url, "NO_COLOR": "1",
+            "IVY_CLIENT_ID": GoogleEmulator.defaultClient.id, "IVY_CLIENT_SECRET": GoogleEmulator.defaultClient.secret,
+        ]
+        var stale: [String] = []
+        for _ in 0..<2 {
+            let login = try Login(environment: environment)
+            stale.append(try #require(try await login.code()))
+            login.kill()
+            _ = try await login.finish()
+        }
+        let login = try Login(environment: environment)
+        let code = try #require(try await login.code())
+
+        // approve as a person would run it: no --url, from an empty home of its own.
+        let approveHome = directory.file("approve-home")
+        try FileManager.default.createDirectory(atPath: approveHome, withIntermediateDirectories: false)
+        environment = ["HOME": approveHome, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url]
+        let approved = try await run(Self.emulator, ["approve"], environment: environment)
+        #expect(approved.status == 0, "\(approved.stderr)")
+        #expect(
+            approved.stdout == """
+                approved \(code) for alice@example.com
+                left pending: \(stale[0]), \(stale[1]) (older sign-ins; pick one with --code)
+
+                """)
+        let signedIn = try await login.finish()
+        #expect(signedIn.status == 0, "\(signedIn.stderr)")
+        #expect(signedIn.stdout.hasSuffix("Signed in as alice@example.com\n"), "\(signedIn.stdout)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: approveHome) == [])
+
+        let pending = try await control(url, "/_emulator/pending")
+        #expect(pending["user_codes"] as? [String] == stale.sorted())
+
+        try await started.stopAndWait(log: logFile)
+        #expect(FileManager.default.fileExists(atPath: stateFile))
+        let log = try String(contentsOfFile: logFile, encoding: .utf8)
+        #expect(log.hasPrefix(url + "\n" + line + "\n"), "\(log)")
+    }
+
+    @Test("a --background emulator that cannot start says why, prints no export line and exits nonzero")
+    func backgroundFailure() async throws {
+        let directory = try TemporaryHome(prefix: "emulator-fail")
+        let stateFile = directory.file("drive.json")
+        try Data("{not json".utf8).write(to: URL(fileURLWithPath: stateFile))
+        let envFile = directory.file("emulator.env")
+        let started = try await Background.start(
+            ["--state", stateFile, "--background", "--env-file", envFile], in: directory)
+        defer { started.stop() }
+        #expect(started.status != 0)
+        #expect(started.output == "")
+        #expect(started.errors.contains("cannot read the state file \(stateFile)"), "\(started.errors)")
+        #expect(!FileManager.default.fileExists(atPath: envFile))
+    }
+
+    @Test("approve waits for a sign-in asked for after it started, and approves it for --account")
+    func approveWaits() async throws {
+        try await withEmulator { emulator in
+            let url = emulator.baseURL.absoluteString
+            let directory = try TemporaryHome(prefix: "emulator-wait")
+            let approving = Task {
+                try await run(
+                    Self.emulator, ["approve", "--url", url, "--account", "bob@example.com"],
+                    environment: ["HOME": directory.path, "PATH": "/usr/bin:/bin"])
+            }
+            let code = try await askForCode(url)
+            let approved = try await approving.value
+            #expect(approved.status == 0, "\(approved.stderr)")
+            #expect(approved.stdout == "approved \(code) for bob@example.com\n")
+            #expect(await emulator.state.pendingUserCodes() == [])
+        }
+    }
+
+    @Test("approve leaves a sign-in nobody polls any more alone and names it; --code approves it anyway")
+    func abandonedSignIn() async throws {
+        try await withEmulator(clock: .manual()) { emulator in
+            let url = emulator.baseURL.absoluteString
+            let directory = try TemporaryHome(prefix: "emulator-abandoned")
+            let environment = ["HOME": directory.path, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url]
+            let code = try await askForCode(url)
+            await emulator.state.advanceClock(by: 61)
+            let refused = try await run(Self.emulator, ["approve", "--wait", "0"], environment: environment)
+            #expect(refused.status == 1)
+            #expect(
+                refused.stderr.hasPrefix(
+                    "Error: no sign-in is waiting at \(url); start `ivy login` first (\(code) was left by a login"),
+                "\(refused.stderr)")
+            #expect(refused.stderr.contains("--code"))
+            let approved = try await run(Self.emulator, ["approve", "--code", code], environment: environment)
+            #expect(approved.status == 0, "\(approved.stderr)")
+            #expect(approved.stdout == "approved \(code) for alice@example.com\n")
+        }
+    }
+
+    @Test("deny takes the newest waiting sign-in and says which")
+    func denyNewest() async throws {
+        try await withEmulator { emulator in
+            let url = emulator.baseURL.absoluteString
+            let directory = try TemporaryHome(prefix: "emulator-deny")
+            let older = try await askForCode(url)
+            let newer = try await askForCode(url)
+            let denied = try await run(
+                Self.emulator, ["deny"], environment: ["HOME": directory.path, "IVY_OAUTH_URL": url])
+            #expect(denied.status == 0, "\(denied.stderr)")
+            #expect(denied.stdout == "denied \(newer)\nleft pending: \(older) (older sign-in; pick one with --code)\n")
+            #expect(await emulator.state.pendingUserCodes() == [older])
+        }
+    }
+
+    @Test("approve with neither --url nor IVY_OAUTH_URL says how to name the emulator and exits 64")
+    func approveWithoutURL() async throws {
+        let directory = try TemporaryHome(prefix: "emulator-nourl")
+        let result = try await run(Self.emulator, ["approve"], environment: ["HOME": directory.path])
+        #expect(result.status == 64)
+        #expect(
+            result.stderr.hasPrefix("Error: which emulator? Give --url URL, or set IVY_OAUTH_URL"), "\(result.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == [])
+    }
+}
+
+/// `ivy-emulator … --background` run to the point where it exits, leaving the emulator it
+/// started running detached (no longer our child to wait for).
+private final class Background: @unchecked Sendable {
+    let status: Int32
+    let output: String
+    let errors: String
+    var pid: pid_t?
+
+    private init(status: Int32, output: String, errors: String) {
+        self.status = status
+        self.output = output
+        self.errors = errors
+    }
+
+    static func start(_ arguments: [String], in directory: TemporaryHome) async throws -> Background {
+        let process = Process()
+        process.executableURL = EmulatorCommandTests.emulator
+        process.arguments = arguments
+        process.environment = ["HOME": directory.path, "PATH": "/usr/bin:/bin"]
+        process.currentDirectoryURL = URL(fileURLWithPath: directory.path)
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Both pipes end when it exits: the emulator it started holds neither by then.
+        let (output, errors) = try await offCooperativePool { () -> (Data, Data) in
+            let output = out.fileHandleForReading.readDataToEndOfFile()
+            let errors = err.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (output, errors)
+        }
+        return Background(
+            status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
+            errors: String(decoding: errors, as: UTF8.self))
+    }
+
+    /// Stops the emulator, if it runs, without waiting (for a test that failed early).
+    func stop() {
+        if let pid { kill(pid, SIGTERM) }
+    }
+
+    /// Stops the emulator with SIGTERM and returns once it has exited: when the log it writes
+    /// to is closed (inotify's IN_CLOSE_WRITE), which the kernel does as the process ends.
+    func stopAndWait(log: String) async throws {
+        let watcher = inotify_init1(Int32(IN_CLOEXEC))
+        #expect(watcher >= 0)
+        defer { close(watcher) }
+        #expect(inotify_add_watch(watcher, log, UInt32(IN_CLOSE_WRITE)) >= 0)
+        stop()
+        pid = nil
+        _ = try await offCooperativePool {
+            var event = [UInt8](repeating: 0, count: 4096)
+            return Glibc.read(watcher, &event, event.count)
+        }
+    }
+}
+
+/// An `ivy login` binary, its output read as it comes.
+private final class Login: @unchecked Sendable {
+    private let process = Process()
+    private let out = Pipe()
+    private let err = Pipe()
+    private var seen = Data()
+
+    init(environment: [String: String]) throws {
+        process.executableURL = IvyHome.binary
+        process.arguments = ["login"]
+        process.environment = environment
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// The user code, once the login prints it; nil when it ended first.
+    func code() async throws -> String? {
+        try await offCooperativePool { [self] in
+            while true {
+                if let match = String(decoding: seen, as: UTF8.self).firstMatch(of: /\b([A-Z]{4}-[A-Z]{4})\b/) {
+                    return String(match.1)
+                }
+                let chunk = out.fileHandleForReading.availableData
+                if chunk.isEmpty { return nil }
+                seen.append(chunk)
+            }
+        }
+    }
+
+    /// Kills it outright, as a closed terminal or `kill -9` would: its sign-in stays pending.
+    func kill() {
+        Glibc.kill(process.processIdentifier, SIGKILL)
+    }
+
+    func finish() async throws -> RunResult {
+        try await offCooperativePool { [self] in
+            let rest = out.fileHandleForReading.readDataToEndOfFile()
+            let errors = err.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return RunResult(
+                status: process.terminationStatus, stdout: String(decoding: seen + rest, as: UTF8.self),
+                stderr: String(decoding: errors, as: UTF8.self))
+        }
+    }
+}
+
+/// Runs `executable` to the end, off Swift's cooperative threads (an in-process emulator needs them).
+private func run(_ executable: URL, _ arguments: [String], environment: [String: String]) async throws -> RunResult {
+    try await offCooperativePool {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = environment
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        let error = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return RunResult(
+            status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
+            stderr: String(decoding: error, as: UTF8.self))
+    }
+}
+
+/// Runs a /bin/sh script; answers its output.
+private func shell(_ script: String, _ arguments: String...) async throws -> String {
+    let result = try await run(URL(fileURLWithPath: "/bin/sh"), ["-c", script] + arguments, environment: [:])
+    return result.stdout
+}
+
+/// Asks the emulator for a device code as `ivy login` does; answers the user code.
+private func askForCode(_ url: String) async throws -> String {
+    var request = URLRequest(url: try #require(URL(string: url + "/device/code")))
+    request.httpMethod = "POST"
+    request.httpBody = Data("client_id=\(GoogleEmulator.defaultClient.id)&scope=email".utf8)
+    request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+    let (data, _) = try await URLSession.shared.data(for: request)
+    let answer = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+    return try #require(answer?["user_code"] as? String, "\(String(decoding: data, as: UTF8.self))")
+}
+
+/// Calls the emulator's control API; answers its JSON object.
+@discardableResult
+private func control(_ url: String, _ path: String, _ body: [String: Any]? = nil) async throws -> [String: Any] {
+    var request = URLRequest(url: try #require(URL(string: url + path)))
+    if let body {
+        request.httpMethod = "POST"
+        request.httpBody = try JSONSerialization.data(withJSONObject: body)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+    }
+    let (data, _) = try await URLSession.shared.data(for: request)
+    return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+}

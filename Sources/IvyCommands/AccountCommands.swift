@@ -44,6 +44,8 @@ struct LoginCommand: ContextCommand {
     func run(_ context: Context) async throws {
         let home = try global.home(context)
         let library = try home.library()
+        // Declining to replace the sign-in changes nothing, the stored client included.
+        guard Self.mayReplaceSignIn(home) else { return }
         for (key, value) in givenClient {
             let stored = try library.setSetting(key, to: value)
             home.output.line("\(key.rawValue) = \(shown(key, stored))")
@@ -55,6 +57,25 @@ struct LoginCommand: ContextCommand {
                     + "the one just stored")
         }
         try await Self.signIn(home, library: library, tokens: home.tokenStore, holdingSyncLock: false)
+    }
+
+    /// Signing in again replaces the saved sign-in. A person at a terminal is asked first, No
+    /// unless they say yes, as `gh auth login` does; declining changes nothing and is not an
+    /// error (exit 0, like ivy's other declined questions). Off a terminal it goes ahead, so
+    /// scripts keep working, and says whose sign-in it replaces.
+    private static func mayReplaceSignIn(_ home: Home) -> Bool {
+        guard let token = home.tokenStore.quietLoad(), token.isSignedIn else { return true }
+        let account = Display.safe(token.email)
+        guard home.terminal.input else {
+            home.output.line("Already signed in as \(account); signing in again replaces that sign-in.")
+            return true
+        }
+        home.output.line("Already signed in as \(account).")
+        guard home.agrees("Sign in again, replacing the sign-in of \(account)?") else {
+            home.output.line("Nothing changed; still signed in as \(account).")
+            return false
+        }
+        return true
     }
 
     /// Signs in (see `SignIn`), showing the code and then who signed in. Unless the caller

@@ -27,15 +27,16 @@ struct Output {
     }
 
     /// Left-aligned columns, two spaces apart; the last column is not padded. Every cell is
-    /// escaped, whoever built it.
+    /// escaped, whoever built it. Columns are measured in terminal columns, not characters:
+    /// a CJK title or an emoji takes two (`TerminalText.width`).
     func table(_ headers: [String], _ rows: [[String]]) {
         let rows = rows.map { $0.map(TerminalText.escaped) }
         let widths = headers.indices.map { column in
-            ([headers[column]] + rows.map { $0[column] }).map(\.count).max() ?? 0
+            ([headers[column]] + rows.map { $0[column] }).map(TerminalText.width).max() ?? 0
         }
         func render(_ cells: [String]) -> String {
             cells.enumerated().map { column, cell in
-                column == cells.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+                column == cells.count - 1 ? cell : TerminalText.padded(cell, toWidth: widths[column])
             }.joined(separator: "  ")
         }
         let header = render(headers)
@@ -45,9 +46,9 @@ struct Output {
 
     /// `label  value` lines with the labels aligned.
     func fields(_ pairs: [(String, String)]) {
-        let width = pairs.map(\.0.count).max() ?? 0
+        let width = pairs.map { TerminalText.width($0.0) }.max() ?? 0
         for (label, value) in pairs {
-            line(label.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + TerminalText.escaped(value))
+            line(TerminalText.padded(label, toWidth: width) + "  " + TerminalText.escaped(value))
         }
     }
 
@@ -65,15 +66,15 @@ struct Output {
 /// (`TerminalText`): tables and `show` fields escape every value, `error` every line, and
 /// the few plain lines that echo such text use `Display.safe`. JSON is escaped by its encoder.
 enum Display {
-    /// Cells show one line: the first line of a note, escaped and cut to `limit` characters.
+    /// Cells show one line: the first line of a note, escaped and cut to `limit` terminal
+    /// columns on a character boundary (an emoji is kept whole or left out, never halved).
     static func cell(_ text: String?, limit: Int = 40) -> String {
         guard let text, !text.isEmpty else { return "-" }
         let lines = text.unicodeScalars.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
         var first = lines.first.map { String(String.UnicodeScalarView($0)) } ?? ""
-        if first.hasSuffix("\r") { first.removeLast() }
-        let shown = TerminalText.escaped(first)
-        if shown.count > limit { return String(shown.prefix(limit - 1)) + "…" }
-        return lines.count > 1 ? shown + " …" : shown
+        if first.unicodeScalars.last == "\r" { first.unicodeScalars.removeLast() }
+        let shown = TerminalText.truncated(first, toWidth: limit)
+        return lines.count > 1 && !shown.hasSuffix("…") ? shown + " …" : shown
     }
 
     static func optional(_ text: String?) -> String {

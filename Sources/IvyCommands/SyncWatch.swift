@@ -132,11 +132,11 @@ struct WatchDisplay: Sendable {
         }
     }
 
-    /// Rewrites the status line, cut to the terminal's width so it never wraps.
+    /// Rewrites the status line, cut to the terminal's width (in columns: a CJK title or an
+    /// emoji takes two) so it never wraps.
     private func status(_ text: String) {
         let width = max(terminal.width - 1, 20)
-        let shown = text.count > width ? String(text.prefix(width - 1)) + "…" : text
-        output.errorText("\r\u{1B}[K" + shown)
+        output.errorText("\r\u{1B}[K" + TerminalText.truncated(text, toWidth: width))
     }
 
     private func time() -> String {

@@ -42,6 +42,9 @@ extension DriveClient {
             _ = try await http.execute(request, context: context, download: temporary)
         } catch let error as DriveError where error.kind == .fileTooLarge {
             throw Self.longer(file, than: request.responseLimit, context: context)
+        } catch let error as StorageError {
+            // Said of the directory: the temporary file's name means nothing to a reader.
+            throw StorageError(path: destination.deletingLastPathComponent().path, problem: error.problem)
         }
         let size = try LocalFile.size(of: temporary)
         if let expected = file.size, expected != size {

@@ -1,5 +1,6 @@
 import Foundation
 import IvyCore
+import IvySystem
 import Synchronization
 
 /// Sends Drive requests under the client's shared limits and retry policy: every Drive
@@ -72,6 +73,9 @@ final class DriveRequester: Sendable {
             }
             return response
         } catch let error as GoogleError {
+            throw error
+        } catch let error as StorageError {
+            // A full or read-only disk here: no retry can help, and it is not the network's fault.
             throw error
         } catch let tooLong as ResponseTooLong {
             // Not retried: the same request would get the same overlong answer.

@@ -159,6 +159,7 @@ package struct TokenStore: Sendable {
         do {
             try PrivateFile.write(data, atomicallyTo: path, temporaryPrefix: ".token-")
         } catch {
+            if let storage = StorageError(path: error.path, errno: error.code) { throw storage }
             throw TokenFileError(path: error.path, errno: error.code)
         }
     }

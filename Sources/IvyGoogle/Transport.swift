@@ -118,13 +118,15 @@ package final class URLSessionTransport: HTTPTransport {
         do {
             descriptor = try PrivateFile.open(file.path, .truncate)
         } catch {
-            throw CocoaError.error(error.code, path: file.path)
+            throw StorageError(path: file.path, errno: error.code) ?? CocoaError.error(error.code, path: file.path)
         }
         defer { close(descriptor) }
-        return try await perform(request, into: descriptor)
+        return try await perform(request, into: (descriptor, file.path))
     }
 
-    private func perform(_ request: HTTPRequest, into file: Int32?) async throws -> HTTPResponse {
+    private func perform(_ request: HTTPRequest, into file: (descriptor: Int32, path: String)?) async throws
+        -> HTTPResponse
+    {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
@@ -226,11 +228,13 @@ private final class Transfer: Sendable {
 
     private let limit: Int64
     private let file: Int32?
+    private let path: String?
     private let state = Mutex(State())
 
-    init(limit: Int64, file: Int32?) {
+    init(limit: Int64, file: (descriptor: Int32, path: String)?) {
         self.limit = limit
-        self.file = file
+        self.file = file?.descriptor
+        self.path = file?.path
     }
 
     func begin(_ continuation: CheckedContinuation<HTTPResponse, any Error>) {
@@ -284,7 +288,8 @@ private final class Transfer: Sendable {
                 let status = response?.statusCode ?? 0
                 if state.tooLong { return (continuation, .failure(ResponseTooLong(limit: limit, status: status))) }
                 if let failure = state.writeError {
-                    return (continuation, .failure(CocoaError.error(failure, path: nil)))
+                    let storage = path.flatMap { StorageError(path: $0, errno: failure) }
+                    return (continuation, .failure(storage ?? CocoaError.error(failure, path: path)))
                 }
                 // A declined challenge ends in a cancellation; the 401 it came with is the answer.
                 if let error, !(state.challenged && response?.statusCode == 401) {

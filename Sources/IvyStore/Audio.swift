@@ -37,6 +37,7 @@ enum AudioFiles {
             return temporary
         } catch {
             try? FileManager.default.removeItem(atPath: temporary)
+            if let storage = StorageError(path: directory, error: error) { throw storage }
             throw StoreError.audioCopyFailed(path: directory, reason: error.localizedDescription)
         }
     }
@@ -49,7 +50,9 @@ enum AudioFiles {
     /// Atomically puts a staged file at `destination`, replacing any file there.
     static func place(_ staged: String, at destination: String) throws {
         if rename(staged, destination) != 0 {
-            throw StoreError.audioCopyFailed(path: destination, reason: String(cString: strerror(errno)))
+            let code = errno
+            if let storage = StorageError(path: destination, errno: code) { throw storage }
+            throw StoreError.audioCopyFailed(path: destination, reason: String(cString: strerror(code)))
         }
     }
 

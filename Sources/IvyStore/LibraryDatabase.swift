@@ -156,17 +156,33 @@ package final class LibraryDatabase: Sendable {
         }
     }
 
-    private static func openError(_ error: DatabaseError, path: String) -> StoreError {
+    private static func openError(_ error: DatabaseError, path: String) -> any Error {
+        if let storage = storageError(error, path: path) { return storage }
         switch error.resultCode {
         case .SQLITE_NOTADB, .SQLITE_CORRUPT:
-            return .notADatabase(path: path)
+            return StoreError.notADatabase(path: path)
         case .SQLITE_BUSY, .SQLITE_LOCKED:
-            return .busy(path: path)
+            return StoreError.busy(path: path)
         case .SQLITE_READONLY:
-            return .cannotOpen(
+            return StoreError.cannotOpen(
                 path: path, reason: "it (or its directory) cannot be written; check their permissions and owner")
         default:
-            return .cannotOpen(path: path, reason: error.message ?? "\(error.resultCode)")
+            return StoreError.cannotOpen(path: path, reason: error.message ?? "\(error.resultCode)")
+        }
+    }
+
+    /// A full or read-only disk under the library, when SQLite's error may mean one. SQLite
+    /// says SQLITE_FULL for a full disk only when a write to the database or its log fails;
+    /// growing its shared-memory file reports an I/O error, and a read-only file system a
+    /// database it could open only for reading, so those ask the file system itself.
+    private static func storageError(_ error: DatabaseError, path: String) -> StorageError? {
+        switch error.resultCode {
+        case .SQLITE_FULL:
+            return StorageError(path: path, problem: .full)
+        case .SQLITE_READONLY, .SQLITE_IOERR, .SQLITE_CANTOPEN:
+            return StorageError.probe(path)
+        default:
+            return nil
         }
     }
 
@@ -188,7 +204,10 @@ package final class LibraryDatabase: Sendable {
     }
 
     private func describing(_ error: any Error) -> any Error {
-        switch error {
+        if let error = error as? DatabaseError, let storage = Self.storageError(error, path: paths.database) {
+            return storage
+        }
+        return switch error {
         case let error as StoreError: error
         case let error as DatabaseError where [.SQLITE_BUSY, .SQLITE_LOCKED].contains(error.resultCode):
             StoreError.busy(path: paths.database)

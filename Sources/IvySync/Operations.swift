@@ -9,7 +9,8 @@ import IvySystem
 ///
 /// - **The whole sync stops** (`stopsSync`) when no later item could do better: the sign-in
 ///   gave no access token (a `GoogleError`: signed out, client refused, Google unreachable),
-///   so every later request would fail the same way; or the sync was cancelled (its deadline
+///   so every later request would fail the same way; the disk under the home is full or
+///   read-only (`StorageError`), so every later write would; or the sync was cancelled (its deadline
 ///   passed: what was in flight is not that item's failure). What finished before is
 ///   already recorded.
 /// - **One item fails** for everything else, and the sync goes on:
@@ -34,6 +35,8 @@ enum SyncFailure: Error {
     static func of(_ error: any Error) -> SyncFailure {
         switch error {
         case let error as GoogleError: .stopsSync(error)
+        // A full or read-only disk fails every later download and write the same way.
+        case let error as StorageError: .stopsSync(error)
         case is CancellationError: .stopsSync(CancellationError())
         case let failure as SyncFailure where !failure.failsTheItem: failure
         // Stopped at the deadline: what was in flight is not this item's failure.

@@ -20,11 +20,14 @@ package enum PrivateDirectory {
             do {
                 try manager.createDirectory(atPath: parent, withIntermediateDirectories: true)
             } catch {
+                if let storage = StorageError(path: parent, error: error) { throw storage }
                 throw PrivateDirectoryError(path: path, reason: error.localizedDescription)
             }
         }
         if mkdir(path, 0o700) != 0, errno != EEXIST {
-            throw PrivateDirectoryError(path: path, reason: String(cString: strerror(errno)))
+            let code = errno
+            if let storage = StorageError(path: path, errno: code) { throw storage }
+            throw PrivateDirectoryError(path: path, reason: String(cString: strerror(code)))
         }
         // mkdir applies the umask; the mode must be exactly 0700.
         _ = chmod(path, 0o700)

@@ -42,14 +42,39 @@ package enum PrivateFile {
     ) throws(PrivateFileError) {
         let directory = (path as NSString).deletingLastPathComponent
         let temporary = directory + "/\(temporaryPrefix)\(UUID().uuidString).tmp"
-        let descriptor = try open(temporary, .createNew)
-        let written = data.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-        let synced = fsync(descriptor) == 0
+        let descriptor: Int32
+        do {
+            descriptor = try open(temporary, .createNew)
+        } catch {
+            // Said of the file being replaced: the temporary name means nothing to a reader.
+            throw PrivateFileError(path: path, errno: error.code)
+        }
+        let failure = writeAll(data, to: descriptor) ?? (fsync(descriptor) == 0 ? nil : errno)
         close(descriptor)
-        guard written == data.count, synced, rename(temporary, path) == 0 else {
+        if let failure {
+            unlink(temporary)
+            throw PrivateFileError(path: path, errno: failure)
+        }
+        guard rename(temporary, path) == 0 else {
             let error = PrivateFileError(path: path, errno: errno)
             unlink(temporary)
             throw error
+        }
+    }
+
+    /// Writes all of `data`, through short writes; the errno that stopped it, or nil.
+    private static func writeAll(_ data: Data, to descriptor: Int32) -> Int32? {
+        data.withUnsafeBytes { buffer -> Int32? in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(descriptor, buffer.baseAddress?.advanced(by: offset), buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                offset += written
+            }
+            return nil
         }
     }
 }
@@ -76,5 +101,8 @@ package struct PrivateFileError: LocalizedError, Equatable, Sendable {
             : String(cString: strerror(code))
     }
 
-    package var errorDescription: String? { "cannot use \(path): \(reason)" }
+    /// A full or read-only file system is said as that (`StorageError`).
+    package var errorDescription: String? {
+        StorageError(path: path, errno: code)?.errorDescription ?? "cannot use \(path): \(reason)"
+    }
 }

@@ -24,3 +24,60 @@ struct TerminalTextTests {
         #expect(TerminalText.escaped(text) == text)
     }
 }
+
+@Suite("Display width: what a terminal shows, in columns")
+struct DisplayWidthTests {
+    @Test(
+        "each character takes the columns a terminal gives it",
+        arguments: [
+            ("a", 1), ("Dune", 4), ("é", 1), ("e\u{301}", 1), ("a\u{301}\u{302}\u{303}", 1),
+            ("三体", 4), ("ｶﾀｶﾅ", 4), ("ＡＢ", 4), ("한국어", 6),
+            ("\u{1100}\u{1161}\u{11A8}", 2), ("📖", 2), ("👍🏽", 2), ("👨‍👩‍👧‍👦", 2),
+            ("🇯🇵", 2), ("🇯🇵🇫🇷", 4), ("🏳️‍🌈", 2), ("❤️", 2), ("❤", 1), ("1️⃣", 2),
+            ("☕", 2), ("☕\u{FE0E}", 1), ("\u{1F3FB}", 2), ("\u{200B}", 0), ("\u{301}", 0), ("…", 1),
+            ("\u{3000}", 2), ("𠀋", 2), ("\u{2EBF0}", 2),
+            ("tab\there", 9), ("\u{1B}[2J", 9), ("\r\n", 4), ("\u{9B}", 6),
+        ])
+    func width(text: String, columns: Int) {
+        #expect(TerminalText.width(text) == columns)
+    }
+
+    @Test("a control character counts as the escape it is shown as")
+    func controlsAsEscaped() {
+        for text in ["a\u{7}b", "\u{0}", "x\r\ny", "\u{7F}", "\u{85}"] {
+            #expect(TerminalText.width(text) == TerminalText.escaped(text).count)
+        }
+    }
+
+    @Test(
+        "a cut keeps whole characters and ends in … within the width",
+        arguments: [
+            ("Dune", 4, "Dune"), ("Dune Messiah", 6, "Dune …"), ("A book 📖", 9, "A book 📖"),
+            ("A book 📖", 8, "A book …"), ("A book 📖!", 9, "A book …"),
+            ("三体问题", 5, "三体…"), ("三体问题", 4, "三…"),
+            ("Family 👨‍👩‍👧‍👦 trip", 9, "Family …"),
+            ("Family 👨‍👩‍👧‍👦 trip", 10, "Family 👨‍👩‍👧‍👦…"),
+            ("🇯🇵🇫🇷🇩🇪", 5, "🇯🇵🇫🇷…"), ("🇯🇵🇫🇷🇩🇪", 4, "🇯🇵…"),
+            ("Cafe\u{301} noir", 5, "Cafe\u{301}…"), ("👍🏽👍🏿", 3, "👍🏽…"),
+            ("bell\u{7}", 6, "bell…"), ("bell\u{7}", 10, #"bell\u{7}"#), ("x", 0, ""), ("xy", 1, "…"),
+        ])
+    func truncated(text: String, columns: Int, expected: String) {
+        let cut = TerminalText.truncated(text, toWidth: columns)
+        #expect(cut == expected)
+        #expect(TerminalText.width(cut) <= columns)
+        #expect(!cut.unicodeScalars.contains("\u{FFFD}"))
+        // What is kept is a run of the escaped text's own characters, never a part of one.
+        let kept = cut.hasSuffix("…") && !TerminalText.escaped(text).hasSuffix("…") ? String(cut.dropLast()) : cut
+        #expect(TerminalText.escaped(text).hasPrefix(kept))
+    }
+
+    @Test("padding fills to the same width whatever the text")
+    func padded() {
+        for text in ["Dune", "三体", "📖 x", "e\u{301}", "👨‍👩‍👧‍👦🇯🇵", ""] {
+            let cell = TerminalText.padded(text, toWidth: 8)
+            #expect(TerminalText.width(cell) == 8)
+            #expect(cell.hasPrefix(text))
+        }
+        #expect(TerminalText.padded("三体问题三体", toWidth: 8) == "三体问题三体")
+    }
+}

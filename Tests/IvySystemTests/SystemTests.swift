@@ -114,3 +114,46 @@ extension Array {
         stride(from: 0, to: count, by: size).map { Array(self[$0..<Swift.min($0 + size, count)]) }
     }
 }
+
+@Suite("A full or read-only disk, recognised")
+struct StorageErrorTests {
+    @Test(
+        "ENOSPC and EDQUOT are a full disk, EROFS a read-only one, anything else not a storage problem",
+        arguments: [(ENOSPC, StorageError.Problem.full), (EDQUOT, .full), (EROFS, .readOnly)])
+    func errnos(code: Int32, problem: StorageError.Problem) {
+        #expect(StorageError(path: "/x", errno: code)?.problem == problem)
+        let cocoa = CocoaError(
+            .fileWriteUnknown, userInfo: [NSUnderlyingErrorKey: POSIXError(POSIXErrorCode(rawValue: code)!)])
+        #expect(StorageError(path: "/x", error: cocoa)?.problem == problem)
+        #expect(
+            PrivateFileError(path: "/x/f", errno: code).errorDescription
+                == StorageError(path: "/x/f", errno: code)?.errorDescription)
+    }
+
+    @Test("other failures are left to their own message")
+    func others() {
+        for code in [EACCES, ENOENT, EIO, EEXIST] { #expect(StorageError(path: "/x", errno: code) == nil) }
+        #expect(StorageError(path: "/x", error: CocoaError(.fileNoSuchFile)) == nil)
+        #expect(StorageError(path: "/x", error: CocoaError(.fileWriteOutOfSpace))?.problem == .full)
+        #expect(StorageError(path: "/x", error: CocoaError(.fileWriteVolumeReadOnly))?.problem == .readOnly)
+    }
+
+    @Test("the messages name the path, the problem and what to do")
+    func messages() {
+        #expect(
+            StorageError(path: "/home/me/ivy/library.db", problem: .full).errorDescription
+                == "no space left on device for /home/me/ivy/library.db: free some space on that disk and run the "
+                + "command again; nothing was half written")
+        #expect(
+            StorageError(path: "/home/me/ivy/library.db", problem: .readOnly).errorDescription?.hasPrefix(
+                "/home/me/ivy/library.db is on a read-only file system: remount it read-write") == true)
+    }
+
+    @Test("probing a writable directory with free space, or a path not yet made in one, finds nothing")
+    func probe() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        #expect(StorageError.probe(directory) == nil)
+        #expect(StorageError.probe(directory + "/not/yet/made") == nil)
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import GoogleEmulator
+import Testing
+
+/// `ivy login` run as the binary, standard input on a pseudo-terminal (a person typing) or
+/// on /dev/null (a script), while the emulator in this process answers.
+extension SignInHarness {
+    /// Starts `ivy login`, types `answer` (a line) when on a terminal, approves the code as
+    /// `email` if one shows, and waits for the end.
+    func loginBinary(onTerminal: Bool, answer: String? = nil, approveAs email: String) async throws -> RunResult {
+        await emulator.state.setDeviceCode(interval: 0)
+        var terminal: (main: Int32, other: Int32)?
+        if onTerminal {
+            var main: Int32 = -1
+            var other: Int32 = -1
+            guard openpty(&main, &other, nil, nil, nil) == 0 else {
+                Issue.record("openpty failed: \(String(cString: strerror(errno)))")
+                return RunResult(status: -1, stdout: "", stderr: "")
+            }
+            terminal = (main, other)
+        }
+        defer {
+            if let terminal { close(terminal.main) }
+        }
+        let process = Process()
+        process.executableURL = IvyHome.binary
+        process.arguments = ["login"]
+        process.environment = ivy.environment
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput =
+            terminal.map { FileHandle(fileDescriptor: $0.other, closeOnDealloc: false) } ?? FileHandle.nullDevice
+        try process.run()
+        if let terminal {
+            close(terminal.other)
+            // Typed ahead: the line waits in the terminal until ivy reads it.
+            if let answer {
+                let line = Array((answer + "\n").utf8)
+                #expect(write(terminal.main, line, line.count) == line.count)
+            }
+        }
+        let state = emulator.state
+        let seen = try await offCooperativePool { () -> (Data, String?) in
+            var seen = Data()
+            while true {
+                let chunk = out.fileHandleForReading.availableData
+                if chunk.isEmpty { return (seen, nil) }
+                seen.append(chunk)
+                let text = String(decoding: seen, as: UTF8.self)
+                if let match = text.firstMatch(of: /\b([A-Z]{4}-[A-Z]{4})\b/) { return (seen, String(match.1)) }
+            }
+        }
+        if let code = seen.1 { try await state.approve(userCode: code, email: email) }
+        let (rest, errors) = try await offCooperativePool { () -> (Data, Data) in
+            let rest = out.fileHandleForReading.readDataToEndOfFile()
+            let errors = err.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (rest, errors)
+        }
+        return RunResult(
+            status: process.terminationStatus, stdout: String(decoding: seen.0 + rest, as: UTF8.self),
+            stderr: String(decoding: errors, as: UTF8.self))
+    }
+
+    var tokenBytes: Data? { FileManager.default.contents(atPath: tokenFile) }
+
+    /// Device-code requests the emulator has had: each is a sign-in started.
+    func signInsStarted() async -> Int {
+        await emulator.state.requests.filter { $0.path.hasSuffix("/device/code") }.count
+    }
+}
+
+@Suite("ivy login when already signed in")
+struct LoginAgainTests {
+    @Test("on a terminal it names the account and asks; no keeps the sign-in and token.json byte for byte, exit 0")
+    func declined() async throws {
+        try await withSignIn { harness in
+            #expect(try await harness.login().status == 0)
+            let before = try #require(harness.tokenBytes)
+            let started = await harness.signInsStarted()
+            for answer in ["n", ""] {
+                let result = try await harness.loginBinary(
+                    onTerminal: true, answer: answer, approveAs: "bob@example.com")
+                #expect(result.status == 0, "stderr: \(result.stderr)")
+                #expect(result.stdout.contains("Already signed in as alice@example.com."))
+                #expect(result.stdout.contains("replacing the sign-in of alice@example.com? [y/N]"))
+                #expect(result.stdout.hasSuffix("Nothing changed; still signed in as alice@example.com.\n"))
+                #expect(harness.tokenBytes == before)
+            }
+            // No sign-in was started at Google.
+            #expect(await harness.signInsStarted() == started)
+        }
+    }
+
+    @Test("on a terminal, yes signs in again and replaces the sign-in")
+    func accepted() async throws {
+        try await withSignIn { harness in
+            #expect(try await harness.login().status == 0)
+            let result = try await harness.loginBinary(onTerminal: true, answer: "y", approveAs: "bob@example.com")
+            #expect(result.status == 0, "stderr: \(result.stderr)")
+            #expect(result.stdout.contains("Already signed in as alice@example.com."))
+            #expect(result.stdout.hasSuffix("Signed in as bob@example.com\n"))
+            #expect(try harness.storedToken()["email"] as? String == "bob@example.com")
+        }
+    }
+
+    @Test("off a terminal it asks nothing, says whose sign-in it replaces, and signs in")
+    func script() async throws {
+        try await withSignIn { harness in
+            #expect(try await harness.login().status == 0)
+            let result = try await harness.loginBinary(onTerminal: false, approveAs: "bob@example.com")
+            #expect(result.status == 0, "stderr: \(result.stderr)")
+            #expect(
+                result.stdout.hasPrefix(
+                    "Already signed in as alice@example.com; signing in again replaces that sign-in.\n"))
+            #expect(!result.stdout.contains("[y/N]"))
+            #expect(result.stdout.hasSuffix("Signed in as bob@example.com\n"))
+            #expect(try harness.storedToken()["email"] as? String == "bob@example.com")
+        }
+    }
+
+    @Test("not signed in, a terminal is asked nothing")
+    func firstSignIn() async throws {
+        try await withSignIn { harness in
+            let result = try await harness.loginBinary(onTerminal: true, approveAs: "alice@example.com")
+            #expect(result.status == 0, "stderr: \(result.stderr)")
+            #expect(!result.stdout.contains("Already signed in") && !result.stdout.contains("[y/N]"))
+            #expect(result.stdout.hasSuffix("Signed in as alice@example.com\n"))
+        }
+    }
+}

@@ -12,15 +12,50 @@ struct LoginCommand: ContextCommand {
         discussion: """
             Prints a web address and a code; open the address on a phone or computer, enter the code and allow \
             access. ivy asks only for the drive.file scope: it sees the files it (or the Ivy app) made, nothing \
-            else. Needs an OAuth client of type "TVs and Limited Input devices": see `ivy config`.
+            else. Needs an OAuth client of type "TVs and Limited Input devices": give it with --client-id and \
+            --client-secret (stored in the library's settings, as `ivy config set client_id` and `client_secret` do), \
+            once.
             """)
 
     @OptionGroup var global: GlobalOptions
+    @Option(
+        help: ArgumentHelp(
+            "The OAuth client id; stored as the setting client_id before signing in.", valueName: "ID"))
+    var clientID: String?
+    @Option(
+        help: ArgumentHelp(
+            "The OAuth client secret; stored as the setting client_secret (never printed) before signing in.",
+            valueName: "SECRET"))
+    var clientSecret: String?
+
+    /// The client options as settings, checked as `ivy config set` checks them.
+    private var givenClient: [(SettingKey, String)] {
+        [(SettingKey.clientID, clientID), (.clientSecret, clientSecret)].compactMap { key, value in
+            value.map { (key, $0) }
+        }
+    }
+
+    func validate() throws {
+        for (key, value) in givenClient {
+            if case .failure(let error) = key.normalize(value) { throw ValidationError(error.message) }
+        }
+    }
 
     func run(_ context: Context) async throws {
         let home = try global.home(context)
         let library = try home.library()
+        // Declining to replace the sign-in changes nothing, the stored client included.
         guard Self.mayReplaceSignIn(home) else { return }
+        for (key, value) in givenClient {
+            let stored = try library.setSetting(key, to: value)
+            home.output.line("\(key.rawValue) = \(shown(key, stored))")
+        }
+        let overridden = ["IVY_CLIENT_ID", "IVY_CLIENT_SECRET"].contains { !(home.environment[$0] ?? "").isEmpty }
+        if !givenClient.isEmpty, overridden {
+            home.output.error(
+                "warning: IVY_CLIENT_ID or IVY_CLIENT_SECRET is set and wins over the stored client; unset it to use "
+                    + "the one just stored")
+        }
         try await Self.signIn(home, library: library, tokens: home.tokenStore, holdingSyncLock: false)
     }
 
@@ -158,9 +193,11 @@ struct LogoutCommand: ContextCommand {
         }
         var revoked = false
         if let revocable = token.refreshToken ?? token.accessToken {
+            // Before anything is deleted: a token goes only to the server that issued it.
+            let endpoints = try home.endpoints(for: token)
             do {
                 let response = try await DeviceFlow.revoke(
-                    revocable, endpoints: try home.endpoints(), transport: home.google.transport)
+                    revocable, endpoints: endpoints, transport: home.google.transport)
                 // 400 is Google's answer for a token it no longer knows: already revoked.
                 revoked = response.status == 200 || response.status == 400
                 if !revoked {

@@ -50,7 +50,7 @@ struct CheckCommand: ContextCommand {
             throw ExitCode(IvyExit.notSignedIn)
         }
         let drive = try SyncSession.drive(
-            library: library, tokens: tokens, token: token, endpoints: try home.endpoints(),
+            library: library, tokens: tokens, token: token, endpoints: try home.endpoints(for: token),
             credentials: try home.credentials(library), effects: home.google)
         let check: BackupCheck
         do {

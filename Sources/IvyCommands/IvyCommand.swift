@@ -54,8 +54,10 @@ package struct IvyCommand: ParsableCommand {
     /// escaped before it is printed: it may echo a title, a Drive file name or a Google
     /// answer (see `Display`).
     package static func status(for error: any Error, context: Context) -> Int32 {
+        // A sign-in that cannot be used here is as good as none: the status of "not signed in".
+        let unusableSignIn = if case .endpointMismatch = error as? GoogleError { true } else { false }
         let error = terminalSafe(error)
-        let status = exitCode(for: error).rawValue
+        let status = unusableSignIn ? IvyExit.notSignedIn : exitCode(for: error).rawValue
         let text = fullMessage(for: error, columns: context.terminal.width)
         if !text.isEmpty {
             (status == 0 ? context.streams.output : context.streams.error)(text + "\n")
@@ -185,8 +187,14 @@ struct Home {
         return Logger(label: "ivy", factory: { _ in FileLogHandler(path: path, format: format) })
     }
 
+    /// Where a new sign-in goes: `IVY_OAUTH_URL` and `IVY_DRIVE_URL`, else Google.
     func endpoints() throws -> GoogleEndpoints {
         try GoogleEndpoints.from(environment: environment)
+    }
+
+    /// Where `token`'s requests go: where it was signed in, which the environment may not change.
+    func endpoints(for token: StoredToken) throws -> GoogleEndpoints {
+        try GoogleEndpoints.from(environment: environment, signIn: token)
     }
 
     /// IVY_CLIENT_ID and IVY_CLIENT_SECRET, else `client_id` and `client_secret` from `ivy config`.

@@ -37,6 +37,9 @@ struct StatusCommand: ContextCommand {
         let library: String
         let tokenFile: String
         let logFile: String
+        /// Where requests go (the sign-in's servers, else the environment's, else Google's),
+        /// or why the sign-in cannot be used with what the environment names.
+        let endpoints: Result<GoogleEndpoints, GoogleError>
 
         struct Held: Encodable {
             let entity: String
@@ -60,6 +63,9 @@ struct StatusCommand: ContextCommand {
             case library
             case tokenFile = "token_file"
             case logFile = "log_file"
+            case oauthURL = "oauth_url"
+            case driveURL = "drive_url"
+            case endpointProblem = "endpoint_problem"
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -83,6 +89,14 @@ struct StatusCommand: ContextCommand {
             try container.encode(library, forKey: .library)
             try container.encode(tokenFile, forKey: .tokenFile)
             try container.encode(logFile, forKey: .logFile)
+            let used = try? endpoints.get()
+            try container.encode(used?.oauth.absoluteString, forKey: .oauthURL)
+            try container.encode(used?.drive.absoluteString, forKey: .driveURL)
+            if case .failure(let problem) = endpoints {
+                try container.encode(problem.localizedDescription, forKey: .endpointProblem)
+            } else {
+                try container.encodeNil(forKey: .endpointProblem)
+            }
         }
     }
 
@@ -90,13 +104,15 @@ struct StatusCommand: ContextCommand {
         let home = try global.home(context)
         let library = try home.library(readOnly: true)
         let report = try Self.report(
-            library: library, tokens: home.tokenStore, paths: home.paths, now: home.clock.now())
+            library: library, tokens: home.tokenStore, paths: home.paths, environment: home.environment,
+            now: home.clock.now())
         if json { return try home.output.json(report) }
         home.output.fields(Self.fields(report))
     }
 
     private static func report(
-        library: LibraryDatabase, tokens: TokenStore, paths: IvyPaths, now: Milliseconds
+        library: LibraryDatabase, tokens: TokenStore, paths: IvyPaths, environment: [String: String],
+        now: Milliseconds
     ) throws -> Report {
         let running = SyncLock.holder(path: paths.lockFile)
         let local = try library.localStatus()
@@ -123,7 +139,10 @@ struct StatusCommand: ContextCommand {
             manifestEntries: local.manifestEntries, nextAutoSync: next, orphanClips: try library.orphanClipCount(),
             heldChanges: held, syncEnabled: enabled, signInProblem: SignInText.problem(signIn),
             syncRunning: running.running, syncProcess: running.pid, library: paths.database,
-            tokenFile: paths.tokenFile, logFile: paths.logFile)
+            tokenFile: paths.tokenFile, logFile: paths.logFile,
+            endpoints: Result { () throws(GoogleError) in
+                try GoogleEndpoints.from(environment: environment, signIn: token)
+            })
     }
 
     private static func fields(_ report: Report) -> [(String, String)] {
@@ -133,6 +152,21 @@ struct StatusCommand: ContextCommand {
                 report.authenticated ? "yes" : "no: \(report.signInProblem ?? "not signed in"); run `ivy login`"
             ),
             ("account", Display.optional(report.account)),
+        ]
+        switch report.endpoints {
+        case .success(let endpoints) where endpoints.isGoogle: break
+        case .success(let endpoints) where endpoints.oauth == endpoints.drive:
+            fields.append(("google", "not Google: \(endpoints.oauth.absoluteString)"))
+        case .success(let endpoints):
+            fields.append(
+                (
+                    "google",
+                    "not Google: OAuth \(endpoints.oauth.absoluteString), Drive \(endpoints.drive.absoluteString)"
+                ))
+        case .failure(let problem):
+            fields.append(("google", "refused: \(problem.localizedDescription)"))
+        }
+        fields += [
             ("access token", report.accessTokenExpires.map { "expires \($0)" } ?? "-"),
             ("refresh token", report.refreshToken ? "present" : "none"),
             ("pending", String(report.pending)),

@@ -164,7 +164,7 @@ struct SyncCommand: ContextCommand {
         var progress: (@Sendable (SyncProgress) -> Void)?
         if let line { progress = { @Sendable in line.show($0) } }
         let engine = try session.engine(
-            token: token, endpoints: try home.endpoints(), credentials: try home.credentials(library),
+            token: token, endpoints: try home.endpoints(for: token), credentials: try home.credentials(library),
             effects: home.google, progress: progress, steps: steps)
         let ending = await session.run(engine, dryRun: dryRun, allowDeletes: allowDeletes, full: full)
         line?.clear()

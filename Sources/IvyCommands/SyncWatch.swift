@@ -20,7 +20,7 @@ struct SyncWatch {
         let library = try home.library()
         let logger = try home.logger(library)
         // Settings a watch cannot run without are errors now, not a retry every few minutes.
-        let endpoints = try home.endpoints()
+        _ = try home.endpoints()
         _ = try home.credentials(library)
         let probe = try LocalChangeProbe(library)
         let stop = StopRequest()
@@ -37,7 +37,8 @@ struct SyncWatch {
         if verbose { steps = { @Sendable step in display.step(step) } }
         let syncs = WatchSyncs(
             library: library, tokens: home.tokenStore(warn: { logger.warning("\($0)") }),
-            lockFile: home.paths.lockFile, clock: home.clock, logger: logger, endpoints: endpoints,
+            lockFile: home.paths.lockFile, clock: home.clock, logger: logger,
+            endpoints: { try home.endpoints(for: $0) },
             credentials: { try home.credentials(library) }, effects: { home.google }, full: full,
             steps: steps)
         let watch = Watch(

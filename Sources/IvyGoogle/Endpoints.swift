@@ -25,6 +25,41 @@ package struct GoogleEndpoints: Sendable, Equatable {
             drive: try checked(environment["IVY_DRIVE_URL"] ?? driveDefault, variable: "IVY_DRIVE_URL"))
     }
 
+    /// Where a sign-in's tokens may go: the endpoints it was made against (`token.json`
+    /// records them), which the environment may name again but never change. A token sent
+    /// elsewhere would hand a real refresh token to whatever `IVY_OAUTH_URL` says, or send an
+    /// emulator's token to Google; a sign-in saved before ivy recorded them uses the
+    /// environment, as it always did.
+    package static func from(environment: [String: String], signIn token: StoredToken?) throws(GoogleError)
+        -> GoogleEndpoints
+    {
+        let fromEnvironment = try from(environment: environment)
+        guard let token else { return fromEnvironment }
+        var endpoints = fromEnvironment
+        for (saved, variable, keyPath) in [
+            (token.oauthURL, "IVY_OAUTH_URL", \GoogleEndpoints.oauth), (token.driveURL, "IVY_DRIVE_URL", \.drive),
+        ] {
+            guard let saved else { continue }
+            let signedAt: URL
+            do {
+                signedAt = try checked(saved, variable: variable)
+            } catch {
+                throw .badEndpoint(
+                    "the saved sign-in names \(saved), which ivy will not send a token to; run `ivy login` again")
+            }
+            if let named = environment[variable], !named.isEmpty, endpoints[keyPath: keyPath] != signedAt {
+                throw .endpointMismatch(variable: variable, named: named, signedAt: signedAt.absoluteString)
+            }
+            endpoints[keyPath: keyPath] = signedAt
+        }
+        return endpoints
+    }
+
+    /// Whether these are Google's own servers (not an emulator or a proxy).
+    package var isGoogle: Bool {
+        oauth.absoluteString == Self.oauthDefault && drive.absoluteString == Self.driveDefault
+    }
+
     static func checked(_ text: String, variable: String) throws(GoogleError) -> URL {
         var trimmed = text
         while trimmed.hasSuffix("/") { trimmed.removeLast() }

@@ -4,6 +4,8 @@ import Foundation
 /// None of them ever carries a token or the client secret.
 package enum GoogleError: LocalizedError, Equatable, Sendable {
     case badEndpoint(String)
+    /// The environment names another server than the one the saved sign-in was made at.
+    case endpointMismatch(variable: String, named: String, signedAt: String)
     case missingCredentials
     case invalidClient
     case accessDenied
@@ -26,6 +28,9 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
     package var errorDescription: String? {
         switch self {
         case .badEndpoint(let message): message
+        case .endpointMismatch(let variable, let named, let signedAt):
+            "\(variable)=\(named), but this sign-in was made at \(signedAt) and its tokens go only there; "
+                + "unset \(variable) to use it, or run `ivy login` to sign in at \(named)"
         case .missingCredentials:
             """
             no OAuth client configured. In the Google Cloud project of the Ivy app, create an OAuth client of type \

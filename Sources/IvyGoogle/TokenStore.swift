@@ -17,10 +17,15 @@ package struct StoredToken: Codable, Sendable, Equatable {
     package var signedOutReason: String?
     /// When that happened, ms since the epoch.
     package var signedOutAt: Milliseconds?
+    /// The OAuth server and the Drive API the sign-in was made against, the only ones its
+    /// tokens are sent to (see `GoogleEndpoints.from(environment:signIn:)`). Nil in a file
+    /// saved before ivy recorded them.
+    package var oauthURL: String?
+    package var driveURL: String?
 
     package init(
         accessToken: String?, refreshToken: String?, expiresAt: Milliseconds?, scope: String?, clientID: String,
-        email: String, permissionID: String, signedOutReason: String? = nil
+        email: String, permissionID: String, signedOutReason: String? = nil, endpoints: GoogleEndpoints? = nil
     ) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
@@ -30,6 +35,8 @@ package struct StoredToken: Codable, Sendable, Equatable {
         self.email = email
         self.permissionID = permissionID
         self.signedOutReason = signedOutReason
+        oauthURL = endpoints?.oauth.absoluteString
+        driveURL = endpoints?.drive.absoluteString
     }
 
     enum CodingKeys: String, CodingKey {
@@ -42,6 +49,8 @@ package struct StoredToken: Codable, Sendable, Equatable {
         case permissionID = "permission_id"
         case signedOutReason = "signed_out_reason"
         case signedOutAt = "signed_out_at"
+        case oauthURL = "oauth_url"
+        case driveURL = "drive_url"
     }
 
     package var isSignedIn: Bool { refreshToken != nil && signedOutReason == nil }

@@ -59,7 +59,8 @@ package struct SignIn: Sendable {
             sleep: effects.sleep)
         let token = StoredToken(
             accessToken: granted.accessToken, refreshToken: granted.refreshToken, expiresAt: granted.expiresAt,
-            scope: granted.scope, clientID: credentials.id, email: account.email, permissionID: account.permissionID)
+            scope: granted.scope, clientID: credentials.id, email: account.email, permissionID: account.permissionID,
+            endpoints: endpoints)
         let lock = holdingSyncLock ? nil : try SyncLock.acquireWaiting(path: lockFile, waiting: waiting)
         defer { withExtendedLifetime(lock) {} }
         try tokens.save(token)

@@ -274,7 +274,8 @@ package final class WatchSyncs: Sendable {
     package let lockFile: String
     package let clock: WallClock
     package let logger: Logger
-    package let endpoints: GoogleEndpoints
+    /// Where a sign-in's requests go (the sign-in may change between syncs).
+    package let endpoints: @Sendable (StoredToken) throws -> GoogleEndpoints
     package let credentials: @Sendable () throws -> ClientCredentials
     /// How requests are made; a new one after a sync that failed or was cut short, so a
     /// request URLSession never ended cannot hold a connection of later syncs.
@@ -287,7 +288,8 @@ package final class WatchSyncs: Sendable {
 
     package init(
         library: LibraryDatabase, tokens: TokenStore, lockFile: String, clock: WallClock, logger: Logger,
-        endpoints: GoogleEndpoints, credentials: @escaping @Sendable () throws -> ClientCredentials,
+        endpoints: @escaping @Sendable (StoredToken) throws -> GoogleEndpoints,
+        credentials: @escaping @Sendable () throws -> ClientCredentials,
         effects: @escaping @Sendable () -> GoogleEffects, full: Bool,
         steps: (@Sendable (SyncStep) -> Void)? = nil
     ) {
@@ -323,6 +325,14 @@ package final class WatchSyncs: Sendable {
             case .signedIn(let signedIn): token = signedIn
             case .stopped(let reason, _): return .paused(.signedOut("the sign-in stopped working: \(reason)"))
             default: return .paused(.signedOut("not signed in"))
+            }
+            let endpoints: GoogleEndpoints
+            do {
+                endpoints = try self.endpoints(token)
+            } catch let error as GoogleError {
+                guard case .endpointMismatch = error else { throw error }
+                // Waits like a sign-out: `ivy login` in another terminal is one fix.
+                return .paused(.signedOut(error.localizedDescription))
             }
             let engine = try session.engine(
                 token: token, endpoints: endpoints, credentials: try credentials(),

@@ -63,4 +63,49 @@ struct EndpointTests {
             #expect(!paths.isEmpty && paths.allSatisfy { $0 == "/device/code" }, "\(paths)")
         }
     }
+
+    static func token(oauth: String?, drive: String?) -> StoredToken {
+        var token = StoredToken(
+            accessToken: "a", refreshToken: "r", expiresAt: nil, scope: nil, clientID: "c", email: "e",
+            permissionID: "p")
+        token.oauthURL = oauth
+        token.driveURL = drive
+        return token
+    }
+
+    static func resolve(_ environment: [String: String], _ token: StoredToken?) -> Result<GoogleEndpoints, GoogleError>
+    {
+        Result { () throws(GoogleError) in try GoogleEndpoints.from(environment: environment, signIn: token) }
+    }
+
+    @Test("a sign-in's servers are used when the environment names none, and may be named again, not changed")
+    func signInsServers() throws {
+        let local = "http://127.0.0.1:4000"
+        let saved = Self.token(oauth: local, drive: local)
+        let alone = try Self.resolve([:], saved).get()
+        #expect(alone.oauth.absoluteString == local && alone.drive.absoluteString == local && !alone.isGoogle)
+        let again = try Self.resolve(["IVY_OAUTH_URL": local + "/", "IVY_DRIVE_URL": local], saved).get()
+        #expect(again == alone)
+        let other = Self.resolve(["IVY_DRIVE_URL": "http://127.0.0.1:4001"], saved)
+        #expect(
+            other.failure
+                == .endpointMismatch(variable: "IVY_DRIVE_URL", named: "http://127.0.0.1:4001", signedAt: local))
+        // Saved at Google: an emulator named later gets nothing.
+        let google = Self.token(oauth: GoogleEndpoints.oauthDefault, drive: GoogleEndpoints.driveDefault)
+        #expect(try Self.resolve([:], google).get().isGoogle)
+        #expect(Self.resolve(["IVY_OAUTH_URL": local], google).failure != nil)
+        // Before ivy recorded them: the environment, as it always was.
+        let old = Self.token(oauth: nil, drive: nil)
+        #expect(try Self.resolve(["IVY_OAUTH_URL": local], old).get().oauth.absoluteString == local)
+        #expect(try Self.resolve([:], old).get().isGoogle)
+        // A saved server ivy would never have signed in at (edited by hand) is refused.
+        let edited = Self.token(oauth: "http://oauth.example.com", drive: nil)
+        #expect(Self.resolve([:], edited).failure != nil)
+    }
+}
+
+extension Result {
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { error } else { nil }
+    }
 }

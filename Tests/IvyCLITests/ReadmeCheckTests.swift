@@ -1,0 +1,90 @@
+import Foundation
+import IvyTestSupport
+import Testing
+
+/// scripts/readme-check on a copy of README.md broken on purpose: an edit that breaks a
+/// step must fail the check, naming the line (#20 item 1). Each break sits before the
+/// walkthrough, and the check installs the ivy these tests run (IVY_BINARY), so no release
+/// build is needed; CI runs the check on the real README. One at a time: each makes the
+/// example MP3 in the repository and removes it afterwards.
+@Suite("scripts/readme-check fails on a broken README", .serialized)
+struct ReadmeCheckTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    static var readme: String {
+        get throws { try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8) }
+    }
+
+    /// The 1-based number of the first line that is exactly `line`.
+    static func number(of line: String, in text: String) throws -> Int {
+        let lines = text.components(separatedBy: "\n")
+        return try #require(lines.firstIndex(of: line), "no line \(line)") + 1
+    }
+
+    /// Runs the check on `text`, written to a file of a temporary directory.
+    static func check(_ text: String) async throws -> (status: Int32, stderr: String, file: String) {
+        let directory = try TemporaryHome(prefix: "readme-check-test")
+        let file = directory.file("README.md")
+        try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+        let process = Process()
+        process.executableURL = root.appendingPathComponent("scripts/readme-check")
+        process.arguments = ["--readme", file]
+        var environment = ProcessInfo.processInfo.environment
+        environment["IVY_BINARY"] = IvyHome.binary.path
+        environment.removeValue(forKey: "IVY_BUILD_PATH")
+        process.environment = environment
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let stderr = try await offCooperativePool { () -> String in
+            let data = errors.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return String(decoding: data, as: UTF8.self)
+        }
+        return (process.terminationStatus, stderr, withExtendedLifetime(directory) { file })
+    }
+
+    @Test("a Usage example whose output ivy no longer prints fails, naming the command's line and both outputs")
+    func wrongOutput() async throws {
+        let readme = try Self.readme
+        let command = "    $ ivy book update 2b48dd91-f8fd-438f-9e41-47c6fa4663b1 --position 1:02:03"
+        let line = try Self.number(of: command, in: readme)
+        let broken = readme.replacingOccurrences(
+            of: command + "\n    updated 2b48dd91", with: command + "\n    changed 2b48dd91")
+        #expect(broken != readme)
+        let result = try await Self.check(broken)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("\(result.file):\(line): `ivy book update"), "\(result.stderr)")
+        #expect(result.stderr.contains("changed 2b48dd91") && result.stderr.contains("updated "), "\(result.stderr)")
+    }
+
+    @Test("a command that fails stops the check at its line")
+    func failingCommand() async throws {
+        let readme = try Self.readme
+        let command = "    $ ivy book list"
+        let line = try Self.number(of: command, in: readme)
+        let broken = readme.replacingOccurrences(of: command + "\n", with: "    $ ivy book lsit\n")
+        let result = try await Self.check(broken)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("\(result.file):\(line): `ivy book lsit` exited 64"), "\(result.stderr)")
+    }
+
+    @Test("without its cron point, or with an unknown directive, the check refuses to pass")
+    func directives() async throws {
+        let readme = try Self.readme
+        let withoutCron = readme.replacingOccurrences(of: "<!-- readme-check: cron -->\n", with: "")
+        #expect(withoutCron != readme)
+        let noCron = try await Self.check(withoutCron)
+        #expect(noCron.status == 1 && noCron.stderr.contains("readme-check: cron"), "\(noCron.stderr)")
+
+        let misspelt = readme.replacingOccurrences(of: "<!-- readme-check: skip:", with: "<!-- readme-check: skipp:")
+        let line = try Self.number(
+            of: "<!-- readme-check: skipp: signs in to real Google and edits the crontab; the check runs the cron line "
+                + "itself -->", in: misspelt)
+        let unknown = try await Self.check(misspelt)
+        #expect(unknown.status == 1 && unknown.stderr.contains("\(unknown.file):\(line): unknown"), "\(unknown.stderr)")
+    }
+}

@@ -78,6 +78,14 @@ extension IvyHome {
         let result = try await runBinaryAsync(
             arguments, environment: extra, through: try disk.wrapper(over: directory ?? home))
         #expect(result.status != Disk.setupFailed, "\(result.stderr)")
+        // unshare itself refused (exit 1, its own message): no namespace, so no disk to test on.
+        #expect(
+            !result.stderr.hasPrefix("unshare:"),
+            """
+            these tests make a small disk in a mount namespace, which needs root or unprivileged user \
+            namespaces (sysctl kernel.unprivileged_userns_clone=1, or user.max_user_namespaces > 0): \
+            \(result.stderr)
+            """)
         return result
     }
 

@@ -260,7 +260,8 @@ enum LibraryFiles {
             close(try PrivateFile.open(path, .createNew))
         } catch {
             if error.code == EEXIST { return }
-            throw StoreError.cannotOpen(path: path, reason: String(cString: strerror(error.code)))
+            throw StorageError(path: path, errno: error.code)
+                ?? StoreError.cannotOpen(path: path, reason: String(cString: strerror(error.code)))
         }
     }
 

@@ -237,6 +237,20 @@ struct DiskTroubleTests {
         #expect(ivy.files() == before)
         #expect(try ivy.library() == library)
     }
+
+    @Test("a read-only home with no library yet: the first command says the disk is read-only")
+    func readOnlyNewHome() async throws {
+        let ivy = try IvyHome()
+        try FileManager.default.createDirectory(
+            atPath: ivy.home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        #expect(!FileManager.default.fileExists(atPath: ivy.home + "/library.db"))
+        let result = try await ivy.run(on: .readOnly, "book", "add", "--title", "Dune")
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.hasPrefix("Error: \(ivy.home)/library.db is on a read-only file system: remount it"),
+            "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: ivy.home + "/library.db"))
+    }
 }
 
 extension IvyHome {

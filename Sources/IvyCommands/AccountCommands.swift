@@ -43,9 +43,11 @@ struct LoginCommand: ContextCommand {
 
     func run(_ context: Context) async throws {
         let home = try global.home(context)
-        let library = try home.library()
-        // Declining to replace the sign-in changes nothing, the stored client included.
+        // Asked before the library is opened (which may create or migrate it): a No leaves
+        // the home exactly as it was, the stored client included. The question needs only the
+        // token file, read.
         guard Self.mayReplaceSignIn(home) else { return }
+        let library = try home.library()
         for (key, value) in givenClient {
             let stored = try library.setSetting(key, to: value)
             home.output.line("\(key.rawValue) = \(shown(key, stored))")
@@ -61,12 +63,13 @@ struct LoginCommand: ContextCommand {
 
     /// Signing in again replaces the saved sign-in. A person at a terminal is asked first, No
     /// unless they say yes, as `gh auth login` does; declining changes nothing and is not an
-    /// error (exit 0, like ivy's other declined questions). Off a terminal it goes ahead, so
-    /// scripts keep working, and says whose sign-in it replaces.
+    /// error (exit 0, like ivy's other declined questions). Unless both standard input and
+    /// standard output (where the question is written) are terminals, it goes ahead, so
+    /// scripts keep working (`ivy login > file` too), and says whose sign-in it replaces.
     private static func mayReplaceSignIn(_ home: Home) -> Bool {
         guard let token = home.tokenStore.quietLoad(), token.isSignedIn else { return true }
         let account = Display.safe(token.email)
-        guard home.terminal.input else {
+        guard home.terminal.input, home.terminal.output else {
             home.output.line("Already signed in as \(account); signing in again replaces that sign-in.")
             return true
         }

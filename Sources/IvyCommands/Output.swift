@@ -73,8 +73,10 @@ enum Display {
         let lines = text.unicodeScalars.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
         var first = lines.first.map { String(String.UnicodeScalarView($0)) } ?? ""
         if first.unicodeScalars.last == "\r" { first.unicodeScalars.removeLast() }
+        // A line that was cut already ends in "…"; one that ends in "…" of its own was not.
+        let cut = TerminalText.width(first) > limit
         let shown = TerminalText.truncated(first, toWidth: limit)
-        return lines.count > 1 && !shown.hasSuffix("…") ? shown + " …" : shown
+        return lines.count > 1 && !cut ? shown + " …" : shown
     }
 
     static func optional(_ text: String?) -> String {

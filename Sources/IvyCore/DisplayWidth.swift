@@ -3,10 +3,12 @@
 /// sees as one character) are kept or dropped, never a part of one.
 ///
 /// The rules are those terminals follow (wcwidth and its successors): East Asian Wide and
-/// Fullwidth characters and emoji take two columns; combining marks, variation selectors and
-/// the zero-width joiner add none to the character they belong to, so a ZWJ family, a flag
-/// or an emoji with a skin tone is one emoji of two; a control character is shown escaped
-/// (`TerminalText.escaped`), so it takes the columns of its escape.
+/// Fullwidth characters and emoji take two columns; a ZWJ family, a flag or an emoji with a
+/// skin tone is one emoji of two. Any other character is the sum of its code points: marks
+/// that do not space, variation selectors and the zero-width joiner add nothing, a spacing
+/// vowel sign (Devanagari, Bengali, Thai) adds a column, as glibc's wcswidth counts. A
+/// control character is shown escaped (`TerminalText.escaped`), so it takes the columns of
+/// its escape.
 extension TerminalText {
     /// The columns `text` takes on a terminal once escaped.
     package static func width(_ text: String) -> Int {
@@ -27,17 +29,31 @@ extension TerminalText {
             // VS15 asks for the text form of an emoji, one column.
             return scalars.contains("\u{FE0E}") ? 1 : 2
         }
-        // VS16 asks for the emoji form of a character that defaults to text (❤️, a keycap 1️⃣).
-        if properties.isEmoji, scalars.contains("\u{FE0F}") { return 2 }
+        // VS16 asks for the emoji form of a character that defaults to text (❤️, a keycap 1️⃣);
+        // a skin tone (☝🏽) or a zero-width joiner to another emoji makes one too.
+        if properties.isEmoji, first.value > 0x7F || scalars.contains("\u{FE0F}"),
+            scalars.contains(where: { $0 == "\u{FE0F}" || $0 == "\u{200D}" || $0.properties.isEmojiModifier })
+        {
+            return 2
+        }
         // Two regional indicators are a flag.
         if isRegionalIndicator(first), scalars.count > 1 { return 2 }
-        if isWide(first.value) { return 2 }
-        switch properties.generalCategory {
-        // A mark or format character with nothing before it to join (a cluster of its own).
+        // Anything else is its code points side by side, as wcwidth counts them: an Indic or
+        // Thai vowel sign that spaces (the ि of कि, the ำ of น้ำ) takes a column of its own.
+        var total = 0
+        for scalar in scalars { total += width(of: scalar) }
+        return total
+    }
+
+    /// The columns one code point takes in a cluster that is not an emoji.
+    private static func width(of scalar: Unicode.Scalar) -> Int {
+        if isWide(scalar.value) { return 2 }
+        switch scalar.properties.generalCategory {
+        // Marks that do not space, and format characters (the zero-width joiner).
         case .nonspacingMark, .enclosingMark, .format: return 0
         default:
             // Hangul vowel and final jamo combine with the syllable before them.
-            return (0x1160...0x11FF).contains(first.value) || (0xD7B0...0xD7FF).contains(first.value) ? 0 : 1
+            return (0x1160...0x11FF).contains(scalar.value) || (0xD7B0...0xD7FF).contains(scalar.value) ? 0 : 1
         }
     }
 

@@ -223,7 +223,7 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
 
 /// One request's answer as it arrives: counted against the limit, kept in memory or written
 /// to the download file, then handed to the waiting caller.
-private final class Transfer: Sendable {
+final class Transfer: Sendable {
     /// An error answer is read into memory up to this much, whatever the request's limit.
     static let errorBodyLimit: Int64 = 1 << 20
 
@@ -275,15 +275,12 @@ private final class Transfer: Sendable {
     }
 
     /// False when the transfer must stop: the body passed its limit or the file write failed.
+    /// The caller is answered with that failure at once, as `cancel` answers: URLSession on
+    /// Linux now and then never reports the end of the task cancelled next.
     func receive(_ data: Data, status: Int) -> Bool {
-        let kept = keep(data, status: status)
-        if kept, let progress, file != nil, (200..<300).contains(status), !data.isEmpty { progress(Int64(data.count)) }
-        return kept
-    }
-
-    private func keep(_ data: Data, status: Int) -> Bool {
-        state.withLock { state in
-            guard !state.tooLong, state.writeError == nil, !state.cancelled else { return false }
+        let (proceed, waiting, failure) = state.withLock {
+            state -> (Bool, CheckedContinuation<HTTPResponse, any Error>?, (any Error)?) in
+            guard !state.tooLong, state.writeError == nil, !state.cancelled else { return (false, nil, nil) }
             let success = (200..<300).contains(status)
             let toFile = file != nil && success
             // The limit is for the content asked for. An error answer is Drive's JSON, whose
@@ -291,19 +288,34 @@ private final class Transfer: Sendable {
             let cap = success ? limit : Self.errorBodyLimit
             guard state.received + Int64(data.count) <= cap else {
                 state.tooLong = true
-                return false
+                defer { state.continuation = nil }
+                return (false, state.continuation, stopped(state, status: status))
             }
             state.received += Int64(data.count)
             if toFile, let file {
                 if let failure = Self.write(data, to: file) {
                     state.writeError = failure
-                    return false
+                    defer { state.continuation = nil }
+                    return (false, state.continuation, stopped(state, status: status))
                 }
             } else {
                 state.body.append(data)
             }
-            return true
+            return (true, nil, nil)
         }
+        if let waiting, let failure { waiting.resume(throwing: failure) }
+        if proceed, let progress, file != nil, (200..<300).contains(status), !data.isEmpty {
+            progress(Int64(data.count))
+        }
+        return proceed
+    }
+
+    /// Why the transfer stopped before its end, or nil when `receive` never refused it.
+    private func stopped(_ state: State, status: Int) -> (any Error)? {
+        if let failure = state.writeError {
+            return path.flatMap { StorageError(path: $0, errno: failure) } ?? CocoaError.error(failure, path: path)
+        }
+        return state.tooLong ? ResponseTooLong(limit: limit, status: status) : nil
     }
 
     func finish(response: HTTPURLResponse?, error: (any Error)?) {
@@ -312,11 +324,7 @@ private final class Transfer: Sendable {
                 let continuation = state.continuation
                 state.continuation = nil
                 let status = response?.statusCode ?? 0
-                if state.tooLong { return (continuation, .failure(ResponseTooLong(limit: limit, status: status))) }
-                if let failure = state.writeError {
-                    let storage = path.flatMap { StorageError(path: $0, errno: failure) }
-                    return (continuation, .failure(storage ?? CocoaError.error(failure, path: path)))
-                }
+                if let failure = stopped(state, status: status) { return (continuation, .failure(failure)) }
                 // A declined challenge ends in a cancellation; the 401 it came with is the answer.
                 if let error, !(state.challenged && response?.statusCode == 401) {
                     return (continuation, .failure(error))

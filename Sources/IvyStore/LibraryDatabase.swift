@@ -178,11 +178,36 @@ package final class LibraryDatabase: Sendable {
     private static func storageError(_ error: DatabaseError, path: String) -> StorageError? {
         switch error.resultCode {
         case .SQLITE_FULL:
-            return StorageError(path: path, problem: .full)
+            return full(path: path, temporaryDirectory: temporaryDirectory(), probe: StorageError.probe)
         case .SQLITE_READONLY, .SQLITE_IOERR, .SQLITE_CANTOPEN:
             return StorageError.probe(path)
         default:
             return nil
+        }
+    }
+
+    /// Which disk SQLITE_FULL was about. SQLite also says it when its temporary files (a big
+    /// sort or transaction spills to them) fill their directory: when the library's own disk
+    /// has room and that one has none, the message names the temporary directory instead.
+    package static func full(
+        path: String, temporaryDirectory: String?, probe: (String) -> StorageError?
+    ) -> StorageError {
+        if probe(path)?.problem == .full { return StorageError(path: path, problem: .full) }
+        if let temporaryDirectory, probe(temporaryDirectory)?.problem == .full {
+            return StorageError(path: temporaryDirectory + " (SQLite's temporary directory, TMPDIR)", problem: .full)
+        }
+        return StorageError(path: path, problem: .full)
+    }
+
+    /// The directory SQLite puts its temporary files in on Unix: the first of these that is
+    /// a writable directory (sqlite3's unixTempFileDir).
+    private static func temporaryDirectory() -> String? {
+        let environment = ProcessInfo.processInfo.environment
+        let candidates = [environment["SQLITE_TMPDIR"], environment["TMPDIR"], "/var/tmp", "/usr/tmp", "/tmp", "."]
+        return candidates.compactMap { $0 }.first { candidate in
+            var info = stat()
+            return stat(candidate, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+                && access(candidate, W_OK | X_OK) == 0
         }
     }
 
@@ -235,7 +260,8 @@ enum LibraryFiles {
             close(try PrivateFile.open(path, .createNew))
         } catch {
             if error.code == EEXIST { return }
-            throw StoreError.cannotOpen(path: path, reason: String(cString: strerror(error.code)))
+            throw StorageError(path: path, errno: error.code)
+                ?? StoreError.cannotOpen(path: path, reason: String(cString: strerror(error.code)))
         }
     }
 

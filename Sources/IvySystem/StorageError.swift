@@ -69,10 +69,41 @@ package struct StorageError: LocalizedError, Equatable, Sendable {
             existing = parent
         }
         if info.f_flag & UInt(ST_RDONLY) != 0 { return StorageError(path: path, problem: .readOnly) }
-        // f_bfree, not f_bavail: root may write into the blocks reserved for it. A file system
-        // that reports no blocks at all (some virtual ones) is not said to be full.
-        if info.f_blocks > 0, info.f_bfree == 0 { return StorageError(path: path, problem: .full) }
+        let space = Space(
+            blocks: UInt64(info.f_blocks), freeBlocks: UInt64(info.f_bfree),
+            availableBlocks: UInt64(info.f_bavail), files: UInt64(info.f_files),
+            availableFiles: UInt64(info.f_favail))
+        if space.isFull(asRoot: geteuid() == 0) { return StorageError(path: path, problem: .full) }
         return nil
+    }
+
+    /// The figures `statvfs` gives for a file system, kept apart from the call so the
+    /// decision of when it is full can be checked with any figures.
+    package struct Space: Sendable, Equatable {
+        package var blocks: UInt64
+        package var freeBlocks: UInt64
+        package var availableBlocks: UInt64
+        package var files: UInt64
+        package var availableFiles: UInt64
+
+        package init(blocks: UInt64, freeBlocks: UInt64, availableBlocks: UInt64, files: UInt64, availableFiles: UInt64)
+        {
+            self.blocks = blocks
+            self.freeBlocks = freeBlocks
+            self.availableBlocks = availableBlocks
+            self.files = files
+            self.availableFiles = availableFiles
+        }
+
+        /// Whether a writer can add nothing more: no block it may use (root may use the blocks
+        /// reserved for it, about 5% on ext4, so another user's disk is full while some are
+        /// still free) or no inode left for a new file. A file system that reports no blocks
+        /// (or no inodes) at all, as some virtual ones do, is not said to be full for that.
+        package func isFull(asRoot: Bool) -> Bool {
+            let usable = asRoot ? freeBlocks : availableBlocks
+            if blocks > 0, usable == 0 { return true }
+            return files > 0 && availableFiles == 0
+        }
     }
 
     package var errorDescription: String? {

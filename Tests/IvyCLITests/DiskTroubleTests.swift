@@ -78,6 +78,14 @@ extension IvyHome {
         let result = try await runBinaryAsync(
             arguments, environment: extra, through: try disk.wrapper(over: directory ?? home))
         #expect(result.status != Disk.setupFailed, "\(result.stderr)")
+        // unshare itself refused (exit 1, its own message): no namespace, so no disk to test on.
+        #expect(
+            !result.stderr.hasPrefix("unshare:"),
+            """
+            these tests make a small disk in a mount namespace, which needs root or unprivileged user \
+            namespaces (sysctl kernel.unprivileged_userns_clone=1, or user.max_user_namespaces > 0): \
+            \(result.stderr)
+            """)
         return result
     }
 
@@ -228,6 +236,20 @@ struct DiskTroubleTests {
         #expect(list.status == 0 && list.stdout.contains("Dune"), "\(list.stderr)")
         #expect(ivy.files() == before)
         #expect(try ivy.library() == library)
+    }
+
+    @Test("a read-only home with no library yet: the first command says the disk is read-only")
+    func readOnlyNewHome() async throws {
+        let ivy = try IvyHome()
+        try FileManager.default.createDirectory(
+            atPath: ivy.home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        #expect(!FileManager.default.fileExists(atPath: ivy.home + "/library.db"))
+        let result = try await ivy.run(on: .readOnly, "book", "add", "--title", "Dune")
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.hasPrefix("Error: \(ivy.home)/library.db is on a read-only file system: remount it"),
+            "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: ivy.home + "/library.db"))
     }
 }
 

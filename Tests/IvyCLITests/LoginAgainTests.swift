@@ -6,8 +6,11 @@ import Testing
 /// on /dev/null (a script), while the emulator in this process answers.
 extension SignInHarness {
     /// Starts `ivy login`, types `answer` (a line) when on a terminal, approves the code as
-    /// `email` if one shows, and waits for the end.
-    func loginBinary(onTerminal: Bool, answer: String? = nil, approveAs email: String) async throws -> RunResult {
+    /// `email` if one shows, and waits for the end. On a terminal, standard output is that
+    /// terminal too unless `outputToPipe` (as `ivy login > file` is run from a terminal).
+    func loginBinary(
+        onTerminal: Bool, outputToPipe: Bool = false, answer: String? = nil, approveAs email: String
+    ) async throws -> RunResult {
         await emulator.state.setDeviceCode(interval: 0)
         var terminal: (main: Int32, other: Int32)?
         if onTerminal {
@@ -17,6 +20,12 @@ extension SignInHarness {
                 Issue.record("openpty failed: \(String(cString: strerror(errno)))")
                 return RunResult(status: -1, stdout: "", stderr: "")
             }
+            // Raw: no echo of the typed answer and no \r added to ivy's lines, so the text
+            // read back is what ivy wrote.
+            var settings = termios()
+            tcgetattr(other, &settings)
+            cfmakeraw(&settings)
+            tcsetattr(other, TCSANOW, &settings)
             terminal = (main, other)
         }
         defer {
@@ -28,11 +37,27 @@ extension SignInHarness {
         process.environment = ivy.environment
         let out = Pipe()
         let err = Pipe()
-        process.standardOutput = out
+        let terminalHandle = terminal.map { FileHandle(fileDescriptor: $0.other, closeOnDealloc: false) }
+        let outputOnTerminal = terminalHandle != nil && !outputToPipe
+        process.standardOutput = outputOnTerminal ? terminalHandle : out
         process.standardError = err
-        process.standardInput =
-            terminal.map { FileHandle(fileDescriptor: $0.other, closeOnDealloc: false) } ?? FileHandle.nullDevice
+        process.standardInput = terminalHandle ?? FileHandle.nullDevice
         try process.run()
+        // What ivy writes next, empty at its end (a terminal's reader gets EIO once ivy exits).
+        let read: @Sendable () -> Data
+        if outputOnTerminal, let main = terminal?.main {
+            read = {
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let count = Glibc.read(main, &buffer, buffer.count)
+                    if count < 0, errno == EINTR { continue }
+                    return count > 0 ? Data(buffer[..<count]) : Data()
+                }
+            }
+        } else {
+            let reader = out.fileHandleForReading
+            read = { reader.availableData }
+        }
         if let terminal {
             close(terminal.other)
             // Typed ahead: the line waits in the terminal until ivy reads it.
@@ -45,7 +70,7 @@ extension SignInHarness {
         let seen = try await offCooperativePool { () -> (Data, String?) in
             var seen = Data()
             while true {
-                let chunk = out.fileHandleForReading.availableData
+                let chunk = read()
                 if chunk.isEmpty { return (seen, nil) }
                 seen.append(chunk)
                 let text = String(decoding: seen, as: UTF8.self)
@@ -54,7 +79,8 @@ extension SignInHarness {
         }
         if let code = seen.1 { try await state.approve(userCode: code, email: email) }
         let (rest, errors) = try await offCooperativePool { () -> (Data, Data) in
-            let rest = out.fileHandleForReading.readDataToEndOfFile()
+            var rest = Data()
+            while case let chunk = read(), !chunk.isEmpty { rest.append(chunk) }
             let errors = err.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
             return (rest, errors)
@@ -118,6 +144,35 @@ struct LoginAgainTests {
             #expect(!result.stdout.contains("[y/N]"))
             #expect(result.stdout.hasSuffix("Signed in as bob@example.com\n"))
             #expect(try harness.storedToken()["email"] as? String == "bob@example.com")
+        }
+    }
+
+    @Test("typed at a terminal with output to a file or pipe, it asks nothing (an n typed is never read) and signs in")
+    func outputRedirected() async throws {
+        try await withSignIn { harness in
+            #expect(try await harness.login().status == 0)
+            let result = try await harness.loginBinary(
+                onTerminal: true, outputToPipe: true, answer: "n", approveAs: "bob@example.com")
+            #expect(result.status == 0, "stderr: \(result.stderr)")
+            #expect(
+                result.stdout.hasPrefix(
+                    "Already signed in as alice@example.com; signing in again replaces that sign-in.\n"))
+            #expect(!result.stdout.contains("[y/N]"))
+            #expect(result.stdout.hasSuffix("Signed in as bob@example.com\n"))
+            #expect(try harness.storedToken()["email"] as? String == "bob@example.com")
+        }
+    }
+
+    @Test("declined at a terminal, a home whose library was never made is left without one")
+    func declinedBeforeLibrary() async throws {
+        try await withSignIn { harness in
+            #expect(try await harness.login().status == 0)
+            let library = harness.ivy.home + "/library.db"
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: library + suffix) }
+            let result = try await harness.loginBinary(onTerminal: true, answer: "n", approveAs: "bob@example.com")
+            #expect(result.status == 0, "stderr: \(result.stderr)")
+            #expect(result.stdout.hasSuffix("Nothing changed; still signed in as alice@example.com.\n"))
+            #expect(!FileManager.default.fileExists(atPath: library))
         }
     }
 

@@ -70,4 +70,17 @@ struct TableTextTests {
         #expect(list.lines.contains { $0.hasSuffix("  " + notes[0]) })
         #expect(list.lines.contains { $0.hasSuffix("  " + String(repeating: "n", count: 39) + "…") })
     }
+
+    @Test("a short note whose first line ends in … of its own still shows that more lines follow")
+    func noteEndingInEllipsis() async throws {
+        let ivy = try IvyHome()
+        let book = try ivy.runBinary("book", "add", "--title", "Dune").stdout.trimmingCharacters(in: .newlines)
+        let audio = try ivy.mp3("a.mp3")
+        let added = try ivy.runBinary(
+            "clip", "add", "--book", book, "--start", "0", "--duration", "1", "--audio", audio, "--note",
+            "Wait for it…\nthe second line")
+        #expect(added.status == 0, "\(added.stderr)")
+        let list = try ivy.runBinary("clip", "list")
+        #expect(list.lines.contains { $0.hasSuffix("  Wait for it… …") }, "\(list.stdout)")
+    }
 }

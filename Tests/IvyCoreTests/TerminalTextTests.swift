@@ -1,3 +1,4 @@
+import Glibc
 import IvyCore
 import Testing
 
@@ -36,10 +37,38 @@ struct DisplayWidthTests {
             ("🇯🇵", 2), ("🇯🇵🇫🇷", 4), ("🏳️‍🌈", 2), ("❤️", 2), ("❤", 1), ("1️⃣", 2),
             ("☕", 2), ("☕\u{FE0E}", 1), ("\u{1F3FB}", 2), ("\u{200B}", 0), ("\u{301}", 0), ("…", 1),
             ("\u{3000}", 2), ("𠀋", 2), ("\u{2EBF0}", 2),
+            ("हिन्दी", 5), ("कि", 2), ("বাংলা", 5),
+            ("น้ำ", 2), ("ภาษาไทย", 7), ("☝🏽", 2), ("☝", 1),
             ("tab\there", 9), ("\u{1B}[2J", 9), ("\r\n", 4), ("\u{9B}", 6),
         ])
     func width(text: String, columns: Int) {
         #expect(TerminalText.width(text) == columns)
+    }
+
+    @Test(
+        "text that is not emoji takes the columns glibc's wcswidth gives it",
+        arguments: [
+            "हिन्दी", "कि", "क्षत्रिय", "মাতৃভাষা",
+            "বাংলা", "น้ำ", "ภาษาไทย", "กำ", "Cafe\u{301}",
+            "三体", "한국어", "\u{1100}\u{1161}\u{11A8}", "Émile Zola", "\u{200B}x",
+        ])
+    func sameAsGlibc(text: String) throws {
+        #expect(TerminalText.width(text) == (try glibcWidth(text)))
+    }
+
+    /// wcswidth in C.UTF-8, set for this thread only (tests run side by side).
+    private func glibcWidth(_ text: String) throws -> Int {
+        let utf8 = try #require(newlocale(LC_CTYPE_MASK, "C.UTF-8", nil))
+        defer { freelocale(utf8) }
+        let previous = uselocale(utf8)
+        defer { uselocale(previous) }
+        // Glibc's Swift module leaves wcswidth out (it is an X/Open extension): found by name.
+        let process = try #require(dlopen(nil, RTLD_NOW))
+        defer { dlclose(process) }
+        let symbol = try #require(dlsym(process, "wcswidth"))
+        let wcswidth = unsafeBitCast(symbol, to: (@convention(c) (UnsafePointer<wchar_t>?, Int) -> Int32).self)
+        let wide = text.unicodeScalars.map { wchar_t(bitPattern: $0.value) } + [0]
+        return Int(wcswidth(wide, wide.count - 1))
     }
 
     @Test("a control character counts as the escape it is shown as")
@@ -59,6 +88,9 @@ struct DisplayWidthTests {
             ("Family 👨‍👩‍👧‍👦 trip", 10, "Family 👨‍👩‍👧‍👦…"),
             ("🇯🇵🇫🇷🇩🇪", 5, "🇯🇵🇫🇷…"), ("🇯🇵🇫🇷🇩🇪", 4, "🇯🇵…"),
             ("Cafe\u{301} noir", 5, "Cafe\u{301}…"), ("👍🏽👍🏿", 3, "👍🏽…"),
+            ("हिन्दी पुस्तक", 4, "हि…"),
+            ("हिन्दी पुस्तक", 6, "हिन्दी…"),
+            ("ภาษาไทย", 4, "ภาษ…"), ("☝🏽☝🏽", 3, "☝🏽…"),
             ("bell\u{7}", 6, "bell…"), ("bell\u{7}", 10, #"bell\u{7}"#), ("x", 0, ""), ("xy", 1, "…"),
         ])
     func truncated(text: String, columns: Int, expected: String) {

@@ -1,6 +1,7 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
+import IvySystem
 import Testing
 
 @testable import IvyGoogle
@@ -84,5 +85,44 @@ struct OverlongDownloadTests {
                     $0.hasPrefix(".download")
                 }.isEmpty)
         }
+    }
+}
+
+/// URLSession on Linux now and then never reports the end of a task it was told to cancel,
+/// so a download that must stop answers its caller itself. Here nothing reports the task's
+/// end: the caller giving up (`cancel`) is the only other answer, and must come too late.
+@Suite("A download that must stop answers at once")
+struct StoppedDownloadTests {
+    /// What `transfer`'s caller is answered when `chunk` (a 2xx body's bytes) is the last
+    /// thing the transfer hears before its caller gives up.
+    private func answer(of transfer: Transfer, after chunk: Data) async -> Result<HTTPResponse, any Error> {
+        do {
+            let response = try await withCheckedThrowingContinuation { continuation in
+                transfer.begin(continuation)
+                let more = transfer.receive(chunk, status: 200)
+                #expect(!more, "the transfer asks URLSession to stop")
+                transfer.cancel()
+            }
+            return .success(response)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    @Test("a download whose write finds the disk full ends with the storage error, not waiting for URLSession")
+    func fullDisk() async throws {
+        let descriptor = open("/dev/full", O_WRONLY)
+        try #require(descriptor >= 0)
+        defer { close(descriptor) }
+        let transfer = Transfer(limit: 1 << 20, file: (descriptor, "/home/me/ivy/audio/.download-x"))
+        let result = await answer(of: transfer, after: Data(count: 4096))
+        #expect(throws: StorageError(path: "/home/me/ivy/audio/.download-x", problem: .full)) { try result.get() }
+    }
+
+    @Test("a download past its limit ends with ResponseTooLong, not waiting for URLSession")
+    func tooLong() async throws {
+        let transfer = Transfer(limit: 100, file: nil)
+        let result = await answer(of: transfer, after: Data(count: 101))
+        #expect(throws: ResponseTooLong(limit: 100, status: 200)) { try result.get() }
     }
 }

@@ -109,3 +109,37 @@ struct LibraryOpeningTests {
                 "another user") == true)
     }
 }
+
+@Suite("SQLite's full disk, placed")
+struct SQLiteFullTests {
+    private let library = "/home/me/ivy/library.db"
+
+    /// A probe that finds exactly `full` full.
+    private func probe(full: Set<String>) -> (String) -> StorageError? {
+        { path in full.contains(path) ? StorageError(path: path, problem: .full) : nil }
+    }
+
+    @Test("SQLITE_FULL with the library's disk full names the library")
+    func libraryFull() {
+        let error = LibraryDatabase.full(
+            path: library, temporaryDirectory: "/tmp", probe: probe(full: [library, "/tmp"]))
+        #expect(error == StorageError(path: library, problem: .full))
+    }
+
+    @Test("SQLITE_FULL with room for the library and none in the temporary directory names TMPDIR")
+    func temporaryFull() {
+        let error = LibraryDatabase.full(path: library, temporaryDirectory: "/tmp", probe: probe(full: ["/tmp"]))
+        #expect(error.path == "/tmp (SQLite's temporary directory, TMPDIR)")
+        #expect(error.errorDescription?.hasPrefix("no space left on device for /tmp (SQLite's temporary") == true)
+    }
+
+    @Test("SQLITE_FULL that neither disk explains still says the library's disk is full")
+    func unexplained() {
+        #expect(
+            LibraryDatabase.full(path: library, temporaryDirectory: "/tmp", probe: probe(full: []))
+                == StorageError(path: library, problem: .full))
+        #expect(
+            LibraryDatabase.full(path: library, temporaryDirectory: nil, probe: probe(full: []))
+                == StorageError(path: library, problem: .full))
+    }
+}

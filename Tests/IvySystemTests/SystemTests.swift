@@ -156,4 +156,31 @@ struct StorageErrorTests {
         #expect(StorageError.probe(directory) == nil)
         #expect(StorageError.probe(directory + "/not/yet/made") == nil)
     }
+
+    @Test("a disk is full for a user when no block is available to users, for root only when none is free")
+    func fullForWhom() {
+        // 5% reserved for root, as ext4 keeps by default: 50 blocks free, none available.
+        let reserveLeft = StorageError.Space(
+            blocks: 1000, freeBlocks: 50, availableBlocks: 0, files: 100, availableFiles: 90)
+        #expect(reserveLeft.isFull(asRoot: false))
+        #expect(!reserveLeft.isFull(asRoot: true))
+        let empty = StorageError.Space(blocks: 1000, freeBlocks: 0, availableBlocks: 0, files: 100, availableFiles: 90)
+        #expect(empty.isFull(asRoot: true))
+        #expect(empty.isFull(asRoot: false))
+        let roomy = StorageError.Space(
+            blocks: 1000, freeBlocks: 500, availableBlocks: 450, files: 100, availableFiles: 90)
+        #expect(!roomy.isFull(asRoot: false))
+        #expect(!roomy.isFull(asRoot: true))
+    }
+
+    @Test("a disk with blocks free but no inode left is full; one that reports no blocks or inodes is not")
+    func fullOfFiles() {
+        let noInodes = StorageError.Space(
+            blocks: 1000, freeBlocks: 500, availableBlocks: 450, files: 100, availableFiles: 0)
+        #expect(noInodes.isFull(asRoot: false))
+        #expect(noInodes.isFull(asRoot: true))
+        let virtual = StorageError.Space(blocks: 0, freeBlocks: 0, availableBlocks: 0, files: 0, availableFiles: 0)
+        #expect(!virtual.isFull(asRoot: false))
+        #expect(!virtual.isFull(asRoot: true))
+    }
 }

@@ -114,14 +114,14 @@ struct StoppedDownloadTests {
         let descriptor = open("/dev/full", O_WRONLY)
         try #require(descriptor >= 0)
         defer { close(descriptor) }
-        let transfer = Transfer(limit: 1 << 20, file: (descriptor, "/home/me/ivy/audio/.download-x"))
+        let transfer = Transfer(limit: 1 << 20, file: (descriptor, "/home/me/ivy/audio/.download-x"), progress: nil)
         let result = await answer(of: transfer, after: Data(count: 4096))
         #expect(throws: StorageError(path: "/home/me/ivy/audio/.download-x", problem: .full)) { try result.get() }
     }
 
     @Test("a download past its limit ends with ResponseTooLong, not waiting for URLSession")
     func tooLong() async throws {
-        let transfer = Transfer(limit: 100, file: nil)
+        let transfer = Transfer(limit: 100, file: nil, progress: nil)
         let result = await answer(of: transfer, after: Data(count: 101))
         #expect(throws: ResponseTooLong(limit: 100, status: 200)) { try result.get() }
     }

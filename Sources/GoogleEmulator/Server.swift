@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 
 /// The emulator as a running server on 127.0.0.1: one base URL serves the OAuth
 /// endpoints, Drive, uploads and the control API.
@@ -26,11 +27,13 @@ package final class GoogleEmulator: Sendable {
     /// `http://127.0.0.1:PORT` (or `http://[::1]:PORT`), without a trailing slash.
     package let baseURL: URL
     private let server: Task<Void, any Error>
+    private let listener: any Channel
 
-    private init(state: EmulatorState, baseURL: URL, server: Task<Void, any Error>) {
+    private init(state: EmulatorState, baseURL: URL, server: Task<Void, any Error>, listener: any Channel) {
         self.state = state
         self.baseURL = baseURL
         self.server = server
+        self.listener = listener
     }
 
     /// Starts listening on 127.0.0.1, or on `host` (`::1` for IPv6 loopback); port 0 picks a
@@ -42,12 +45,12 @@ package final class GoogleEmulator: Sendable {
         seed: UInt64 = EmulatorState.defaultSeed, state existing: EmulatorState? = nil
     ) async throws -> GoogleEmulator {
         let state = existing ?? EmulatorState(accounts: accounts, clients: clients, clock: clock, seed: seed)
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let (listeners, continuation) = AsyncStream<any Channel>.makeStream()
         let application = Application(
             responder: EmulatorResponder(state: state),
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in
-                continuation.yield(channel.localAddress?.port ?? 0)
+                continuation.yield(channel)
                 continuation.finish()
             },
             logger: Logger(label: "ivy-emulator", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -56,20 +59,27 @@ package final class GoogleEmulator: Sendable {
             defer { continuation.finish() }
             try await application.run()
         }
-        var bound: Int?
-        for await port in ports { bound = port }
+        var listener: (any Channel)?
+        for await channel in listeners { listener = channel }
         let authority = host.contains(":") ? "[\(host)]" : host
-        guard let bound, bound > 0, let url = URL(string: "http://\(authority):\(bound)") else {
+        guard let listener, let bound = listener.localAddress?.port, bound > 0,
+            let url = URL(string: "http://\(authority):\(bound)")
+        else {
             server.cancel()
             _ = await server.result
             throw EmulatorStartError(host: host, port: port)
         }
-        return GoogleEmulator(state: state, baseURL: url, server: server)
+        return GoogleEmulator(state: state, baseURL: url, server: server, listener: listener)
     }
 
     /// Stops accepting and closes every connection; returns when the server is down.
     package func stop() async {
         await state.releaseHeld()
+        // The listening socket closes first, so no connection is accepted once the server
+        // task is cancelled: NIO traps when it accepts one that nothing will ever serve
+        // ("Deinited NIOAsyncWriter without calling finish()", swift-nio#2637), which crashed
+        // a whole test run.
+        try? await listener.close()
         server.cancel()
         _ = await server.result
     }

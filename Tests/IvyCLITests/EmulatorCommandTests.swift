@@ -119,11 +119,60 @@ struct EmulatorCommandTests {
                     Self.emulator, ["approve", "--url", url, "--account", "bob@example.com"],
                     environment: ["HOME": directory.path, "PATH": "/usr/bin:/bin"])
             }
+            // Asked for once approve has looked, so it is surely a sign-in approve never saw.
+            await emulator.state.waitForPendingListings(count: 1)
             let code = try await askForCode(url)
             let approved = try await approving.value
             #expect(approved.status == 0, "\(approved.stderr)")
             #expect(approved.stdout == "approved \(code) for bob@example.com\n")
             #expect(await emulator.state.pendingUserCodes() == [])
+        }
+    }
+
+    @Test(
+        """
+        a login killed after asking for its code, then a new one started after approve: approve waits for the \
+        new one's sign-in instead of approving the dead one, and the new login signs in
+        """)
+    func approveSkipsKilledLogin() async throws {
+        try await withEmulator { emulator in
+            let url = emulator.baseURL.absoluteString
+            await emulator.state.setDeviceCode(interval: 1)
+            let directory = try TemporaryHome(prefix: "emulator-killed")
+            let environment = [
+                "IVY_HOME": directory.file("home"), "HOME": directory.path, "PATH": "/usr/bin:/bin",
+                "IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url, "NO_COLOR": "1",
+                "IVY_CLIENT_ID": GoogleEmulator.defaultClient.id,
+                "IVY_CLIENT_SECRET": GoogleEmulator.defaultClient.secret,
+            ]
+            let killed = try Login(environment: environment)
+            let stale = try #require(try await killed.code())
+            killed.kill()
+            _ = try await killed.finish()
+
+            // A minute has not passed: the dead sign-in still looks fresh. approve looks first,
+            // and only then does the new login ask for its code.
+            let approving = Task {
+                try await run(
+                    Self.emulator, ["approve"],
+                    environment: ["HOME": directory.path, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url])
+            }
+            await emulator.state.waitForPendingListings(count: 1)
+            let login = try Login(environment: environment)
+            let code = try #require(try await login.code())
+            let approved = try await approving.value
+            #expect(approved.status == 0, "\(approved.stderr)")
+            #expect(
+                approved.stdout == """
+                    approved \(code) for alice@example.com
+                    left pending: \(stale) (older sign-in; pick one with --code)
+
+                    """)
+            // Had the dead one been approved, the new login would wait out its code's lifetime.
+            if !approved.stdout.hasPrefix("approved \(code) ") { login.kill() }
+            let signedIn = try await login.finish()
+            #expect(signedIn.status == 0, "\(signedIn.stderr)")
+            #expect(await emulator.state.pendingUserCodes() == [stale])
         }
     }
 
@@ -154,9 +203,12 @@ struct EmulatorCommandTests {
             let url = emulator.baseURL.absoluteString
             let directory = try TemporaryHome(prefix: "emulator-deny")
             let older = try await askForCode(url)
+            let denying = Task {
+                try await run(Self.emulator, ["deny"], environment: ["HOME": directory.path, "IVY_OAUTH_URL": url])
+            }
+            await emulator.state.waitForPendingListings(count: 1)
             let newer = try await askForCode(url)
-            let denied = try await run(
-                Self.emulator, ["deny"], environment: ["HOME": directory.path, "IVY_OAUTH_URL": url])
+            let denied = try await denying.value
             #expect(denied.status == 0, "\(denied.stderr)")
             #expect(denied.stdout == "denied \(newer)\nleft pending: \(older) (older sign-in; pick one with --code)\n")
             #expect(await emulator.state.pendingUserCodes() == [older])

@@ -38,7 +38,7 @@ struct EmulatorCommandTests {
         #expect(String(match.2) == url)
         #expect(started.output == line + "\n")
         let pid = try #require(pid_t(match.3))
-        started.pid = pid
+        #expect(started.pid == pid)
         // Detached: its own session, so a closed terminal's SIGHUP never reaches it.
         #expect(getsid(pid) == pid)
 
@@ -259,9 +259,12 @@ private final class Background: @unchecked Sendable {
             process.waitUntilExit()
             return (output, errors)
         }
-        return Background(
+        let started = Background(
             status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
             errors: String(decoding: errors, as: UTF8.self))
+        // Known before any check of the output, so `stop` ends the emulator whatever fails next.
+        if let match = started.output.firstMatch(of: /IVY_EMULATOR_PID=(\d+)/) { started.pid = pid_t(match.1) }
+        return started
     }
 
     /// Stops the emulator, if it runs, without waiting (for a test that failed early).

@@ -96,10 +96,16 @@ struct Serve: AsyncParsableCommand {
         let url = emulator.baseURL.absoluteString
         var exportLine = "export IVY_OAUTH_URL=\(shellQuoted(url)) IVY_DRIVE_URL=\(shellQuoted(url))"
         if detached { exportLine += " IVY_EMULATOR_PID=\(getpid())" }
+        var wroteEnvFile = false
         do {
-            if let envFile { try writePrivately(Data((exportLine + "\n").utf8), to: envFile, as: "env file") }
+            if let envFile {
+                try writePrivately(Data((exportLine + "\n").utf8), to: envFile, as: "env file")
+                wroteEnvFile = true
+            }
             if detached { try leaveStarter(reporting: exportLine) }
         } catch {
+            // An env file naming an emulator that is gone would send the next `ivy` nowhere.
+            if wroteEnvFile, let envFile { unlink(envFile) }
             await emulator.stop()
             throw error
         }

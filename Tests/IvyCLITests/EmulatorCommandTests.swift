@@ -109,6 +109,20 @@ struct EmulatorCommandTests {
         #expect(!FileManager.default.fileExists(atPath: envFile))
     }
 
+    @Test("a --background emulator whose --log cannot be opened says so and leaves no --env-file behind")
+    func unopenableLog() async throws {
+        let directory = try TemporaryHome(prefix: "emulator-badlog")
+        let envFile = directory.file("emulator.env")
+        let logFile = directory.file("missing/emulator.log")
+        let started = try await Background.start(
+            ["--background", "--env-file", envFile, "--log", logFile], in: directory)
+        defer { started.stop() }
+        #expect(started.status != 0)
+        #expect(started.output == "")
+        #expect(started.errors.contains("cannot open the log \(logFile)"), "\(started.errors)")
+        #expect(!FileManager.default.fileExists(atPath: envFile))
+    }
+
     @Test("approve waits for a sign-in asked for after it started, and approves it for --account")
     func approveWaits() async throws {
         try await withEmulator { emulator in

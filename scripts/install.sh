@@ -32,7 +32,8 @@ Environment:
   IVY_BINARY      Install this already built ivy instead of building one.
   IVY_EMULATOR_BINARY
                   Install this already built ivy-emulator instead of building one
-                  (default with IVY_BINARY: the ivy-emulator beside it, if any).
+                  (default with IVY_BINARY: the ivy-emulator beside it, if any);
+                  "none": install no ivy-emulator, and leave one alone on --uninstall.
 EOF
 }
 
@@ -74,7 +75,12 @@ if "$uninstall"; then
     if [ -e "$unit" ]; then
         echo "note: if ivy-watch is running, stop it: systemctl --user stop ivy-watch"
     fi
-    for file in "$binary" "$emulator" "$manpage" "$bash_completion" "$zsh_completion" "$fish_completion" "$unit"; do
+    owned=("$binary")
+    # An installer without an emulator (the release tarball's) did not put one there.
+    if [ "${IVY_EMULATOR_BINARY:-}" != none ]; then
+        owned+=("$emulator")
+    fi
+    for file in "${owned[@]}" "$manpage" "$bash_completion" "$zsh_completion" "$fish_completion" "$unit"; do
         if [ -e "$file" ] || [ -L "$file" ]; then
             rm -f "$file"
             echo "removed $file"
@@ -89,12 +95,17 @@ fi
 # swift build builds every product of the package (ivy, ivy-emulator and the small ivy-soak).
 built="${IVY_BINARY:-}"
 built_emulator="${IVY_EMULATOR_BINARY:-}"
-if [ -n "$built" ] && [ -z "$built_emulator" ] && [ -x "$(dirname "$built")/ivy-emulator" ]; then
+without_emulator=false
+if [ "$built_emulator" = none ]; then
+    without_emulator=true
+    built_emulator=""
+fi
+if [ -n "$built" ] && ! "$without_emulator" && [ -z "$built_emulator" ] && [ -x "$(dirname "$built")/ivy-emulator" ]; then
     built_emulator="$(dirname "$built")/ivy-emulator"
 fi
 if [ -z "$built" ]; then
     build=(swift build -c release --package-path "$root")
-    if [ -n "$built_emulator" ]; then
+    if [ -n "$built_emulator" ] || "$without_emulator"; then
         build+=(--product ivy)
     fi
     if [ -n "${IVY_BUILD_PATH:-}" ]; then
@@ -104,7 +115,7 @@ if [ -z "$built" ]; then
     "${build[@]}"
     bin_path="$("${build[@]}" --show-bin-path)"
     built="$bin_path/ivy"
-    if [ -z "$built_emulator" ]; then
+    if [ -z "$built_emulator" ] && ! "$without_emulator"; then
         built_emulator="$bin_path/ivy-emulator"
     fi
 fi
@@ -143,7 +154,7 @@ exec_path="$(cd "$prefix/bin" && pwd)/ivy"
 installed=("$binary")
 if [ -n "$built_emulator" ]; then
     installed+=("$emulator")
-else
+elif ! "$without_emulator"; then
     echo "note: not installing ivy-emulator: none beside $built; set IVY_EMULATOR_BINARY to install one"
 fi
 installed+=("$manpage" "$bash_completion" "$zsh_completion" "$fish_completion")

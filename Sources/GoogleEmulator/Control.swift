@@ -12,14 +12,16 @@ extension EmulatorState {
             switch (request.method, segments) {
             case ("GET", ["pending"]):
                 let signIns = pendingSignIns()
+                countPendingListing()
                 return .json(
                     200,
                     [
-                        "user_codes": signIns.map(\.userCode).sorted(),
+                        "user_codes": signIns.map(\.userCode).sorted(), "events": signInEvents,
                         "sign_ins": signIns.map { signIn -> [String: Any] in
                             [
                                 "user_code": signIn.userCode, "client_id": signIn.clientID, "order": signIn.order,
                                 "idle_seconds": signIn.idleSeconds, "abandoned": signIn.abandoned,
+                                "last_event": signIn.lastEvent,
                             ]
                         },
                     ])

@@ -84,6 +84,9 @@ struct DeviceSession: Sendable, Codable {
     var expiresAt: Date
     var interval: Int
     var lastPoll: Date?
+    /// `signInEvents` when it was asked for or last polled: whether its login is alive now
+    /// shows as this passing a mark taken earlier, whatever the clock does.
+    var lastEvent = 0
     var decision: Decision
     /// What the person allowed, when less than asked for: Google's consent screen lets them
     /// untick a scope.
@@ -179,6 +182,13 @@ package actor EmulatorState {
     var devices: [String: DeviceSession] = [:]
     /// How many device codes were asked for: the next sign-in's `order`.
     var deviceCodesIssued = 0
+    /// Counts device codes asked for and polls for them, so `ivy-emulator approve` can tell a
+    /// login that is alive now (its sign-in passes the count approve saw first) from one killed.
+    var signInEvents = 0
+    /// How many times the control API listed pending sign-ins: how a test starts a login just
+    /// after `ivy-emulator approve` took its first look.
+    package private(set) var pendingListings = 0
+    private var listingWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     var refreshTokens: [String: RefreshGrant] = [:]
     var accessTokens: [String: AccessGrant] = [:]
     var files: [String: DriveFile] = [:]
@@ -321,6 +331,20 @@ package actor EmulatorState {
 
     package func clearRequests() { requests = [] }
 
+    /// Counts a listing of pending sign-ins by the control API and wakes who waits for it.
+    func countPendingListing() {
+        pendingListings += 1
+        let ready = listingWaiters.filter { $0.count <= pendingListings }
+        listingWaiters.removeAll { $0.count <= pendingListings }
+        for waiter in ready { waiter.continuation.resume() }
+    }
+
+    /// Returns once the control API has listed pending sign-ins `count` times in all.
+    package func waitForPendingListings(count: Int) async {
+        if pendingListings >= count { return }
+        await withCheckedContinuation { listingWaiters.append((count, $0)) }
+    }
+
     package func addAccount(_ account: EmulatedAccount) {
         if !accounts.contains(where: { $0.email == account.email }) { accounts.append(account) }
     }
@@ -347,7 +371,7 @@ package actor EmulatorState {
                 let abandoned = idle > max(60, 3 * Double(session.interval))
                 return PendingSignIn(
                     userCode: session.userCode, clientID: session.clientID, order: session.order,
-                    idleSeconds: idle, abandoned: abandoned)
+                    idleSeconds: idle, abandoned: abandoned, lastEvent: session.lastEvent)
             }
     }
 
@@ -611,4 +635,6 @@ package struct PendingSignIn: Sendable, Equatable {
     package var idleSeconds: Double
     /// Nobody has polled for it in a long while: the `ivy login` that asked for it was stopped.
     package var abandoned: Bool
+    /// The emulator's sign-in event count when it was asked for or last polled.
+    package var lastEvent: Int = 0
 }

@@ -31,12 +31,14 @@ extension EmulatorState {
         let userCode = [0, 1].map { _ in
             String((0..<4).map { _ in letters[Int.random(in: 0..<letters.count, using: &random)] })
         }.joined(separator: "-")
-        let session = DeviceSession(
+        var session = DeviceSession(
             deviceCode: deviceCode, userCode: userCode, clientID: clientID, scope: scope, requestedAt: now(),
             order: deviceCodesIssued, expiresAt: now().addingTimeInterval(TimeInterval(deviceCodeLifetime)),
             interval: pollInterval,
             lastPoll: nil,
             decision: .pending, grantedScope: nil)
+        signInEvents += 1
+        session.lastEvent = signInEvents
         devices[session.deviceCode] = session
         deviceCodesIssued += 1
         return .json(
@@ -67,6 +69,9 @@ extension EmulatorState {
             return .oauthError(400, "invalid_grant", "Malformed auth code.")
         }
         let time = now()
+        signInEvents += 1
+        session.lastEvent = signInEvents
+        devices[code] = session
         guard session.expiresAt > time else {
             // Google documents invalid_grant for a device code it no longer takes; RFC 8628's
             // expired_token is not in its list.

@@ -41,8 +41,9 @@ package struct ProgressMeter: Sendable {
     /// The line to draw for `progress` at `now`, or nil when the last one drawn stands for now.
     package mutating func update(_ progress: SyncProgress, now: Milliseconds) -> ProgressReading? {
         let newPhase = progress.phase != phase
-        // A clock that stepped back starts the readings again rather than dividing by a negative span.
-        let steppedBack = readings.last.map { now < $0.time } ?? false
+        // A clock that stepped back starts the readings again rather than dividing by a negative
+        // span; so do bytes done that dropped (a tally told so), rather than a negative rate.
+        let steppedBack = readings.last.map { now < $0.time || progress.bytesDone < $0.bytes } ?? false
         if newPhase || steppedBack { readings = [] }
         if !newPhase, !progress.isLast, let drawnAt, now >= drawnAt, now - drawnAt < Self.redrawInterval {
             return nil
@@ -57,7 +58,7 @@ package struct ProgressMeter: Sendable {
     private func rate() -> Double? {
         guard let first = readings.first, let last = readings.last, last.time - first.time >= Self.shortestSpan
         else { return nil }
-        return Double(last.bytes - first.bytes) * 1000 / Double(last.time - first.time)
+        return Double(max(0, last.bytes - first.bytes)) * 1000 / Double(last.time - first.time)
     }
 }
 

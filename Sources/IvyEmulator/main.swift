@@ -96,10 +96,16 @@ struct Serve: AsyncParsableCommand {
         let url = emulator.baseURL.absoluteString
         var exportLine = "export IVY_OAUTH_URL=\(shellQuoted(url)) IVY_DRIVE_URL=\(shellQuoted(url))"
         if detached { exportLine += " IVY_EMULATOR_PID=\(getpid())" }
+        var wroteEnvFile = false
         do {
-            if let envFile { try writePrivately(Data((exportLine + "\n").utf8), to: envFile, as: "env file") }
+            if let envFile {
+                try writePrivately(Data((exportLine + "\n").utf8), to: envFile, as: "env file")
+                wroteEnvFile = true
+            }
             if detached { try leaveStarter(reporting: exportLine) }
         } catch {
+            // An env file naming an emulator that is gone would send the next `ivy` nowhere.
+            if wroteEnvFile, let envFile { unlink(envFile) }
             await emulator.stop()
             throw error
         }
@@ -359,18 +365,24 @@ struct Target: ParsableArguments {
         return object
     }
 
-    /// The sign-in to act on: `code` when given; else the newest one whose `ivy login` is
-    /// still polling, waiting up to `wait` seconds for one to be asked for. Also answers the
-    /// other sign-ins left waiting.
+    /// The sign-in to act on: `code` when given; else the newest one asked for or polled since
+    /// this command first looked, waiting up to `wait` seconds for one. Also answers the other
+    /// sign-ins left waiting.
     func chooseSignIn(code: String?, wait: Int) async throws -> (code: String, others: [String], allOlder: Bool) {
         if let code { return (code, [], true) }
         let deadline = Date().addingTimeInterval(TimeInterval(max(0, wait)))
         var told = false
+        var mark: Int?
         while true {
             let answer = try await call("GET", "/_emulator/pending")
             let signIns = (answer["sign_ins"] as? [[String: Any]] ?? []).compactMap(SignIn.init)
-            // An abandoned sign-in's login was stopped: approving it would sign nobody in.
-            if let newest = signIns.filter({ !$0.abandoned }).max(by: { $0.order < $1.order }) {
+            // A live `ivy login` polls every few seconds; a stopped one never again, yet its
+            // sign-in looks fresh for a minute. Only a sign-in asked for or polled after the
+            // first look is surely someone's, so a login killed just before this one started
+            // is never approved in its place.
+            let first = mark ?? (answer["events"] as? Int ?? 0)
+            mark = first
+            if let newest = signIns.filter({ $0.lastEvent > first }).max(by: { $0.order < $1.order }) {
                 let others = signIns.filter { $0.order != newest.order }
                 return (newest.code, others.map(\.code), others.allSatisfy { $0.order < newest.order })
             }
@@ -407,13 +419,14 @@ struct Target: ParsableArguments {
 struct SignIn {
     var code: String
     var order: Int
-    var abandoned: Bool
+    /// The emulator's sign-in event count when it was asked for or last polled.
+    var lastEvent: Int
 
     init?(_ object: [String: Any]) {
         guard let code = object["user_code"] as? String, let order = object["order"] as? Int else { return nil }
         self.code = code
         self.order = order
-        abandoned = object["abandoned"] as? Bool ?? false
+        lastEvent = object["last_event"] as? Int ?? 0
     }
 }
 
@@ -430,9 +443,9 @@ struct Approve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Approve a waiting sign-in, as the person at the browser would.",
         discussion: """
-            Without --code, approves the newest sign-in whose `ivy login` is still waiting, and waits for \
-            one to be asked for when none is yet. Sign-ins nobody has polled for a minute (their `ivy login` \
-            was stopped) are left alone.
+            Without --code, approves the newest sign-in whose `ivy login` is still waiting: one asked for \
+            or polled after approve started (a waiting login polls every few seconds), waiting for one \
+            when none is yet. Sign-ins nobody polls any more (their `ivy login` was stopped) are left alone.
             """)
 
     @OptionGroup var target: Target

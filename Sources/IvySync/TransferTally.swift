@@ -4,8 +4,10 @@ import Synchronization
 /// One sync's operations and MP3 bytes, counted for the progress line as they finish and
 /// move. An operation's bytes count as they move, against what it was expected to move
 /// (more, when it moves more: a resumed upload sends a part again, a merge was expected to
-/// move none); once it finishes, what it did move replaces both. The total thus ends as the
-/// bytes the report says were sent and received.
+/// move none); once it finishes, what it did move replaces what it was expected to move in
+/// the total, and adds to what it moved so far (never takes from it: bytes done only grow).
+/// The total thus ends as the bytes the report says were sent and received, plus those of
+/// operations that failed after moving some.
 ///
 /// `progress` is told inside the lock, so the line is drawn in the order things happened
 /// and the last operation's line is the last one drawn.
@@ -54,8 +56,12 @@ final class TransferTally: Sendable {
         state.withLock { state in
             state.done += 1
             if let index, let entry = state.running.removeValue(forKey: index) {
-                state.bytesDone += bytes - entry.moved
-                state.bytesTotal += bytes - max(entry.expected, entry.moved)
+                // Bytes that moved stay done even when the operation then failed or was
+                // skipped: a line going back from "30 MiB / 50 MiB" to "20 MiB / 40 MiB" reads
+                // as lost work. Only the total takes the correction, to what it did move.
+                let counted = max(bytes, entry.moved)
+                state.bytesDone += counted - entry.moved
+                state.bytesTotal += counted - max(entry.expected, entry.moved)
             }
             tell(state)
         }

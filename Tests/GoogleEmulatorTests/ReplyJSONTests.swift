@@ -25,6 +25,24 @@ struct ReplyJSONTests {
         for _ in 0..<500 { try expectSame(randomObject(&random, depth: 0)) }
     }
 
+    @Test("writes a files.list reply and a file's metadata itself, booleans and numbers too, not by the fallback")
+    func fastPathTakesDriveReplies() throws {
+        let file: [String: Any] = [
+            "kind": "drive#file", "id": "1AbC", "name": "Book 📖.m4b", "mimeType": "audio/mp4", "size": "1048576",
+            "md5Checksum": "d41d8cd98f00b204e9800998ecf8427e", "parents": ["0Fold"], "trashed": false,
+            "explicitlyTrashed": false, "version": "3", "modifiedTime": "2026-11-24T07:00:00.000Z",
+            "capabilities": ["canEdit": true, "canTrash": true], "quotaBytesUsed": 0,
+        ]
+        let listing: [String: Any] = [
+            "kind": "drive#fileList", "incompleteSearch": false, "nextPageToken": "MTA6MTIz",
+            "files": [file, file],
+        ]
+        for object in [file, listing] {
+            let written = try #require(ReplyJSON.fastData(object), "fell back to JSONSerialization")
+            #expect(written == (try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])))
+        }
+    }
+
     private func expectSame(_ object: [String: Any]) throws {
         let expected = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         let written = ReplyJSON.data(object)

@@ -38,7 +38,7 @@ struct EmulatorCommandTests {
         #expect(String(match.2) == url)
         #expect(started.output == line + "\n")
         let pid = try #require(pid_t(match.3))
-        started.pid = pid
+        #expect(started.pid == pid)
         // Detached: its own session, so a closed terminal's SIGHUP never reaches it.
         #expect(getsid(pid) == pid)
 
@@ -109,6 +109,20 @@ struct EmulatorCommandTests {
         #expect(!FileManager.default.fileExists(atPath: envFile))
     }
 
+    @Test("a --background emulator whose --log cannot be opened says so and leaves no --env-file behind")
+    func unopenableLog() async throws {
+        let directory = try TemporaryHome(prefix: "emulator-badlog")
+        let envFile = directory.file("emulator.env")
+        let logFile = directory.file("missing/emulator.log")
+        let started = try await Background.start(
+            ["--background", "--env-file", envFile, "--log", logFile], in: directory)
+        defer { started.stop() }
+        #expect(started.status != 0)
+        #expect(started.output == "")
+        #expect(started.errors.contains("cannot open the log \(logFile)"), "\(started.errors)")
+        #expect(!FileManager.default.fileExists(atPath: envFile))
+    }
+
     @Test("approve waits for a sign-in asked for after it started, and approves it for --account")
     func approveWaits() async throws {
         try await withEmulator { emulator in
@@ -119,11 +133,60 @@ struct EmulatorCommandTests {
                     Self.emulator, ["approve", "--url", url, "--account", "bob@example.com"],
                     environment: ["HOME": directory.path, "PATH": "/usr/bin:/bin"])
             }
+            // Asked for once approve has looked, so it is surely a sign-in approve never saw.
+            await emulator.state.waitForPendingListings(count: 1)
             let code = try await askForCode(url)
             let approved = try await approving.value
             #expect(approved.status == 0, "\(approved.stderr)")
             #expect(approved.stdout == "approved \(code) for bob@example.com\n")
             #expect(await emulator.state.pendingUserCodes() == [])
+        }
+    }
+
+    @Test(
+        """
+        a login killed after asking for its code, then a new one started after approve: approve waits for the \
+        new one's sign-in instead of approving the dead one, and the new login signs in
+        """)
+    func approveSkipsKilledLogin() async throws {
+        try await withEmulator { emulator in
+            let url = emulator.baseURL.absoluteString
+            await emulator.state.setDeviceCode(interval: 1)
+            let directory = try TemporaryHome(prefix: "emulator-killed")
+            let environment = [
+                "IVY_HOME": directory.file("home"), "HOME": directory.path, "PATH": "/usr/bin:/bin",
+                "IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url, "NO_COLOR": "1",
+                "IVY_CLIENT_ID": GoogleEmulator.defaultClient.id,
+                "IVY_CLIENT_SECRET": GoogleEmulator.defaultClient.secret,
+            ]
+            let killed = try Login(environment: environment)
+            let stale = try #require(try await killed.code())
+            killed.kill()
+            _ = try await killed.finish()
+
+            // A minute has not passed: the dead sign-in still looks fresh. approve looks first,
+            // and only then does the new login ask for its code.
+            let approving = Task {
+                try await run(
+                    Self.emulator, ["approve"],
+                    environment: ["HOME": directory.path, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url])
+            }
+            await emulator.state.waitForPendingListings(count: 1)
+            let login = try Login(environment: environment)
+            let code = try #require(try await login.code())
+            let approved = try await approving.value
+            #expect(approved.status == 0, "\(approved.stderr)")
+            #expect(
+                approved.stdout == """
+                    approved \(code) for alice@example.com
+                    left pending: \(stale) (older sign-in; pick one with --code)
+
+                    """)
+            // Had the dead one been approved, the new login would wait out its code's lifetime.
+            if !approved.stdout.hasPrefix("approved \(code) ") { login.kill() }
+            let signedIn = try await login.finish()
+            #expect(signedIn.status == 0, "\(signedIn.stderr)")
+            #expect(await emulator.state.pendingUserCodes() == [stale])
         }
     }
 
@@ -154,9 +217,12 @@ struct EmulatorCommandTests {
             let url = emulator.baseURL.absoluteString
             let directory = try TemporaryHome(prefix: "emulator-deny")
             let older = try await askForCode(url)
+            let denying = Task {
+                try await run(Self.emulator, ["deny"], environment: ["HOME": directory.path, "IVY_OAUTH_URL": url])
+            }
+            await emulator.state.waitForPendingListings(count: 1)
             let newer = try await askForCode(url)
-            let denied = try await run(
-                Self.emulator, ["deny"], environment: ["HOME": directory.path, "IVY_OAUTH_URL": url])
+            let denied = try await denying.value
             #expect(denied.status == 0, "\(denied.stderr)")
             #expect(denied.stdout == "denied \(newer)\nleft pending: \(older) (older sign-in; pick one with --code)\n")
             #expect(await emulator.state.pendingUserCodes() == [older])
@@ -207,9 +273,12 @@ private final class Background: @unchecked Sendable {
             process.waitUntilExit()
             return (output, errors)
         }
-        return Background(
+        let started = Background(
             status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
             errors: String(decoding: errors, as: UTF8.self))
+        // Known before any check of the output, so `stop` ends the emulator whatever fails next.
+        if let match = started.output.firstMatch(of: /IVY_EMULATOR_PID=(\d+)/) { started.pid = pid_t(match.1) }
+        return started
     }
 
     /// Stops the emulator, if it runs, without waiting (for a test that failed early).

@@ -65,6 +65,28 @@ struct InstallTests {
         #expect(help.contains("$PREFIX/bin/ivy-emulator") && help.contains("IVY_EMULATOR_BINARY"), "\(help)")
     }
 
+    @Test(
+        """
+        IVY_EMULATOR_BINARY=none (the release tarball's installer) installs no ivy-emulator without a note, \
+        and its --uninstall leaves one installed before alone
+        """)
+    func withoutEmulator() async throws {
+        let installer = try Installer()
+        let (status, output) = try await installer.run([], environment: ["IVY_EMULATOR_BINARY": "none"])
+        #expect(status == 0, "\(output)")
+        let emulator = installer.prefix + "/bin/ivy-emulator"
+        #expect(!FileManager.default.fileExists(atPath: emulator))
+        #expect(!output.contains("ivy-emulator"), "\(output)")
+
+        // One installed from source earlier, then the tarball's uninstall.
+        _ = FileManager.default.createFile(
+            atPath: emulator, contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o755])
+        let (removed, removal) = try await installer.run(
+            ["--uninstall"], environment: ["IVY_EMULATOR_BINARY": "none"])
+        #expect(removed == 0 && removal.contains("removed \(installer.prefix)/bin/ivy\n"), "\(removal)")
+        #expect(FileManager.default.fileExists(atPath: emulator), "\(removal)")
+    }
+
     @Test("the unit restarts slowly on failure, stops with SIGTERM and waits for the operations in flight")
     func unitSettings() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

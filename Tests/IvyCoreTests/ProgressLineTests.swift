@@ -132,4 +132,17 @@ struct ProgressLineTests {
         later.bytesDone = 600
         #expect(meter.update(later, now: 3_000)?.bytesPerSecond == nil)
     }
+
+    @Test("bytes done that drop start the rate afresh instead of showing a negative one")
+    func bytesDrop() {
+        var meter = ProgressMeter()
+        var progress = SyncProgress(phase: "syncing", done: 0, total: 2, bytesDone: 0, bytesTotal: 1000)
+        _ = meter.update(progress, now: 10_000)
+        progress.bytesDone = 500
+        #expect(meter.update(progress, now: 12_000)?.bytesPerSecond == 250)
+        progress.bytesDone = 100
+        #expect(meter.update(progress, now: 13_000)?.bytesPerSecond == nil)
+        progress.bytesDone = 300
+        #expect(meter.update(progress, now: 14_000)?.bytesPerSecond == 200)
+    }
 }

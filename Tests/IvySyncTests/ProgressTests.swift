@@ -1,4 +1,5 @@
 import Foundation
+import GoogleEmulator
 import IvyCore
 import IvySync
 import Synchronization
@@ -50,6 +51,38 @@ struct ProgressTests {
                     #expect(after.done >= before.done && after.bytesDone >= before.bytesDone)
                     #expect(after.bytesDone <= after.bytesTotal)
                 }
+            }
+        }
+    }
+
+    @Test("downloads that fail after their bytes arrived never take bytes done back, nor past the total")
+    func failedDownloadsKeepTheirBytes() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let book = try a.addBook("Dune")
+            let clips = try (0..<3).map { try a.addClip(to: book, start: Double($0)) }
+            _ = try await a.sync()
+            let b = try await world.device("b")
+            // Drive lists each MP3 longer than it is: its bytes count as they arrive, then it
+            // fails as short.
+            for clip in clips {
+                let mp3 = try await world.file("clip_\(clip.id).mp3")
+                let size = try #require(a.audio(clip.id)?.count)
+                try await world.state.misreport(id: mp3.id, Misreport(size: String(size + 10)))
+            }
+            let log = ProgressLog()
+            let report = try await b.sync(progress: log.told)
+            #expect(!report.failures.isEmpty, "\(report.summary)")
+            #expect(log.syncing.contains { $0.bytesDone > 0 }, "\(log.syncing)")
+            for (before, after) in zip(log.syncing, log.syncing.dropFirst()) {
+                #expect(after.bytesDone >= before.bytesDone, "\(before) then \(after)")
+                #expect(after.bytesDone <= after.bytesTotal, "\(after)")
+            }
+            // The line drawn from it, a second apart: never a negative rate.
+            var meter = ProgressMeter()
+            for (second, progress) in log.syncing.enumerated() {
+                let rate = meter.update(progress, now: Milliseconds(second) * 1000)?.bytesPerSecond
+                #expect((rate ?? 0) >= 0, "\(progress)")
             }
         }
     }

@@ -293,7 +293,7 @@ final class Transfer: Sendable {
             }
             state.received += Int64(data.count)
             if toFile, let file {
-                if let failure = Self.write(data, to: file) {
+                if let failure = PrivateFile.writeAll(data, to: file) {
                     state.writeError = failure
                     defer { state.continuation = nil }
                     return (false, state.continuation, stopped(state, status: status))
@@ -335,22 +335,6 @@ final class Transfer: Sendable {
                 return (continuation, .success(HTTPResponse(status: status, headers: headers, body: state.body)))
             }
         continuation?.resume(with: result)
-    }
-
-    /// All of `data` into the file, or the errno that stopped it.
-    private static func write(_ data: Data, to file: Int32) -> Int32? {
-        data.withUnsafeBytes { buffer -> Int32? in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(file, buffer.baseAddress?.advanced(by: offset), buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                offset += written
-            }
-            return nil
-        }
     }
 }
 

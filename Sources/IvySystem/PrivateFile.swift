@@ -63,7 +63,7 @@ package enum PrivateFile {
     }
 
     /// Writes all of `data`, through short writes; the errno that stopped it, or nil.
-    private static func writeAll(_ data: Data, to descriptor: Int32) -> Int32? {
+    package static func writeAll(_ data: Data, to descriptor: Int32) -> Int32? {
         data.withUnsafeBytes { buffer -> Int32? in
             var offset = 0
             while offset < buffer.count {

@@ -23,6 +23,9 @@ enum Schema {
         migrator.registerMigration("v6: local trash") { db in
             try db.execute(sql: v6)
         }
+        migrator.registerMigration("v7: missing on drive since") { db in
+            try db.execute(sql: v7)
+        }
         return migrator
     }
 
@@ -253,5 +256,12 @@ enum Schema {
             audio_file TEXT
         );
         CREATE INDEX trash_by_time ON trash(trashed_at);
+        """
+
+    /// When a sync first found a synced entity missing on Drive (ms since the epoch, this
+    /// device's clock): an absence is acted on only once it has lasted, since another device
+    /// replaces a file by deleting it and then creating the new one.
+    private static let v7 = """
+        ALTER TABLE sync_manifest ADD COLUMN missing_since INTEGER;
         """
 }

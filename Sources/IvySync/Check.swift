@@ -162,7 +162,10 @@ package struct BackupChecker: Sendable {
                 check.problems.append(
                     .init(
                         kind: .duplicateName, entity: "\(key)", detail: "\(count) files on Drive are named \(name)",
-                        fix: "the next `ivy sync` keeps the newest and deletes the others"))
+                        fix: name.hasSuffix(".json")
+                            ? "the next `ivy sync` reads them all, keeps the newest content with what the others add, "
+                                + "and deletes the rest"
+                            : "the next `ivy sync` keeps the newest and deletes the others"))
             }
             // A change still in the queue is what `pending` (or `failed`) reports.
             if queue[key] != nil { continue }
@@ -219,7 +222,10 @@ package struct BackupChecker: Sendable {
                 deletedElsewhere
                     ? "it was deleted on Drive (on another device?): the next `ivy sync` deletes it here too; to keep "
                         + "it, change it here first (an edit beats a delete), then run `ivy sync`"
-                    : "run `ivy sync` to upload it")
+                    : entry == nil
+                        ? "run `ivy sync` to upload it"
+                        : "run `ivy sync`: it is uploaded once a sync has found it missing for a minute (another "
+                            + "device may be between the delete and the create of a replace)")
             return
         }
         let fix: String

@@ -26,6 +26,9 @@ enum Schema {
         migrator.registerMigration("v7: missing on drive since") { db in
             try db.execute(sql: v7)
         }
+        migrator.registerMigration("v8: audio replacements") { db in
+            try db.execute(sql: v8)
+        }
         return migrator
     }
 
@@ -263,5 +266,13 @@ enum Schema {
     /// replaces a file by deleting it and then creating the new one.
     private static let v7 = """
         ALTER TABLE sync_manifest ADD COLUMN missing_since INTEGER;
+        """
+
+    /// A clip whose new audio was committed with its row while the audio it replaced is still
+    /// kept aside (`AudioJournal`): written in the transaction that changes the row, so after a
+    /// kill its presence says the change committed (drop the old audio) and its absence that it
+    /// did not (put the old audio back).
+    private static let v8 = """
+        CREATE TABLE audio_replacements (clip_id TEXT PRIMARY KEY NOT NULL);
         """
 }

@@ -283,7 +283,7 @@ extension LibraryDatabase {
         }
         defer { if let staged { AudioFiles.remove(staged) } }
         let now = clock.now()
-        try write { db in
+        let restore = { [self] (db: Database) throws in
             guard try Self.trashEntry(id: id, in: db) != nil else { throw TrashError.notFound(id: id) }
             switch entity {
             case .book(let backup):
@@ -305,7 +305,11 @@ extension LibraryDatabase {
             }
             try EngineWriter(db: db, trashDirectory: paths.trashDirectory).saveExtras(entry.key, entity.extras)
             try db.execute(sql: "DELETE FROM trash WHERE id = ?", arguments: [id])
-            if let staged { try AudioFiles.place(staged, at: audioPath(clipID: entry.key.id)) }
+        }
+        if let staged {
+            try writeReplacingAudio(clipID: entry.key.id, staged: staged, restore)
+        } else {
+            try write(restore)
         }
         TrashFiles.remove(entry.audioFile, in: paths.trashDirectory)
         return entry

@@ -29,6 +29,20 @@ enum Schema {
         migrator.registerMigration("v8: audio replacements") { db in
             try db.execute(sql: v8)
         }
+        migrator.registerMigration("v9: trash keeps what a restore replaces") { db in
+            // SQLite cannot change a CHECK: the table is made anew. Its ids only grow, even
+            // past entries removed before this: the AUTOINCREMENT counter is carried over.
+            let counter = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'trash'")
+            try db.execute(sql: v9)
+            if let counter {
+                try db.execute(
+                    sql: "UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'trash'", arguments: [counter])
+                if db.changesCount == 0 {
+                    try db.execute(
+                        sql: "INSERT INTO sqlite_sequence (name, seq) VALUES ('trash', ?)", arguments: [counter])
+                }
+            }
+        }
         return migrator
     }
 
@@ -274,5 +288,22 @@ enum Schema {
     /// did not (put the old audio back).
     private static let v8 = """
         CREATE TABLE audio_replacements (clip_id TEXT PRIMARY KEY NOT NULL);
+        """
+
+    /// The trash also keeps what `ivy trash restore` replaced (reason `restore`).
+    private static let v9 = """
+        CREATE TABLE trash_v9 (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            entity_type TEXT NOT NULL CHECK (entity_type IN ('book','clip')),
+            entity_id TEXT NOT NULL,
+            reason TEXT NOT NULL CHECK (reason IN ('deleted','download','merge','restore')),
+            trashed_at INTEGER NOT NULL,
+            json TEXT NOT NULL,
+            audio_file TEXT
+        );
+        INSERT INTO trash_v9 SELECT id, entity_type, entity_id, reason, trashed_at, json, audio_file FROM trash;
+        DROP TABLE trash;
+        ALTER TABLE trash_v9 RENAME TO trash;
+        CREATE INDEX trash_by_time ON trash(trashed_at);
         """
 }

@@ -158,26 +158,39 @@ enum TrashFiles {
         do {
             descriptor = try PrivateFile.open(destination, .createNew)
         } catch {
+            if let storage = StorageError(path: directory(of: destination), errno: error.code) { throw storage }
             throw StoreError.audioCopyFailed(path: destination, reason: error.reason)
         }
-        var failure: String?
+        // A short write is no failure: the rest is written, and a full disk then says so by its
+        // own errno (not whatever a call before it left behind).
+        var failure: (any Error)?
         do {
             while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
-                let written = chunk.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-                if written != chunk.count {
-                    failure = String(cString: strerror(errno))
+                if let code = PrivateFile.writeAll(chunk, to: descriptor) {
+                    failure =
+                        StorageError(path: directory(of: destination), errno: code)
+                        ?? StoreError.audioCopyFailed(path: destination, reason: String(cString: strerror(code)))
                     break
                 }
             }
         } catch {
-            failure = error.localizedDescription
+            failure = StoreError.audioCopyFailed(path: destination, reason: error.localizedDescription)
         }
-        if failure == nil, fsync(descriptor) != 0 { failure = String(cString: strerror(errno)) }
+        if failure == nil, fsync(descriptor) != 0 {
+            let code = errno
+            failure =
+                StorageError(path: directory(of: destination), errno: code)
+                ?? StoreError.audioCopyFailed(path: destination, reason: String(cString: strerror(code)))
+        }
         close(descriptor)
         if let failure {
             unlink(destination)
-            throw StoreError.audioCopyFailed(path: destination, reason: failure)
+            throw failure
         }
+    }
+
+    private static func directory(of path: String) -> String {
+        (path as NSString).deletingLastPathComponent
     }
 
     /// Flushes the directory's entries, so a file linked into it survives a crash.

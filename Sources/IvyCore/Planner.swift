@@ -151,8 +151,10 @@ package enum SyncPlanner {
         let remoteChanged: Bool = {
             guard let json = complete?.json, let manifest else { return false }
             guard let recorded = manifest.remoteUpdatedAt else { return true }
-            // Drive replaces a file by delete-then-create, so a new file id is a change too.
-            return json.modifiedTime > recorded || (manifest.remoteFileID.map { $0 != json.id } ?? false)
+            // Drive replaces a file by delete-then-create, so a new file id is a change too; a
+            // clip's new MP3 is one even when its JSON stayed (a program that replaced only that).
+            let newMP3 = complete?.mp3.map { mp3 in manifest.remoteMP3FileID.map { $0 != mp3.id } ?? false } ?? false
+            return json.modifiedTime > recorded || (manifest.remoteFileID.map { $0 != json.id } ?? false) || newMP3
         }()
 
         func act(_ action: SyncAction, _ reason: String) {
@@ -177,19 +179,21 @@ package enum SyncPlanner {
             if let since = manifest?.missingSince, input.now - since >= replaceGrace { return act(action, reason) }
             skip(
                 "\(missing) on Drive, perhaps while another device replaces it (delete, then create); "
-                    + "\(action == .merge ? "merged and uploaded" : "restored from here") if it is still missing "
+                    + "\(action == .merge ? "merged and uploaded" : "uploaded from here") if it is still missing "
                     + "\(replaceGrace / 1000) s after a sync first saw it so")
         }
         let twins = remote?.jsonTwins ?? []
 
         // Stale duplicates go with the entity's upload or remote delete when it has one. Twin
-        // JSON files are never deleted unread: the download or merge that reads them does.
+        // JSON files are never deleted unread: the download or merge that reads them does, and
+        // without one (held back, left alone) they stay.
         defer {
             let mine = plan.actions.last.flatMap { $0.key == key ? $0.action : nil }
             let replaced = mine == .upload || mine == .merge || mine == .deleteRemote
             if !replaced, let remote {
-                let stale = mine == .download ? remote.stale.filter { !twins.contains($0) } : remote.stale
-                plan.staleDuplicates += stale.map { StaleFile(key: key, file: $0) }
+                plan.staleDuplicates += remote.stale.filter { !twins.contains($0) }.map {
+                    StaleFile(key: key, file: $0)
+                }
             }
         }
 
@@ -222,13 +226,19 @@ package enum SyncPlanner {
                 if manifest == nil { return act(.upload, "only part of it is on Drive; uploading it whole") }
                 guard listingComplete else { return skip("incomplete in an incomplete Drive listing; left alone") }
                 if localChanged {
-                    // A JSON other than the one agreed on and no MP3: another device between the
-                    // JSON and the MP3 of its replace, or this one's own push cut short there.
-                    // Either way the JSON is read and merged, never overwritten unread.
+                    // Part of the clip missing while another device replaces it (between its JSON
+                    // and its MP3, or while its new MP3 streams up): uploading now would put this
+                    // device's audio beside, or after, theirs. After the grace it is a replace cut
+                    // short (perhaps this device's own): a JSON other than the one agreed on is
+                    // read and merged, never overwritten unread.
                     if let json = remote.json, json.id != manifest?.remoteFileID {
-                        return act(.merge, "changed here; Drive has a newer JSON but no MP3: merged, uploaded whole")
+                        return afterGrace(
+                            .merge, "changed here; Drive has a newer JSON but no MP3: merged, uploaded whole",
+                            missing: "changed here, and its MP3 is missing")
                     }
-                    return act(.upload, "changed here; Drive has only part of it")
+                    return afterGrace(
+                        .upload, "changed here; Drive has only part of it",
+                        missing: "changed here, and part of it is missing")
                 }
                 // The JSON is gone while the MP3 is still the one both sides agreed on: a replace
                 // in progress on another device (an upload makes the JSON first, so this is no
@@ -243,11 +253,14 @@ package enum SyncPlanner {
             guard manifest != nil else { return act(.upload, "new here") }
             guard listingComplete else { return skip("not in an incomplete Drive listing; decided on a full listing") }
             if key.kind == .book {
-                // A change made here goes out at once: should another device be replacing the
-                // book meanwhile, the two files of one name are merged by the next sync.
-                if localChanged { return act(.upload, "changed here; missing on Drive, so uploaded whole") }
+                // A change made here waits too: another device's replace would land beside it, a
+                // twin made from the same base. After the grace it goes up whole.
                 return afterGrace(
-                    .upload, "missing on Drive; books are never deleted, so it is restored", missing: "missing")
+                    .upload,
+                    localChanged
+                        ? "changed here; missing on Drive, so uploaded whole"
+                        : "missing on Drive; books are never deleted, so it is restored",
+                    missing: localChanged ? "changed here, and missing" : "missing")
             }
             if localChanged { return act(.upload, "deleted on Drive but changed here since: an edit beats a delete") }
             act(.deleteLocal, "deleted on another device")

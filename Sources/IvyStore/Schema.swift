@@ -278,8 +278,13 @@ enum Schema {
     /// When a sync first found a synced entity missing on Drive (ms since the epoch, this
     /// device's clock): an absence is acted on only once it has lasted, since another device
     /// replaces a file by deleting it and then creating the new one.
+    ///
+    /// And the base before the last one (`prior_base_json`): when this device's last upload is
+    /// one of several files of one name on Drive, the others were made from what came before
+    /// it, so they are merged against that.
     private static let v7 = """
         ALTER TABLE sync_manifest ADD COLUMN missing_since INTEGER;
+        ALTER TABLE sync_manifest ADD COLUMN prior_base_json TEXT;
         """
 
     /// A clip whose new audio was committed with its row while the audio it replaced is still

@@ -42,7 +42,9 @@ extension LibraryDatabase {
                     local_updated_at = excluded.local_updated_at, remote_updated_at = excluded.remote_updated_at,
                     remote_file_id = excluded.remote_file_id, remote_mp3_file_id = excluded.remote_mp3_file_id,
                     synced_at = excluded.synced_at, base_json = excluded.base_json,
-                    base_audio_md5 = excluded.base_audio_md5, missing_since = NULL
+                    base_audio_md5 = excluded.base_audio_md5, missing_since = NULL,
+                    prior_base_json = CASE WHEN sync_manifest.base_json IS NOT excluded.base_json
+                        THEN sync_manifest.base_json ELSE sync_manifest.prior_base_json END
                 """,
             arguments: [
                 entry.key.kind.rawValue, entry.key.id, entry.localUpdatedAt, entry.remoteUpdatedAt, entry.remoteFileID,
@@ -86,6 +88,16 @@ extension LibraryDatabase {
                 let json: String = row["base_json"]
             else { return nil }
             return SyncBase(json: Data(json.utf8), audioMD5: row["base_audio_md5"])
+        }
+    }
+
+    /// The base before the current one (see `Schema.v7`), or nil.
+    package func priorBase(_ key: EntityKey) throws -> Data? {
+        try read { db in
+            try String.fetchOne(
+                db, sql: "SELECT prior_base_json FROM sync_manifest WHERE entity_type = ? AND entity_id = ?",
+                arguments: [key.kind.rawValue, key.id]
+            ).map { Data($0.utf8) }
         }
     }
 

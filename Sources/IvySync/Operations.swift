@@ -95,11 +95,21 @@ struct Resolved<Backup: EntityBackup> {
     let chosen: Fetched<Backup>
     /// Every copy merged into `chosen`; the same content as it when the others add nothing.
     let value: Backup
-    /// The other files of the name (unreadable ones included), deleted once one is adopted.
+    /// The other readable files of the name, deleted once one is adopted.
     let others: [RemoteFile]
+    /// Files of the name that could not be read: never deleted unread, not even by an upload.
+    var unreadable: [RemoteFile] = []
 
     /// Whether `chosen` holds all there is, so it can be kept as it is on Drive.
     var adoptable: Bool { value.sameContent(as: chosen.backup) }
+
+    /// What an upload of the entity replaces: its files but the unreadable ones.
+    func replacing(_ remote: RemoteEntity?) -> RemoteEntity? {
+        guard var remote, !unreadable.isEmpty else { return remote }
+        remote.stale.removeAll { unreadable.contains($0) }
+        if let json = remote.json, unreadable.contains(json) { remote.json = nil }
+        return remote
+    }
 }
 
 /// An MP3 downloaded beside the audio, waiting to be placed by the transaction that checks
@@ -424,10 +434,26 @@ extension SyncEngine {
         }
     }
 
+    /// What the copies of an entity on Drive were made from, to merge them against: the base,
+    /// except when one of them is the file this device last recorded (its own upload, or one it
+    /// adopted): the others were made from what came before it, the base before the last.
+    private func twinBase<Backup: EntityBackup>(_ key: EntityKey, _ remote: RemoteEntity?, _ context: Context)
+        -> Backup?
+    {
+        let files = ([remote?.json].compactMap { $0 } + (remote?.jsonTwins ?? [])).map(\.id)
+        if let recorded = context.manifest[key]?.remoteFileID, files.contains(recorded), files.count > 1 {
+            guard let prior = try? library.priorBase(key) else { return nil }
+            return try? Backup.decode(prior, expectedID: key.id)
+        }
+        return base(key).backup
+    }
+
     /// Drive's copy of the entity: its JSON file, or all of them when several carry its name
-    /// (`Resolved`). Only when none can be used is the entity's copy unusable.
+    /// (`Resolved`), merged against `twinBase`. A copy deleted meanwhile (by another device
+    /// resolving them too) is gone; an unreadable one is left alone and logged, never deleted
+    /// unread. Only when none can be used is the entity's copy unusable.
     private func fetchResolved<Backup: EntityBackup>(
-        _ remote: RemoteEntity?, base: Backup?, now: Milliseconds
+        _ remote: RemoteEntity?, _ key: EntityKey, _ context: Context, now: Milliseconds
     ) async throws -> Resolved<Backup> {
         guard let json = remote?.json else {
             throw SyncFailure.unusableRemote(file: Backup.kind.rawValue, reason: "no JSON on Drive")
@@ -437,18 +463,22 @@ extension SyncEngine {
             let fetched: Fetched<Backup> = try await fetch(json)
             return Resolved(chosen: fetched, value: fetched.backup, others: [])
         }
+        let base: Backup? = twinBase(key, remote, context)
         var copies: [Fetched<Backup>] = []
-        var unusable: [RemoteFile] = []
+        var unreadable: [RemoteFile] = []
         var firstProblem: (any Error)?
         for file in [json] + twins {
             do {
                 copies.append(try await fetch(file))
+            } catch let error as DriveError where error.kind == .notFound {
+                continue
             } catch let failure as SyncFailure where !failure.failsTheItem {
                 guard case .unusableRemote(let name, let reason) = failure else { throw failure }
                 logger.warning(
-                    "an unreadable copy among several", metadata: ["file": "\(name)", "reason": "\(reason)"])
-                unusable.append(file)
+                    "an unreadable copy among several files of one name, left alone",
+                    metadata: ["file": "\(name)", "id": "\(file.id)", "reason": "\(reason)"])
                 firstProblem = firstProblem ?? failure
+                unreadable.append(file)
             }
         }
         // Newest content first; Drive's clock and the id only break ties, the same on every device.
@@ -462,7 +492,7 @@ extension SyncEngine {
             // A copy that adds nothing keeps the chosen one's stamps, so it can be adopted as it is.
             if !merged.sameContent(as: value) { value = merged }
         }
-        return Resolved(chosen: chosen, value: value, others: copies.dropFirst().map(\.json) + unusable)
+        return Resolved(chosen: chosen, value: value, others: copies.dropFirst().map(\.json), unreadable: unreadable)
     }
 
     /// Deletes the other files of an entity's name once one of them is recorded as Drive's
@@ -498,7 +528,7 @@ extension SyncEngine {
         switch key.kind {
         case .book:
             let resolved: Resolved<BookBackup> = try await fetchResolved(
-                action.remote, base: base(key).backup, now: now)
+                action.remote, key, context, now: now)
             let adopt = resolved.adoptable
             let agreement = adopt ? resolved.chosen.agreement(at: now) : nil
             let value = adopt ? resolved.chosen.backup : try Self.pushable(resolved.value)
@@ -506,12 +536,12 @@ extension SyncEngine {
             if adopt {
                 await deleteTwins(resolved.others)
             } else {
-                try await push(book: value, replacing: action.remote, context)
+                try await push(book: value, replacing: resolved.replacing(action.remote), context)
             }
             return Outcome(key: key, result: .done(.download, conflict: false))
         case .clip:
             let resolved: Resolved<ClipBackup> = try await fetchResolved(
-                action.remote, base: base(key).backup, now: now)
+                action.remote, key, context, now: now)
             let mp3 = try usableMP3(action.remote)
             let adopt = resolved.adoptable
             let value = adopt ? resolved.chosen.backup : try Self.pushable(resolved.value)
@@ -527,7 +557,7 @@ extension SyncEngine {
             if adopt {
                 await deleteTwins(resolved.others)
             } else {
-                _ = try await push(clip: value, replacing: action.remote, context, nil)
+                _ = try await push(clip: value, replacing: resolved.replacing(action.remote), context, nil)
             }
             let bytes = staged?.bytes ?? 0
             return Outcome(key: key, result: .done(.download, conflict: false), bytes: bytes, bytesDown: bytes)
@@ -579,7 +609,7 @@ extension SyncEngine {
         let key = action.key
         let now = clock.now()
         let base: BookBackup? = base(key).backup
-        let resolved: Resolved<BookBackup> = try await fetchResolved(action.remote, base: base, now: now)
+        let resolved: Resolved<BookBackup> = try await fetchResolved(action.remote, key, context, now: now)
         let remote = resolved.chosen
         guard let local = try library.book(id: key.id), local.updatedAt == context.snapshot.updatedAt(key) else {
             return Outcome(key: key, result: .nothing)
@@ -594,7 +624,7 @@ extension SyncEngine {
         if adopt {
             await deleteTwins(resolved.others)
         } else {
-            try await push(book: merged, replacing: action.remote, context)
+            try await push(book: merged, replacing: resolved.replacing(action.remote), context)
         }
         return Outcome(key: key, result: .done(.merge, conflict: !combined.conflicts.isEmpty))
     }
@@ -606,7 +636,7 @@ extension SyncEngine {
         let key = action.key
         let now = clock.now()
         let base: (backup: ClipBackup?, audioMD5: String?) = base(key)
-        let resolved: Resolved<ClipBackup> = try await fetchResolved(action.remote, base: base.backup, now: now)
+        let resolved: Resolved<ClipBackup> = try await fetchResolved(action.remote, key, context, now: now)
         let remote = resolved.chosen
         let mp3 = action.remote?.mp3 == nil ? nil : try usableMP3(action.remote)
         guard let local = try library.clip(id: key.id), local.updatedAt == context.snapshot.updatedAt(key) else {
@@ -635,7 +665,7 @@ extension SyncEngine {
         try applyRemote(key, context, recording: agreement, audio: staged, trash: .merge) { try merged.save(in: $0) }
         let down = staged?.bytes ?? 0
         if adopt { await deleteTwins(resolved.others) }
-        let up = adopt ? 0 : try await push(clip: merged, replacing: action.remote, context, moved)
+        let up = adopt ? 0 : try await push(clip: merged, replacing: resolved.replacing(action.remote), context, moved)
         let conflict = !combined.conflicts.isEmpty || audio?.conflict == true
         return Outcome(
             key: key, result: .done(.merge, conflict: conflict), bytes: up + down, bytesUp: up, bytesDown: down)

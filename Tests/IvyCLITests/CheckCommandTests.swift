@@ -107,6 +107,40 @@ struct CheckCommandTests {
         }
     }
 
+    @Test("a file Drive's change feed left out: check says to run `ivy sync --full`, which then brings it")
+    func feedLeftOut() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.synced(emulator)
+            // The mirror learns of the sync's own uploads from the feed, at the next sync.
+            #expect(try await device.ivy.run("sync").status == 0)
+            let original = try await Self.file(emulator, "book_\(try Self.ids(device, "books")[0]).json")
+            // Another device's new book, which the feed never reports to this one.
+            let id = "0badfeed-0000-4000-8000-000000000000"
+            var object = try #require(try JSONSerialization.jsonObject(with: original.content) as? [String: Any])
+            object["id"] = id
+            object["title"] = "Left out"
+            await emulator.state.putFile(
+                email: "alice@example.com", name: "book_\(id).json", parents: original.parents,
+                content: try JSONSerialization.data(withJSONObject: object), mimeType: "application/json")
+            let token = await emulator.state.currentChangeToken(email: "alice@example.com")
+            try device.ivy.execute("UPDATE drive_mirror_token SET token = '\(token)'")
+
+            let check = try await device.ivy.run("check")
+            #expect(check.status == 6, "\(check.stdout)")
+            #expect(check.stdout.contains("remote_only: book \(id): "), "\(check.stdout)")
+            #expect(check.stdout.contains("run `ivy sync --full`"), "\(check.stdout)")
+            func downloadedBooks(_ result: RunResult) throws -> Int? {
+                let report = try result.json() as? [String: Any]
+                return (report?["downloaded"] as? [String: Any])?["books"] as? Int
+            }
+            let plain = try await device.ivy.run("sync", "--json")
+            #expect(try plain.status == 0 && downloadedBooks(plain) == 0, "a plain sync does not see it: \(plain.stdout)")
+            let full = try await device.ivy.run("sync", "--full", "--json")
+            #expect(try full.status == 0 && downloadedBooks(full) == 1, "\(full.stdout)")
+            #expect(try await device.ivy.run("check").status == 0)
+        }
+    }
+
     @Test("a JSON replaced on Drive differs by md5; --read-data names the fields; a local edit the bookkeeping missed")
     func content() async throws {
         try await withEmulator { emulator in

@@ -247,7 +247,7 @@ struct PlannerRuleTests {
         #expect(plan(books: [F.book("b1")], manifest: [F.synced(bookKey)]).actions(.deleteLocal).isEmpty)
     }
 
-    @Test("a book missing on Drive is restored only once it has been missing for the grace; an edit goes at once")
+    @Test("a book or part of a clip missing on Drive is acted on only once it has been missing for the grace")
     func missingBookWaits() {
         // First seen missing now: another device may be between the delete and the create.
         let fresh = plan(books: [F.book("b1")], manifest: [F.synced(bookKey)])
@@ -257,23 +257,32 @@ struct PlannerRuleTests {
         let since = SyncPlanner.replaceGrace - 59_999
         #expect(plan(books: [F.book("b1")], manifest: [F.synced(bookKey, missingSince: since)]).actions.isEmpty)
         #expect(only(plan(books: [F.book("b1")], manifest: [F.synced(bookKey, missingSince: 0)])) == ["upload book b1"])
-        // Changed here: uploaded at once (should another device be replacing it, the twins are merged).
+        // Changed here: waits too (another device's replace would land beside it), then goes up.
         let edited = plan(books: [F.book("b1", updated: 300)], manifest: [F.synced(bookKey)])
-        #expect(only(edited) == ["upload book b1"])
+        #expect(edited.actions.isEmpty && edited.missingOnDrive == [bookKey])
+        #expect(
+            only(plan(books: [F.book("b1", updated: 300)], manifest: [F.synced(bookKey, missingSince: 0)])) == [
+                "upload book b1"
+            ])
         // Not in an incomplete listing: nothing is known, nothing recorded.
         let partial = plan(books: [F.book("b1")], complete: false, manifest: [F.synced(bookKey)])
         #expect(partial.actions.isEmpty && partial.missingOnDrive.isEmpty)
-        // A JSON of another device's replace with its MP3 still to come, and a change here: read
-        // and merged, never uploaded over unread.
+        // A JSON of another device's replace with its MP3 still to come, and a change here: after
+        // the grace, read and merged, never uploaded over unread.
         var clip = F.synced(clipKey)
         clip.remoteMP3FileID = "m-c1"
         let theirs = F.json(clipKey, id: "j-theirs", modified: 900)
-        #expect(only(plan(clips: [F.clip("c1", updated: 300)], files: [theirs], manifest: [clip])) == ["merge clip c1"])
-        // The JSON agreed on, its MP3 gone: the change here is uploaded whole.
-        #expect(
-            only(plan(clips: [F.clip("c1", updated: 300)], files: [F.json(clipKey)], manifest: [clip])) == [
-                "upload clip c1"
-            ])
+        let changed = F.clip("c1", updated: 300)
+        #expect(plan(clips: [changed], files: [theirs], manifest: [clip]).missingOnDrive == [clipKey])
+        #expect(plan(clips: [changed], files: [F.json(clipKey)], manifest: [clip]).actions.isEmpty)
+        clip.missingSince = 0
+        #expect(only(plan(clips: [changed], files: [theirs], manifest: [clip])) == ["merge clip c1"])
+        // The JSON agreed on, its MP3 gone that long: the change here is uploaded whole.
+        #expect(only(plan(clips: [changed], files: [F.json(clipKey)], manifest: [clip])) == ["upload clip c1"])
+        // A new MP3 under the agreed JSON is a change on Drive.
+        let retaken = plan(
+            clips: [F.clip("c1")], files: [F.json(clipKey), F.mp3("c1", fileID: "m-new")], manifest: [clip])
+        #expect(only(retaken) == ["download clip c1"])
     }
 
     @Test("manifest rows with neither local nor remote entity are cleaned up")

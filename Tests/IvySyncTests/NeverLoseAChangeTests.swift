@@ -196,8 +196,8 @@ struct NeverLoseAChangeTests {
         }
     }
 
-    @Test("the device whose replace died puts the book back at its next sync, at once: its change is still queued")
-    func replacerRepairsAtOnce() async throws {
+    @Test("the device whose replace died puts the book back, with its change, once it stayed missing a minute")
+    func replacerRepairs() async throws {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let name = "book_\(pair.book.id).json"
@@ -206,6 +206,9 @@ struct NeverLoseAChangeTests {
             #expect(try await pair.a.sync().failures.map(\.entity) == ["book \(pair.book.id)"])
             #expect(await world.names().contains(name) == false)
             await world.state.clearFaults()
+            // A cannot tell its own dead replace from another device's live one either.
+            #expect(try await pair.a.sync().uploaded.books == 0)
+            world.clock.advance(seconds: 61)
             #expect(try await pair.a.sync().uploaded.books == 1)
             #expect(try await pair.b.sync().downloaded.books == 1)
             #expect(try pair.b.book(pair.book.id)?.title == "Dune Messiah")
@@ -268,8 +271,11 @@ struct NeverLoseAChangeTests {
             #expect(meanwhile.skipped.map(\.entity) == ["clip \(pair.clip.id)"], "left alone while incomplete")
             #expect(try b.library.clip(id: pair.clip.id) != nil, "B kept the clip")
 
-            // The JSON on Drive is not the one A recorded (its own, unrecorded): read and merged
-            // rather than overwritten unread, then the clip goes up whole.
+            // The JSON on Drive is not the one A recorded (its own, unrecorded) and the MP3 is
+            // missing: another device's replace could look the same, so A waits the grace, then
+            // reads and merges the JSON rather than overwriting it unread, and uploads the clip whole.
+            #expect(try await a.sync().merged.clips == 0)
+            world.clock.advance(seconds: 61)
             #expect(try await a.sync().merged.clips == 1)
             #expect(try await b.sync().downloaded.clips == 1)
             #expect(b.audio(pair.clip.id) == retake)

@@ -194,7 +194,8 @@ package struct BackupChecker: Sendable {
         do {
             let end = try await drive.changes(since: mirror.token) { page in
                 // A change the mirror cannot follow: the next sync lists Drive in full anyway.
-                guard case .update(let update) = MirrorRules.effect(of: page, folders: folders, mirrored: Set(files.keys))
+                guard
+                    case .update(let update) = MirrorRules.effect(of: page, folders: folders, mirrored: Set(files.keys))
                 else { throw FullListingAnyway() }
                 for id in update.removals { files[id] = nil }
                 for file in update.upserts { files[file.file.id] = file }
@@ -213,7 +214,9 @@ package struct BackupChecker: Sendable {
             Set(remote.entities.keys).union(mirrored.entities.keys)
                 .filter { ids(remote.entities[$0]) != ids(mirrored.entities[$0]) }
                 .map { "\($0)" })
-        let syncFixes: Set<BackupCheck.Kind> = [.remoteOnly, .missingOnDrive, .jsonDiffers, .duplicateName, .missingMP3]
+        let syncFixes: Set<BackupCheck.Kind> = [
+            .remoteOnly, .missingOnDrive, .jsonDiffers, .duplicateName, .missingMP3,
+        ]
         for index in check.problems.indices {
             let problem = check.problems[index]
             guard syncFixes.contains(problem.kind), disagreeing.contains(problem.entity) else { continue }

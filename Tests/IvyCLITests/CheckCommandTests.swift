@@ -134,7 +134,8 @@ struct CheckCommandTests {
                 return (report?["downloaded"] as? [String: Any])?["books"] as? Int
             }
             let plain = try await device.ivy.run("sync", "--json")
-            #expect(try plain.status == 0 && downloadedBooks(plain) == 0, "a plain sync does not see it: \(plain.stdout)")
+            #expect(
+                try plain.status == 0 && downloadedBooks(plain) == 0, "a plain sync does not see it: \(plain.stdout)")
             let full = try await device.ivy.run("sync", "--full", "--json")
             #expect(try full.status == 0 && downloadedBooks(full) == 1, "\(full.stdout)")
             #expect(try await device.ivy.run("check").status == 0)

@@ -7,12 +7,13 @@ import IvySync
 
 /// Runs `body` against a fresh emulator on a loopback port of `host` (its randomness seeded,
 /// its clock `clock`; or serving an existing `state`), and stops it afterwards whether or not
-/// `body` throws.
+/// `body` throws. Starts the test process's `PoolWatchdog` with the first emulator.
 @discardableResult
 package func withEmulator<Result>(
     host: String = "127.0.0.1", clock: EmulatorClock = .system, seed: UInt64 = EmulatorState.defaultSeed,
     state: EmulatorState? = nil, _ body: (GoogleEmulator) async throws -> Result
 ) async throws -> Result {
+    PoolWatchdog.start()
     let emulator = try await GoogleEmulator.start(host: host, clock: clock, seed: seed, state: state)
     do {
         let result = try await body(emulator)

@@ -160,7 +160,6 @@ struct Home {
         TokenStore(path: paths.tokenFile, warn: warn)
     }
 
-    /// The sync lock, waiting for a running sync to finish (and saying so on a terminal).
     /// Asks a question on the terminal: true only when the person answers y or yes.
     func agrees(_ question: String) -> Bool {
         output.line(question + " [y/N] ")
@@ -168,10 +167,11 @@ struct Home {
         return ["y", "yes"].contains(answer.lowercased())
     }
 
-    func waitForSyncLock() throws -> SyncLock {
+    /// The sync lock, waiting for a running sync to finish (and saying so on a terminal).
+    func waitForSyncLock() async throws -> SyncLock {
         let output = output
         let terminal = terminal
-        return try SyncLock.acquireWaiting(path: paths.lockFile) { pid in
+        return try await SyncLock.acquireWaiting(path: paths.lockFile) { pid in
             guard terminal.error else { return }
             output.error("waiting for the running sync\(pid.map { " (process \($0))" } ?? "") to finish…")
         }

@@ -34,11 +34,15 @@ package struct IvyCommand: ParsableCommand {
     /// Parses `arguments` (without the program name), runs the command on `context` and
     /// returns the exit status. The binary and the in-process tests both run ivy through
     /// here, so they see the same statuses and the same error text.
+    ///
+    /// Commands run on `BlockingExecutor`'s threads: they call the library's synchronous
+    /// methods, which wait in SQLite's busy handler while another process writes, and that
+    /// wait must not hold one of Swift's few cooperative threads (see DESIGN.md §10).
     package static func main(_ arguments: [String], context: Context) async -> Int32 {
         do {
             var command = try parseAsRoot(arguments)
             if let runnable = command as? any ContextCommand {
-                try await runnable.run(context)
+                try await BlockingExecutor.run { try await runnable.run(context) }
             } else {
                 // A command group: ArgumentParser's own run shows its help.
                 try command.run()

@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 
-/// Notices Swift's cooperative thread pool making no progress and prints every thread's stack.
+/// Notices Swift's cooperative thread pool (or Dispatch's global queue) making no progress
+/// and prints every thread's stack.
 ///
 /// On two cores the pool has two threads; two blocking calls on them stop every task in the
 /// process, in-process emulators included, until something gives (often a request's
@@ -25,12 +26,14 @@ package enum PoolWatchdog {
     private static let started: Void = {
         guard limit > .zero else { return }
         lastBeat.store(uptime(), ordering: .relaxed)
+        lastDispatchBeat.store(uptime(), ordering: .relaxed)
         Task.detached(priority: .high) {
             while true {
                 lastBeat.store(uptime(), ordering: .relaxed)
                 try? await Task.sleep(for: .milliseconds(250))
             }
         }
+        dispatchBeat()
         let thread = Thread { watch() }
         thread.name = "ivy-pool-watchdog"
         thread.start()
@@ -38,21 +41,33 @@ package enum PoolWatchdog {
 
     /// Milliseconds of the monotonic clock at the heartbeat task's last run.
     private static let lastBeat = Atomic<Int64>(0)
+    /// The same for a block on Dispatch's global queue, which URLSession's delegate queues
+    /// and Foundation's process and timer machinery need, and whose Linux pool is small too.
+    private static let lastDispatchBeat = Atomic<Int64>(0)
+
+    private static func dispatchBeat() {
+        lastDispatchBeat.store(uptime(), ordering: .relaxed)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(250)) { dispatchBeat() }
+    }
 
     private static func watch() {
         var reported = false
         while true {
             Thread.sleep(forTimeInterval: 1)
-            let silent = uptime() - lastBeat.load(ordering: .relaxed)
+            let pool = uptime() - lastBeat.load(ordering: .relaxed)
+            let dispatch = uptime() - lastDispatchBeat.load(ordering: .relaxed)
+            let silent = max(pool, dispatch)
             guard silent >= limit.milliseconds else {
-                if reported { say("ivy test watchdog: the cooperative pool runs again after the stall\n") }
+                if reported { say("ivy test watchdog: both run again after the stall\n") }
                 reported = false
                 continue
             }
             guard !reported else { continue }
             reported = true
+            let stalled = pool >= dispatch ? "Swift's cooperative pool" : "Dispatch's global queue"
             say(
-                "ivy test watchdog: Swift's cooperative pool made no progress for \(silent / 1000) s; "
+                "ivy test watchdog: \(stalled) made no progress for \(silent / 1000) s "
+                    + "(the pool's last heartbeat \(pool / 1000) s ago, the global queue's \(dispatch / 1000) s); "
                     + "every thread's stack follows (process \(getpid()))\n")
             if !printStacksWithGDB() { printThreads() }
             say("ivy test watchdog: end of the stacks\n")

@@ -92,7 +92,7 @@ let package = Package(
         // always stopped, and signing in as a person does.
         .target(
             name: "IvyTestSupport",
-            dependencies: ["IvyCore", "IvyGoogle", "IvyStore", "IvySync", "GoogleEmulator"],
+            dependencies: ["IvyCore", "IvyGoogle", "IvyStore", "IvySync", "IvySystem", "GoogleEmulator"],
             path: "Tests/IvyTestSupport"
         ),
         .testTarget(

@@ -93,7 +93,7 @@ extension TrashCommand {
             let home = try global.home(context)
             let library = try home.library()
             // A running sync may be removing this clip's audio or purging the trash: wait for it.
-            let lock = try home.waitForSyncLock()
+            let lock = try await home.waitForSyncLock()
             defer { withExtendedLifetime(lock) {} }
             let entry: TrashEntry
             do {
@@ -137,7 +137,7 @@ extension TrashCommand {
                     return home.output.line("Nothing changed.")
                 }
             }
-            let lock = try home.waitForSyncLock()
+            let lock = try await home.waitForSyncLock()
             defer { withExtendedLifetime(lock) {} }
             let removed = try library.emptyTrash()
             home.output.line("Removed \(removed) trash entr\(removed == 1 ? "y" : "ies").")

@@ -13,8 +13,8 @@ struct LoginCommand: ContextCommand {
             Prints a web address and a code; open the address on a phone or computer, enter the code and allow \
             access. ivy asks only for the drive.file scope: it sees the files it (or the Ivy app) made, nothing \
             else. Needs an OAuth client of type "TVs and Limited Input devices": give it with --client-id and \
-            --client-secret (stored in the library's settings, as `ivy config set client_id` and `client_secret` do), \
-            once.
+            --client-secret (or --client-secret-file), once: it signs in with that client, and stores it in the \
+            library's settings (as `ivy config set client_id` and `client_secret` do) only once the sign-in is saved.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -24,41 +24,84 @@ struct LoginCommand: ContextCommand {
     var clientID: String?
     @Option(
         help: ArgumentHelp(
-            "The OAuth client secret; stored as the setting client_secret (never printed) before signing in.",
+            "The OAuth client secret (never printed); stored as the setting client_secret once signed in. It shows "
+                + "in the process list while the login waits: --client-secret-file keeps it out.",
             valueName: "SECRET"))
     var clientSecret: String?
-
-    /// The client options as settings, checked as `ivy config set` checks them.
-    private var givenClient: [(SettingKey, String)] {
-        [(SettingKey.clientID, clientID), (.clientSecret, clientSecret)].compactMap { key, value in
-            value.map { (key, $0) }
-        }
-    }
+    @Option(
+        help: ArgumentHelp(
+            "Read the OAuth client secret from this file (its first line), or from standard input with -.",
+            valueName: "FILE"))
+    var clientSecretFile: String?
 
     func validate() throws {
-        for (key, value) in givenClient {
+        if clientSecret != nil, clientSecretFile != nil {
+            throw ValidationError("give the client secret once: --client-secret or --client-secret-file")
+        }
+        for (key, value) in [(SettingKey.clientID, clientID), (.clientSecret, clientSecret)] {
+            guard let value else { continue }
             if case .failure(let error) = key.normalize(value) { throw ValidationError(error.message) }
         }
     }
 
+    /// The client options as settings, checked as `ivy config set` checks them; the secret
+    /// read from its file when given so.
+    private func givenClient(_ context: Context) throws -> [(SettingKey, String)] {
+        var secret = clientSecret
+        if let file = clientSecretFile {
+            let text: String?
+            if file == "-" {
+                text = context.readLine()
+            } else {
+                guard let data = FileManager.default.contents(atPath: file) else {
+                    throw ValidationError("cannot read the client secret from \(Display.safe(file)); check the path")
+                }
+                text = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init)
+            }
+            guard let text, !text.trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw ValidationError("no client secret in \(file == "-" ? "standard input" : Display.safe(file))")
+            }
+            secret = text.trimmingCharacters(in: .whitespaces)
+        }
+        var given: [(SettingKey, String)] = []
+        for (key, value) in [(SettingKey.clientID, clientID), (.clientSecret, secret)] {
+            guard let value else { continue }
+            switch key.normalize(value) {
+            case .failure(let error): throw ValidationError(error.message)
+            case .success(let normalized): given.append((key, normalized))
+            }
+        }
+        return given
+    }
+
     func run(_ context: Context) async throws {
         let home = try global.home(context)
+        let given = try givenClient(context)
         // Asked before the library is opened (which may create or migrate it): a No leaves
         // the home exactly as it was, the stored client included. The question needs only the
         // token file, read.
-        guard Self.mayReplaceSignIn(home) else { return }
+        guard try Self.mayReplaceSignIn(home) else { return }
         let library = try home.library()
-        for (key, value) in givenClient {
+        // The command line wins over the environment and the settings for this sign-in; what it
+        // names is stored only once the sign-in is saved, so a login that fails (a mistyped
+        // secret, a denied code, Ctrl-C) leaves the working client and sign-in as they were.
+        let configured = try? home.credentials(library)
+        let id = given.first { $0.0 == .clientID }?.1 ?? configured?.id
+        let secret = given.first { $0.0 == .clientSecret }?.1 ?? configured?.secret
+        guard let id, let secret else { throw GoogleError.missingCredentials }
+        try await Self.signIn(
+            home, library: library, tokens: home.tokenStore, holdingSyncLock: false,
+            credentials: ClientCredentials(id: id, secret: secret))
+        for (key, value) in given {
             let stored = try library.setSetting(key, to: value)
             home.output.line("\(key.rawValue) = \(shown(key, stored))")
         }
         let overridden = ["IVY_CLIENT_ID", "IVY_CLIENT_SECRET"].contains { !(home.environment[$0] ?? "").isEmpty }
-        if !givenClient.isEmpty, overridden {
+        if !given.isEmpty, overridden {
             home.output.error(
-                "warning: IVY_CLIENT_ID or IVY_CLIENT_SECRET is set and wins over the stored client; unset it to use "
-                    + "the one just stored")
+                "warning: IVY_CLIENT_ID or IVY_CLIENT_SECRET is set and wins over the stored client in later commands; "
+                    + "unset it, or this sign-in will not refresh")
         }
-        try await Self.signIn(home, library: library, tokens: home.tokenStore, holdingSyncLock: false)
     }
 
     /// Signing in again replaces the saved sign-in. A person at a terminal is asked first, No
@@ -66,7 +109,7 @@ struct LoginCommand: ContextCommand {
     /// error (exit 0, like ivy's other declined questions). Unless both standard input and
     /// standard output (where the question is written) are terminals, it goes ahead, so
     /// scripts keep working (`ivy login > file` too), and says whose sign-in it replaces.
-    private static func mayReplaceSignIn(_ home: Home) -> Bool {
+    private static func mayReplaceSignIn(_ home: Home) throws -> Bool {
         guard let token = home.tokenStore.quietLoad(), token.isSignedIn else { return true }
         let account = Display.safe(token.email)
         guard home.terminal.input, home.terminal.output else {
@@ -74,7 +117,14 @@ struct LoginCommand: ContextCommand {
             return true
         }
         home.output.line("Already signed in as \(account).")
-        guard home.agrees("Sign in again, replacing the sign-in of \(account)?") else {
+        // A terminal that gives no answer (a login sent to the background reads EIO) is no No:
+        // the person decides, not the terminal.
+        guard let yes = home.answer("Sign in again, replacing the sign-in of \(account)?") else {
+            throw ValidationError(
+                "no answer could be read from the terminal (is `ivy login` running in the background?); "
+                    + "run it in the foreground to answer, or `ivy logout` first to sign in again without the question")
+        }
+        guard yes else {
             home.output.line("Nothing changed; still signed in as \(account).")
             return false
         }
@@ -85,9 +135,10 @@ struct LoginCommand: ContextCommand {
     /// holds the sync lock, the token is saved under it, waiting for a running sync.
     @discardableResult
     static func signIn(
-        _ home: Home, library: LibraryDatabase, tokens: TokenStore, holdingSyncLock: Bool
+        _ home: Home, library: LibraryDatabase, tokens: TokenStore, holdingSyncLock: Bool,
+        credentials given: ClientCredentials? = nil
     ) async throws -> StoredToken {
-        let credentials = try home.credentials(library)
+        let credentials = try given ?? home.credentials(library)
         let signIn = SignIn(
             library: library, tokens: tokens, lockFile: home.paths.lockFile, endpoints: try home.endpoints(),
             credentials: credentials, effects: home.google)
@@ -105,15 +156,16 @@ struct LoginCommand: ContextCommand {
 
     private static func showCode(_ authorization: DeviceAuthorization, output: Output) {
         let minutes = max(1, authorization.expiresIn / 60)
+        // What Google sent is printed as text: a control character in it is escaped, never run.
         output.line(
             """
             To sign in, open this page on any device:
 
-                \(authorization.verificationURL)
+                \(Display.safe(authorization.verificationURL))
 
             and enter the code:
 
-                \(authorization.userCode)
+                \(Display.safe(authorization.userCode))
 
             The code works for \(minutes) minute\(minutes == 1 ? "" : "s"). Waiting for approval (Ctrl-C to cancel)...
             """)

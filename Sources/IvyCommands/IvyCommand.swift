@@ -166,8 +166,14 @@ struct Home {
 
     /// Asks a question on the terminal: true only when the person answers y or yes.
     func agrees(_ question: String) -> Bool {
+        answer(question) ?? false
+    }
+
+    /// Asks a question on the terminal: whether the person answered y or yes, or nil when no
+    /// answer could be read at all (end of input, or a terminal that cannot be read).
+    func answer(_ question: String) -> Bool? {
         output.line(question + " [y/N] ")
-        guard let answer = context.readLine() else { return false }
+        guard let answer = context.readLine() else { return nil }
         return ["y", "yes"].contains(answer.lowercased())
     }
 

@@ -28,8 +28,8 @@ package struct GoogleEndpoints: Sendable, Equatable {
     /// Where a sign-in's tokens may go: the endpoints it was made against (`token.json`
     /// records them), which the environment may name again but never change. A token sent
     /// elsewhere would hand a real refresh token to whatever `IVY_OAUTH_URL` says, or send an
-    /// emulator's token to Google; a sign-in saved before ivy recorded them uses the
-    /// environment, as it always did.
+    /// emulator's token to Google. A sign-in saved before ivy recorded them was made at
+    /// Google (ivy knew no other server then): its tokens go to Google only.
     package static func from(environment: [String: String], signIn token: StoredToken?) throws(GoogleError)
         -> GoogleEndpoints
     {
@@ -37,9 +37,9 @@ package struct GoogleEndpoints: Sendable, Equatable {
         guard let token else { return fromEnvironment }
         var endpoints = fromEnvironment
         for (saved, variable, keyPath) in [
-            (token.oauthURL, "IVY_OAUTH_URL", \GoogleEndpoints.oauth), (token.driveURL, "IVY_DRIVE_URL", \.drive),
+            (token.oauthURL ?? oauthDefault, "IVY_OAUTH_URL", \GoogleEndpoints.oauth),
+            (token.driveURL ?? driveDefault, "IVY_DRIVE_URL", \.drive),
         ] {
-            guard let saved else { continue }
             let signedAt: URL
             do {
                 signedAt = try checked(saved, variable: variable)

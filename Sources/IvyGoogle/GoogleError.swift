@@ -7,6 +7,9 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
     /// The environment names another server than the one the saved sign-in was made at.
     case endpointMismatch(variable: String, named: String, signedAt: String)
     case missingCredentials
+    /// The OAuth client configured now is not the one the sign-in was made with: a refresh
+    /// token is good only with its own client, and Google's refusal would end the sign-in.
+    case clientMismatch(signedInWith: String, configured: String)
     case invalidClient
     case accessDenied
     case codeExpired
@@ -39,6 +42,10 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
             (or set IVY_CLIENT_ID and IVY_CLIENT_SECRET). It must be the same project as the app: \
             drive.file only shows files made by that project.
             """
+        case .clientMismatch(let signedInWith, let configured):
+            "the saved sign-in was made with OAuth client \(signedInWith), but the client configured now is "
+                + "\(configured) (settings client_id, or IVY_CLIENT_ID); a sign-in refreshes only with its own client: "
+                + "configure \(signedInWith) again, or run `ivy login` to sign in with \(configured)"
         case .invalidClient:
             "Google does not accept the OAuth client (invalid_client); check client_id and client_secret, and that "
                 + "the client's type is \"TVs and Limited Input devices\""

@@ -68,6 +68,11 @@ package actor TokenProvider {
     /// only `invalid_grant` means the sign-in is over.
     private func performRefresh() async throws -> String {
         guard let refreshToken = token.refreshToken else { throw GoogleError.notSignedIn }
+        // Another client's refresh would be refused (invalid_grant or invalid_client), and that
+        // refusal must never end a sign-in that works with its own client.
+        guard credentials.id == token.clientID else {
+            throw GoogleError.clientMismatch(signedInWith: token.clientID, configured: credentials.id)
+        }
         let url = endpoints.oauth.appendingPathComponent("token")
         let fields = [
             "client_id": credentials.id, "client_secret": credentials.secret,

@@ -64,11 +64,11 @@ final class IvyHome: @unchecked Sendable {
     func start(
         _ arguments: [String], environment extra: [String: String] = [:], input: [String] = [],
         onTerminal: Bool = false,
-        errorOnTerminal: Bool = false
+        errorOnTerminal: Bool = false, outputOnTerminal: Bool = false
     ) -> RunningCommand {
         RunningCommand(
             arguments, environment: environment.merging(extra) { $1 }, workingDirectory: path, input: input,
-            onTerminal: onTerminal, errorOnTerminal: errorOnTerminal)
+            onTerminal: onTerminal, errorOnTerminal: errorOnTerminal, outputOnTerminal: outputOnTerminal)
     }
 
     /// Runs ivy's command in this process with standard input on a terminal, `input`
@@ -174,12 +174,13 @@ final class RunningCommand: Sendable {
 
     init(
         _ arguments: [String], environment: [String: String], workingDirectory: String, input: [String],
-        onTerminal: Bool, errorOnTerminal: Bool = false
+        onTerminal: Bool, errorOnTerminal: Bool = false, outputOnTerminal: Bool = false
     ) {
         let lines = Mutex(input[...])
         var terminal = Terminal.none(environment: environment)
         terminal.input = onTerminal
         terminal.error = errorOnTerminal
+        terminal.output = outputOnTerminal
         let context = Context(
             streams: Streams(output: { [output] in output.append($0) }, error: { [error] in error.append($0) }),
             terminal: terminal,

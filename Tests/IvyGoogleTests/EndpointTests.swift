@@ -94,9 +94,13 @@ struct EndpointTests {
         let google = Self.token(oauth: GoogleEndpoints.oauthDefault, drive: GoogleEndpoints.driveDefault)
         #expect(try Self.resolve([:], google).get().isGoogle)
         #expect(Self.resolve(["IVY_OAUTH_URL": local], google).failure != nil)
-        // Before ivy recorded them: the environment, as it always was.
+        // Saved before ivy recorded them: made at Google, so its tokens go to Google only; a
+        // variable naming another server is refused before anything is sent (issue 28 item 2).
         let old = Self.token(oauth: nil, drive: nil)
-        #expect(try Self.resolve(["IVY_OAUTH_URL": local], old).get().oauth.absoluteString == local)
+        #expect(
+            Self.resolve(["IVY_OAUTH_URL": local], old).failure
+                == .endpointMismatch(
+                    variable: "IVY_OAUTH_URL", named: local, signedAt: GoogleEndpoints.oauthDefault))
         #expect(try Self.resolve([:], old).get().isGoogle)
         // A saved server ivy would never have signed in at (edited by hand) is refused.
         let edited = Self.token(oauth: "http://oauth.example.com", drive: nil)

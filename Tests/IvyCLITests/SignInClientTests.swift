@@ -1,0 +1,141 @@
+import Foundation
+import GoogleEmulator
+import IvyTestSupport
+import Testing
+
+/// Which OAuth client a sign-in uses and keeps (issue 28 items 1-6): a login that fails never
+/// replaces the working client, a sign-in refreshes only with its own client, the command line
+/// wins over the environment, the secret can stay out of the process list, what Google sends
+/// is printed escaped, and a question that cannot be answered decides nothing.
+@Suite("ivy login: the client a sign-in uses and keeps")
+struct SignInClientTests {
+    typealias Setup = SignInEndpointTests
+
+    private func expireAccessToken(_ ivy: IvyHome) throws {
+        let path = ivy.path + "/.config/ivy/token.json"
+        var token = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        token["expires_at"] = 0
+        try JSONSerialization.data(withJSONObject: token).write(to: URL(fileURLWithPath: path))
+    }
+
+    private func tokenFile(_ ivy: IvyHome) -> Data? {
+        FileManager.default.contents(atPath: ivy.path + "/.config/ivy/token.json")
+    }
+
+    @Test("a login with a mistyped secret fails and leaves the working client and sign-in as they were")
+    func failedLoginKeepsTheClient() async throws {
+        try await withEmulator { emulator in
+            let ivy = try Setup.cronHome()
+            #expect(try await Setup.login(ivy, emulator).status == 0)
+            let before = tokenFile(ivy)
+            let wrong = try await ivy.run(
+                ["login", "--client-id", GoogleEmulator.defaultClient.id, "--client-secret", "GOCSPX-mistyped"],
+                environment: Setup.servers(emulator))
+            #expect(wrong.status == 1 && wrong.stderr.contains("invalid_client"), "\(wrong.stderr)")
+            #expect(!wrong.stdout.contains("client_secret ="), "nothing stored: \(wrong.stdout)")
+            #expect(tokenFile(ivy) == before)
+            // The next refresh still uses the client the sign-in was made with.
+            try expireAccessToken(ivy)
+            let sync = try await ivy.runBinaryAsync("sync")
+            #expect(sync.status == 0, "\(sync.stderr)")
+        }
+    }
+
+    @Test("a client configured since that is not the sign-in's: no refresh is sent, the sign-in stays, the fix is said")
+    func otherClientNeverRefreshes() async throws {
+        try await withEmulator { emulator in
+            let ivy = try Setup.cronHome()
+            #expect(try await Setup.login(ivy, emulator).status == 0)
+            #expect(try await ivy.run("config", "set", "client_id", "other.apps.googleusercontent.com").status == 0)
+            try expireAccessToken(ivy)
+            await emulator.state.clearRequests()
+            let sync = try await ivy.runBinaryAsync("sync")
+            #expect(sync.status == 1, "\(sync.stderr)")
+            #expect(
+                sync.stderr.contains("made with OAuth client \(GoogleEmulator.defaultClient.id)")
+                    && sync.stderr.contains("run `ivy login`"), "\(sync.stderr)")
+            #expect(await emulator.state.requests.filter { $0.path.hasSuffix("/token") }.isEmpty)
+            #expect(!(tokenFile(ivy).map { String(decoding: $0, as: UTF8.self) } ?? "").contains("signed_out"))
+            // Put back, it works again: the sign-in was never given up.
+            #expect(
+                try await ivy.run("config", "set", "client_id", GoogleEmulator.defaultClient.id).status == 0)
+            #expect(try await ivy.runBinaryAsync("sync").status == 0)
+        }
+    }
+
+    @Test("--client-id and --client-secret win over IVY_CLIENT_ID and IVY_CLIENT_SECRET")
+    func commandLineWins() async throws {
+        try await withEmulator { emulator in
+            let ivy = try Setup.cronHome()
+            ivy.environment["IVY_CLIENT_ID"] = "env.apps.googleusercontent.com"
+            ivy.environment["IVY_CLIENT_SECRET"] = "GOCSPX-env"
+            let login = try await Setup.login(ivy, emulator)
+            #expect(login.status == 0, "\(login.stderr)")
+            #expect(login.stderr.contains("IVY_CLIENT_ID or IVY_CLIENT_SECRET is set"), "\(login.stderr)")
+        }
+    }
+
+    @Test("--client-secret-file reads the secret from a file or standard input, and keeps it out of the arguments")
+    func secretFromAFile() async throws {
+        try await withEmulator { emulator in
+            let ivy = try Setup.cronHome()
+            let file = ivy.path + "/secret"
+            try (GoogleEmulator.defaultClient.secret + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            let login = try await Setup.login(
+                ivy, emulator, ["--client-id", GoogleEmulator.defaultClient.id, "--client-secret-file", file])
+            #expect(login.status == 0, "\(login.stderr)")
+            #expect(try await ivy.run("config", "get", "client_secret").stdout == "(set)\n")
+            #expect(!(login.stdout + login.stderr).contains(GoogleEmulator.defaultClient.secret))
+
+            let other = try Setup.cronHome()
+            await emulator.state.setDeviceCode(interval: 0)
+            let piped = other.start(
+                ["login", "--client-id", GoogleEmulator.defaultClient.id, "--client-secret-file", "-"],
+                environment: Setup.servers(emulator), input: [GoogleEmulator.defaultClient.secret])
+            if let code = await piped.output.first(/\b([A-Z]{4}-[A-Z]{4})\b/) {
+                try await emulator.state.approve(userCode: code, email: "alice@example.com")
+            }
+            #expect(await piped.finish().status == 0)
+            let both = try await other.run(
+                "login", "--client-id", "x.apps", "--client-secret", "s", "--client-secret-file", file)
+            #expect(both.status == 64 && both.stderr.contains("give the client secret once"), "\(both.stderr)")
+        }
+    }
+
+    @Test("the verification URL and code Google sends are printed escaped, never as control sequences")
+    func codeEscaped() async throws {
+        try await withEmulator { emulator in
+            let ivy = try Setup.cronHome()
+            await emulator.state.addFault(
+                FaultRule(
+                    method: "POST", pathContains: "/device/code",
+                    jsonFields: ["verification_url": #""https://example.com/\u001b[2Jdevice""#]))
+            await emulator.state.setDeviceCode(interval: 0)
+            let login = ivy.start(["login"] + Setup.clientOptions, environment: Setup.servers(emulator))
+            if let code = await login.output.first(/\b([A-Z]{4}-[A-Z]{4})\b/) {
+                try await emulator.state.approve(userCode: code, email: "alice@example.com")
+            }
+            let result = await login.finish()
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(login.output.text.contains("example.com/"), "\(login.output.text)")
+            #expect(!login.output.text.contains("\u{1B}"), "\(login.output.text)")
+        }
+    }
+
+    @Test("asked on a terminal that gives no answer (a login sent to the background), login decides nothing: exit 64")
+    func noAnswerDecidesNothing() async throws {
+        try await withEmulator { emulator in
+            let ivy = try Setup.cronHome()
+            #expect(try await Setup.login(ivy, emulator).status == 0)
+            let before = tokenFile(ivy)
+            let result = await ivy.start(
+                ["login"], environment: Setup.servers(emulator), input: [], onTerminal: true, outputOnTerminal: true
+            ).finish()
+            #expect(result.status == 64, "\(result.stderr)")
+            #expect(result.stderr.contains("no answer could be read from the terminal"), "\(result.stderr)")
+            #expect(!result.stdout.contains("Nothing changed"))
+            #expect(tokenFile(ivy) == before)
+        }
+    }
+}

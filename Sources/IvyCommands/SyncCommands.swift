@@ -277,9 +277,7 @@ struct Unreachable: LocalizedError {
     let errorDescription: String?
 
     static func explained(_ error: any Error) -> any Error {
-        let network: Bool =
-            if case .network = error as? GoogleError { true } else { (error as? DriveError)?.kind == .network }
-        guard network else { return error }
+        guard GoogleError.isUnreachable(error) else { return error }
         return Unreachable(
             errorDescription: error.localizedDescription
                 + "; Google could not be reached: check the network connection, then run `ivy sync` again "

@@ -168,13 +168,7 @@ package final class SyncSession: Sendable {
         // Recording a busy library's error would only wait for the same lock again.
         if (error as? StoreError)?.isBusy != true { try? library.recordSetting(.lastError, message) }
         guard auto else { return .failed(error, cronHears: true) }
-        let unreachable =
-            (error as? DriveError)?.kind == .network
-            || {
-                if case .network = error as? GoogleError { return true }
-                return false
-            }()
-        if unreachable || (try? library.internalSetting(.autoReportedError)) == message {
+        if GoogleError.isUnreachable(error) || (try? library.internalSetting(.autoReportedError)) == message {
             return .failed(error, cronHears: false)
         }
         try? library.setInternalSetting(.autoReportedError, message)

@@ -49,7 +49,7 @@ struct CheckCommand: ContextCommand {
             home.output.error("Error: \(SignInText.problem(signIn) ?? "not signed in"); run `ivy login`")
             throw ExitCode(IvyExit.notSignedIn)
         }
-        let drive = try SyncSession.drive(
+        let drive = try SyncDoor.drive(
             library: library, tokens: tokens, token: token, endpoints: try home.endpoints(for: token),
             credentials: try home.credentials(library), effects: home.google)
         let check: BackupCheck

@@ -153,6 +153,16 @@ struct Home {
         GoogleEffects(transport: URLSessionTransport(), clock: clock, sleep: { try await Task.sleep(for: $0) })
     }
 
+    /// The door every sync of this home goes through (`ivy sync`, and each of its watch's),
+    /// with this run's effects; `tokens` says where the token file's warnings go.
+    func syncDoor(_ library: LibraryDatabase, tokens: TokenStore, logger: Logger) -> SyncDoor {
+        let home = self
+        return SyncDoor(
+            library: library, tokens: tokens, lockFile: paths.lockFile, clock: clock, logger: logger,
+            endpoints: { try home.endpoints(for: $0) }, credentials: { try home.credentials(library) },
+            effects: { home.google })
+    }
+
     /// The token file; what is wrong with it is a warning on standard error.
     var tokenStore: TokenStore {
         let output = output

@@ -150,30 +150,27 @@ struct SyncCommand: ContextCommand {
         }
         guard let library = try openLibrary(home) else { return }
         let logger = try home.logger(library)
-        guard let session = try start(home, library: library, logger: logger) else { return }
-        // The session holds the sync lock: kept to the end, whatever a later edit writes after it.
-        defer { withExtendedLifetime(session) {} }
-        guard let token = try await signedIn(session, home: home) else { return }
+        // Cron never hears about sign-in: a damaged token file is logged, not printed.
+        let tokens = auto ? home.tokenStore(warn: { logger.warning("\($0)") }) : home.tokenStore
+        var request = SyncRequest(auto: auto, dryRun: dryRun, allowDeletes: allowDeletes, full: full)
         // --verbose says what finished, line by line; a progress line rewritten between them
         // would only garble them.
         let live = !auto && !json && !quiet && !verbose && home.terminal.error
         let output = home.output
-        var steps: (@Sendable (SyncStep) -> Void)?
-        if verbose { steps = { @Sendable step in output.step(step) } }
+        if verbose { request.steps = { @Sendable step in output.step(step) } }
         let line = live ? ProgressLine(output: output, clock: home.clock, width: home.terminal.errorWidth) : nil
-        var progress: (@Sendable (SyncProgress) -> Void)?
-        if let line { progress = { @Sendable in line.show($0) } }
-        let engine = try session.engine(
-            token: token, endpoints: try home.endpoints(for: token), credentials: try home.credentials(library),
-            effects: home.google, progress: progress, steps: steps)
-        let ending = await session.run(engine, dryRun: dryRun, allowDeletes: allowDeletes, full: full)
+        if let line { request.progress = { @Sendable in line.show($0) } }
+        if home.terminal.input && !auto {
+            request.signInFirst = { _ in
+                try await LoginCommand.signIn(home, library: library, tokens: tokens, holdingSyncLock: true)
+            }
+        }
+        let outcome = try await home.syncDoor(library, tokens: tokens, logger: logger).sync(request)
         line?.clear()
-        let report = try finished(ending, output: home.output)
-        guard let report else { return }
-        logger.info("sync finished", metadata: ["summary": "\(report.summary)"])
-        try show(report, output: home.output)
-        if auto { return try tellCron(session.cronNews(report), output: home.output) }
-        if let held = report.deletionsHeld, !json { home.output.error("Held back: \(held)") }
+        guard case (let report, let cronNews)? = try finished(outcome, output: output) else { return }
+        try show(report, output: output)
+        if let cronNews { return try tellCron(cronNews, output: output) }
+        if let held = report.deletionsHeld, !json { output.error("Held back: \(held)") }
         if !report.isComplete { throw ExitCode(IvyExit.partialFailure) }
     }
 
@@ -187,49 +184,21 @@ struct SyncCommand: ContextCommand {
         }
     }
 
-    /// The session under the sync lock, or nil when --auto skips.
-    private func start(_ home: Home, library: LibraryDatabase, logger: Logger) throws -> SyncSession? {
-        // Cron never hears about sign-in: a damaged token file is logged, not printed.
-        let tokens = auto ? home.tokenStore(warn: { logger.warning("\($0)") }) : home.tokenStore
-        switch try SyncSession.start(
-            library: library, tokens: tokens, lockFile: home.paths.lockFile, clock: home.clock, logger: logger,
-            auto: auto)
-        {
-        case .started(let session):
-            return session
+    /// The report of a sync that ran (with what cron has not heard, for --auto), or nil when
+    /// --auto has nothing to say; a sync that could not run ends the command with its status.
+    private func finished(_ outcome: SyncOutcome, output: Output) throws -> (SyncReport, CronNews?)? {
+        switch outcome {
+        case .finished(let report, let cronNews):
+            return (report, cronNews)
         case .skipped:
             return nil
         case .busy(let pid):
-            home.output.error(
-                "Error: another sync is running\(pid.map { " (process \($0))" } ?? ""); wait for it to finish")
+            output.error("Error: another sync is running\(pid.map { " (process \($0))" } ?? ""); wait for it to finish")
             throw ExitCode(IvyExit.busy)
-        }
-    }
-
-    /// The saved token; signing in first when a person is at the terminal. Nil when --auto
-    /// finds itself signed out after all.
-    private func signedIn(_ session: SyncSession, home: Home) async throws -> StoredToken? {
-        let signIn = session.signIn()
-        if case .signedIn(let token) = signIn { return token }
-        guard home.terminal.input, !auto else {
-            if auto { return nil }
-            home.output.error("Error: \(SignInText.problem(signIn) ?? "not signed in"); run `ivy login`")
+        case .notSignedIn(let signIn):
+            output.error("Error: \(SignInText.problem(signIn) ?? "not signed in"); run `ivy login`")
             throw ExitCode(IvyExit.notSignedIn)
-        }
-        return try await LoginCommand.signIn(
-            home, library: session.library, tokens: session.tokens, holdingSyncLock: true)
-    }
-
-    /// The report of a sync that ran, or nil when --auto has nothing to say; a sync that
-    /// could not run ends the command with its status.
-    private func finished(_ ending: SyncSession.Ending, output: Output) throws -> SyncReport? {
-        switch ending {
-        case .finished(let report):
-            return report
-        case .skipped:
-            return nil
         case .signedOut(let error):
-            if auto { return nil }
             output.error("Error: \(error.localizedDescription)")
             throw ExitCode(IvyExit.notSignedIn)
         case .failed(let error, let cronHears):
@@ -261,7 +230,7 @@ struct SyncCommand: ContextCommand {
     /// Cron hears once about a failure: a change newly held back (one line, exit 5), or the
     /// safety valve newly holding deletions. A failure that may pass by itself (an attempt
     /// short of the third) is logged only, and the same news is never repeated.
-    private func tellCron(_ news: SyncSession.CronNews, output: Output) throws {
+    private func tellCron(_ news: CronNews, output: Output) throws {
         if let hold = news.newHold { output.error("ivy sync: held back: \(hold)") }
         guard let first = news.newlyHeld.first else { return }
         let count = news.newlyHeld.count == 1 ? "1 change" : "\(news.newlyHeld.count) changes"
@@ -277,9 +246,7 @@ struct Unreachable: LocalizedError {
     let errorDescription: String?
 
     static func explained(_ error: any Error) -> any Error {
-        let network: Bool =
-            if case .network = error as? GoogleError { true } else { (error as? DriveError)?.kind == .network }
-        guard network else { return error }
+        guard GoogleError.isUnreachable(error) else { return error }
         return Unreachable(
             errorDescription: error.localizedDescription
                 + "; Google could not be reached: check the network connection, then run `ivy sync` again "

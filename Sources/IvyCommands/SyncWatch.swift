@@ -32,19 +32,13 @@ struct SyncWatch {
             stop.request()
         }
 
-        let home = home
-        var steps: (@Sendable (SyncStep) -> Void)?
-        if verbose { steps = { @Sendable step in display.step(step) } }
-        let syncs = WatchSyncs(
-            library: library, tokens: home.tokenStore(warn: { logger.warning("\($0)") }),
-            lockFile: home.paths.lockFile, clock: home.clock, logger: logger,
-            endpoints: { try home.endpoints(for: $0) },
-            credentials: { try home.credentials(library) }, effects: { home.google }, full: full,
-            steps: steps)
+        let steps: (@Sendable (SyncStep) -> Void)? = verbose ? { @Sendable step in display.step(step) } : nil
+        let door = home.syncDoor(library, tokens: home.tokenStore(warn: { logger.warning("\($0)") }), logger: logger)
+        let full = full
         let watch = Watch(
             interval: .seconds(interval), timing: .system(), logger: logger,
             pending: { try probe.pending(since: $0) },
-            attempt: { memory, stop in await syncs.attempt(memory, stop: stop) },
+            attempt: { memory, stop in await door.watchSync(memory, full: full, steps: steps, stop: stop) },
             events: { display.show($0) })
         display.started()
         let ended = await watch.run(until: stop)

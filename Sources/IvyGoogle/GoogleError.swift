@@ -113,3 +113,13 @@ enum HTTPStatusText {
         }
     }
 }
+
+extension GoogleError {
+    /// Whether `error` means Google could not be reached at all (no connection, no answer),
+    /// rather than an answer: the one test for "unreachable", behind both cron's silence (the
+    /// queue keeps every change for the next run) and `ivy sync`'s advice to check the network.
+    package static func isUnreachable(_ error: any Error) -> Bool {
+        if case .network = error as? GoogleError { return true }
+        return (error as? DriveError)?.kind == .network
+    }
+}

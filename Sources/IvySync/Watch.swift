@@ -266,89 +266,36 @@ package final class Watch: Sendable {
     }
 }
 
-/// Everything one watch sync needs: the session's parts, made afresh for each sync so the
-/// lock is held only while it runs and a new sign-in is picked up by the next.
-package final class WatchSyncs: Sendable {
-    package let library: LibraryDatabase
-    package let tokens: TokenStore
-    package let lockFile: String
-    package let clock: WallClock
-    package let logger: Logger
-    /// Where a sign-in's requests go (the sign-in may change between syncs).
-    package let endpoints: @Sendable (StoredToken) throws -> GoogleEndpoints
-    package let credentials: @Sendable () throws -> ClientCredentials
-    /// How requests are made; a new one after a sync that failed or was cut short, so a
-    /// request URLSession never ended cannot hold a connection of later syncs.
-    private let effects: Mutex<GoogleEffects>
-    private let freshEffects: @Sendable () -> GoogleEffects
-    /// `--full` for the first sync.
-    package let full: Bool
-    /// Told of each finished operation (`--verbose`).
-    private let steps: (@Sendable (SyncStep) -> Void)?
-
-    package init(
-        library: LibraryDatabase, tokens: TokenStore, lockFile: String, clock: WallClock, logger: Logger,
-        endpoints: @escaping @Sendable (StoredToken) throws -> GoogleEndpoints,
-        credentials: @escaping @Sendable () throws -> ClientCredentials,
-        effects: @escaping @Sendable () -> GoogleEffects, full: Bool,
-        steps: (@Sendable (SyncStep) -> Void)? = nil
-    ) {
-        self.library = library
-        self.tokens = tokens
-        self.lockFile = lockFile
-        self.clock = clock
-        self.logger = logger
-        self.endpoints = endpoints
-        self.credentials = credentials
-        self.effects = Mutex(effects())
-        freshEffects = effects
-        self.full = full
-        self.steps = steps
-    }
-
-    /// One sync under the lock, or why none ran.
-    package func attempt(_ memory: Watch.Memory, stop: StopRequest) async -> Watch.Attempt {
+extension SyncDoor {
+    /// One of a watch's syncs through the door, knowing what the last one found; or why none
+    /// ran. The lock is held only while it runs, and a new sign-in is picked up by the next.
+    /// `full` is `--full`, for the first sync only; `steps` is told of each operation.
+    package func watchSync(
+        _ memory: Watch.Memory, full: Bool, steps: (@Sendable (SyncStep) -> Void)?, stop: StopRequest
+    ) async -> Watch.Attempt {
         do {
             // A newer ivy may have migrated the library since this one opened it.
             if let newer = try library.migratedByNewerIvy() { return .fatal(newer) }
             guard try library.setting(.syncEnabled) == "true" else { return .paused(.syncDisabled) }
-            let session: SyncSession
-            switch try SyncSession.start(
-                library: library, tokens: tokens, lockFile: lockFile, clock: clock, logger: logger, auto: false)
-            {
-            case .started(let started): session = started
+            let request = SyncRequest(
+                full: memory.first && full, knownSkips: memory.skips, knownDoubt: memory.doubt,
+                stopping: { stop.requested }, steps: steps, watched: true)
+            switch try await sync(request) {
+            case .finished(let report, _): return .synced(report)
             case .busy(let pid): return .busy(pid: pid)
             case .skipped: return .busy(pid: nil)
-            }
-            let token: StoredToken
-            switch session.signIn() {
-            case .signedIn(let signedIn): token = signedIn
-            case .stopped(let reason, _): return .paused(.signedOut("the sign-in stopped working: \(reason)"))
-            default: return .paused(.signedOut("not signed in"))
-            }
-            let endpoints: GoogleEndpoints
-            do {
-                endpoints = try self.endpoints(token)
-            } catch let error as GoogleError {
-                guard case .endpointMismatch = error else { throw error }
-                // Waits like a sign-out: `ivy login` in another terminal is one fix.
-                return .paused(.signedOut(error.localizedDescription))
-            }
-            let engine = try session.engine(
-                token: token, endpoints: endpoints, credentials: try credentials(),
-                effects: effects.withLock { $0 }, progress: nil, steps: steps)
-            let ending = await session.run(
-                engine, dryRun: false, allowDeletes: false, full: memory.first && full, knownSkips: memory.skips,
-                knownDoubt: memory.doubt, stopping: { stop.requested })
-            if case .failed = ending { effects.withLock { $0 = freshEffects() } }
-            switch ending {
-            case .finished(let report): return .synced(report)
+            case .notSignedIn(.stopped(let reason, _)):
+                return .paused(.signedOut("the sign-in stopped working: \(reason)"))
+            case .notSignedIn: return .paused(.signedOut("not signed in"))
             case .signedOut(let error): return .paused(.signedOut(error.localizedDescription))
-            case .skipped: return .busy(pid: nil)
             case .failed(let error, _) where error is CancellationError && stop.requested: return .stopped
             case .failed(let error, _): return .failed(error.localizedDescription)
             }
         } catch {
+            if case .endpointMismatch = error as? GoogleError {
+                // Waits like a sign-out: `ivy login` in another terminal is one fix.
+                return .paused(.signedOut(error.localizedDescription))
+            }
             logger.error("watch sync could not start", metadata: ["error": "\(error.localizedDescription)"])
             return .failed(error.localizedDescription)
         }

@@ -273,7 +273,7 @@ struct ChangeFeedSyncTests {
             try a.library.replaceDriveMirror(
                 mirror.files + [ghost], token: mirror.token, folders: try #require(try a.library.rememberedFolders()))
             await world.state.clearRequests()
-            let report = try await a.sync(SyncOptions(full: true))
+            let report = try await a.sync(SyncRequest(full: true))
             #expect(report.fullListing == "--full" && report.transferredNothing)
             let kinds = await world.requestKinds()
             #expect(kinds.first == "start token" && kinds.contains("list") && !kinds.contains("changes"), "\(kinds)")
@@ -286,7 +286,7 @@ struct ChangeFeedSyncTests {
         try await withWorld { world in
             let fresh = try await world.device("fresh")
             try fresh.addBook("Dune")
-            _ = try await fresh.sync(SyncOptions(dryRun: true))
+            _ = try await fresh.sync(SyncRequest(dryRun: true))
             #expect(try fresh.library.driveMirror() == nil, "a first dry run builds no mirror")
 
             let pair = try await SyncedPair(world)
@@ -294,7 +294,7 @@ struct ChangeFeedSyncTests {
             let before = try pair.a.library.driveMirror()
             try pair.b.edit(book: pair.book.id, BookChanges(position: 9))
             _ = try await pair.b.sync()
-            let preview = try await pair.a.sync(SyncOptions(dryRun: true))
+            let preview = try await pair.a.sync(SyncRequest(dryRun: true))
             #expect(preview.downloaded.pair == [1, 0] && preview.fullListing == nil, "\(preview.summary)")
             #expect(try pair.a.library.driveMirror() == before)
             let real = try await pair.a.sync()

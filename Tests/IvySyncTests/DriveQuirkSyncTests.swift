@@ -73,7 +73,7 @@ struct DriveQuirkSyncTests {
             let books = try await world.folderID("books")
             await world.state.addFault(FaultRule(method: "GET", pathContains: books, jsonFields: ["files": "[]"]))
             // A listing is taken in full (otherwise the change feed stands in for it).
-            let report = try await b.sync(SyncOptions(full: true))
+            let report = try await b.sync(SyncRequest(full: true))
             #expect(report.uploaded.total == 0 && report.deletedLocal.total == 0, "\(report.summary)")
             let reason = try #require(report.skipReason("Drive listing"), "the report says why")
             #expect(reason.contains("0 of the 12 books"), "\(reason)")

@@ -21,7 +21,7 @@ struct ListingTests {
             // Only the listing of the files misbehaves, not the folder lookup.
             await world.state.setListFault(ListFault(.emptyPages, queryContains: "' in parents and trashed = false"))
             // A listing is taken in full (otherwise the change feed stands in for it).
-            let cut = try await b.sync(SyncOptions(full: true))
+            let cut = try await b.sync(SyncRequest(full: true))
             #expect(cut.deletedLocal.total == 0 && b.audio(clip.id) != nil)
             let reason = try #require(cut.skipped.first { $0.entity == "Drive listing" }?.reason)
             #expect(

@@ -31,7 +31,7 @@ struct SafetyTests {
             #expect(clips.allSatisfy { b.audio($0.id) != nil })
             #expect(await world.names() == ["book_\(book.id).json"], "holding back deletes uploads nothing")
 
-            let allowed = try await b.sync(SyncOptions(allowDeletes: true))
+            let allowed = try await b.sync(SyncRequest(allowDeletes: true))
             #expect(allowed.deletedLocal.pair == [0, 12] && allowed.deletionsHeld == nil)
             #expect(try b.library.clips().isEmpty)
             #expect(clips.allSatisfy { b.audio($0.id) == nil })
@@ -61,12 +61,12 @@ struct SafetyTests {
             #expect(try await b.sync().fullListing != nil)
             // A watch passes it on: the hold stands, Drive is not listed again, nothing is deleted.
             await world.state.clearRequests()
-            let polled = try await b.sync(SyncOptions(knownDoubt: held.checkedDoubt))
+            let polled = try await b.sync(SyncRequest(knownDoubt: held.checkedDoubt))
             #expect(polled.fullListing == nil && polled.deletionsHeld == held.deletionsHeld, "\(polled.summary)")
             #expect(polled.requests == 1 && polled.checkedDoubt == held.checkedDoubt)
             #expect(try b.library.clips().count == 12)
             // Another doubt than the one checked is checked again.
-            let other = try await b.sync(SyncOptions(knownDoubt: "some other hold"))
+            let other = try await b.sync(SyncRequest(knownDoubt: "some other hold"))
             #expect(other.fullListing != nil)
         }
     }

@@ -102,13 +102,13 @@ struct LibrarySnapshot: Equatable {
 }
 
 /// One machine running ivy: its own IVY_HOME and library, signed in to the shared emulator.
-/// Each `sync` builds a fresh Drive client and engine, as one `ivy sync` process does.
+/// Each `sync` goes through a fresh `SyncDoor`, as one `ivy sync` process does: the token
+/// file, the sync lock, the settings and the Drive client's retries are production's.
 final class Device: Sendable {
     let name: String
     let world: World
     let paths: IvyPaths
     let library: LibraryDatabase
-    private let provider = Mutex<TokenProvider?>(nil)
     private let recordedSleeps = Mutex<[Duration]>([])
 
     init(name: String, world: World) throws {
@@ -134,25 +134,43 @@ final class Device: Sendable {
     /// the library to the account; returns whether that made it forget another account's sync.
     @discardableResult
     func signIn(as email: String) async throws -> Bool {
-        let (signedInProvider, signedIn) = try await world.google.signIn(as: email, library: library, paths: paths)
+        let (_, signedIn) = try await world.google.signIn(as: email, library: library, paths: paths)
         #expect(signedIn.account.email == email)
-        provider.withLock { $0 = signedInProvider }
         return signedIn.forgotOtherAccount
     }
 
+    /// The door `ivy sync` goes through, in this device's home: the token file `signIn` saved,
+    /// the emulator's endpoints and client, and retries that wait in the emulator's time.
+    private var door: SyncDoor {
+        let google = world.google
+        let sleep = retrySleep
+        return SyncDoor(
+            library: library, tokens: TokenStore(path: paths.tokenFile, warn: { _ in }), lockFile: paths.lockFile,
+            clock: world.clock.clock, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
+            endpoints: { _ in google.endpoints }, credentials: { google.credentials },
+            effects: { google.effects(sleep: sleep) })
+    }
+
+    /// One sync through the door; a sync that failed as a whole throws its error.
     func sync(
-        _ options: SyncOptions = .init(), progress: (@Sendable (SyncProgress) -> Void)? = nil
+        _ request: SyncRequest = SyncRequest(), progress: (@Sendable (SyncProgress) -> Void)? = nil
     ) async throws -> SyncReport {
-        let tokens = try #require(provider.withLock { $0 }, "\(name) is not signed in")
-        let drive = DriveClient(
-            drive: world.endpoints.drive, authorized: AuthorizedTransport(tokens: tokens, transport: world.transport),
-            concurrency: 8, sleep: retrySleep)
-        let engine = SyncEngine(
-            library: library, drive: drive, clock: world.clock.clock,
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), progress: progress)
+        var request = request
+        if let progress { request.progress = progress }
+        let door = door
+        let name = name
         // Where `ivy sync` runs it (`IvyCommand.main`): its synchronous library calls may wait
         // on SQLite, which must not hold the cooperative threads the in-process emulator needs.
-        return try await BlockingExecutor.run { try await engine.run(options) }
+        return try await BlockingExecutor.run {
+            switch try await door.sync(request) {
+            case .finished(let report, _): return report
+            case .failed(let error, _): throw error
+            case .signedOut(let error): throw error
+            case .notSignedIn: throw DeviceError("\(name) is not signed in")
+            case .busy: throw DeviceError("\(name) is already syncing")
+            case .skipped(let why): throw DeviceError("\(name) skipped its sync: \(why)")
+            }
+        }
     }
 
     // MARK: library
@@ -204,6 +222,13 @@ final class Device: Sendable {
             books: try library.books(includeHidden: true).sorted { $0.id < $1.id }, clips: clips,
             audio: Dictionary(uniqueKeysWithValues: clips.map { ($0.id, audio($0.id) ?? Data()) }))
     }
+}
+
+/// Why a device's sync did not run.
+struct DeviceError: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) { self.description = description }
 }
 
 extension SyncReport {

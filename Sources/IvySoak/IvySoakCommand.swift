@@ -71,11 +71,12 @@ struct IvySoakCommand: AsyncParsableCommand {
         await emulator.stop()
         cleanup.removeFiles()
 
-        for line in findings.lost + findings.dupes + findings.diverged { print(line) }
+        for line in findings.lost + findings.dupes + findings.diverged + findings.lostEdits { print(line) }
         if keep { print("homes kept in \(root)") }
         print(
-            "soak: \(rounds) rounds, \(soak.faultsFired) faults, \(soak.kills) kills, "
-                + "lost=\(findings.lost.count), dupes=\(findings.dupeCount), diverged=\(findings.diverged.count)")
+            "soak: \(rounds) rounds, \(soak.faultsFired) faults, \(soak.kills) kills, \(soak.overlaps) overlaps, "
+                + "lost=\(findings.lost.count), dupes=\(findings.dupeCount), diverged=\(findings.diverged.count), "
+                + "lost_edits=\(findings.lostEdits.count)")
         if !findings.clean { throw ExitCode.failure }
     }
 
@@ -98,7 +99,7 @@ final class Cleanup: Sendable {
     }
 
     /// Signal sources for SIGINT and SIGTERM; keep them alive as long as the run. The first
-    /// signal kills the running `ivy` and lets the run unwind (no new process starts), so
+    /// signal kills the running `ivy` processes and lets the run unwind (no new process starts), so
     /// the emulator is stopped and the homes removed on the usual path; a second one exits
     /// at once.
     func onSignals() -> [any DispatchSourceSignal] {
@@ -108,7 +109,7 @@ final class Cleanup: Sendable {
             source.setEventHandler { [self] in
                 let again = children.withLock { state in
                     defer { state.stopping = true }
-                    if state.running > 0 { kill(state.running, SIGKILL) }
+                    for pid in state.running { kill(pid, SIGKILL) }
                     return state.stopping
                 }
                 FileHandle.standardError.write(Data("ivy-soak: stopping (signal \(number))\n".utf8))

@@ -14,7 +14,9 @@ struct ShortSoakTests {
         let (status, output) = try await run(["--seed", "1", "--rounds", "20"])
         #expect(status == 0, "\(output)")
         let summary = output.split(separator: "\n").last.map(String.init) ?? ""
-        #expect(summary.hasPrefix("soak: 20 rounds, ") && summary.hasSuffix("lost=0, dupes=0, diverged=0"), "\(output)")
+        #expect(
+            summary.hasPrefix("soak: 20 rounds, ") && summary.hasSuffix("lost=0, dupes=0, diverged=0, lost_edits=0"),
+            "\(output)")
     }
 
     @Test("a bad option is a usage error")

@@ -100,7 +100,8 @@ enum Checker {
     /// a merge rule may rightly have chosen another value. A merge applies a rule to a field
     /// only when both sides changed it, so the last write W of a field is exact unless some
     /// earlier write of that field was concurrent with it: one W's writer had not seen when
-    /// it wrote (by the ledger's model, which errs towards concurrent). Then the later write by
+    /// it wrote (by the ledger's model, which errs towards concurrent), or one of its own that
+    /// a failed or killed sync may have left on Drive unrecorded. Then the later write by
     /// `updated_at` wins (the app's clock is skewed, and any later write of another field moves
     /// `updated_at`), the furthest position, hidden, a present transcription; W is not
     /// checked, except a note, which a merge keeps whole beside the other side's: the final note
@@ -115,7 +116,9 @@ enum Checker {
         for last in ordered where !ledger.deleted.contains(last.entity) {
             if let until = ledger.unsettledUntil(last.entity), last.sequence < until { continue }
             let rivals = (groups["\(last.entity) \(last.field)"] ?? []).filter { write in
-                !write.creation && write.writer != last.writer && (last.known[write.writer] ?? -1) < write.sequence
+                guard !write.creation, write.sequence < last.sequence else { return false }
+                if write.writer == last.writer { return last.ownInDoubt?.contains(write.sequence) ?? false }
+                return (last.known[write.writer] ?? -1) < write.sequence
             }
             var containing: String?
             if !rivals.isEmpty {

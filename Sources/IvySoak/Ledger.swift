@@ -28,6 +28,9 @@ struct Ledger {
     fileprivate var unsettled: [String: (device: String, sequence: Int, risky: Bool)] = [:]
     /// Risky creations and the sequence of the sync that settled them.
     fileprivate var settled: [String: Int] = [:]
+    /// Per device, where its latest clean sync, and its latest failed or killed one, started.
+    fileprivate var lastClean: [String: Int] = [:]
+    fileprivate var lastUnclean: [String: Int] = [:]
 
     mutating func created(_ id: String, _ kind: Kind, origin: String) {
         guard entries[id] == nil else { return }
@@ -80,6 +83,9 @@ struct FieldEdit: Sendable {
     var creation = false
     /// A field the app wrote back as it read it, not one it meant to change (see `appWrote`).
     var carried = false
+    /// The writer's own earlier writes in this range may have reached Drive unrecorded (see
+    /// `deviceWrote`): to the next merge they look like another device's.
+    var ownInDoubt: Range<Int>?
 }
 
 /// What each writer has seen: per entity, per writer, the last write of theirs it holds.
@@ -119,17 +125,24 @@ extension Ledger {
             : ["book_id", "start", "duration", "note", "transcription"]
     }
 
-    /// A write through the CLI on a device: in its library at once.
+    /// A write through the CLI on a device: in its library at once. Its own earlier writes
+    /// are behind it, unless a sync that failed or was killed may have uploaded them without
+    /// recording it (and no clean sync came after): the next merge then finds them on Drive
+    /// as a change it did not make, a conflict with this write (two notes both kept, the
+    /// furthest position, hidden winning).
     mutating func deviceWrote(
         _ device: String, _ id: String, _ kind: Kind, fields: [String: JSON], round: Int, creation: Bool = false
     ) {
         let sequence = tick()
         let known = deviceKnows[device]?[id] ?? [:]
+        let clean = lastClean[device] ?? 0
+        let unclean = lastUnclean[device] ?? 0
+        let doubt = unclean > clean ? clean..<unclean : nil
         for (field, value) in fields.sorted(by: { $0.key < $1.key }) {
             writes.append(
                 FieldEdit(
                     entity: id, kind: kind, field: field, value: value, writer: device, round: round,
-                    sequence: sequence, known: known, creation: creation))
+                    sequence: sequence, known: known, creation: creation, ownInDoubt: doubt))
         }
         deviceKnows[device, default: [:]][id, default: [:]][device] = sequence
         latest[id, default: [:]][device] = sequence
@@ -161,15 +174,29 @@ extension Ledger {
         latest[id, default: [:]]["app"] = sequence
     }
 
-    /// A sync of `device` starts.
+    /// A sync of `device` starts. What it can learn from Drive leaves out the entities another
+    /// device's failed or killed sync may have left half replaced (deleted, not yet created
+    /// again): a sync that finds one missing may rightly leave it alone for now.
     mutating func syncStarting(_ device: String) -> SyncMark {
-        SyncMark(device: device, sequence: tick(), drive: driveKnows, local: deviceKnows[device] ?? [:])
+        var drive = driveKnows
+        for (other, unclean) in lastUnclean where other != device && unclean > lastClean[other] ?? 0 {
+            let clean = lastClean[other] ?? 0
+            for write in writes where write.writer == other && write.sequence > clean && write.sequence < unclean {
+                drive[write.entity] = nil
+            }
+        }
+        return SyncMark(device: device, sequence: tick(), drive: drive, local: deviceKnows[device] ?? [:])
     }
 
     /// A sync ended: `clean` when it exited 0 and was not killed, `alone` when nothing else
     /// wrote to Drive while it ran.
     mutating func syncEnded(_ mark: SyncMark, clean: Bool, alone: Bool) {
         let sequence = tick()
+        if clean {
+            lastClean[mark.device] = max(lastClean[mark.device] ?? 0, mark.sequence)
+        } else {
+            lastUnclean[mark.device] = max(lastUnclean[mark.device] ?? 0, mark.sequence)
+        }
         if clean, alone {
             deviceKnows[mark.device] = (deviceKnows[mark.device] ?? [:]).union(mark.drive)
             driveKnows = driveKnows.union(mark.local)

@@ -174,9 +174,10 @@ final class Soak {
 
     /// A watch's lines: how many syncs it made, and how it ended.
     private static func describeWatch(_ outcome: Outcome) -> String {
-        let lines = outcome.stdout.split(separator: "\n").compactMap { JSON.parse(Data($0.utf8)) }
-        let syncs = lines.filter { $0["event"]?.string == nil || $0["event"]?.string == "synced" }.count
-        return "\(lines.count) lines, about \(syncs) syncs, \(outcome.brief)"
+        let events = outcome.stdout.split(separator: "\n").compactMap { JSON.parse(Data($0.utf8))?["event"]?.string }
+        let syncs = events.filter { $0 == "sync" }.count
+        let failed = events.filter { $0 == "failed" }.count
+        return "\(syncs) syncs, \(failed) failed, \(outcome.brief)"
     }
 
     /// One random change through the CLI on `device`; returns what it did.

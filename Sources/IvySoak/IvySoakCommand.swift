@@ -10,10 +10,12 @@ struct IvySoakCommand: AsyncParsableCommand {
         discussion: """
             Starts ivy-emulator in-process on 127.0.0.1, signs three homes in through `ivy login`, and for each \
             round makes random edits through the CLI on one device (and, sometimes, as the phone app, on Drive), \
-            then syncs that device under random bounded faults or a SIGKILL. Then every device syncs until a \
-            whole pass changes nothing, and the checker compares devices, Drive and what was created. \
-            Exits 0 only when nothing was lost, duplicated or left diverged. The same seed makes the same \
-            edits, faults and kills; exactly when a kill lands is racy.
+            then syncs that device under random bounded faults or a SIGKILL. In overlapping rounds another \
+            device syncs (or runs `ivy sync --watch`) at the same time while the app writes, leaving a gap \
+            between each delete and create. Then every device syncs until a whole pass changes nothing, and \
+            the checker compares devices, Drive, what was created and what was last written to each field. \
+            Exits 0 only when nothing was lost, duplicated, left diverged or had its last edit lost. The same \
+            seed makes the same edits, faults, kills and overlaps; exactly when a kill lands is racy.
             """)
 
     @Option(help: "The seed of the run's random choices.") var seed: UInt64 = 1

@@ -10,7 +10,9 @@ struct Overlap: Sendable {
     /// How long after the app starts writing each sync starts.
     var delay: Duration
     var partnerDelay: Duration
-    /// How long each of the app's replaces leaves the name without a file.
+    /// How long each of the app's replaces leaves the name without a file. Half the time a
+    /// short gap, which can end while a sync that listed it is still working: an upload of its
+    /// own copy then lands after the app's new file, not before it.
     var gap: Duration
 
     /// About one round in four overlaps; the third always does, so every run of three
@@ -24,7 +26,7 @@ struct Overlap: Sendable {
         return Overlap(
             partner: partner, partnerEdits: partner == nil ? 0 : partnerEdits, watch: partner == nil ? nil : watch,
             delay: .milliseconds(random.int(in: 0...600)), partnerDelay: .milliseconds(random.int(in: 0...600)),
-            gap: .milliseconds(random.int(in: 200...3_000)))
+            gap: .milliseconds(random.chance(0.5) ? random.int(in: 50...500) : random.int(in: 500...3_000)))
     }
 
     /// For the log.

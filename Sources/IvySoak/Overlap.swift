@@ -14,6 +14,10 @@ struct Overlap: Sendable {
     /// short gap, which can end while a sync that listed it is still working: an upload of its
     /// own copy then lands after the app's new file, not before it.
     var gap: Duration
+    /// How long Drive takes to answer each request meanwhile, as over a real network: a sync's
+    /// own delete and create are then that far apart for another sync to list between, and a
+    /// sync that listed the app's gap uploads its copy that much later.
+    var latency: Int
 
     /// About one round in four overlaps; the third always does, so every run of three
     /// rounds or more (the test command's short soak too) has one, once there is a library.
@@ -26,7 +30,8 @@ struct Overlap: Sendable {
         return Overlap(
             partner: partner, partnerEdits: partner == nil ? 0 : partnerEdits, watch: partner == nil ? nil : watch,
             delay: .milliseconds(random.int(in: 0...600)), partnerDelay: .milliseconds(random.int(in: 0...600)),
-            gap: .milliseconds(random.chance(0.5) ? random.int(in: 50...500) : random.int(in: 500...3_000)))
+            gap: .milliseconds(random.chance(0.5) ? random.int(in: 50...500) : random.int(in: 500...3_000)),
+            latency: random.pick([0, 10, 30, 60]) ?? 0)
     }
 
     /// For the log.
@@ -37,6 +42,7 @@ struct Overlap: Sendable {
             parts.append("\(name) \(what) after \(Self.ms(partnerDelay))")
         }
         parts.append("the app's replaces leave a gap of \(Self.ms(gap))")
+        if latency > 0 { parts.append("Drive answers after \(latency) ms") }
         return parts.joined(separator: "; ")
     }
 

@@ -141,6 +141,7 @@ final class Soak {
         let partnerMark = partner.map { ledger.syncStarting($0.name) }
         let watch = overlap.watch
         log("r\(round) overlap: \(overlap.description(device: device.name, partner: partner?.name))")
+        await state.setLatency(milliseconds: overlap.latency)
         async let mine = Self.sync(device, state: state, kill: kill, after: overlap.delay)
         async let theirs = Self.partnerRun(partner, state: state, after: overlap.partnerDelay, watch: watch)
         for line in await app.act(round: round, random: &random, ledger: &ledger, eager: true, gap: overlap.gap) {
@@ -148,6 +149,7 @@ final class Soak {
         }
         let outcome = try await mine
         let partnerOutcome = try await theirs
+        await state.setLatency(milliseconds: 0)
         // Neither sync ran alone, so neither teaches the model anything; they can still
         // settle a creation (a clean one wrote its manifest), and a watch is never counted
         // clean: what its syncs did is not known here.

@@ -20,7 +20,8 @@ struct Overlap: Sendable {
     var latency: Int
 
     /// About one round in four overlaps; the third always does, so every run of three
-    /// rounds or more (the test command's short soak too) has one, once there is a library.
+    /// rounds or more (the test command's short soak too) has one, once ivy's folders are on
+    /// Drive (the soak asks for none before).
     static func draw(_ random: inout SplitMix64, round: Int, others: Int) -> Overlap? {
         let drawn = random.chance(0.25)
         guard drawn || round == 3 else { return nil }

@@ -24,7 +24,7 @@ let package = Package(
         // Pure: models, ids, time parsing, settings rules, paths. No I/O, no GRDB, no networking.
         .target(name: "IvyCore"),
         // The file system, the same way everywhere: private directories and files, the lock
-        // file, the log file, file md5 and size. Depends on no ivy module.
+        // file, the log file, file md5 and size; the threads blocking work runs on. Depends on no ivy module.
         .target(name: "IvySystem", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // The only GRDB importer: library.db, migrations, change-capture triggers, audio files.
         .target(
@@ -92,7 +92,7 @@ let package = Package(
         // always stopped, and signing in as a person does.
         .target(
             name: "IvyTestSupport",
-            dependencies: ["IvyCore", "IvyGoogle", "IvyStore", "IvySync", "GoogleEmulator"],
+            dependencies: ["IvyCore", "IvyGoogle", "IvyStore", "IvySync", "IvySystem", "GoogleEmulator"],
             path: "Tests/IvyTestSupport"
         ),
         .testTarget(

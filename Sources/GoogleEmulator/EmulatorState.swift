@@ -554,6 +554,14 @@ package actor EmulatorState {
         await withCheckedContinuation { heldWaiters.append((count, $0)) }
     }
 
+    /// Ends every `waitForHeld` still waiting, for a test that learned another way that no
+    /// request will be held.
+    package func endHeldWaits() {
+        let waiting = heldWaiters
+        heldWaiters = []
+        for waiter in waiting { waiter.continuation.resume() }
+    }
+
     /// Lets every held request go on.
     package func releaseHeld() {
         let parked = held

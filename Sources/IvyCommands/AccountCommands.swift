@@ -181,7 +181,7 @@ struct LogoutCommand: ContextCommand {
             }
         }
         // A sync running now would write its refreshed token back after the delete.
-        let lock = try home.waitForSyncLock()
+        let lock = try await home.waitForSyncLock()
         defer { withExtendedLifetime(lock) {} }
         guard let token = store.load() else {
             store.delete()

@@ -34,11 +34,15 @@ package struct IvyCommand: ParsableCommand {
     /// Parses `arguments` (without the program name), runs the command on `context` and
     /// returns the exit status. The binary and the in-process tests both run ivy through
     /// here, so they see the same statuses and the same error text.
+    ///
+    /// Commands run on `BlockingExecutor`'s threads: they call the library's synchronous
+    /// methods, which wait in SQLite's busy handler while another process writes, and that
+    /// wait must not hold one of Swift's few cooperative threads (see DESIGN.md §10).
     package static func main(_ arguments: [String], context: Context) async -> Int32 {
         do {
             var command = try parseAsRoot(arguments)
             if let runnable = command as? any ContextCommand {
-                try await runnable.run(context)
+                try await BlockingExecutor.run { try await runnable.run(context) }
             } else {
                 // A command group: ArgumentParser's own run shows its help.
                 try command.run()
@@ -160,7 +164,6 @@ struct Home {
         TokenStore(path: paths.tokenFile, warn: warn)
     }
 
-    /// The sync lock, waiting for a running sync to finish (and saying so on a terminal).
     /// Asks a question on the terminal: true only when the person answers y or yes.
     func agrees(_ question: String) -> Bool {
         output.line(question + " [y/N] ")
@@ -168,10 +171,11 @@ struct Home {
         return ["y", "yes"].contains(answer.lowercased())
     }
 
-    func waitForSyncLock() throws -> SyncLock {
+    /// The sync lock, waiting for a running sync to finish (and saying so on a terminal).
+    func waitForSyncLock() async throws -> SyncLock {
         let output = output
         let terminal = terminal
-        return try SyncLock.acquireWaiting(path: paths.lockFile) { pid in
+        return try await SyncLock.acquireWaiting(path: paths.lockFile) { pid in
             guard terminal.error else { return }
             output.error("waiting for the running sync\(pid.map { " (process \($0))" } ?? "") to finish…")
         }

@@ -383,7 +383,7 @@ struct ResetManifestCommand: ContextCommand {
         }
         // A running sync would write back the mirror and folders it read before the reset:
         // wait for it, so what is forgotten stays forgotten.
-        let lock = try home.waitForSyncLock()
+        let lock = try await home.waitForSyncLock()
         defer { withExtendedLifetime(lock) {} }
         let entries = try library.localStatus().manifestEntries
         try library.resetManifest()

@@ -83,14 +83,33 @@ extension TrashCommand {
 
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The entry's id, as `ivy trash list` shows it.") var id: Int64
+        @Flag(
+            help: ArgumentHelp(
+                "Restore even over a version changed here after the entry was kept (that version is kept in the "
+                    + "trash); on a terminal ivy asks instead."))
+        var yes = false
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
             let library = try home.library()
             // A running sync may be removing this clip's audio or purging the trash: wait for it.
-            let lock = try home.waitForSyncLock()
+            let lock = try await home.waitForSyncLock()
             defer { withExtendedLifetime(lock) {} }
-            let entry = try library.restoreFromTrash(id: id)
+            let entry: TrashEntry
+            do {
+                entry = try library.restoreFromTrash(id: id, replacingNewer: yes)
+            } catch TrashError.newerHere(let id, let key, let updatedAt, let trashedAt) {
+                guard home.terminal.input, home.terminal.output else {
+                    throw ValidationError(
+                        TrashError.newerHere(id: id, key: key, updatedAt: updatedAt, trashedAt: trashedAt)
+                            .localizedDescription)
+                }
+                let question =
+                    "\(key) here changed on \(Display.date(updatedAt)), after trash entry \(id) was kept on "
+                    + "\(Display.date(trashedAt)). Restore the entry over it? (The version here is kept in the trash.)"
+                guard home.agrees(question) else { return home.output.line("Nothing changed.") }
+                entry = try library.restoreFromTrash(id: id, replacingNewer: true)
+            }
             home.output.line(
                 "Restored \(entry.key.kind.rawValue) \(entry.key.id) from trash entry \(entry.id); "
                     + "the next `ivy sync` sends it to Drive.")
@@ -118,7 +137,7 @@ extension TrashCommand {
                     return home.output.line("Nothing changed.")
                 }
             }
-            let lock = try home.waitForSyncLock()
+            let lock = try await home.waitForSyncLock()
             defer { withExtendedLifetime(lock) {} }
             let removed = try library.emptyTrash()
             home.output.line("Removed \(removed) trash entr\(removed == 1 ? "y" : "ies").")

@@ -64,6 +64,10 @@ package struct SyncPlan: Sendable, Equatable {
     package var deletionsHeldReason: String?
     /// Why a listing that read every page was still not taken at its word, when it was not.
     package var listingDistrustedReason: String?
+    /// Synced entities found missing on Drive (whole, or a clip's JSON) where another
+    /// device's replace may be the cause: the sync records since when, and the planner
+    /// restores them only once they have been missing for `SyncPlanner.replaceGrace`.
+    package var missingOnDrive: [EntityKey] = []
 
     package init() {}
 
@@ -86,11 +90,14 @@ package struct PlanInput: Sendable {
     package var allowLocalDeletes: Bool
     /// False when the Ivy folder on Drive is not the one this library last synced with.
     package var folderIsRecorded: Bool
+    /// This device's time now, to tell how long an entity has been missing on Drive.
+    package var now: Milliseconds
 
     package init(
         local: LocalSnapshot, remote: RemoteListing, manifest: [ManifestEntry] = [], queue: [QueueItem] = [],
-        allowLocalDeletes: Bool = false, folderIsRecorded: Bool = true
+        allowLocalDeletes: Bool = false, folderIsRecorded: Bool = true, now: Milliseconds = 0
     ) {
+        self.now = now
         self.local = local
         self.remote = remote
         self.manifest = Dictionary(manifest.map { ($0.key, $0) }, uniquingKeysWith: { $1 })
@@ -108,6 +115,14 @@ package struct PlanInput: Sendable {
 package enum SyncPlanner {
     /// The safety valve lets a sync delete this many clips locally whatever the share.
     package static let deletionFloor = 10
+
+    /// How long a synced entity unchanged here must stay missing on Drive (across syncs this
+    /// long apart) before this device restores it. ivy and the Ivy app replace a file by
+    /// deleting it and then creating the new one; a listing between the two sees it missing.
+    /// Restoring it then would put this device's older copy beside (or after) the other
+    /// device's new one. A replace that died is still repaired: by its own device at once
+    /// (its change is still queued there), by the others after this long.
+    package static let replaceGrace: Milliseconds = 60_000
 
     package static func plan(_ input: PlanInput) -> SyncPlan {
         var plan = SyncPlan()
@@ -136,8 +151,10 @@ package enum SyncPlanner {
         let remoteChanged: Bool = {
             guard let json = complete?.json, let manifest else { return false }
             guard let recorded = manifest.remoteUpdatedAt else { return true }
-            // Drive replaces a file by delete-then-create, so a new file id is a change too.
-            return json.modifiedTime > recorded || (manifest.remoteFileID.map { $0 != json.id } ?? false)
+            // Drive replaces a file by delete-then-create, so a new file id is a change too; a
+            // clip's new MP3 is one even when its JSON stayed (a program that replaced only that).
+            let newMP3 = complete?.mp3.map { mp3 in manifest.remoteMP3FileID.map { $0 != mp3.id } ?? false } ?? false
+            return json.modifiedTime > recorded || (manifest.remoteFileID.map { $0 != json.id } ?? false) || newMP3
         }()
 
         func act(_ action: SyncAction, _ reason: String) {
@@ -155,16 +172,39 @@ package enum SyncPlanner {
             plan.actions.append(PlannedAction(key: key, action: action, reason: reason, remote: remote))
         }
         func skip(_ reason: String) { plan.skipped.append(SkippedEntity(key: key, reason: reason)) }
+        /// An action that rests on the entity's absence from Drive: taken only once the
+        /// absence has lasted `replaceGrace`, so another device's replace is never undone.
+        func afterGrace(_ action: SyncAction, _ reason: String, missing: String) {
+            plan.missingOnDrive.append(key)
+            if let since = manifest?.missingSince, input.now - since >= replaceGrace { return act(action, reason) }
+            skip(
+                "\(missing) on Drive, perhaps while another device replaces it (delete, then create); "
+                    + "\(action == .merge ? "merged and uploaded" : "uploaded from here") if it is still missing "
+                    + "\(replaceGrace / 1000) s after a sync first saw it so")
+        }
+        let twins = remote?.jsonTwins ?? []
 
-        // Stale duplicates go with the entity's upload or remote delete when it has one.
+        // Stale duplicates go with the entity's upload or remote delete when it has one. Twin
+        // JSON files are never deleted unread: the download or merge that reads them does, and
+        // without one (held back, left alone) they stay.
         defer {
-            let replaced =
-                plan.actions.last.map {
-                    $0.key == key && ($0.action == .upload || $0.action == .merge || $0.action == .deleteRemote)
-                } ?? false
+            let mine = plan.actions.last.flatMap { $0.key == key ? $0.action : nil }
+            let replaced = mine == .upload || mine == .merge || mine == .deleteRemote
             if !replaced, let remote {
-                plan.staleDuplicates += remote.stale.map { StaleFile(key: key, file: $0) }
+                plan.staleDuplicates += remote.stale.filter { !twins.contains($0) }.map {
+                    StaleFile(key: key, file: $0)
+                }
             }
+        }
+
+        // Several JSON files of one name: two devices replaced it at once, or one restored it
+        // while another was between its delete and its create. The newest upload is not the
+        // newest content: every copy is read, and the sync goes by `updated_at` and the merge.
+        // A download reads them all too; a clip deleted here goes by the rules below.
+        if !twins.isEmpty, complete != nil, localUpdatedAt != nil {
+            return act(
+                .merge,
+                "\(twins.count + 1) files of its name on Drive (written at once from two devices): all read and merged")
         }
 
         switch (localUpdatedAt != nil, complete != nil) {
@@ -181,22 +221,47 @@ package enum SyncPlanner {
             }
 
         case (true, false):
-            if remote != nil {
+            if let remote {
                 // Only part of a clip is on Drive (an upload in progress or interrupted).
                 if manifest == nil { return act(.upload, "only part of it is on Drive; uploading it whole") }
-                if localChanged { return act(.upload, "changed here; Drive has only part of it") }
-                // The JSON is gone while the MP3 is still the one both sides agreed on: a
-                // replace cut short between its delete and its create (an upload makes the JSON
-                // first, so this is no upload in progress). Restored at once, as a book is: the
-                // copy equals the base, so the edit of whoever was replacing it wins their merge.
-                if remote?.json == nil, let mp3 = remote?.mp3, mp3.id == manifest?.remoteMP3FileID {
-                    return act(.upload, "its JSON vanished from Drive (a replace cut short); restored from here")
+                guard listingComplete else { return skip("incomplete in an incomplete Drive listing; left alone") }
+                if localChanged {
+                    // Part of the clip missing while another device replaces it (between its JSON
+                    // and its MP3, or while its new MP3 streams up): uploading now would put this
+                    // device's audio beside, or after, theirs. After the grace it is a replace cut
+                    // short (perhaps this device's own): a JSON other than the one agreed on is
+                    // read and merged, never overwritten unread.
+                    if let json = remote.json, json.id != manifest?.remoteFileID {
+                        return afterGrace(
+                            .merge, "changed here; Drive has a newer JSON but no MP3: merged, uploaded whole",
+                            missing: "changed here, and its MP3 is missing")
+                    }
+                    return afterGrace(
+                        .upload, "changed here; Drive has only part of it",
+                        missing: "changed here, and part of it is missing")
+                }
+                // The JSON is gone while the MP3 is still the one both sides agreed on: a replace
+                // in progress on another device (an upload makes the JSON first, so this is no
+                // upload), or one cut short between its delete and its create.
+                if remote.json == nil, let mp3 = remote.mp3, mp3.id == manifest?.remoteMP3FileID {
+                    return afterGrace(
+                        .upload, "its JSON vanished from Drive (a replace cut short); restored from here",
+                        missing: "its JSON is missing")
                 }
                 return skip("incomplete on Drive (JSON or MP3 missing); left alone")
             }
             guard manifest != nil else { return act(.upload, "new here") }
             guard listingComplete else { return skip("not in an incomplete Drive listing; decided on a full listing") }
-            if key.kind == .book { return act(.upload, "missing on Drive; books are never deleted, so it is restored") }
+            if key.kind == .book {
+                // A change made here waits too: another device's replace would land beside it, a
+                // twin made from the same base. After the grace it goes up whole.
+                return afterGrace(
+                    .upload,
+                    localChanged
+                        ? "changed here; missing on Drive, so uploaded whole"
+                        : "missing on Drive; books are never deleted, so it is restored",
+                    missing: localChanged ? "changed here, and missing" : "missing")
+            }
             if localChanged { return act(.upload, "deleted on Drive but changed here since: an edit beats a delete") }
             act(.deleteLocal, "deleted on another device")
 

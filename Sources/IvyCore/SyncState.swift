@@ -43,10 +43,14 @@ package struct ManifestEntry: Sendable, Equatable {
     package var remoteFileID: String?
     package var remoteMP3FileID: String?
     package var syncedAt: Milliseconds?
+    /// When a sync first found the entity (or a clip's JSON) missing on Drive, this device's
+    /// clock; nil while Drive has it. Another device's replace deletes, then creates: an
+    /// absence is acted on only once it has outlasted `SyncPlanner.replaceGrace`.
+    package var missingSince: Milliseconds?
 
     package init(
         key: EntityKey, localUpdatedAt: Milliseconds?, remoteUpdatedAt: Milliseconds?, remoteFileID: String? = nil,
-        remoteMP3FileID: String? = nil, syncedAt: Milliseconds? = nil
+        remoteMP3FileID: String? = nil, syncedAt: Milliseconds? = nil, missingSince: Milliseconds? = nil
     ) {
         self.key = key
         self.localUpdatedAt = localUpdatedAt
@@ -54,6 +58,7 @@ package struct ManifestEntry: Sendable, Equatable {
         self.remoteFileID = remoteFileID
         self.remoteMP3FileID = remoteMP3FileID
         self.syncedAt = syncedAt
+        self.missingSince = missingSince
     }
 }
 
@@ -93,7 +98,9 @@ package struct RemoteFile: Sendable, Hashable {
 }
 
 /// The files of one entity on Drive. Several files may share a name: the newest is
-/// current, the others are stale duplicates.
+/// current, the others are stale duplicates. Of several JSON files the newest by Drive's
+/// clock is only the last upload, not the newest content (two devices replacing at once
+/// leave two): the sync reads them all and goes by their `updated_at` and the merge.
 package struct RemoteEntity: Sendable, Equatable {
     package var key: EntityKey
     package var json: RemoteFile?
@@ -112,6 +119,9 @@ package struct RemoteEntity: Sendable, Equatable {
 
     /// Every file of this entity: what an upload replaces or a remote delete removes.
     package var allFiles: [RemoteFile] { [json, mp3].compactMap { $0 } + stale }
+
+    /// The other JSON files of the entity's name, besides `json`.
+    package var jsonTwins: [RemoteFile] { stale.filter { $0.name == key.jsonFileName } }
 }
 
 /// The remote files grouped by entity, and whether every page was read.

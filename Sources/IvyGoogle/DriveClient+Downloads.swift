@@ -59,9 +59,13 @@ extension DriveClient {
                 .integrity, message: "downloading \(file.name): the content does not match Drive's checksum")
         }
         guard rename(temporary.path, destination.path) == 0 else {
+            let code = errno
+            if let storage = StorageError(path: destination.deletingLastPathComponent().path, errno: code) {
+                throw storage
+            }
             throw DriveError(
                 .unexpected,
-                message: "cannot move the download to \(destination.path): \(String(cString: strerror(errno)))")
+                message: "cannot move the download to \(destination.path): \(String(cString: strerror(code)))")
         }
     }
 

@@ -365,9 +365,9 @@ enum FileSlice {
         do {
             descriptor = try PrivateFile.open(target.path, .createNew)
         } catch {
-            throw CocoaError.error(error.code, path: target.path)
+            throw StorageError(path: target.path, errno: error.code) ?? CocoaError.error(error.code, path: target.path)
         }
-        let output = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        defer { close(descriptor) }
         do {
             let input = try FileHandle(forReadingFrom: source)
             defer { try? input.close() }
@@ -376,12 +376,13 @@ enum FileSlice {
             while remaining > 0 {
                 let data = try input.read(upToCount: Int(min(Int64(chunk), remaining))) ?? Data()
                 if data.isEmpty { break }
-                try output.write(contentsOf: data)
+                // A full disk is the sync's stop, said as such, like every other write's.
+                if let code = PrivateFile.writeAll(data, to: descriptor) {
+                    throw StorageError(path: target.path, errno: code) ?? CocoaError.error(code, path: target.path)
+                }
                 remaining -= Int64(data.count)
             }
-            try output.close()
         } catch {
-            try? output.close()
             unlink(target.path)
             throw error
         }

@@ -86,8 +86,7 @@ final class Device: Sendable {
             }
             try? await Task.sleep(for: .milliseconds(2))
         }
-        let (killed, late) = (killRequested, hung)
-        return try await offCooperativePool { try running.finish(killRequested: killed, hung: late) }
+        return try running.finish(killRequested: killRequested, hung: hung)
     }
 
     /// `ivy login` as a person would do it: the soak plays the browser and approves the one
@@ -104,7 +103,7 @@ final class Device: Sendable {
             if ContinuousClock.now > deadline { running.signal(SIGKILL) }
             try? await Task.sleep(for: .milliseconds(5))
         }
-        let outcome = try await offCooperativePool { try running.finish(killRequested: false, hung: false) }
+        let outcome = try running.finish(killRequested: false, hung: false)
         guard outcome.status == 0 else {
             throw SoakError("ivy login on device \(name) failed: \(outcome.brief)\n\(outcome.stdout)\(outcome.stderr)")
         }
@@ -149,9 +148,9 @@ private final class RunningIvy: @unchecked Sendable {
         if process.isRunning { kill(process.processIdentifier, number) }
     }
 
-    /// Waits for the exit (blocking) and collects the output.
+    /// Collects the output of the process, which has exited: its callers poll `isRunning`
+    /// (a sleep between polls) rather than block a cooperative thread in `waitUntilExit`.
     func finish(killRequested: Bool, hung: Bool) throws -> Outcome {
-        process.waitUntilExit()
         let pid = process.processIdentifier
         children.withLock { _ = $0.running.remove(pid) }
         try outHandle.close()
@@ -166,13 +165,6 @@ private final class RunningIvy: @unchecked Sendable {
             stdout: String(decoding: FileManager.default.contents(atPath: out) ?? Data(), as: UTF8.self),
             stderr: String(decoding: FileManager.default.contents(atPath: err) ?? Data(), as: UTF8.self),
             killed: killRequested && signalled, hung: hung && signalled)
-    }
-}
-
-/// Runs blocking work (a subprocess wait) on a GCD thread and awaits it.
-func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
     }
 }
 

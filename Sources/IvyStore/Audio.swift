@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import IvyCore
 import IvySystem
 
@@ -29,6 +30,11 @@ enum AudioFiles {
         let temporary = stagingPath(in: directory)
         do {
             try FileManager.default.copyItem(atPath: source, toPath: temporary)
+            // The copy keeps the source's mode (0666 stays 0666); audio is private like every
+            // file ivy writes.
+            guard chmod(temporary, 0o600) == 0 else {
+                throw StoreError.audioCopyFailed(path: temporary, reason: String(cString: strerror(errno)))
+            }
             let descriptor = open(temporary, O_RDONLY)
             if descriptor >= 0 {
                 fsync(descriptor)
@@ -96,5 +102,138 @@ extension LibraryDatabase {
     package func audioMD5(clipID: String) throws -> String? {
         guard hasAudio(clipID: clipID) else { return nil }
         return try LocalFile.md5(of: URL(fileURLWithPath: audioPath(clipID: clipID)))
+    }
+}
+
+/// Replacing a clip's audio together with its row. The new MP3 is renamed into place inside
+/// the transaction that changes the row; a kill between that rename and the commit would
+/// leave the new audio with the old row (nothing queued, so Drive kept the old MP3 for good).
+/// So the audio it replaces is kept aside first (a hard link `audio/.replacing-ID.mp3`, or an
+/// `.replacing-ID.absent` marker when there was none), the transaction records the clip in
+/// `audio_replacements`, and the copy aside goes only after the commit. Whoever opens the
+/// library next finishes a replacement that committed and undoes one that did not. The copy
+/// aside is held with `flock` while its replacement runs, so no other process undoes it.
+struct AudioJournal {
+    let clipID: String
+    let audioPath: String
+    let asidePath: String
+    let existed: Bool
+    private let descriptor: Int32
+
+    static let prefix = ".replacing-"
+
+    /// Keeps the clip's current audio aside before it is replaced.
+    static func begin(clipID: String, audioPath: String, audioDirectory: String) throws -> AudioJournal {
+        try Directories.ensurePrivate(audioDirectory)
+        let existed = FileManager.default.fileExists(atPath: audioPath)
+        let aside = audioDirectory + "/" + prefix + clipID + (existed ? ".mp3" : ".absent")
+        if existed {
+            guard link(audioPath, aside) == 0 else {
+                let code = errno
+                if let storage = StorageError(path: aside, errno: code) { throw storage }
+                throw StoreError.audioCopyFailed(
+                    path: audioPath,
+                    reason: code == EEXIST
+                        ? "another ivy is replacing this clip's audio; try again when it is done"
+                        : String(cString: strerror(code)))
+            }
+        }
+        let descriptor = open(aside, O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            let code = errno
+            if existed { unlink(aside) }
+            if let storage = StorageError(path: aside, errno: code) { throw storage }
+            throw StoreError.audioCopyFailed(path: aside, reason: String(cString: strerror(code)))
+        }
+        _ = flock(descriptor, LOCK_EX)
+        return AudioJournal(
+            clipID: clipID, audioPath: audioPath, asidePath: aside, existed: existed, descriptor: descriptor)
+    }
+
+    /// The change committed: the audio aside is no longer needed.
+    func committed() {
+        unlink(asidePath)
+        close(descriptor)
+    }
+
+    /// Lets go of the copy aside as a killed process does, leaving it for the next opening of
+    /// the library to finish or undo.
+    func abandoned() {
+        close(descriptor)
+    }
+
+    /// The change did not commit: the previous audio goes back (or the new one away).
+    func rolledBack() {
+        if existed { rename(asidePath, audioPath) } else { unlink(audioPath) }
+        unlink(asidePath)
+        close(descriptor)
+    }
+}
+
+extension LibraryDatabase {
+    /// Runs `body` (which changes the clip's row) and puts `staged` in place as the clip's
+    /// audio: both happen or neither, even across a kill (`AudioJournal`).
+    func writeReplacingAudio<T>(clipID: String, staged: String, _ body: (Database) throws -> T) throws -> T {
+        let destination = audioPath(clipID: clipID)
+        let journal = try AudioJournal.begin(
+            clipID: clipID, audioPath: destination, audioDirectory: paths.audioDirectory)
+        let result: T
+        do {
+            result = try write { db in
+                let value = try body(db)
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO audio_replacements (clip_id) VALUES (?)", arguments: [clipID])
+                try AudioFiles.place(staged, at: destination)
+                return value
+            }
+        } catch {
+            journal.rolledBack()
+            throw error
+        }
+        journal.committed()
+        // A marker left by a failure here is dropped by the next opening of the library.
+        try? write { db in
+            try db.execute(sql: "DELETE FROM audio_replacements WHERE clip_id = ?", arguments: [clipID])
+        }
+        return result
+    }
+
+    /// Finishes or undoes the audio replacements a killed ivy left (`AudioJournal`); one still
+    /// running in another process (its copy aside locked) is left to it.
+    func recoverAudioReplacements() throws {
+        let directory = paths.audioDirectory
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter {
+            $0.hasPrefix(AudioJournal.prefix)
+        }
+        let pending = try read { db in try String.fetchAll(db, sql: "SELECT clip_id FROM audio_replacements") }
+        guard !names.isEmpty || !pending.isEmpty else { return }
+        let committed = Set(pending)
+        var running: Set<String> = []
+        for name in names {
+            let path = directory + "/" + name
+            let clipID = String(name.dropFirst(AudioJournal.prefix.count).prefix { $0 != "." })
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { continue }
+            defer { close(descriptor) }
+            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+                running.insert(clipID)
+                continue
+            }
+            if committed.contains(clipID) {
+                unlink(path)
+            } else if name.hasSuffix(".absent") {
+                unlink(audioPath(clipID: clipID))
+                unlink(path)
+            } else {
+                rename(path, audioPath(clipID: clipID))
+            }
+        }
+        let done = pending.filter { !running.contains($0) }
+        guard !done.isEmpty else { return }
+        try write { db in
+            for clipID in done {
+                try db.execute(sql: "DELETE FROM audio_replacements WHERE clip_id = ?", arguments: [clipID])
+            }
+        }
     }
 }

@@ -39,15 +39,11 @@ extension LibraryDatabase {
             id: id, bookID: bookID, start: start, duration: duration, note: note,
             transcription: transcription, createdAt: now, updatedAt: now)
         try checkBackupSize(clip)
-        let destination = audioPath(clipID: id)
-        try withStagedAudio(source) { staged in
-            try write { db in
-                guard try Self.book(id: bookID, in: db) != nil else { throw StoreError.bookNotFound(id: bookID) }
-                try db.execute(sql: Clip.upsertSQL, arguments: clip.arguments)
-                try AudioFiles.place(staged, at: destination)
-            }
-        } onCommitFailure: {
-            AudioFiles.remove(destination)
+        let staged = try AudioFiles.stage(source, in: paths.audioDirectory)
+        defer { AudioFiles.remove(staged) }
+        try writeReplacingAudio(clipID: id, staged: staged) { db in
+            guard try Self.book(id: bookID, in: db) != nil else { throw StoreError.bookNotFound(id: bookID) }
+            try db.execute(sql: Clip.upsertSQL, arguments: clip.arguments)
         }
         return clip
     }
@@ -76,17 +72,9 @@ extension LibraryDatabase {
         }
 
         guard let source else { return try write(apply) }
-        var result: (clip: Clip, changed: Bool)?
-        try withStagedAudio(source) { staged in
-            result = try write { db in
-                let outcome = try apply(db)
-                try AudioFiles.place(staged, at: audioPath(clipID: id))
-                return outcome
-            }
-        } onCommitFailure: {
-        }
-        guard let result else { throw StoreError.clipNotFound(id: id) }
-        return result
+        let staged = try AudioFiles.stage(source, in: paths.audioDirectory)
+        defer { AudioFiles.remove(staged) }
+        return try writeReplacingAudio(clipID: id, staged: staged, apply)
     }
 
     /// Refuses a clip whose backup JSON would be over the cap ivy accepts from Drive, so
@@ -111,19 +99,4 @@ extension LibraryDatabase {
         AudioFiles.remove(audioPath(clipID: id))
     }
 
-    /// Stages `source`, runs `body` with the staged path, and removes the staging file
-    /// whatever happens. `onCommitFailure` undoes a rename done inside a transaction that
-    /// then failed to commit.
-    private func withStagedAudio(
-        _ source: String, _ body: (String) throws -> Void, onCommitFailure: () -> Void
-    ) throws {
-        let staged = try AudioFiles.stage(source, in: paths.audioDirectory)
-        defer { AudioFiles.remove(staged) }
-        do {
-            try body(staged)
-        } catch {
-            onCommitFailure()
-            throw error
-        }
-    }
 }

@@ -63,6 +63,7 @@ package final class LibraryDatabase: Sendable {
             } catch let error as DatabaseError {
                 throw Self.openError(error, path: path)
             }
+            try recoverAudioReplacements()
         }
     }
 

@@ -23,6 +23,26 @@ enum Schema {
         migrator.registerMigration("v6: local trash") { db in
             try db.execute(sql: v6)
         }
+        migrator.registerMigration("v7: missing on drive since") { db in
+            try db.execute(sql: v7)
+        }
+        migrator.registerMigration("v8: audio replacements") { db in
+            try db.execute(sql: v8)
+        }
+        migrator.registerMigration("v9: trash keeps what a restore replaces") { db in
+            // SQLite cannot change a CHECK: the table is made anew. Its ids only grow, even
+            // past entries removed before this: the AUTOINCREMENT counter is carried over.
+            let counter = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'trash'")
+            try db.execute(sql: v9)
+            if let counter {
+                try db.execute(
+                    sql: "UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'trash'", arguments: [counter])
+                if db.changesCount == 0 {
+                    try db.execute(
+                        sql: "INSERT INTO sqlite_sequence (name, seq) VALUES ('trash', ?)", arguments: [counter])
+                }
+            }
+        }
         return migrator
     }
 
@@ -252,6 +272,43 @@ enum Schema {
             json TEXT NOT NULL,
             audio_file TEXT
         );
+        CREATE INDEX trash_by_time ON trash(trashed_at);
+        """
+
+    /// When a sync first found a synced entity missing on Drive (ms since the epoch, this
+    /// device's clock): an absence is acted on only once it has lasted, since another device
+    /// replaces a file by deleting it and then creating the new one.
+    ///
+    /// And the base before the last one (`prior_base_json`): when this device's last upload is
+    /// one of several files of one name on Drive, the others were made from what came before
+    /// it, so they are merged against that.
+    private static let v7 = """
+        ALTER TABLE sync_manifest ADD COLUMN missing_since INTEGER;
+        ALTER TABLE sync_manifest ADD COLUMN prior_base_json TEXT;
+        """
+
+    /// A clip whose new audio was committed with its row while the audio it replaced is still
+    /// kept aside (`AudioJournal`): written in the transaction that changes the row, so after a
+    /// kill its presence says the change committed (drop the old audio) and its absence that it
+    /// did not (put the old audio back).
+    private static let v8 = """
+        CREATE TABLE audio_replacements (clip_id TEXT PRIMARY KEY NOT NULL);
+        """
+
+    /// The trash also keeps what `ivy trash restore` replaced (reason `restore`).
+    private static let v9 = """
+        CREATE TABLE trash_v9 (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            entity_type TEXT NOT NULL CHECK (entity_type IN ('book','clip')),
+            entity_id TEXT NOT NULL,
+            reason TEXT NOT NULL CHECK (reason IN ('deleted','download','merge','restore')),
+            trashed_at INTEGER NOT NULL,
+            json TEXT NOT NULL,
+            audio_file TEXT
+        );
+        INSERT INTO trash_v9 SELECT id, entity_type, entity_id, reason, trashed_at, json, audio_file FROM trash;
+        DROP TABLE trash;
+        ALTER TABLE trash_v9 RENAME TO trash;
         CREATE INDEX trash_by_time ON trash(trashed_at);
         """
 }

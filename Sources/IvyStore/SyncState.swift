@@ -9,7 +9,7 @@ extension LibraryDatabase {
         try read { db in
             let columns =
                 "entity_type, entity_id, local_updated_at, remote_updated_at, remote_file_id, remote_mp3_file_id, "
-                + "synced_at"
+                + "synced_at, missing_since"
             return try Row.fetchAll(db, sql: "SELECT \(columns) FROM sync_manifest").compactMap { row in
                 let kind: String = try row.decode(forColumn: "entity_type")
                 guard let entityKind = EntityKind(rawValue: kind) else { return nil }
@@ -19,7 +19,8 @@ extension LibraryDatabase {
                     remoteUpdatedAt: try row.decode(forColumn: "remote_updated_at"),
                     remoteFileID: try row.decode(forColumn: "remote_file_id"),
                     remoteMP3FileID: try row.decode(forColumn: "remote_mp3_file_id"),
-                    syncedAt: try row.decode(forColumn: "synced_at"))
+                    syncedAt: try row.decode(forColumn: "synced_at"),
+                    missingSince: try row.decode(forColumn: "missing_since"))
             }
         }
     }
@@ -41,13 +42,38 @@ extension LibraryDatabase {
                     local_updated_at = excluded.local_updated_at, remote_updated_at = excluded.remote_updated_at,
                     remote_file_id = excluded.remote_file_id, remote_mp3_file_id = excluded.remote_mp3_file_id,
                     synced_at = excluded.synced_at, base_json = excluded.base_json,
-                    base_audio_md5 = excluded.base_audio_md5
+                    base_audio_md5 = excluded.base_audio_md5, missing_since = NULL,
+                    prior_base_json = CASE WHEN sync_manifest.base_json IS NOT excluded.base_json
+                        THEN sync_manifest.base_json ELSE sync_manifest.prior_base_json END
                 """,
             arguments: [
                 entry.key.kind.rawValue, entry.key.id, entry.localUpdatedAt, entry.remoteUpdatedAt, entry.remoteFileID,
                 entry.remoteMP3FileID, entry.syncedAt, String(decoding: base.json, as: UTF8.self), base.audioMD5,
             ])
         try settle(entry.key, queuedAt: queuedAt, db)
+    }
+
+    /// Records which synced entities a sync found missing on Drive, keeping the time each was
+    /// first found so (a time ahead of `now`, from a clock that stepped back, starts again
+    /// now), and forgets it for every other entity: `entries` are the manifest as the sync
+    /// read it. Writes nothing when nothing changes, as in almost every sync.
+    package func recordMissingOnDrive(_ missing: Set<EntityKey>, entries: [ManifestEntry], at now: Milliseconds)
+        throws
+    {
+        let start = entries.filter { entry in
+            missing.contains(entry.key) && (entry.missingSince.map { $0 > now } ?? true)
+        }
+        let stop = entries.filter { !missing.contains($0.key) && $0.missingSince != nil }
+        guard !start.isEmpty || !stop.isEmpty else { return }
+        try write { db in
+            for (entries, value) in [(start, now as Milliseconds?), (stop, nil)] {
+                for entry in entries {
+                    try db.execute(
+                        sql: "UPDATE sync_manifest SET missing_since = ? WHERE entity_type = ? AND entity_id = ?",
+                        arguments: [value, entry.key.kind.rawValue, entry.key.id])
+                }
+            }
+        }
     }
 
     /// The content both sides last agreed on, or nil where none was recorded (a library
@@ -62,6 +88,16 @@ extension LibraryDatabase {
                 let json: String = row["base_json"]
             else { return nil }
             return SyncBase(json: Data(json.utf8), audioMD5: row["base_audio_md5"])
+        }
+    }
+
+    /// The base before the current one (see `Schema.v7`), or nil.
+    package func priorBase(_ key: EntityKey) throws -> Data? {
+        try read { db in
+            try String.fetchOne(
+                db, sql: "SELECT prior_base_json FROM sync_manifest WHERE entity_type = ? AND entity_id = ?",
+                arguments: [key.kind.rawValue, key.id]
+            ).map { Data($0.utf8) }
         }
     }
 

@@ -11,6 +11,8 @@ package enum TrashReason: String, Sendable, CaseIterable {
     case download
     /// A merge with Drive's copy replaced some of the local fields (or the MP3).
     case merge
+    /// `ivy trash restore` put an older entry back over it.
+    case restore
 
     /// As `ivy trash list` says it.
     package var description: String {
@@ -18,6 +20,7 @@ package enum TrashReason: String, Sendable, CaseIterable {
         case .deleted: "deleted by sync"
         case .download: "replaced by download"
         case .merge: "replaced by merge"
+        case .restore: "replaced by trash restore"
         }
     }
 }
@@ -155,26 +158,39 @@ enum TrashFiles {
         do {
             descriptor = try PrivateFile.open(destination, .createNew)
         } catch {
+            if let storage = StorageError(path: directory(of: destination), errno: error.code) { throw storage }
             throw StoreError.audioCopyFailed(path: destination, reason: error.reason)
         }
-        var failure: String?
+        // A short write is no failure: the rest is written, and a full disk then says so by its
+        // own errno (not whatever a call before it left behind).
+        var failure: (any Error)?
         do {
             while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
-                let written = chunk.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-                if written != chunk.count {
-                    failure = String(cString: strerror(errno))
+                if let code = PrivateFile.writeAll(chunk, to: descriptor) {
+                    failure =
+                        StorageError(path: directory(of: destination), errno: code)
+                        ?? StoreError.audioCopyFailed(path: destination, reason: String(cString: strerror(code)))
                     break
                 }
             }
         } catch {
-            failure = error.localizedDescription
+            failure = StoreError.audioCopyFailed(path: destination, reason: error.localizedDescription)
         }
-        if failure == nil, fsync(descriptor) != 0 { failure = String(cString: strerror(errno)) }
+        if failure == nil, fsync(descriptor) != 0 {
+            let code = errno
+            failure =
+                StorageError(path: directory(of: destination), errno: code)
+                ?? StoreError.audioCopyFailed(path: destination, reason: String(cString: strerror(code)))
+        }
         close(descriptor)
         if let failure {
             unlink(destination)
-            throw StoreError.audioCopyFailed(path: destination, reason: failure)
+            throw failure
         }
+    }
+
+    private static func directory(of path: String) -> String {
+        (path as NSString).deletingLastPathComponent
     }
 
     /// Flushes the directory's entries, so a file linked into it survives a crash.
@@ -235,6 +251,9 @@ package enum TrashError: LocalizedError, Equatable {
     case unreadable(id: Int64)
     case bookMissing(id: Int64, clipID: String, bookID: String)
     case audioMissing(id: Int64, clipID: String)
+    /// The entity here changed after the entry was trashed (edited, or made again by another
+    /// device): restoring would replace a newer version.
+    case newerHere(id: Int64, key: EntityKey, updatedAt: Milliseconds, trashedAt: Milliseconds)
 
     package var errorDescription: String? {
         switch self {
@@ -248,6 +267,9 @@ package enum TrashError: LocalizedError, Equatable {
                 + "to fetch the book (or restore it from the trash first), then restore the clip again"
         case .audioMissing(let id, let clipID):
             "trash entry \(id) kept no MP3 and clip \(clipID) has no audio here, so it cannot be restored"
+        case .newerHere(let id, let key, _, _):
+            "\(key) here changed after trash entry \(id) was kept, so restoring it would replace a newer version; "
+                + "pass --yes to restore it anyway (the version it replaces is kept in the trash)"
         }
     }
 }
@@ -271,8 +293,11 @@ extension LibraryDatabase {
     /// anything the library holds for it, the triggers queue it, and the next sync sends it
     /// to Drive (and so to every device) and wins against the copy that replaced it. A clip
     /// gets its MP3 back (the entry's, else the one still here). The entry leaves the trash.
+    /// What it replaces is kept in the trash (reason `restore`). An entity that changed here
+    /// after the entry was kept (edited since, or made again by another device) is replaced
+    /// only with `replacingNewer`; otherwise `TrashError.newerHere`.
     @discardableResult
-    package func restoreFromTrash(id: Int64) throws -> TrashEntry {
+    package func restoreFromTrash(id: Int64, replacingNewer: Bool = false) throws -> TrashEntry {
         guard let entry = try read({ db in try Self.trashEntry(id: id, in: db) }) else {
             throw TrashError.notFound(id: id)
         }
@@ -283,8 +308,25 @@ extension LibraryDatabase {
         }
         defer { if let staged { AudioFiles.remove(staged) } }
         let now = clock.now()
-        try write { db in
+        var kept: String?
+        let restore = { [self] (db: Database) throws in
             guard try Self.trashEntry(id: id, in: db) != nil else { throw TrashError.notFound(id: id) }
+            let writer = EngineWriter(db: db, trashDirectory: paths.trashDirectory)
+            if let current = try writer.trashable(entry.key) {
+                let updatedAt: Milliseconds =
+                    switch current {
+                    case .book(let book): book.updatedAt
+                    case .clip(let clip): clip.updatedAt
+                    }
+                if updatedAt > entry.trashedAt, !replacingNewer {
+                    throw TrashError.newerHere(
+                        id: id, key: entry.key, updatedAt: updatedAt, trashedAt: entry.trashedAt)
+                }
+                if let restored = entry.entity, !current.sameContent(as: restored) || staged != nil {
+                    let audio = staged != nil && entry.key.kind == .clip ? audioPath(clipID: entry.key.id) : nil
+                    kept = try writer.keepInTrash(current, reason: .restore, audio: audio, at: now)
+                }
+            }
             switch entity {
             case .book(let backup):
                 let current = try Self.book(id: backup.id, in: db)
@@ -303,9 +345,19 @@ extension LibraryDatabase {
                 clip.updatedAt = Timestamp.next(now: now, previous: max(current?.updatedAt ?? 0, backup.updatedAt))
                 try db.execute(sql: Clip.upsertSQL, arguments: clip.arguments)
             }
-            try EngineWriter(db: db, trashDirectory: paths.trashDirectory).saveExtras(entry.key, entity.extras)
+            try writer.saveExtras(entry.key, entity.extras)
             try db.execute(sql: "DELETE FROM trash WHERE id = ?", arguments: [id])
-            if let staged { try AudioFiles.place(staged, at: audioPath(clipID: entry.key.id)) }
+        }
+        do {
+            if let staged {
+                try writeReplacingAudio(clipID: entry.key.id, staged: staged, restore)
+            } else {
+                try write(restore)
+            }
+        } catch {
+            // Not committed: the MP3 kept for an entry that does not exist goes.
+            if let kept { unlink(kept) }
+            throw error
         }
         TrashFiles.remove(entry.audioFile, in: paths.trashDirectory)
         return entry

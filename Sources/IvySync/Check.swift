@@ -162,7 +162,10 @@ package struct BackupChecker: Sendable {
                 check.problems.append(
                     .init(
                         kind: .duplicateName, entity: "\(key)", detail: "\(count) files on Drive are named \(name)",
-                        fix: "the next `ivy sync` keeps the newest and deletes the others"))
+                        fix: name.hasSuffix(".json")
+                            ? "the next `ivy sync` reads them all, keeps the newest content with what the others add, "
+                                + "and deletes the rest"
+                            : "the next `ivy sync` keeps the newest and deletes the others"))
             }
             // A change still in the queue is what `pending` (or `failed`) reports.
             if queue[key] != nil { continue }
@@ -175,7 +178,52 @@ package struct BackupChecker: Sendable {
             }
             try await compare(key, mine, entity, manifest[key], readData: readData, into: &check)
         }
+        try await adviseFullListing(remote, into: &check)
         return check
+    }
+
+    /// A sync reads Drive through the mirror of its listing kept here, brought up to date by
+    /// Drive's change feed. Where Drive's own listing and that mirror, brought up to date in
+    /// memory as the next sync would, disagree about an entity's files (the feed left a
+    /// change out), a plain `ivy sync` would not see what the check found: the fix is
+    /// `ivy sync --full`, which lists Drive in full and rebuilds the mirror. Nothing is saved.
+    private func adviseFullListing(_ remote: RemoteListing, into check: inout BackupCheck) async throws {
+        guard let mirror = try library.driveMirror(), let folders = try library.rememberedFolders() else { return }
+        var files = Dictionary(mirror.files.map { ($0.file.id, $0) }, uniquingKeysWith: { $1 })
+        struct FullListingAnyway: Error {}
+        do {
+            let end = try await drive.changes(since: mirror.token) { page in
+                // A change the mirror cannot follow: the next sync lists Drive in full anyway.
+                guard
+                    case .update(let update) = MirrorRules.effect(of: page, folders: folders, mirrored: Set(files.keys))
+                else { throw FullListingAnyway() }
+                for id in update.removals { files[id] = nil }
+                for file in update.upserts { files[file.file.id] = file }
+            }
+            guard case .caughtUp = end else { return }
+        } catch is FullListingAnyway {
+            return
+        } catch let error as DriveError {
+            // Advice only: the check itself stands without it.
+            _ = error
+            return
+        }
+        let mirrored = RemoteListing(files: files.values.map(\.file), isComplete: true)
+        func ids(_ entity: RemoteEntity?) -> Set<String> { Set(entity?.allFiles.map(\.id) ?? []) }
+        let disagreeing = Set(
+            Set(remote.entities.keys).union(mirrored.entities.keys)
+                .filter { ids(remote.entities[$0]) != ids(mirrored.entities[$0]) }
+                .map { "\($0)" })
+        let syncFixes: Set<BackupCheck.Kind> = [
+            .remoteOnly, .missingOnDrive, .jsonDiffers, .duplicateName, .missingMP3,
+        ]
+        for index in check.problems.indices {
+            let problem = check.problems[index]
+            guard syncFixes.contains(problem.kind), disagreeing.contains(problem.entity) else { continue }
+            check.problems[index].fix =
+                "run `ivy sync --full`: the mirror of Drive kept here (followed through Drive's change feed) does "
+                + "not match Drive's listing here, so a plain `ivy sync` would not see this"
+        }
     }
 
     enum LocalEntity {
@@ -219,7 +267,10 @@ package struct BackupChecker: Sendable {
                 deletedElsewhere
                     ? "it was deleted on Drive (on another device?): the next `ivy sync` deletes it here too; to keep "
                         + "it, change it here first (an edit beats a delete), then run `ivy sync`"
-                    : "run `ivy sync` to upload it")
+                    : entry == nil
+                        ? "run `ivy sync` to upload it"
+                        : "run `ivy sync`: it is uploaded once a sync has found it missing for a minute (another "
+                            + "device may be between the delete and the create of a replace)")
             return
         }
         let fix: String

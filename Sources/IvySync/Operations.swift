@@ -87,6 +87,31 @@ struct Fetched<Backup: EntityBackup> {
     }
 }
 
+/// Drive's copy of an entity when several JSON files carry its name: read them all, the one
+/// with the newest `updated_at` is taken as Drive's copy, and the others are merged into it
+/// against the base (so an edit in any of them survives). With one file, that file.
+struct Resolved<Backup: EntityBackup> {
+    /// The file with the newest content: what the entity records as Drive's when it is adopted.
+    let chosen: Fetched<Backup>
+    /// Every copy merged into `chosen`; the same content as it when the others add nothing.
+    let value: Backup
+    /// The other readable files of the name, deleted once one is adopted.
+    let others: [RemoteFile]
+    /// Files of the name that could not be read: never deleted unread, not even by an upload.
+    var unreadable: [RemoteFile] = []
+
+    /// Whether `chosen` holds all there is, so it can be kept as it is on Drive.
+    var adoptable: Bool { value.sameContent(as: chosen.backup) }
+
+    /// What an upload of the entity replaces: its files but the unreadable ones.
+    func replacing(_ remote: RemoteEntity?) -> RemoteEntity? {
+        guard var remote, !unreadable.isEmpty else { return remote }
+        remote.stale.removeAll { unreadable.contains($0) }
+        if let json = remote.json, unreadable.contains(json) { remote.json = nil }
+        return remote
+    }
+}
+
 /// An MP3 downloaded beside the audio, waiting to be placed by the transaction that checks
 /// its row.
 struct StagedAudio {
@@ -100,6 +125,8 @@ protocol EntityBackup: StampedBackup, Sendable {
     var id: String { get }
     static func decode(_ data: Data, expectedID: String) throws(BackupDecodingError) -> Self
     static func encode(_ backup: Self) throws(BackupEncodingError) -> Data
+    /// The three-way merge of the two (`Merge.bookMerge`, `Merge.clipMerge`).
+    static func merged(local: Self, remote: Self, base: Self?, now: Milliseconds) -> Merge.Merged<Self>
     /// Writes the entity and its unknown keys as given, timestamps included.
     func save(in writer: EngineWriter) throws
 }
@@ -110,6 +137,9 @@ extension BookBackup: EntityBackup {
         try BackupCodec.decodeBook(data, expectedID: expectedID)
     }
     static func encode(_ backup: BookBackup) throws(BackupEncodingError) -> Data { try BackupCodec.encode(backup) }
+    static func merged(local: Self, remote: Self, base: Self?, now: Milliseconds) -> Merge.Merged<Self> {
+        Merge.bookMerge(local: local, remote: remote, base: base, now: now)
+    }
 
     /// The book's file uri never leaves this device: the row's own is kept.
     func save(in writer: EngineWriter) throws {
@@ -124,6 +154,9 @@ extension ClipBackup: EntityBackup {
         try BackupCodec.decodeClip(data, expectedID: expectedID)
     }
     static func encode(_ backup: ClipBackup) throws(BackupEncodingError) -> Data { try BackupCodec.encode(backup) }
+    static func merged(local: Self, remote: Self, base: Self?, now: Milliseconds) -> Merge.Merged<Self> {
+        Merge.clipMerge(local: local, remote: remote, base: base, now: now)
+    }
 
     func save(in writer: EngineWriter) throws {
         try writer.save(clip)
@@ -401,43 +434,130 @@ extension SyncEngine {
         }
     }
 
-    private func fetchBook(_ remote: RemoteEntity?) async throws -> Fetched<BookBackup> {
-        guard let json = remote?.json else {
-            throw SyncFailure.unusableRemote(file: "book", reason: "no JSON on Drive")
+    /// What the copies of an entity on Drive were made from, to merge them against: the base,
+    /// except when one of them is the file this device last recorded (its own upload, or one it
+    /// adopted): the others were made from what came before it, the base before the last.
+    private func twinBase<Backup: EntityBackup>(_ key: EntityKey, _ remote: RemoteEntity?, _ context: Context)
+        -> Backup?
+    {
+        let files = ([remote?.json].compactMap { $0 } + (remote?.jsonTwins ?? [])).map(\.id)
+        if let recorded = context.manifest[key]?.remoteFileID, files.contains(recorded), files.count > 1 {
+            guard let prior = try? library.priorBase(key) else { return nil }
+            return try? Backup.decode(prior, expectedID: key.id)
         }
-        return try await fetch(json)
+        return base(key).backup
     }
 
-    /// A clip's JSON, and its MP3's listing; an MP3 over the cap makes the clip unusable.
-    private func fetchClip(_ remote: RemoteEntity?) async throws -> (Fetched<ClipBackup>, mp3: RemoteFile) {
-        guard let json = remote?.json, let mp3 = remote?.mp3 else {
+    /// Drive's copy of the entity: its JSON file, or all of them when several carry its name
+    /// (`Resolved`), merged against `twinBase`. A copy deleted meanwhile (by another device
+    /// resolving them too) is gone; an unreadable one is left alone and logged, never deleted
+    /// unread. Only when none can be used is the entity's copy unusable.
+    private func fetchResolved<Backup: EntityBackup>(
+        _ remote: RemoteEntity?, _ key: EntityKey, _ context: Context, now: Milliseconds
+    ) async throws -> Resolved<Backup> {
+        guard let json = remote?.json else {
+            throw SyncFailure.unusableRemote(file: Backup.kind.rawValue, reason: "no JSON on Drive")
+        }
+        let twins = remote?.jsonTwins ?? []
+        guard !twins.isEmpty else {
+            let fetched: Fetched<Backup> = try await fetch(json)
+            return Resolved(chosen: fetched, value: fetched.backup, others: [])
+        }
+        let base: Backup? = twinBase(key, remote, context)
+        var copies: [Fetched<Backup>] = []
+        var unreadable: [RemoteFile] = []
+        var firstProblem: (any Error)?
+        for file in [json] + twins {
+            do {
+                copies.append(try await fetch(file))
+            } catch let error as DriveError where error.kind == .notFound {
+                continue
+            } catch let failure as SyncFailure where !failure.failsTheItem {
+                guard case .unusableRemote(let name, let reason) = failure else { throw failure }
+                logger.warning(
+                    "an unreadable copy among several files of one name, left alone",
+                    metadata: ["file": "\(name)", "id": "\(file.id)", "reason": "\(reason)"])
+                firstProblem = firstProblem ?? failure
+                unreadable.append(file)
+            }
+        }
+        // Newest content first; Drive's clock and the id only break ties, the same on every device.
+        copies.sort { a, b in
+            (a.backup.updatedAt, a.json.modifiedTime, a.json.id) > (b.backup.updatedAt, b.json.modifiedTime, b.json.id)
+        }
+        guard let chosen = copies.first else { throw firstProblem ?? SyncFailure.changedDuringSync }
+        var value = chosen.backup
+        for other in copies.dropFirst() {
+            let merged = Backup.merged(local: value, remote: other.backup, base: base, now: now).value
+            // A copy that adds nothing keeps the chosen one's stamps, so it can be adopted as it is.
+            if !merged.sameContent(as: value) { value = merged }
+        }
+        return Resolved(chosen: chosen, value: value, others: copies.dropFirst().map(\.json), unreadable: unreadable)
+    }
+
+    /// Deletes the other files of an entity's name once one of them is recorded as Drive's
+    /// copy. One left (a failed request) is read again, and deleted, by the next sync.
+    private func deleteTwins(_ files: [RemoteFile]) async {
+        for file in files {
+            do {
+                try await drive.delete(file.id)
+            } catch {
+                logger.warning(
+                    "deleting a twin file failed; the next sync tries again",
+                    metadata: ["file": "\(file.name)", "error": "\(error.localizedDescription)"])
+            }
+        }
+    }
+
+    /// A clip's MP3 as listed; one over the cap makes the clip unusable.
+    private func usableMP3(_ remote: RemoteEntity?) throws -> RemoteFile {
+        guard let mp3 = remote?.mp3 else {
             throw SyncFailure.unusableRemote(file: "clip", reason: "incomplete on Drive")
         }
-        let fetched: Fetched<ClipBackup> = try await fetch(json)
         if let size = mp3.size, let excess = AudioRules.overLimit(size) {
             throw SyncFailure.unusableRemote(file: mp3.name, reason: excess)
         }
-        return (fetched, mp3)
+        return mp3
     }
 
+    /// Drive's copy written here. Of several files of one name whose merge none of them holds
+    /// (each has an edit the others lack), the merge is written here and uploaded over them all.
     private func download(_ action: PlannedAction, _ context: Context, _ moved: Moved?) async throws -> Outcome {
         let key = action.key
+        let now = clock.now()
         switch key.kind {
         case .book:
-            let fetched = try await fetchBook(action.remote)
-            let agreement = fetched.agreement(at: clock.now())
-            try applyRemote(key, context, recording: agreement, trash: .download) { try fetched.backup.save(in: $0) }
+            let resolved: Resolved<BookBackup> = try await fetchResolved(
+                action.remote, key, context, now: now)
+            let adopt = resolved.adoptable
+            let agreement = adopt ? resolved.chosen.agreement(at: now) : nil
+            let value = adopt ? resolved.chosen.backup : try Self.pushable(resolved.value)
+            try applyRemote(key, context, recording: agreement, trash: .download) { try value.save(in: $0) }
+            if adopt {
+                await deleteTwins(resolved.others)
+            } else {
+                try await push(book: value, replacing: resolved.replacing(action.remote), context)
+            }
             return Outcome(key: key, result: .done(.download, conflict: false))
         case .clip:
-            let (fetched, mp3) = try await fetchClip(action.remote)
+            let resolved: Resolved<ClipBackup> = try await fetchResolved(
+                action.remote, key, context, now: now)
+            let mp3 = try usableMP3(action.remote)
+            let adopt = resolved.adoptable
+            let value = adopt ? resolved.chosen.backup : try Self.pushable(resolved.value)
             let audioKept = context.manifest[key]?.remoteMP3FileID == mp3.id && library.hasAudio(clipID: key.id)
             let staged = audioKept ? nil : try await stageAudio(mp3, moved)
             defer { if let staged { library.discardStagedAudio(staged.path) } }
             let audioFile = URL(fileURLWithPath: staged?.path ?? library.audioPath(clipID: key.id))
             let audioMD5 = try mp3.md5 ?? LocalFile.md5(of: audioFile)
-            let agreement = fetched.agreement(mp3: mp3, audioMD5: audioMD5, at: clock.now())
+            let agreement = adopt ? resolved.chosen.agreement(mp3: mp3, audioMD5: audioMD5, at: now) : nil
             try applyRemote(key, context, recording: agreement, audio: staged, trash: .download) {
-                try fetched.backup.save(in: $0)
+                try value.save(in: $0)
+            }
+            if adopt {
+                await deleteTwins(resolved.others)
+            } else {
+                _ = try await push(clip: value, replacing: resolved.replacing(action.remote), context, nil)
             }
             let bytes = staged?.bytes ?? 0
             return Outcome(key: key, result: .done(.download, conflict: false), bytes: bytes, bytesDown: bytes)
@@ -488,58 +608,72 @@ extension SyncEngine {
     private func mergeBook(_ action: PlannedAction, _ context: Context) async throws -> Outcome {
         let key = action.key
         let now = clock.now()
-        let remote = try await fetchBook(action.remote)
+        let base: BookBackup? = base(key).backup
+        let resolved: Resolved<BookBackup> = try await fetchResolved(action.remote, key, context, now: now)
+        let remote = resolved.chosen
         guard let local = try library.book(id: key.id), local.updatedAt == context.snapshot.updatedAt(key) else {
             return Outcome(key: key, result: .nothing)
         }
         let mine = BookBackup(local, extras: try localExtras(key))
-        let combined = Merge.bookMerge(local: mine, remote: remote.backup, base: base(key).backup, now: now)
-        let adopt = combined.value.sameContent(as: remote.backup)
-        let merged = try Self.mergeResult(combined.value, remote.backup, adopt: adopt)
+        let combined = Merge.bookMerge(local: mine, remote: resolved.value, base: base, now: now)
+        let adopt = resolved.adoptable && combined.value.sameContent(as: remote.backup)
+        let merged = adopt ? remote.backup : try Self.pushable(combined.value)
         try applyRemote(key, context, recording: adopt ? remote.agreement(at: now) : nil, trash: .merge) {
             try merged.save(in: $0)
         }
-        if !adopt { try await push(book: merged, replacing: action.remote, context) }
+        if adopt {
+            await deleteTwins(resolved.others)
+        } else {
+            try await push(book: merged, replacing: resolved.replacing(action.remote), context)
+        }
         return Outcome(key: key, result: .done(.merge, conflict: !combined.conflicts.isEmpty))
     }
 
-    /// A clip's merge is a book's with the audio as one more field (`Merge.audio`).
+    /// A clip's merge is a book's with the audio as one more field (`Merge.audio`). Drive may
+    /// hold the JSON without its MP3 (another device between the two files of its replace, or
+    /// cut short there): the audio here is then the clip's, and the merge is uploaded whole.
     private func mergeClip(_ action: PlannedAction, _ context: Context, _ moved: Moved?) async throws -> Outcome {
         let key = action.key
         let now = clock.now()
-        let (remote, mp3) = try await fetchClip(action.remote)
+        let base: (backup: ClipBackup?, audioMD5: String?) = base(key)
+        let resolved: Resolved<ClipBackup> = try await fetchResolved(action.remote, key, context, now: now)
+        let remote = resolved.chosen
+        let mp3 = action.remote?.mp3 == nil ? nil : try usableMP3(action.remote)
         guard let local = try library.clip(id: key.id), local.updatedAt == context.snapshot.updatedAt(key) else {
             return Outcome(key: key, result: .nothing)
         }
         let mine = ClipBackup(local, extras: try localExtras(key))
-        let base: (backup: ClipBackup?, audioMD5: String?) = base(key)
-        let combined = Merge.clipMerge(local: mine, remote: remote.backup, base: base.backup, now: now)
+        let combined = Merge.clipMerge(local: mine, remote: resolved.value, base: base.backup, now: now)
         let localMD5 = try library.audioMD5(clipID: key.id)
-        let audio = Merge.audio(
-            Merge.AudioState(
-                localMD5: localMD5, localUpdatedAt: local.updatedAt, remoteMD5: mp3.md5, remoteFileID: mp3.id,
-                remoteUpdatedAt: remote.backup.updatedAt, baseMD5: base.audioMD5,
-                baseFileID: context.manifest[key]?.remoteMP3FileID))
+        let audio = mp3.map { mp3 in
+            Merge.audio(
+                Merge.AudioState(
+                    localMD5: localMD5, localUpdatedAt: local.updatedAt, remoteMD5: mp3.md5, remoteFileID: mp3.id,
+                    remoteUpdatedAt: remote.backup.updatedAt, baseMD5: base.audioMD5,
+                    baseFileID: context.manifest[key]?.remoteMP3FileID))
+        }
+        let takesRemoteAudio = audio?.choice == .remote && localMD5 != mp3?.md5
         let adopt =
-            combined.value.sameContent(as: remote.backup) && (audio.choice == .remote || localMD5 == mp3.md5)
-        let merged = try Self.mergeResult(combined.value, remote.backup, adopt: adopt)
-        let staged = audio.choice == .remote && localMD5 != mp3.md5 ? try await stageAudio(mp3, moved) : nil
+            resolved.adoptable && combined.value.sameContent(as: remote.backup)
+            && (audio?.choice == .remote || (mp3 != nil && localMD5 == mp3?.md5))
+        let merged = adopt ? remote.backup : try Self.pushable(combined.value)
+        let staged = takesRemoteAudio ? try await stageAudio(try usableMP3(action.remote), moved) : nil
         defer { if let staged { library.discardStagedAudio(staged.path) } }
-        let agreement = adopt ? remote.agreement(mp3: mp3, audioMD5: mp3.md5 ?? localMD5, at: now) : nil
+        let agreement = mp3.flatMap { mp3 in
+            adopt ? remote.agreement(mp3: mp3, audioMD5: mp3.md5 ?? localMD5, at: now) : nil
+        }
         try applyRemote(key, context, recording: agreement, audio: staged, trash: .merge) { try merged.save(in: $0) }
         let down = staged?.bytes ?? 0
-        let up = adopt ? 0 : try await push(clip: merged, replacing: action.remote, context, moved)
-        let conflict = !combined.conflicts.isEmpty || audio.conflict
+        if adopt { await deleteTwins(resolved.others) }
+        let up = adopt ? 0 : try await push(clip: merged, replacing: resolved.replacing(action.remote), context, moved)
+        let conflict = !combined.conflicts.isEmpty || audio?.conflict == true
         return Outcome(
             key: key, result: .done(.merge, conflict: conflict), bytes: up + down, bytesUp: up, bytesDown: down)
     }
 
-    /// Drive's copy when adopted; otherwise the merge, refused before anything is written
-    /// when it could not be pushed.
-    private static func mergeResult<Backup: EntityBackup>(
-        _ merged: Backup, _ remote: Backup, adopt: Bool
-    ) throws -> Backup {
-        if adopt { return remote }
+    /// A merge to write here and upload, refused before anything is written when it could
+    /// not be pushed.
+    private static func pushable<Backup: EntityBackup>(_ merged: Backup) throws -> Backup {
         _ = try encoded(merged)
         return merged
     }

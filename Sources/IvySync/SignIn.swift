@@ -61,7 +61,7 @@ package struct SignIn: Sendable {
             accessToken: granted.accessToken, refreshToken: granted.refreshToken, expiresAt: granted.expiresAt,
             scope: granted.scope, clientID: credentials.id, email: account.email, permissionID: account.permissionID,
             endpoints: endpoints)
-        let lock = holdingSyncLock ? nil : try SyncLock.acquireWaiting(path: lockFile, waiting: waiting)
+        let lock = holdingSyncLock ? nil : try await SyncLock.acquireWaiting(path: lockFile, waiting: waiting)
         defer { withExtendedLifetime(lock) {} }
         try tokens.save(token)
         let forgot = try library.bindAccount(permissionID: account.permissionID, email: account.email)

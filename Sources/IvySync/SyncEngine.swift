@@ -158,6 +158,10 @@ package final class SyncEngine: Sendable {
             try finish(&report, started: started)
             return report
         }
+        // Only a listing taken at its word says what is missing on Drive, and what is not.
+        if gathered.remote.isComplete, plan.listingDistrustedReason == nil {
+            try library.recordMissingOnDrive(Set(plan.missingOnDrive), entries: gathered.manifest, at: clock.now())
+        }
         let trashDays = try library.number(.trashDays)
         let context = Context(gathered, syncStarted: started, keepsTrash: trashDays > 0)
         let tally = progress.map { told in
@@ -293,7 +297,8 @@ package final class SyncEngine: Sendable {
         SyncPlanner.plan(
             PlanInput(
                 local: gathered.snapshot, remote: gathered.remote, manifest: gathered.manifest, queue: gathered.queue,
-                allowLocalDeletes: options.allowDeletes, folderIsRecorded: gathered.folderIsRecorded))
+                allowLocalDeletes: options.allowDeletes, folderIsRecorded: gathered.folderIsRecorded,
+                now: clock.now()))
     }
 
     /// The MP3 bytes an action is expected to move, for the progress line's total: a clip's

@@ -21,7 +21,9 @@ package final class LogFile: Sendable {
         close(try PrivateFile.open(path, .append))
     }
 
-    /// Appends one line; a log that cannot be opened loses it rather than stopping ivy.
+    /// Appends one line; a log that cannot be opened loses it rather than stopping ivy. A line
+    /// a full disk cut short is cut off whole again, so every line of the log (JSON lines
+    /// included) still reads.
     package func append(_ line: String) {
         lock.withLock { _ in
             var info = stat()
@@ -29,8 +31,12 @@ package final class LogFile: Sendable {
                 rename(path, path + ".1")
             }
             guard let descriptor = try? PrivateFile.open(path, .append) else { return }
-            _ = line.withCString { Glibc.write(descriptor, $0, strlen($0)) }
-            close(descriptor)
+            defer { close(descriptor) }
+            var before = stat()
+            guard fstat(descriptor, &before) == 0 else { return }
+            if PrivateFile.writeAll(Data(line.utf8), to: descriptor) != nil {
+                _ = ftruncate(descriptor, before.st_size)
+            }
         }
     }
 }

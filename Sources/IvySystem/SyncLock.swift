@@ -28,20 +28,39 @@ package final class SyncLock: Sendable {
 
     /// Takes the lock, waiting as long as another process holds it; `waiting` runs once,
     /// before the wait, with the holder's process id when it could be read.
-    package static func acquireWaiting(path: String, waiting: (Int32?) -> Void) throws -> SyncLock {
+    ///
+    /// The wait polls (`LOCK_NB`, then a sleep) instead of blocking in `flock`: a blocked
+    /// thread would be one of Swift's few cooperative threads, and on two cores two such
+    /// waits stop every task in the process, the ones the lock's holder may be waiting on
+    /// included. Cancelling the task ends the wait with `CancellationError`.
+    package static func acquireWaiting(
+        path: String, poll: Duration = pollInterval, waiting: (Int32?) -> Void
+    ) async throws -> SyncLock {
         let descriptor = try openLockFile(path)
-        if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-            waiting(holder(descriptor))
-            while flock(descriptor, LOCK_EX) != 0 {
-                guard errno == EINTR else {
-                    let reason = String(cString: strerror(errno))
-                    close(descriptor)
-                    throw PrivateFileError(path: path, reason: reason)
-                }
+        var told = false
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR else {
+                let reason = String(cString: strerror(errno))
+                close(descriptor)
+                throw PrivateFileError(path: path, reason: reason)
+            }
+            if !told {
+                waiting(holder(descriptor))
+                told = true
+            }
+            do {
+                try await Task.sleep(for: poll)
+            } catch {
+                close(descriptor)
+                throw error
             }
         }
         return SyncLock(holding: descriptor)
     }
+
+    /// How often a waiting `acquireWaiting` tries the lock again: a person waiting for a sync
+    /// to end notices no delay, and a try costs one system call.
+    package static let pollInterval = Duration.milliseconds(50)
 
     /// Whether a sync holds the lock now, and its process id when it could be read; looked
     /// at without creating anything (no lock file: no sync ever ran here). A shared lock is

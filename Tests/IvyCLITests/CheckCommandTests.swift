@@ -75,10 +75,10 @@ struct CheckCommandTests {
             #expect(check.status == 6, "\(check.stdout)\(check.stderr)")
             #expect(check.stdout.hasPrefix("Backup differs: checked 2 books, 3 clips, 7 files on Drive; 4 differences"))
             #expect(check.stdout.contains("missing_on_drive: book \(books[0]): "))
-            #expect(check.stdout.contains("run `ivy sync` to upload it"))
+            #expect(check.stdout.contains("it is uploaded once a sync has found it missing for a minute"))
             #expect(check.stdout.contains("mp3_differs: clip \(clips[0]): "))
             #expect(check.stdout.contains("duplicate_name: book \(books[1]): 2 files on Drive are named"))
-            #expect(check.stdout.contains("the next `ivy sync` keeps the newest and deletes the others"))
+            #expect(check.stdout.contains("the next `ivy sync` reads them all, keeps the newest content"))
             #expect(check.stdout.contains("missing_mp3: clip \(clips[1]): clip_\(clips[1]).json is on Drive without"))
             #expect(!check.stdout.contains("clip \(clips[2])"))
 
@@ -95,9 +95,50 @@ struct CheckCommandTests {
             // What sync repairs, it repairs; it leaves a part-uploaded clip alone and does not
             // see an MP3 changed in place, as the fixes say.
             #expect(try await device.ivy.run("sync").status == 0)
+            // The missing book waits a minute in case another device is replacing it; a sync
+            // that first saw it missing a minute ago restores it.
+            let waiting = try await device.ivy.run("check", "--json")
+            #expect(waiting.stdout.contains("missing_on_drive"), "\(waiting.stdout)")
+            try device.ivy.execute("UPDATE sync_manifest SET missing_since = missing_since - 60000")
+            #expect(try await device.ivy.run("sync").status == 0)
             let after = try await device.ivy.run("check", "--json")
             let left = try #require((try after.json() as? [String: Any])?["problems"] as? [[String: String]])
             #expect(Set(left.map { $0["kind"] ?? "" }) == ["missing_mp3", "mp3_differs"], "\(after.stdout)")
+        }
+    }
+
+    @Test("a file Drive's change feed left out: check says to run `ivy sync --full`, which then brings it")
+    func feedLeftOut() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.synced(emulator)
+            // The mirror learns of the sync's own uploads from the feed, at the next sync.
+            #expect(try await device.ivy.run("sync").status == 0)
+            let original = try await Self.file(emulator, "book_\(try Self.ids(device, "books")[0]).json")
+            // Another device's new book, which the feed never reports to this one.
+            let id = "0badfeed-0000-4000-8000-000000000000"
+            var object = try #require(try JSONSerialization.jsonObject(with: original.content) as? [String: Any])
+            object["id"] = id
+            object["title"] = "Left out"
+            await emulator.state.putFile(
+                email: "alice@example.com", name: "book_\(id).json", parents: original.parents,
+                content: try JSONSerialization.data(withJSONObject: object), mimeType: "application/json")
+            let token = await emulator.state.currentChangeToken(email: "alice@example.com")
+            try device.ivy.execute("UPDATE drive_mirror_token SET token = '\(token)'")
+
+            let check = try await device.ivy.run("check")
+            #expect(check.status == 6, "\(check.stdout)")
+            #expect(check.stdout.contains("remote_only: book \(id): "), "\(check.stdout)")
+            #expect(check.stdout.contains("run `ivy sync --full`"), "\(check.stdout)")
+            func downloadedBooks(_ result: RunResult) throws -> Int? {
+                let report = try result.json() as? [String: Any]
+                return (report?["downloaded"] as? [String: Any])?["books"] as? Int
+            }
+            let plain = try await device.ivy.run("sync", "--json")
+            #expect(
+                try plain.status == 0 && downloadedBooks(plain) == 0, "a plain sync does not see it: \(plain.stdout)")
+            let full = try await device.ivy.run("sync", "--full", "--json")
+            #expect(try full.status == 0 && downloadedBooks(full) == 1, "\(full.stdout)")
+            #expect(try await device.ivy.run("check").status == 0)
         }
     }
 

@@ -171,6 +171,41 @@ struct DiskTroubleTests {
         }
     }
 
+    @Test("a trash on another disk that fills while the old audio is copied in: the sync stops and says so")
+    func trashCopyFull() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            let book = try await laptop.ivy.id("book", "add", "--title", "Dune")
+            let clip = try await laptop.ivy.id(
+                "clip", "add", "--book", book, "--start", "0", "--duration", "5", "--audio",
+                try laptop.ivy.mp3("first.mp3", size: 600 << 10))
+            #expect(try await laptop.ivy.run("sync").status == 0)
+            let server = try await SignInHarness.signedIn(emulator)
+            #expect(try await server.ivy.run("sync").status == 0)
+            let before = FileManager.default.contents(atPath: server.ivy.home + "/audio/\(clip).mp3")
+            try await laptop.ivy.run(
+                [
+                    "clip", "update", clip, "--audio",
+                    try laptop.ivy.mp3("second.mp3", size: 600 << 10, header: Array("ID3\u{4}\u{1}second".utf8)),
+                ])
+            #expect(try await laptop.ivy.run("sync").status == 0)
+
+            // The trash on a disk of its own: the old MP3 cannot be linked there, only copied,
+            // and the copy runs out of space part way.
+            let trash = server.ivy.home + "/trash"
+            try FileManager.default.createDirectory(atPath: trash, withIntermediateDirectories: true)
+            chmod(trash, 0o700)
+            let result = try await server.ivy.run(on: .full(leaving: 256 << 10), "sync", over: trash)
+            #expect(result.status == 1, "\(result.stderr)")
+            #expect(
+                result.stderr.hasPrefix("Error: no space left on device for \(trash): free some space"),
+                "\(result.stderr)")
+            #expect(!result.stderr.contains("cross-device"))
+            #expect(FileManager.default.contents(atPath: server.ivy.home + "/audio/\(clip).mp3") == before)
+            #expect(server.ivy.files(under: trash).isEmpty, "no part of a copy is left")
+        }
+    }
+
     @Test(
         "login with its config directory full or read-only: says so; no token file, no temporary file",
         arguments: [Disk.full(leaving: 0), .readOnly])

@@ -32,14 +32,20 @@ final class RunningIvy: @unchecked Sendable {
         }
     }
 
-    /// Waits until the kernel lists this process as blocked on a `flock` (`/proc/locks` marks
-    /// waiters with `->`), or until it exits. A condition, polled, with no deadline: a loaded
-    /// machine once took over a minute to get there, and the suite's time limit ends a hang.
-    func waitUntilBlockedOnLock() async throws -> Bool {
-        let pid = " \(process.processIdentifier) "
+    /// Waits until this process has `lockFile` open, or until it exits. ivy opens the lock
+    /// file only to take the lock, so while the test holds it an open lock file means ivy
+    /// waits for it. (It waits by polling, which `/proc/locks` does not show as waiting.) A
+    /// condition, polled, with no deadline: a loaded machine once took over a minute to get
+    /// there, and the suite's time limit ends a hang.
+    func waitUntilWaiting(for lockFile: String) async throws -> Bool {
+        let descriptors = "/proc/\(process.processIdentifier)/fd"
+        let target = URL(fileURLWithPath: lockFile).resolvingSymlinksInPath().path
         while process.isRunning {
-            let locks = (try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? ""
-            if locks.split(separator: "\n").contains(where: { $0.contains("->") && $0.contains(pid) }) { return true }
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: descriptors)) ?? []
+            let open = names.contains { name in
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: descriptors + "/" + name)) == target
+            }
+            if open { return true }
             try await Task.sleep(for: .milliseconds(5))
         }
         return false
@@ -63,9 +69,10 @@ struct SignInLockTests {
     func logoutWaits() async throws {
         try await withSignIn { harness in
             #expect(try await harness.login().status == 0)
-            let lock = try HeldLock(path: harness.ivy.home + "/ivy.lock")
+            let lockFile = harness.ivy.home + "/ivy.lock"
+            let lock = try HeldLock(path: lockFile)
             let logout = try RunningIvy(["logout"], environment: harness.ivy.environment)
-            let blocked = try await logout.waitUntilBlockedOnLock()
+            let blocked = try await logout.waitUntilWaiting(for: lockFile)
             #expect(blocked, "logout did not wait for the lock")
             #expect(FileManager.default.fileExists(atPath: harness.tokenFile))
             #expect(await !harness.emulator.state.requests.contains { $0.path == "/revoke" })
@@ -83,12 +90,13 @@ struct SignInLockTests {
             await harness.emulator.state.setDeviceCode(interval: 0)
             try FileManager.default.createDirectory(atPath: harness.ivy.home, withIntermediateDirectories: true)
             chmod(harness.ivy.home, 0o700)
-            let lock = try HeldLock(path: harness.ivy.home + "/ivy.lock")
+            let lockFile = harness.ivy.home + "/ivy.lock"
+            let lock = try HeldLock(path: lockFile)
             let login = try RunningIvy(["login"], environment: harness.ivy.environment)
             let code = try await login.readUserCode()
             let userCode = try #require(code)
             try await harness.emulator.state.approve(userCode: userCode, email: "alice@example.com")
-            let blocked = try await login.waitUntilBlockedOnLock()
+            let blocked = try await login.waitUntilWaiting(for: lockFile)
             #expect(blocked, "login did not wait for the lock")
             #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
             lock.release()

@@ -189,7 +189,7 @@ final class RunningCommand: Sendable {
             clock: WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) },
             ids: .uuid,
             interruptions: { [signals] given in signals.handler.withLock { $0 = given } })
-        task = Task(executorPreference: BlockingWorkExecutor.shared) { [output, error] in
+        task = Task { [output, error] in
             let status = await IvyCommand.main(arguments, context: context)
             output.close()
             error.close()
@@ -206,18 +206,6 @@ final class RunningCommand: Sendable {
     func finish() async -> RunResult {
         let status = await task.value
         return RunResult(status: status, stdout: output.text, stderr: error.text)
-    }
-}
-
-/// Runs in-process commands on GCD threads. A command blocks its thread now and then, as
-/// in the binary (SQLite's busy wait, a `flock`); on one of Swift's few cooperative
-/// threads that would starve the in-process emulators and every other test.
-final class BlockingWorkExecutor: TaskExecutor {
-    static let shared = BlockingWorkExecutor()
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        blockingWork.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
 

@@ -59,6 +59,34 @@ struct TrashCommandTests {
         }
     }
 
+    @Test("trash restore over a clip made again since refuses without --yes (exit 64); --yes keeps what it replaces")
+    func restoreOverNewer() async throws {
+        try await withEmulator { emulator in
+            let (_, b, clip) = try await clipDeletedElsewhere(emulator)
+            let listed = try #require(try await b.ivy.run("trash", "list", "--json").json() as? [[String: Any]])
+            let id = try #require(listed.first?["id"] as? Int)
+            let book: String = try #require(b.ivy.sql("SELECT id FROM books").first?["id"])
+            // The app makes the clip again (a sync brought it here): newer than the entry.
+            try b.ivy.execute(
+                """
+                INSERT INTO clips (id, book_id, start, duration, note, transcription, created_at, updated_at)
+                VALUES ('\(clip)', '\(book)', 5, 5, 'made again', NULL, 1, 9000000000000)
+                """)
+            let refused = try await b.ivy.run("trash", "restore", String(id))
+            #expect(refused.status == 64, "\(refused.stderr)")
+            #expect(refused.stderr.contains("clip \(clip) here changed after trash entry \(id) was kept"))
+            #expect(refused.stderr.contains("pass --yes"))
+            #expect(try b.ivy.sql("SELECT note FROM clips").first?["note"] == "made again")
+
+            let forced = try await b.ivy.run("trash", "restore", String(id), "--yes")
+            #expect(forced.status == 0, "\(forced.stderr)")
+            #expect(try b.ivy.sql("SELECT note FROM clips").first?["note"] == "note 0")
+            let after = try #require(try await b.ivy.run("trash", "list", "--json").json() as? [[String: Any]])
+            #expect(after.count == 1 && after.first?["reason"] as? String == "restore")
+            #expect(after.first?["note"] as? String == "made again")
+        }
+    }
+
     @Test("trash restore of an unknown id says so and exits 1")
     func restoreUnknown() async throws {
         let ivy = try IvyHome()

@@ -19,10 +19,15 @@ enum Fixture {
         RemoteFile(id: fileID ?? "m-\(id)", name: "clip_\(id).mp3", modifiedTime: modified)
     }
 
-    static func synced(_ key: EntityKey, local: Milliseconds = 100, remote: Milliseconds = 500, fileID: String? = nil)
-        -> ManifestEntry
-    {
-        ManifestEntry(key: key, localUpdatedAt: local, remoteUpdatedAt: remote, remoteFileID: fileID ?? "j-\(key.id)")
+    /// `missingSince`: when a sync first found it missing on Drive (the plans below are made at
+    /// `SyncPlanner.replaceGrace`, so 0 is an absence that has lasted long enough to act on).
+    static func synced(
+        _ key: EntityKey, local: Milliseconds = 100, remote: Milliseconds = 500, fileID: String? = nil,
+        missingSince: Milliseconds? = nil
+    ) -> ManifestEntry {
+        ManifestEntry(
+            key: key, localUpdatedAt: local, remoteUpdatedAt: remote, remoteFileID: fileID ?? "j-\(key.id)",
+            missingSince: missingSince)
     }
 
     static func queued(_ key: EntityKey, _ operation: QueueItem.Operation, attempts: Int = 0) -> QueueItem {
@@ -41,13 +46,14 @@ struct PlannerRuleTests {
     func plan(
         books: [Book] = [], clips: [Clip] = [], files: [RemoteFile] = [], complete: Bool = true,
         manifest: [ManifestEntry] = [], queue: [QueueItem] = [], allowDeletes: Bool = false,
-        folderIsRecorded: Bool = true
+        folderIsRecorded: Bool = true, now: Milliseconds = SyncPlanner.replaceGrace
     ) -> SyncPlan {
         SyncPlanner.plan(
             PlanInput(
                 local: LocalSnapshot(books: books, clips: clips),
                 remote: RemoteListing(files: files, isComplete: complete),
-                manifest: manifest, queue: queue, allowLocalDeletes: allowDeletes, folderIsRecorded: folderIsRecorded))
+                manifest: manifest, queue: queue, allowLocalDeletes: allowDeletes, folderIsRecorded: folderIsRecorded,
+                now: now))
     }
 
     func only(_ plan: SyncPlan) -> [String] {
@@ -216,10 +222,16 @@ struct PlannerRuleTests {
         #expect(kept.skipped.map(\.key) == [clipKey])
         // An interrupted upload of our own (JSON without MP3, never recorded) is finished.
         #expect(only(plan(clips: [F.clip("c1")], files: [F.json(clipKey)])) == ["upload clip c1"])
-        // Only the agreed MP3 left: a JSON replace cut short, restored from here.
+        // Only the agreed MP3 left: a JSON replace in progress on another device, or cut short.
+        // Restored from here only once it has stayed so for the grace.
         var agreed = F.synced(clipKey)
         agreed.remoteMP3FileID = "m-c1"
+        let fresh = plan(clips: [F.clip("c1")], files: [F.mp3("c1")], manifest: [agreed])
+        #expect(fresh.actions.isEmpty && fresh.missingOnDrive == [clipKey])
+        #expect(fresh.skipped.first?.reason.contains("perhaps while another device replaces it") == true)
+        agreed.missingSince = 0
         #expect(only(plan(clips: [F.clip("c1")], files: [F.mp3("c1")], manifest: [agreed])) == ["upload clip c1"])
+        #expect(plan(clips: [F.clip("c1")], files: [F.mp3("c1")], manifest: [agreed], now: 59_999).actions.isEmpty)
         // An MP3 nobody here agreed on is someone else's upload: left alone.
         #expect(
             plan(clips: [F.clip("c1")], files: [F.mp3("c1", fileID: "m-new")], manifest: [agreed]).skipped.map(\.key)
@@ -228,11 +240,49 @@ struct PlannerRuleTests {
 
     @Test("books are never deleted: missing on Drive is re-uploaded, missing here is downloaded")
     func booksNeverDeleted() {
-        #expect(only(plan(books: [F.book("b1")], manifest: [F.synced(bookKey)])) == ["upload book b1"])
+        #expect(only(plan(books: [F.book("b1")], manifest: [F.synced(bookKey, missingSince: 0)])) == ["upload book b1"])
         #expect(
             only(plan(files: [F.json(bookKey)], manifest: [F.synced(bookKey)], queue: [F.queued(bookKey, .delete)]))
                 == ["download book b1"])
         #expect(plan(books: [F.book("b1")], manifest: [F.synced(bookKey)]).actions(.deleteLocal).isEmpty)
+    }
+
+    @Test("a book or part of a clip missing on Drive is acted on only once it has been missing for the grace")
+    func missingBookWaits() {
+        // First seen missing now: another device may be between the delete and the create.
+        let fresh = plan(books: [F.book("b1")], manifest: [F.synced(bookKey)])
+        #expect(fresh.actions.isEmpty && fresh.missingOnDrive == [bookKey])
+        #expect(fresh.skipped.map(\.key) == [bookKey])
+        // Seen missing 59.999 s ago: still waiting; 60 s ago: restored.
+        let since = SyncPlanner.replaceGrace - 59_999
+        #expect(plan(books: [F.book("b1")], manifest: [F.synced(bookKey, missingSince: since)]).actions.isEmpty)
+        #expect(only(plan(books: [F.book("b1")], manifest: [F.synced(bookKey, missingSince: 0)])) == ["upload book b1"])
+        // Changed here: waits too (another device's replace would land beside it), then goes up.
+        let edited = plan(books: [F.book("b1", updated: 300)], manifest: [F.synced(bookKey)])
+        #expect(edited.actions.isEmpty && edited.missingOnDrive == [bookKey])
+        #expect(
+            only(plan(books: [F.book("b1", updated: 300)], manifest: [F.synced(bookKey, missingSince: 0)])) == [
+                "upload book b1"
+            ])
+        // Not in an incomplete listing: nothing is known, nothing recorded.
+        let partial = plan(books: [F.book("b1")], complete: false, manifest: [F.synced(bookKey)])
+        #expect(partial.actions.isEmpty && partial.missingOnDrive.isEmpty)
+        // A JSON of another device's replace with its MP3 still to come, and a change here: after
+        // the grace, read and merged, never uploaded over unread.
+        var clip = F.synced(clipKey)
+        clip.remoteMP3FileID = "m-c1"
+        let theirs = F.json(clipKey, id: "j-theirs", modified: 900)
+        let changed = F.clip("c1", updated: 300)
+        #expect(plan(clips: [changed], files: [theirs], manifest: [clip]).missingOnDrive == [clipKey])
+        #expect(plan(clips: [changed], files: [F.json(clipKey)], manifest: [clip]).actions.isEmpty)
+        clip.missingSince = 0
+        #expect(only(plan(clips: [changed], files: [theirs], manifest: [clip])) == ["merge clip c1"])
+        // The JSON agreed on, its MP3 gone that long: the change here is uploaded whole.
+        #expect(only(plan(clips: [changed], files: [F.json(clipKey)], manifest: [clip])) == ["upload clip c1"])
+        // A new MP3 under the agreed JSON is a change on Drive.
+        let retaken = plan(
+            clips: [F.clip("c1")], files: [F.json(clipKey), F.mp3("c1", fileID: "m-new")], manifest: [clip])
+        #expect(only(retaken) == ["download clip c1"])
     }
 
     @Test("manifest rows with neither local nor remote entity are cleaned up")
@@ -257,10 +307,16 @@ struct PlannerRuleTests {
             files: [older, newest, RemoteFile(id: "x", name: "notes.txt", modifiedTime: 1)], isComplete: true)
         #expect(listing.entities[bookKey]?.json?.id == "newest")
         #expect(listing.ignored.map(\.id) == ["x"])
+        // Neither is deleted unread: the newest upload need not be the newest content.
         let quiet = plan(
             books: [F.book("b1")], files: [older, newest], manifest: [F.synced(bookKey, remote: 900, fileID: "newest")])
-        #expect(quiet.actions.isEmpty)
-        #expect(quiet.staleDuplicates.map(\.file.id) == ["older"])
+        #expect(only(quiet) == ["merge book b1"])
+        #expect(quiet.staleDuplicates.isEmpty)
+        // New here: the download reads every JSON; an MP3's older twin is a stale duplicate still.
+        let twinJSON = RemoteFile(id: "j-old", name: "clip_c1.json", modifiedTime: 100)
+        let pulled = plan(files: [F.json(clipKey), twinJSON, F.mp3("c1"), F.mp3("c1", fileID: "m-old", modified: 1)])
+        #expect(only(pulled) == ["download clip c1"])
+        #expect(pulled.staleDuplicates.map(\.file.id) == ["m-old"])
         let uploading = plan(
             books: [F.book("b1", updated: 300)], files: [older, newest],
             manifest: [F.synced(bookKey, remote: 900, fileID: "newest")])
@@ -315,7 +371,7 @@ struct PlannerRuleTests {
     @Test("a listing lacking more than half (and more than 10) of the books synced is not taken at its word")
     func shortListing() {
         let books = (0..<12).map { String(format: "b%02x", $0) }
-        let manifest = books.map { F.synced(EntityKey(.book, $0)) } + [F.synced(clipKey)]
+        let manifest = books.map { F.synced(EntityKey(.book, $0), missingSince: 0) } + [F.synced(clipKey)]
         let local = books.map { F.book($0) }
         // Drive lists the clip but none of the books.
         let files = [F.json(clipKey), F.mp3("c1")]

@@ -32,7 +32,7 @@ struct SchemaTests {
             columns["sync_manifest"] == [
                 "entity_type", "entity_id", "local_updated_at", "remote_updated_at", "remote_file_id",
                 "remote_mp3_file_id", "synced_at",
-                "base_json", "base_audio_md5",
+                "base_json", "base_audio_md5", "missing_since", "prior_base_json",
             ])
         #expect(columns["settings"] == ["key", "value"])
     }

@@ -133,4 +133,63 @@ struct TrashStoreTests {
         #expect(try library.queueItems().map(\.key) == [key])
         #expect(trashFiles().isEmpty)
     }
+
+    @Test("an old entry is not restored over a clip made again since, unless asked; what it replaces is kept")
+    func restoreOverNewer() throws {
+        try deleteLikeASync()
+        let entry = try #require(try library.trashEntries().first)
+        // Another device made the clip again (its own audio), and a sync brought it here.
+        clock.advance(seconds: 60)
+        let source = home.path + "/again.mp3"
+        try (Data("ID3".utf8) + Data(repeating: 9, count: 300)).write(to: URL(fileURLWithPath: source))
+        let again = try library.addClip(
+            id: clip.id, bookID: testID(1), start: 7, duration: 3, note: "made again", transcription: nil,
+            audio: source)
+        let againAudio = FileManager.default.contents(atPath: library.audioPath(clipID: clip.id))
+        #expect(
+            throws: TrashError.newerHere(id: entry.id, key: key, updatedAt: again.updatedAt, trashedAt: entry.trashedAt)
+        ) {
+            try library.restoreFromTrash(id: entry.id)
+        }
+        #expect(try library.clip(id: clip.id) == again, "refused: nothing changed")
+        #expect(try library.trashEntries() == [entry])
+
+        try library.restoreFromTrash(id: entry.id, replacingNewer: true)
+        #expect(try library.clip(id: clip.id)?.note == "kept")
+        let replaced = try #require(try library.trashEntries().first)
+        #expect(try library.trashEntries().count == 1 && replaced.reason == .restore)
+        #expect(replaced.entity == .clip(ClipBackup(again, extras: [:])))
+        let keptAudio = try #require(library.trashAudioPath(replaced))
+        #expect(FileManager.default.contents(atPath: keptAudio) == againAudio, "the replaced MP3 is kept too")
+    }
+
+    @Test("the trash's ids keep growing across the migration that widened its reasons")
+    static func idsOnlyGrow() throws {
+        let home = try TemporaryHome()
+        try Directories.ensurePrivate(home.paths.dataDirectory)
+        let before = try DatabaseQueue(path: home.paths.database)
+        try Schema.migrator.migrate(before, upTo: "v8: audio replacements")
+        try before.write { db in
+            for _ in 1...3 {
+                try db.execute(
+                    sql: """
+                        INSERT INTO trash (entity_type, entity_id, reason, trashed_at, json)
+                        VALUES ('book', '\(testID(1))', 'merge', 1, '{}')
+                        """)
+            }
+            try db.execute(sql: "DELETE FROM trash WHERE id = 3")
+        }
+        try before.close()
+        let library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
+        let next = try library.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO trash (entity_type, entity_id, reason, trashed_at, json)
+                    VALUES ('book', '\(testID(1))', 'restore', 2, '{}')
+                    """)
+            return db.lastInsertedRowID
+        }
+        #expect(next == 4, "id 3 was seen once; it never names another entry")
+        #expect(try library.trashEntries().map(\.id) == [1, 2, 4])
+    }
 }

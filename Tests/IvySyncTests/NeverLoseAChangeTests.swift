@@ -176,8 +176,14 @@ struct NeverLoseAChangeTests {
             #expect(await world.names().contains(name) == false, "the old file was deleted, the new one not created")
             await world.state.clearFaults()
 
+            // B cannot tell a replace that died from one still in progress: it waits.
+            let waiting = try await b.sync()
+            #expect(waiting.uploaded.books == 0, "B must not put its older copy back at once")
+            #expect(waiting.skipReason("book \(pair.book.id)")?.contains("another device replaces it") == true)
+            #expect(try await b.sync().uploaded.books == 0, "nor a moment later")
+            world.clock.advance(seconds: 61)
             let restored = try await b.sync()
-            #expect(restored.uploaded.books == 1, "B restores the vanished book at once")
+            #expect(restored.uploaded.books == 1, "B restores the vanished book once it stayed missing a minute")
             let merged = try await a.sync()
             #expect(merged.merged.books == 1)
             _ = try await b.sync()
@@ -187,6 +193,26 @@ struct NeverLoseAChangeTests {
             }
             #expect(await world.names().filter { $0 == name }.count == 1)
             #expect(try a.snapshot() == b.snapshot())
+        }
+    }
+
+    @Test("the device whose replace died puts the book back, with its change, once it stayed missing a minute")
+    func replacerRepairs() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let name = "book_\(pair.book.id).json"
+            try pair.a.edit(book: pair.book.id, BookChanges(title: "Dune Messiah"))
+            await world.state.addFault(FaultRule(method: "POST", pathContains: "/upload", status: 500))
+            #expect(try await pair.a.sync().failures.map(\.entity) == ["book \(pair.book.id)"])
+            #expect(await world.names().contains(name) == false)
+            await world.state.clearFaults()
+            // A cannot tell its own dead replace from another device's live one either.
+            #expect(try await pair.a.sync().uploaded.books == 0)
+            world.clock.advance(seconds: 61)
+            #expect(try await pair.a.sync().uploaded.books == 1)
+            #expect(try await pair.b.sync().downloaded.books == 1)
+            #expect(try pair.b.book(pair.book.id)?.title == "Dune Messiah")
+            #expect(await world.names().filter { $0 == name }.count == 1)
         }
     }
 
@@ -205,8 +231,10 @@ struct NeverLoseAChangeTests {
                 "the old JSON was deleted, the new one not made")
             await world.state.clearFaults()
 
+            #expect(try await b.sync().uploaded.clips == 0, "B waits: A's replace may still be under way")
+            world.clock.advance(seconds: 61)
             let restored = try await b.sync()
-            #expect(restored.uploaded.clips == 1, "B restores the clip at once: \(restored.skipped)")
+            #expect(restored.uploaded.clips == 1, "B restores the clip after the grace: \(restored.skipped)")
             #expect(restored.bytesUploaded == 0, "the MP3 on Drive is kept")
             #expect(try await a.sync().merged.clips == 1)
             #expect(try await b.sync().downloaded.clips == 1)
@@ -243,7 +271,12 @@ struct NeverLoseAChangeTests {
             #expect(meanwhile.skipped.map(\.entity) == ["clip \(pair.clip.id)"], "left alone while incomplete")
             #expect(try b.library.clip(id: pair.clip.id) != nil, "B kept the clip")
 
-            #expect(try await a.sync().uploaded.clips == 1)
+            // The JSON on Drive is not the one A recorded (its own, unrecorded) and the MP3 is
+            // missing: another device's replace could look the same, so A waits the grace, then
+            // reads and merges the JSON rather than overwriting it unread, and uploads the clip whole.
+            #expect(try await a.sync().merged.clips == 0)
+            world.clock.advance(seconds: 61)
+            #expect(try await a.sync().merged.clips == 1)
             #expect(try await b.sync().downloaded.clips == 1)
             #expect(b.audio(pair.clip.id) == retake)
             #expect(try b.library.clip(id: pair.clip.id)?.note == "retaken")

@@ -4,6 +4,7 @@ import IvyCore
 import IvyGoogle
 import IvyStore
 import IvySync
+import IvySystem
 import IvyTestSupport
 import Logging
 import Synchronization
@@ -149,7 +150,9 @@ final class Device: Sendable {
         let engine = SyncEngine(
             library: library, drive: drive, clock: world.clock.clock,
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), progress: progress)
-        return try await engine.run(options)
+        // Where `ivy sync` runs it (`IvyCommand.main`): its synchronous library calls may wait
+        // on SQLite, which must not hold the cooperative threads the in-process emulator needs.
+        return try await BlockingExecutor.run { try await engine.run(options) }
     }
 
     // MARK: library

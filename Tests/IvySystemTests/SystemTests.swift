@@ -1,5 +1,6 @@
 import Foundation
 import IvySystem
+import Synchronization
 import Testing
 
 @Suite("MD5")
@@ -95,6 +96,47 @@ struct PrivateFileTests {
         #expect(mode(path) == 0o600 && mode(root + "/state") == 0o700)
         _ = held
     }
+
+    @Test("a waiting lock suspends until the holder lets go, says so once, and ends when cancelled")
+    func waitingLock() async throws {
+        let root = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let path = root + "/sync.lock"
+        var held: SyncLock?
+        if case .acquired(let lock) = try SyncLock.acquire(path: path) { held = lock }
+        try #require(held != nil, "a free lock was busy")
+        let told = Told()
+        // Many more waiters than cooperative threads: a waiter that blocked its thread would
+        // hold up the others, and this test's own task, until the holder let go.
+        let waiters = (0..<8).map { _ in
+            Task {
+                try await SyncLock.acquireWaiting(path: path, poll: .milliseconds(5)) { pid in
+                    told.pids.withLock { $0.append(pid) }
+                }
+            }
+        }
+        while told.pids.withLock({ $0.count }) < waiters.count { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(told.pids.withLock { $0 } == Array(repeating: getpid(), count: waiters.count))
+        held = nil
+        // One waiter takes it and keeps it; cancelling the others ends their waits.
+        let (winner, cancelled) = try await withThrowingTaskGroup(of: SyncLock.self) { group in
+            for waiter in waiters { group.addTask { try await waiter.value } }
+            let winner = try await group.next()
+            for waiter in waiters { waiter.cancel() }
+            var cancelled = 0
+            while let result = await group.nextResult() {
+                if case .failure(let error) = result, error is CancellationError { cancelled += 1 }
+            }
+            return (winner, cancelled)
+        }
+        #expect(winner != nil && held == nil)
+        #expect(cancelled == waiters.count - 1)
+    }
+}
+
+/// The holders' process ids the waiting lock reported.
+private final class Told: Sendable {
+    let pids = Mutex<[Int32?]>([])
 }
 
 private func temporaryDirectory() throws -> String {

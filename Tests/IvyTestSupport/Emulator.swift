@@ -4,18 +4,26 @@ import IvyCore
 import IvyGoogle
 import IvyStore
 import IvySync
+import IvySystem
 
 /// Runs `body` against a fresh emulator on a loopback port of `host` (its randomness seeded,
 /// its clock `clock`; or serving an existing `state`), and stops it afterwards whether or not
-/// `body` throws.
+/// `body` throws. Starts the test process's `PoolWatchdog` with the first emulator.
+///
+/// `body` runs on `BlockingExecutor`'s threads, as ivy's commands do: a test's synchronous
+/// file and database work (a token file's fsync, a library write) can take seconds on a busy
+/// disk, and on one of Swift's two cooperative threads it would hold up the emulators that
+/// every test's requests wait on. Two such fsyncs once stopped the pool, and dozens of tests
+/// failed with request timeouts 60 s later.
 @discardableResult
 package func withEmulator<Result>(
     host: String = "127.0.0.1", clock: EmulatorClock = .system, seed: UInt64 = EmulatorState.defaultSeed,
     state: EmulatorState? = nil, _ body: (GoogleEmulator) async throws -> Result
 ) async throws -> Result {
+    PoolWatchdog.start()
     let emulator = try await GoogleEmulator.start(host: host, clock: clock, seed: seed, state: state)
     do {
-        let result = try await body(emulator)
+        let result = try await BlockingExecutor.run { try await body(emulator) }
         await emulator.stop()
         return result
     } catch {

@@ -9,6 +9,8 @@ package final class TemporaryHome: Sendable {
     package let paths: IvyPaths
 
     package init(prefix: String = "ivy-test") throws {
+        // Nearly every test makes a home: the first one starts the watchdog for the process.
+        PoolWatchdog.start()
         path = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         paths = try IvyPaths.resolve(home: path, environment: [:], workingDirectory: "/")

@@ -1,0 +1,194 @@
+import Foundation
+
+/// The rules of a resumable MP3 upload, with no effects: told each answer Drive gave, it says
+/// what to do next. `DriveClient.uploadMP3` is the loop that does it: it sends the requests,
+/// waits the back-offs and reads the file a 409 names.
+///
+/// After a dropped connection, a 5xx or a rate limit the session is asked what arrived and
+/// only the rest is sent; a session that expired or answered another 4xx starts over
+/// (Google: "For any 4xx errors (including 403) during a resumable upload, restart the
+/// upload"), at most three sessions in all. A 409 means a file with this upload's own id
+/// exists: an earlier attempt finished though its answer was lost, so it is read rather than
+/// made again.
+package struct ResumableUpload: Sendable, Equatable {
+    /// What to do next.
+    package enum Step: Sendable, Equatable {
+        /// Start a session (POST `uploadType=resumable`); with `newID`, under a fresh
+        /// pre-generated id first.
+        case startSession(newID: Bool)
+        /// Send the file from this byte to its end.
+        case send(from: Int64)
+        /// Ask the session how much of the file it holds (`Content-Range: bytes */size`).
+        case askStatus
+        /// Wait as the retry budget allows after this failure (at least `retryAfter`), or fail
+        /// with it when the budget is spent; then ask the status.
+        case backOff(DriveError, retryAfter: Duration?)
+        /// Read the file Drive made with this upload's id.
+        case readExisting
+        /// The last answer is the created file.
+        case finish
+        case fail(DriveError)
+    }
+
+    /// What happened to the last step.
+    package enum Answer: Sendable, Equatable {
+        case sessionStarted
+        /// Starting a session failed with this error (after the client's own retries).
+        case sessionRefused(DriveError)
+        /// A `send` or `askStatus` was answered: its status, its `Range` header, the error the
+        /// answer stands for (4xx and 5xx) and its `Retry-After`.
+        case answered(status: Int, range: String?, error: DriveError?, retryAfter: Duration?)
+        /// A `send` or `askStatus` got no answer worth reading (a dropped connection, a timeout).
+        case dropped(DriveError)
+        /// The back-off is over.
+        case waited
+        /// The file a 409 named is gone (deleted since, by another device's replace).
+        case existingGone(DriveError)
+    }
+
+    package static let maximumSessions = 3
+
+    let size: Int64
+    /// How many 308 answers in a row may leave the confirmed part where it was.
+    let maximumStalls: Int
+    /// "uploading clip_….mp3", for messages.
+    let context: String
+
+    private(set) var sessions = 0
+    private(set) var offset: Int64 = 0
+    private var stalls = 0
+    private var triedNewID = false
+    private var readingAtStart = false
+    private var ended = "the upload session expired"
+
+    package init(size: Int64, maximumStalls: Int, context: String) {
+        self.size = size
+        self.maximumStalls = maximumStalls
+        self.context = context
+    }
+
+    /// The first step.
+    package mutating func start() -> Step {
+        sessions = 1
+        return .startSession(newID: false)
+    }
+
+    package mutating func next(_ answer: Answer) -> Step {
+        switch answer {
+        case .sessionStarted:
+            offset = 0
+            stalls = 0
+            return .send(from: 0)
+        case .sessionRefused(let error):
+            if error.status == 409 {
+                readingAtStart = true
+                return .readExisting
+            }
+            // Drive will not create a file with that id; a fresh one works, once.
+            if DriveClient.idNotUsable(error), sessions == 1, !triedNewID {
+                triedNewID = true
+                return .startSession(newID: true)
+            }
+            return .fail(error)
+        case .existingGone(let error):
+            // Made, then deleted since (another device replaced it): upload it again.
+            guard readingAtStart, sessions < Self.maximumSessions else { return .fail(error) }
+            sessions += 1
+            return .startSession(newID: true)
+        case .dropped(let error):
+            return .backOff(error, retryAfter: nil)
+        case .waited:
+            return .askStatus
+        case .answered(let status, let range, let error, let retryAfter):
+            return answered(status, range: range, error: error, retryAfter: retryAfter)
+        }
+    }
+
+    private mutating func answered(
+        _ status: Int, range: String?, error: DriveError?, retryAfter: Duration?
+    ) -> Step {
+        switch status {
+        case 200, 201:
+            return .finish
+        case 308:
+            // No Range means nothing stored; one that is not `bytes=0-N` within the file is an
+            // answer ivy cannot resume from.
+            guard let confirmed = Self.confirmedBytes(range, size: size) else {
+                return .fail(
+                    DriveError(
+                        .server, status: 308,
+                        message: "\(context): Drive confirmed \(Self.quoted(range)) of a \(size)-byte upload, which "
+                            + "cannot be; the upload was stopped and the next sync tries again"))
+            }
+            // A 308 that does not move the confirmed part forward is a stall; a few are normal
+            // (the status query after a dropped connection), an answer that never moves forward
+            // must not keep ivy sending for ever.
+            if confirmed > offset {
+                stalls = 0
+            } else {
+                stalls += 1
+                guard stalls <= maximumStalls else {
+                    return .fail(
+                        DriveError(
+                            .server, status: 308,
+                            message: "\(context): Drive stopped confirming the upload at byte \(confirmed) of \(size); "
+                                + "the next sync tries again"))
+                }
+            }
+            offset = confirmed
+            // Everything arrived yet the upload is not finished: ask for its result.
+            return offset == size ? .askStatus : .send(from: offset)
+        case 404, 410:
+            ended = "the upload session expired"
+            return startAgain()
+        case 409:
+            readingAtStart = false
+            return .readExisting
+        default:
+            let error = error ?? DriveError(.unexpected, status: status, message: "\(context): HTTP \(status)")
+            if Self.endsSession(status, error) {
+                ended = "Drive ended the upload session (\(status)\(error.reason.map { " \($0)" } ?? ""))"
+                return startAgain()
+            }
+            guard error.isRetryable else { return .fail(error) }
+            return .backOff(error, retryAfter: retryAfter)
+        }
+    }
+
+    /// A new session for the same file id, unless three have ended already.
+    private mutating func startAgain() -> Step {
+        guard sessions < Self.maximumSessions else {
+            return .fail(
+                DriveError(.server, message: "\(context): \(ended), three sessions in a row; the next sync tries again")
+            )
+        }
+        sessions += 1
+        return .startSession(newID: false)
+    }
+
+    /// A 4xx that means this session is dead and a new one may succeed. Not a rate limit
+    /// (wait, then ask the same session), not an expired token (refreshed already), and not
+    /// what no new session can fix (a full Drive, a project or sign-in not set up for Drive).
+    static func endsSession(_ status: Int, _ error: DriveError) -> Bool {
+        (400..<500).contains(status) && status != 401 && ![.rateLimited, .driveFull, .setup].contains(error.kind)
+    }
+
+    /// How many bytes a 308's `Range` confirms: `bytes=0-42` means 43 arrived, no header means
+    /// none. Nil for anything else: not that form, not starting at 0, past `size`, or a
+    /// number too long for Int64.
+    package static func confirmedBytes(_ header: String?, size: Int64) -> Int64? {
+        guard let header else { return 0 }
+        let text = header.trimmingCharacters(in: .whitespaces)
+        guard text.lowercased().hasPrefix("bytes=0-") else { return nil }
+        let digits = text.dropFirst("bytes=0-".count)
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let last = Int64(digits), last < size
+        else { return nil }
+        return last + 1
+    }
+
+    /// A server's header, quoted and cut short for a message.
+    static func quoted(_ header: String?) -> String {
+        guard let header else { return "nothing" }
+        return "\"" + String(header.prefix(60)) + (header.count > 60 ? "…" : "") + "\""
+    }
+}

@@ -16,6 +16,9 @@ struct SoakOptions: Sendable {
 final class Soak {
     static let email = "alice@example.com"
     static let maximumPasses = 10
+    /// Five-second waits for files missing on Drive to come back or be restored (ivy's
+    /// grace is a minute).
+    static let graceWaits = 16
 
     let options: SoakOptions
     let root: String
@@ -376,9 +379,17 @@ final class Soak {
     // MARK: the end
 
     /// Round-robin syncs with no faults until a whole pass changes nothing.
+    ///
+    /// A sync leaves a file missing on Drive alone for a grace period (another device may be
+    /// between its delete and its create); a pass in which one waits is not quiet, and the
+    /// next starts a few seconds later, for at most `graceWaits` such waits.
     private func converge() async throws -> Bool {
-        for pass in 1...Self.maximumPasses {
+        var pass = 0
+        var waits = 0
+        while pass < Self.maximumPasses {
+            pass += 1
             var quiet = true
+            var waiting = false
             for device in devices {
                 let outcome = try await recordedSync(device, kill: nil)
                 log("final pass \(pass) \(device.name): sync: \(describe(outcome))")
@@ -390,6 +401,17 @@ final class Soak {
                     ["uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"]
                     .map { Self.total(report[$0]) }.reduce(0, +) + Int(report["stale_duplicates_deleted"]?.number ?? 0)
                 if moved > 0 { quiet = false }
+                let skips = report["skipped"]?.objects ?? []
+                if skips.contains(where: { ($0["reason"]?.string ?? "").contains("missing on Drive") }) {
+                    waiting = true
+                }
+            }
+            if quiet, waiting, waits < Self.graceWaits {
+                // Waiting out the grace is not a pass that failed to settle.
+                waits += 1
+                pass -= 1
+                try await Task.sleep(for: .seconds(5))
+                continue
             }
             if quiet { return true }
         }

@@ -33,20 +33,22 @@ extension Device {
     }
 }
 
-/// The problems the checker found, by the summary's three counts.
+/// The problems the checker found, by the summary's four counts.
 struct Findings {
     var lost: [String] = []
     var dupes: [String] = []
     var diverged: [String] = []
     /// Extra files on Drive (a name held by three files counts two).
     var dupeCount = 0
+    /// Fields whose last write nothing overwrote but that some device or Drive does not hold.
+    var lostEdits: [String] = []
 
-    var clean: Bool { lost.isEmpty && dupeCount == 0 && diverged.isEmpty }
+    var clean: Bool { lost.isEmpty && dupeCount == 0 && diverged.isEmpty && lostEdits.isEmpty }
 }
 
 /// The end-of-soak checks: every device equal to Drive field by field (so equal to each
 /// other), nothing created and never deleted missing anywhere, one file per name, every clip
-/// whole, every queue empty, the app's unknown keys still there.
+/// whole, every queue empty, the app's unknown keys still there, and no edit lost.
 enum Checker {
     static let bookFields = ["title", "artist", "artwork", "position", "hidden", "created_at", "updated_at"]
     static let clipFields = ["book_id", "start", "duration", "note", "transcription", "created_at", "updated_at"]
@@ -90,7 +92,67 @@ enum Checker {
                         + "attempts \(item["attempts"]?.text ?? "?"), last error: \(item["last_error"]?.text ?? "-"))")
             }
         }
+        findings.lostEdits = lostEdits(devices: devices, drive: drive, ledger: ledger)
         return findings
+    }
+
+    /// Every field's last write must be what every device and Drive hold at the end, unless
+    /// a merge rule may rightly have chosen another value. A merge applies a rule to a field
+    /// only when both sides changed it, so the last write W of a field is exact unless some
+    /// earlier write of that field was concurrent with it: one W's writer had not seen when
+    /// it wrote (by the ledger's model, which errs towards concurrent), or one of its own that
+    /// a failed or killed sync may have left on Drive unrecorded. Then the later write by
+    /// `updated_at` wins (the app's clock is skewed, and any later write of another field moves
+    /// `updated_at`), the furthest position, hidden, a present transcription; W is not
+    /// checked, except a note, which a merge keeps whole beside the other side's: the final note
+    /// must contain W's. Not checked either: deleted clips, audio (the checker compares it),
+    /// and writes of an entity made before a clean sync of the device that created it, when a
+    /// failed or killed sync before that may have left it on Drive without a base to merge by.
+    static func lostEdits(devices: [(name: String, state: DeviceState)], drive: DriveView, ledger: Ledger) -> [String] {
+        var lines: [String] = []
+        let groups = Dictionary(grouping: ledger.writes) { "\($0.entity) \($0.field)" }
+        let ordered = groups.values.compactMap { $0.max { $0.sequence < $1.sequence } }
+            .sorted { ($0.sequence, $0.field) < ($1.sequence, $1.field) }
+        for last in ordered where !ledger.deleted.contains(last.entity) {
+            if let until = ledger.unsettledUntil(last.entity), last.sequence < until { continue }
+            let rivals = (groups["\(last.entity) \(last.field)"] ?? []).filter { write in
+                guard !write.creation, write.sequence < last.sequence else { return false }
+                if write.writer == last.writer { return last.ownInDoubt?.contains(write.sequence) ?? false }
+                return (last.known[write.writer] ?? -1) < write.sequence
+            }
+            var containing: String?
+            if !rivals.isEmpty {
+                guard last.field == "note", case .string(let text) = last.value else { continue }
+                containing = text
+            }
+            var holders: [(String, JSON?)] = [
+                ("Drive", drive.json("\(last.kind.rawValue)_\(last.entity).json").map { field($0, last.field) })
+            ]
+            for (name, state) in devices {
+                let object = last.kind == .book ? state.books[last.entity] : state.clips[last.entity]
+                holders.append((name, object.map { field($0, last.field) }))
+            }
+            // A missing entity is the existence check's finding, not a lost edit.
+            let wrong = holders.contains { _, value in
+                guard let value else { return false }
+                if let containing { return !(value.string ?? "").contains(containing) }
+                return value.text != last.value.text
+            }
+            guard wrong else { continue }
+            let expected = containing.map { "containing \(JSON.string($0).text)" } ?? "= \(last.value.text)"
+            let how = last.creation ? "created with it" : last.carried ? "wrote it back" : "wrote it"
+            let held = holders.map { "\($0.0)=\($0.1?.text ?? "missing")" }.joined(separator: " ")
+            let line =
+                "lost edit: \(last.kind.rawValue) \(ledger.tag(last.entity)) \(last.field) \(expected): "
+                + "\(last.writer) \(how) in round \(last.round); now \(held)"
+            lines.append(line.replacingOccurrences(of: "\n", with: "\\n"))
+        }
+        return lines
+    }
+
+    /// One field as the checker compares it: a missing `hidden` is false, a missing optional null.
+    private static func field(_ object: JSON, _ name: String) -> JSON {
+        object[name] ?? (name == "hidden" ? .bool(false) : .null)
     }
 
     private static func compare(

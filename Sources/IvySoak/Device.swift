@@ -14,6 +14,9 @@ struct Outcome: Sendable {
 
     var json: JSON? { JSON.parse(Data(stdout.utf8)) }
 
+    /// Exited 0 by itself: it did all it set out to.
+    var clean: Bool { status == 0 && !killed && !hung }
+
     /// `exit 5 (failed: clip 1234…: why)`, for logs.
     var brief: String {
         if killed { return "killed" }
@@ -23,11 +26,12 @@ struct Outcome: Sendable {
     }
 }
 
-/// The `ivy` process running now, so that Ctrl-C on the soak can take it down too, and
-/// whether the soak is stopping (then nothing new starts). One lock for both: a process
-/// is either started before the stop, and killed by it, or never started.
-/// (`Mutex` from Synchronization: the signal handler runs on another thread.)
-let children = Mutex<(running: pid_t, stopping: Bool)>((0, false))
+/// The `ivy` processes running now (more than one in a round whose syncs overlap), so that
+/// Ctrl-C on the soak can take them down too, and whether the soak is stopping (then nothing
+/// new starts). One lock for both: a process is either started before the stop, and killed
+/// by it, or never started. (`Mutex` from Synchronization: the signal handler runs on
+/// another thread.)
+let children = Mutex<(running: Set<pid_t>, stopping: Bool)>(([], false))
 
 /// One `ivy` install: the real binary, run with a home of its own, signed in to the shared
 /// emulator. Commands run as subprocesses whose waits never block Swift's cooperative
@@ -55,21 +59,29 @@ final class Device: Sendable {
     func audioPath(_ clipID: String) -> String { home + "/audio/\(clipID).mp3" }
 
     /// Runs `ivy arguments` to the end. `killWhen` is polled while it runs: once it says so,
-    /// the process gets SIGKILL. Past `limit` it is killed too, and reported as hung.
+    /// the process gets SIGKILL. After `stopAfter` it gets SIGTERM, as a service manager
+    /// stops `ivy sync --watch`, and is waited for. Past `limit` it is killed, and reported
+    /// as hung.
     func run(
         _ arguments: [String], limit: Duration = .seconds(300),
-        killWhen: (@Sendable () async -> Bool)? = nil
+        killWhen: (@Sendable () async -> Bool)? = nil, stopAfter: Duration? = nil
     ) async throws -> Outcome {
         let running = try RunningIvy(device: self, arguments: arguments)
-        let deadline = ContinuousClock.now + limit
+        let started = ContinuousClock.now
+        let deadline = started + limit
         var killRequested = false
+        var stopped = false
         var hung = false
         while running.isRunning {
+            if !stopped, let stopAfter, ContinuousClock.now - started >= stopAfter {
+                running.signal(SIGTERM)
+                stopped = true
+            }
             if !killRequested, let killWhen, await killWhen() {
-                running.sigkill()
+                running.signal(SIGKILL)
                 killRequested = true
             } else if !hung, ContinuousClock.now > deadline {
-                running.sigkill()
+                running.signal(SIGKILL)
                 hung = true
             }
             try? await Task.sleep(for: .milliseconds(2))
@@ -88,7 +100,7 @@ final class Device: Sendable {
                 try await state.approve(userCode: code, email: email)
                 approved = true
             }
-            if ContinuousClock.now > deadline { running.sigkill() }
+            if ContinuousClock.now > deadline { running.signal(SIGKILL) }
             try? await Task.sleep(for: .milliseconds(5))
         }
         let outcome = try running.finish(killRequested: false, hung: false)
@@ -126,20 +138,21 @@ private final class RunningIvy: @unchecked Sendable {
         try children.withLock { state in
             guard !state.stopping else { throw SoakError("stopping") }
             try process.run()
-            state.running = process.processIdentifier
+            state.running.insert(process.processIdentifier)
         }
     }
 
     var isRunning: Bool { process.isRunning }
 
-    func sigkill() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    func signal(_ number: Int32) {
+        if process.isRunning { kill(process.processIdentifier, number) }
     }
 
     /// Collects the output of the process, which has exited: its callers poll `isRunning`
     /// (a sleep between polls) rather than block a cooperative thread in `waitUntilExit`.
     func finish(killRequested: Bool, hung: Bool) throws -> Outcome {
-        children.withLock { $0.running = 0 }
+        let pid = process.processIdentifier
+        children.withLock { _ = $0.running.remove(pid) }
         try outHandle.close()
         try errHandle.close()
         defer {

@@ -10,10 +10,12 @@ struct IvySoakCommand: AsyncParsableCommand {
         discussion: """
             Starts ivy-emulator in-process on 127.0.0.1, signs three homes in through `ivy login`, and for each \
             round makes random edits through the CLI on one device (and, sometimes, as the phone app, on Drive), \
-            then syncs that device under random bounded faults or a SIGKILL. Then every device syncs until a \
-            whole pass changes nothing, and the checker compares devices, Drive and what was created. \
-            Exits 0 only when nothing was lost, duplicated or left diverged. The same seed makes the same \
-            edits, faults and kills; exactly when a kill lands is racy.
+            then syncs that device under random bounded faults or a SIGKILL. In overlapping rounds another \
+            device syncs (or runs `ivy sync --watch`) at the same time while the app writes, leaving a gap \
+            between each delete and create. Then every device syncs until a whole pass changes nothing, and \
+            the checker compares devices, Drive, what was created and what was last written to each field. \
+            Exits 0 only when nothing was lost, duplicated, left diverged or had its last edit lost. The same \
+            seed makes the same edits, faults, kills and overlaps; exactly when a kill lands is racy.
             """)
 
     @Option(help: "The seed of the run's random choices.") var seed: UInt64 = 1
@@ -71,11 +73,12 @@ struct IvySoakCommand: AsyncParsableCommand {
         await emulator.stop()
         cleanup.removeFiles()
 
-        for line in findings.lost + findings.dupes + findings.diverged { print(line) }
+        for line in findings.lost + findings.dupes + findings.diverged + findings.lostEdits { print(line) }
         if keep { print("homes kept in \(root)") }
         print(
-            "soak: \(rounds) rounds, \(soak.faultsFired) faults, \(soak.kills) kills, "
-                + "lost=\(findings.lost.count), dupes=\(findings.dupeCount), diverged=\(findings.diverged.count)")
+            "soak: \(rounds) rounds, \(soak.faultsFired) faults, \(soak.kills) kills, \(soak.overlaps) overlaps, "
+                + "lost=\(findings.lost.count), dupes=\(findings.dupeCount), diverged=\(findings.diverged.count), "
+                + "lost_edits=\(findings.lostEdits.count)")
         if !findings.clean { throw ExitCode.failure }
     }
 
@@ -98,7 +101,7 @@ final class Cleanup: Sendable {
     }
 
     /// Signal sources for SIGINT and SIGTERM; keep them alive as long as the run. The first
-    /// signal kills the running `ivy` and lets the run unwind (no new process starts), so
+    /// signal kills the running `ivy` processes and lets the run unwind (no new process starts), so
     /// the emulator is stopped and the homes removed on the usual path; a second one exits
     /// at once.
     func onSignals() -> [any DispatchSourceSignal] {
@@ -108,7 +111,7 @@ final class Cleanup: Sendable {
             source.setEventHandler { [self] in
                 let again = children.withLock { state in
                     defer { state.stopping = true }
-                    if state.running > 0 { kill(state.running, SIGKILL) }
+                    for pid in state.running { kill(pid, SIGKILL) }
                     return state.stopping
                 }
                 FileHandle.standardError.write(Data("ivy-soak: stopping (signal \(number))\n".utf8))

@@ -10,9 +10,14 @@ struct PhoneApp {
     let state: EmulatorState
     let email: String
 
-    /// Zero to two changes on Drive; returns what it did, for the log.
-    func act(round: Int, random: inout SplitMix64, ledger: inout Ledger) async -> [String] {
-        guard random.chance(0.35) else { return [] }
+    /// Zero to two changes on Drive (one or two when `eager`); returns what it did, for the log.
+    /// `gap` is how long a replace leaves the name without a file between its delete and its
+    /// create (a phone on a slow network), so a sync running meanwhile can list the gap.
+    func act(
+        round: Int, random: inout SplitMix64, ledger: inout Ledger, eager: Bool = false, gap: Duration? = nil
+    ) async -> [String] {
+        let acts = random.chance(0.35)
+        guard acts || eager else { return [] }
         var done: [String] = []
         for _ in 0..<random.int(in: 1...2) {
             let drive = await DriveView(state: state, email: email)
@@ -50,7 +55,10 @@ struct PhoneApp {
                 }
                 fields["updated_at"] = .number(Double(now))
                 changed += decorate(&fields, id: id, random: &random, ledger: &ledger)
-                await replace("book_\(id).json", in: books.id, content: JSON.object(fields).data, drive: drive)
+                await replace(
+                    "book_\(id).json", in: books.id, content: JSON.object(fields).data, drive: drive, gap: gap)
+                ledger.appWrote(
+                    id, .book, object: fields, changed: changed, round: round, twins: twins("book_\(id).json", drive))
                 done.append("app: edit book \(ledger.tag(id)) (\(changed.joined(separator: ", ")))")
             case 1:
                 guard let id = random.pick(clipIDs), case .object(var fields)? = drive.json("clip_\(id).json") else {
@@ -81,8 +89,13 @@ struct PhoneApp {
                 }
                 fields["updated_at"] = .number(Double(now))
                 changed += decorate(&fields, id: id, random: &random, ledger: &ledger)
-                await replace("clip_\(id).json", in: clips.id, content: JSON.object(fields).data, drive: drive)
-                if let newAudio { await replace("clip_\(id).mp3", in: clips.id, content: newAudio, drive: drive) }
+                await replace(
+                    "clip_\(id).json", in: clips.id, content: JSON.object(fields).data, drive: drive, gap: gap)
+                ledger.appWrote(
+                    id, .clip, object: fields, changed: changed, round: round, twins: twins("clip_\(id).json", drive))
+                if let newAudio {
+                    await replace("clip_\(id).mp3", in: clips.id, content: newAudio, drive: drive, gap: gap)
+                }
                 done.append("app: edit clip \(ledger.tag(id)) (\(changed.joined(separator: ", ")))")
             case 2:
                 let id = random.uuid()
@@ -95,6 +108,7 @@ struct PhoneApp {
                 let extra = decorate(&fields, id: id, random: &random, ledger: &ledger)
                 ledger.created(id, .book, origin: "round \(round) by the app")
                 await replace("book_\(id).json", in: books.id, content: JSON.object(fields).data, drive: drive)
+                ledger.appWrote(id, .book, object: fields, changed: [], round: round, creation: true)
                 done.append("app: add book \(ledger.tag(id)) \(extra.joined(separator: ", "))")
             default:
                 guard let book = random.pick(bookIDs) else { continue }
@@ -111,6 +125,7 @@ struct PhoneApp {
                 // The app writes the MP3 first, so no listing ever sees the JSON alone.
                 await replace("clip_\(id).mp3", in: clips.id, content: audio, drive: drive)
                 await replace("clip_\(id).json", in: clips.id, content: JSON.object(fields).data, drive: drive)
+                ledger.appWrote(id, .clip, object: fields, changed: [], round: round, creation: true)
                 done.append(
                     "app: add clip \(ledger.tag(id)) to book \(ledger.tag(book)) \(extra.joined(separator: ", "))")
             }
@@ -135,9 +150,16 @@ struct PhoneApp {
         return notes
     }
 
-    /// Delete-then-create: every file of that name goes, then one new file is made.
-    private func replace(_ name: String, in folder: String, content: Data, drive: DriveView) async {
-        for old in drive.byName[name] ?? [] { try? await state.trash(id: old.id) }
+    /// Two files of the name: what the app read may not be the library's latest state.
+    private func twins(_ name: String, _ drive: DriveView) -> Bool { (drive.byName[name]?.count ?? 0) > 1 }
+
+    /// Delete-then-create: every file of that name goes, then (after `gap`, if there was a
+    /// file) one new file is made.
+    private func replace(_ name: String, in folder: String, content: Data, drive: DriveView, gap: Duration? = nil) async
+    {
+        let old = drive.byName[name] ?? []
+        for file in old { try? await state.trash(id: file.id) }
+        if let gap, !old.isEmpty { try? await Task.sleep(for: gap) }
         let type = name.hasSuffix(".mp3") ? "audio/mpeg" : "application/json"
         await state.putFile(email: email, name: name, parents: [folder], content: content, mimeType: type)
     }

@@ -16,6 +16,9 @@ struct SoakOptions: Sendable {
 final class Soak {
     static let email = "alice@example.com"
     static let maximumPasses = 10
+    /// Five-second waits for files missing on Drive to come back or be restored (ivy's
+    /// grace is a minute).
+    static let graceWaits = 16
 
     let options: SoakOptions
     let root: String
@@ -25,6 +28,7 @@ final class Soak {
     private var ledger = Ledger()
     private(set) var faultsFired = 0
     private(set) var kills = 0
+    private(set) var overlaps = 0
     private let started = ContinuousClock.now
 
     private var state: EmulatorState { emulator.state }
@@ -79,16 +83,36 @@ final class Soak {
         let editCount = edits.int(in: 1...3)
         let others = devices.filter { $0 !== device }
         let bystander = edits.chance(0.3) ? others[edits.below(others.count)] : nil
+        var overlapRandom = SplitMix64.stream(seed: options.seed, round: round, .overlap)
+        var overlap = Overlap.draw(&overlapRandom, round: round, others: others.count)
+        // Not before ivy's folders are on Drive: two first syncs at once make twin folders,
+        // which the checker counts as dupes; overlaps are here for the files in them.
+        let drive = await DriveView(state: state, email: Self.email)
+        if drive.booksFolders.isEmpty || drive.clipsFolders.isEmpty { overlap = nil }
 
-        // The app writes first, so the device's sync meets its changes along with its own.
-        for line in await app.act(round: round, random: &appRandom, ledger: &ledger) { log("r\(round) \(line)") }
+        if overlap == nil {
+            // The app writes first, so the device's sync meets its changes along with its own.
+            for line in await app.act(round: round, random: &appRandom, ledger: &ledger) { log("r\(round) \(line)") }
+        }
         for _ in 0..<editCount {
             log("r\(round) \(device.name): " + (try await edit(device, round: round, random: &edits)))
+        }
+        let partner = overlap?.partner.map { others[$0] }
+        if let partner, let overlap {
+            for _ in 0..<overlap.partnerEdits {
+                log("r\(round) \(partner.name): " + (try await edit(partner, round: round, random: &overlapRandom)))
+            }
         }
 
         for fault in faults { await state.addFault(fault.rule) }
         await state.clearRequests()
-        let outcome = try await sync(device, kill: kill)
+        let outcome: Outcome
+        if let overlap {
+            outcome = try await overlapping(
+                device, partner: partner, kill: kill, overlap, round: round, app: &appRandom)
+        } else {
+            outcome = try await recordedSync(device, kill: kill)
+        }
         let fired = await state.faultsFired
         await state.clearFaults()
         faultsFired += fired
@@ -105,8 +129,64 @@ final class Soak {
 
         // Now and then another device syncs in between, without trouble.
         if let bystander {
-            log("r\(round) \(bystander.name): sync: \(describe(try await sync(bystander, kill: nil)))")
+            log("r\(round) \(bystander.name): sync: \(describe(try await recordedSync(bystander, kill: nil)))")
         }
+    }
+
+    /// A round whose syncs overlap: the device's sync (faults and kill as planned) and, most
+    /// of the time, another device's sync or a bounded `ivy sync --watch` start together,
+    /// each after a short drawn delay, while the app writes with a gap in each replace. A sync
+    /// that lists Drive in such a gap finds the file missing; whatever it does then must not
+    /// cost anyone's edit.
+    private func overlapping(
+        _ device: Device, partner: Device?, kill: KillPlan?, _ overlap: Overlap, round: Int,
+        app random: inout SplitMix64
+    ) async throws -> Outcome {
+        overlaps += 1
+        let state = self.state
+        let mark = ledger.syncStarting(device.name)
+        let partnerMark = partner.map { ledger.syncStarting($0.name) }
+        let watch = overlap.watch
+        log("r\(round) overlap: \(overlap.description(device: device.name, partner: partner?.name))")
+        await state.setLatency(milliseconds: overlap.latency)
+        async let mine = Self.sync(device, state: state, kill: kill, after: overlap.delay)
+        async let theirs = Self.partnerRun(partner, state: state, after: overlap.partnerDelay, watch: watch)
+        for line in await app.act(round: round, random: &random, ledger: &ledger, eager: true, gap: overlap.gap) {
+            log("r\(round) \(line)")
+        }
+        let outcome = try await mine
+        let partnerOutcome = try await theirs
+        await state.setLatency(milliseconds: 0)
+        // Neither sync ran alone, so neither teaches the model anything; they can still
+        // settle a creation (a clean one wrote its manifest), and a watch is never counted
+        // clean: what its syncs did is not known here.
+        ledger.syncEnded(mark, clean: outcome.clean, alone: false)
+        if let partner, let partnerMark, let partnerOutcome {
+            ledger.syncEnded(partnerMark, clean: watch == nil && partnerOutcome.clean, alone: false)
+            let what = watch == nil ? "sync" : "watch"
+            let text = watch == nil ? describe(partnerOutcome) : Self.describeWatch(partnerOutcome)
+            log("r\(round) \(partner.name): \(what) (overlapping): \(text)")
+        }
+        return outcome
+    }
+
+    /// The partner's side of an overlap: a one-shot sync, or a watch stopped by SIGTERM.
+    private static func partnerRun(
+        _ partner: Device?, state: EmulatorState, after delay: Duration, watch: Duration?
+    ) async throws -> Outcome? {
+        guard let partner else { return nil }
+        guard let watch else { return try await sync(partner, state: state, kill: nil, after: delay) }
+        try await Task.sleep(for: delay)
+        return try await partner.run(
+            ["sync", "--watch", "--interval", "2", "--json"], limit: watch + .seconds(120), stopAfter: watch)
+    }
+
+    /// A watch's lines: how many syncs it made, and how it ended.
+    private static func describeWatch(_ outcome: Outcome) -> String {
+        let events = outcome.stdout.split(separator: "\n").compactMap { JSON.parse(Data($0.utf8))?["event"]?.string }
+        let syncs = events.filter { $0 == "sync" }.count
+        let failed = events.filter { $0 == "failed" }.count
+        return "\(syncs) syncs, \(failed) failed, \(outcome.brief)"
     }
 
     /// One random change through the CLI on `device`; returns what it did.
@@ -130,11 +210,13 @@ final class Soak {
             }
             if arguments.count == 3 || random.chance(0.5) { arguments += ["--position", seconds(&random)] }
             try await command(device, arguments)
+            ledger.deviceWrote(device.name, id, .book, fields: Self.written(arguments.dropFirst(3)), round: round)
             return "book update \(ledger.tag(id)) \(arguments.dropFirst(3).joined(separator: " "))"
         case 2, 3:
             guard let id = random.pick(choice == 2 ? books : hidden) else { break }
             let verb = choice == 2 ? "archive" : "unarchive"
             try await command(device, ["book", verb, id])
+            ledger.deviceWrote(device.name, id, .book, fields: ["hidden": .bool(choice == 2)], round: round)
             return "book \(verb) \(ledger.tag(id))"
         case 4:
             guard let book = random.pick(books) else { break }
@@ -148,6 +230,10 @@ final class Soak {
             if random.chance(0.2) { arguments += ["--transcription", phrase(&random, round: round, by: "heard")] }
             let id = try await command(device, arguments)
             ledger.created(id, .clip, origin: "round \(round) on \(device.name)")
+            let fields = Self.written(arguments.dropFirst(2)).merging(["note": .null, "transcription": .null]) {
+                mine, _ in mine
+            }
+            ledger.deviceWrote(device.name, id, .clip, fields: fields, round: round, creation: true)
             return "clip add \(ledger.tag(id)) to book \(ledger.tag(book))"
         case 5:
             guard let id = random.pick(clips) else { break }
@@ -168,6 +254,7 @@ final class Soak {
             }
             defer { if let audio { try? FileManager.default.removeItem(atPath: audio) } }
             try await command(device, arguments)
+            ledger.deviceWrote(device.name, id, .clip, fields: Self.written(arguments.dropFirst(3)), round: round)
             let shown = arguments.dropFirst(3).map { $0.hasPrefix(root) ? "FILE" : $0 }.joined(separator: " ")
             return "clip update \(ledger.tag(id)) " + shown.replacingOccurrences(of: "\n", with: "\\n")
         case 6:
@@ -183,7 +270,33 @@ final class Soak {
         if random.chance(0.5) { arguments += ["--position", seconds(&random)] }
         let id = try await command(device, arguments)
         ledger.created(id, .book, origin: "round \(round) on \(device.name)")
+        let defaults: [String: JSON] = [
+            "artist": .null, "artwork": .null, "position": .number(0), "hidden": .bool(false),
+        ]
+        let fields = Self.written(arguments.dropFirst(2)).merging(defaults) { mine, _ in mine }
+        ledger.deviceWrote(device.name, id, .book, fields: fields, round: round, creation: true)
         return "book add \(ledger.tag(id))"
+    }
+
+    /// The fields a command's options write, as `book list --json` and `clip list --json`
+    /// show them (an empty artist, artwork, note or transcription clears it).
+    private static func written(_ options: ArraySlice<String>) -> [String: JSON] {
+        var fields: [String: JSON] = [:]
+        var index = options.startIndex
+        while index + 1 < options.endIndex {
+            let (option, value) = (options[index], options[index + 1])
+            let name = String(option.dropFirst(2))
+            switch option {
+            case "--title": fields[name] = .string(value)
+            case "--book": fields["book_id"] = .string(value)
+            case "--artist", "--artwork", "--note", "--transcription":
+                fields[name] = value.isEmpty ? .null : .string(value)
+            case "--position", "--start", "--duration": fields[name] = Double(value).map(JSON.number) ?? .string(value)
+            default: break
+            }
+            index += 2
+        }
+        return fields
     }
 
     /// Seconds as the CLI takes them: whole, or with a half.
@@ -209,10 +322,20 @@ final class Soak {
         return outcome.stdout.split(separator: "\n").first.map(String.init) ?? ""
     }
 
-    /// `ivy sync --json`, SIGKILLed as planned.
-    private func sync(_ device: Device, kill: KillPlan?) async throws -> Outcome {
+    /// `ivy sync --json` run alone, recorded in the ledger's model of who has seen what.
+    private func recordedSync(_ device: Device, kill: KillPlan?) async throws -> Outcome {
+        let mark = ledger.syncStarting(device.name)
+        let outcome = try await Self.sync(device, state: state, kill: kill)
+        ledger.syncEnded(mark, clean: outcome.clean, alone: true)
+        return outcome
+    }
+
+    /// `ivy sync --json` after `delay`, SIGKILLed as planned.
+    private static func sync(
+        _ device: Device, state: EmulatorState, kill: KillPlan?, after delay: Duration = .zero
+    ) async throws -> Outcome {
+        if delay > .zero { try await Task.sleep(for: delay) }
         let started = ContinuousClock.now
-        let state = self.state
         let killWhen: (@Sendable () async -> Bool)? = kill.map { plan in
             switch plan {
             case .afterRequests(let count): { await state.requests.count >= count }
@@ -256,11 +379,19 @@ final class Soak {
     // MARK: the end
 
     /// Round-robin syncs with no faults until a whole pass changes nothing.
+    ///
+    /// A sync leaves a file missing on Drive alone for a grace period (another device may be
+    /// between its delete and its create); a pass in which one waits is not quiet, and the
+    /// next starts a few seconds later, for at most `graceWaits` such waits.
     private func converge() async throws -> Bool {
-        for pass in 1...Self.maximumPasses {
+        var pass = 0
+        var waits = 0
+        while pass < Self.maximumPasses {
+            pass += 1
             var quiet = true
+            var waiting = false
             for device in devices {
-                let outcome = try await sync(device, kill: nil)
+                let outcome = try await recordedSync(device, kill: nil)
                 log("final pass \(pass) \(device.name): sync: \(describe(outcome))")
                 guard let report = outcome.json, outcome.status == 0 || outcome.status == 5 else {
                     quiet = false
@@ -270,6 +401,17 @@ final class Soak {
                     ["uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"]
                     .map { Self.total(report[$0]) }.reduce(0, +) + Int(report["stale_duplicates_deleted"]?.number ?? 0)
                 if moved > 0 { quiet = false }
+                let skips = report["skipped"]?.objects ?? []
+                if skips.contains(where: { ($0["reason"]?.string ?? "").contains("missing on Drive") }) {
+                    waiting = true
+                }
+            }
+            if quiet, waiting, waits < Self.graceWaits {
+                // Waiting out the grace is not a pass that failed to settle.
+                waits += 1
+                pass -= 1
+                try await Task.sleep(for: .seconds(5))
+                continue
             }
             if quiet { return true }
         }

@@ -3,12 +3,13 @@
 /// `Int.random(in:using:)`, whose algorithm the standard library is free to change, so one
 /// seed keeps meaning one run.
 struct SplitMix64: RandomNumberGenerator {
-    /// What a stream is for. Each round draws its device edits, the app's writes, the faults
-    /// and the kill from separate streams: how many numbers one of them consumes (which
-    /// depends on the library's state) never shifts what the others, or later rounds, draw.
+    /// What a stream is for. Each round draws its device edits, the app's writes, the faults,
+    /// the kill and the overlap (with the partner's edits) from separate streams: how many
+    /// numbers one of them consumes (which depends on the library's state) never shifts what
+    /// the others, or later rounds, draw.
     enum Purpose: UInt64 {
         case setup = 1
-        case edits, app, faults, kill
+        case edits, app, faults, kill, overlap
     }
 
     private var state: UInt64

@@ -94,7 +94,7 @@ extension EmulatorState {
         let object: [String: Any] = [
             "kind": "drive#startPageToken", "startPageToken": currentChangeToken(email: email),
         ]
-        switch Masking.apply(request.query["fields"] ?? "kind,startPageToken", to: object) {
+        switch Masking.apply(request.query["fields"] ?? "kind,startPageToken", to: object, schema: .startPageToken) {
         case .success(let masked): return .json(200, masked)
         case .failure(let reply): return reply
         }
@@ -186,7 +186,7 @@ extension EmulatorState {
             log.issued[log.head] = now()
         }
         changeLogs[email] = log
-        switch Masking.apply(request.query["fields"] ?? Self.defaultChangeFields, to: object) {
+        switch Masking.apply(request.query["fields"] ?? Self.defaultChangeFields, to: object, schema: .changeList) {
         case .success(let masked): return .json(200, masked)
         case .failure(let reply): return reply
         }

@@ -46,3 +46,41 @@ package enum ContentRange: Sendable, Equatable {
         return Int64(text)
     }
 }
+
+/// A download's `Range` header against a file of known size, read as RFC 7233 §2.1 says
+/// (Google's downloads guide sends partial downloads through it and answers as HTTP does).
+package enum ByteRange: Sendable, Equatable {
+    /// Send bytes `start...end` with 206.
+    case bytes(start: Int, end: Int)
+    /// 416 with `Content-Range: bytes */size`: a start at or past the end, a zero suffix, or
+    /// any range of an empty file (RFC 7233 §2.1 and §4.4).
+    case unsatisfiable
+    /// Not a single byte range (another unit, several ranges, last before first): the
+    /// header is ignored and the whole file sent with 200 (RFC 7233 §3.1).
+    case ignored
+
+    /// `bytes=first-last`, `bytes=first-` or the suffix form `bytes=-N` (the last N bytes,
+    /// all of them when the file is shorter).
+    package static func parse(_ header: String, size: Int) -> ByteRange {
+        let text = header.trimmingCharacters(in: .whitespaces)
+        guard text.lowercased().hasPrefix("bytes=") else { return .ignored }
+        let bounds = text.dropFirst("bytes=".count).trimmingCharacters(in: .whitespaces)
+            .split(separator: "-", omittingEmptySubsequences: false)
+        guard bounds.count == 2 else { return .ignored }
+        func number(_ text: Substring) -> Int? {
+            text.allSatisfy({ $0.isASCII && $0.isNumber }) ? Int(text) : nil
+        }
+        if bounds[0].isEmpty {
+            guard let suffix = number(bounds[1]) else { return .ignored }
+            guard suffix > 0, size > 0 else { return .unsatisfiable }
+            return .bytes(start: max(0, size - suffix), end: size - 1)
+        }
+        guard let start = number(bounds[0]) else { return .ignored }
+        var end = size - 1
+        if !bounds[1].isEmpty {
+            guard let last = number(bounds[1]), last >= start else { return .ignored }
+            end = min(last, size - 1)
+        }
+        return start < size ? .bytes(start: start, end: end) : .unsatisfiable
+    }
+}

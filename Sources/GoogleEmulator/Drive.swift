@@ -6,10 +6,15 @@ extension EmulatorState {
 
     func fileJSON(_ file: DriveFile) -> [String: Any] {
         var object: [String: Any] = [
-            "kind": "drive#file", "id": file.id, "name": file.name, "mimeType": file.mimeType, "parents": file.parents,
+            "kind": "drive#file", "id": file.id, "name": file.name, "mimeType": file.mimeType,
+            "parents": file.parents.map { $0 == "root" ? rootFolderID(of: file.owner) : $0 },
             "createdTime": RFC3339.string(file.createdTime), "modifiedTime": RFC3339.string(file.modifiedTime),
-            "trashed": isTrashed(file), "explicitlyTrashed": file.explicitlyTrashed,
+            "trashed": isTrashed(file), "explicitlyTrashed": file.explicitlyTrashed, "starred": file.starred,
+            "ownedByMe": true,
         ]
+        // Drive leaves out a field with no value.
+        if let description = file.description { object["description"] = description }
+        if !file.appProperties.isEmpty { object["appProperties"] = file.appProperties }
         if !file.isFolder {
             // Drive encodes int64 values as JSON strings.
             object["size"] = file.misreport?.size ?? String(file.size)
@@ -24,7 +29,7 @@ extension EmulatorState {
         guard let fields else {
             return .json(status, object.filter { ["kind", "id", "name", "mimeType"].contains($0.key) })
         }
-        switch Masking.apply(fields, to: object) {
+        switch Masking.apply(fields, to: object, schema: .file) {
         case .success(let masked): return .json(status, masked)
         case .failure(let reply): return reply
         }
@@ -35,6 +40,20 @@ extension EmulatorState {
     /// there for it (absent from lists, 404 by id).
     func isVisible(_ file: DriveFile, to email: String) -> Bool {
         file.owner == email && file.project != nil && file.project == requestProject
+    }
+
+    /// The id of an account's My Drive folder. Drive answers a file created without parents
+    /// (or with the alias `root`) with this real id in `parents`, never with "root" (the
+    /// File.parents reference: "If not specified as part of a create request, the file is
+    /// placed directly in the user's My Drive folder"). The emulator keeps the alias inside
+    /// and shows this id; the shape imitates Drive's (`0A…Uk9PVA`).
+    func rootFolderID(of email: String) -> String {
+        "0A" + String(stableHash(email) % 1_000_000_000_000_000, radix: 36) + "Uk9PVA"
+    }
+
+    /// A parent as the emulator keeps it: My Drive's real id is stored as its alias.
+    func storedParent(_ id: String, email: String) -> String {
+        id == rootFolderID(of: email) ? "root" : id
     }
 
     func visibleFile(_ id: String, email: String) -> DriveFile? {
@@ -80,7 +99,7 @@ extension EmulatorState {
         ]
         if !aboutOmitsEmail { user["emailAddress"] = account.email }
         let object: [String: Any] = ["kind": "drive#about", "user": user]
-        switch Masking.apply(fields, to: object) {
+        switch Masking.apply(fields, to: object, schema: .about) {
         case .success(let masked): return .json(200, masked)
         case .failure(let reply): return reply
         }
@@ -98,11 +117,20 @@ extension EmulatorState {
             }
         }
         let requested = request.query["pageSize"].map { Int($0) } ?? 100
-        guard let requested, (1...1000).contains(requested) else {
-            return Self.invalid("Invalid value for pageSize: must be between 1 and 1000.")
+        guard let requested, requested >= 1 else {
+            return Self.invalid("Invalid value for pageSize: must be at least 1.")
         }
-        let pageSize = min(requested, pageSizeCap)
-        let fingerprint = String(stableHash(request.query["q"] ?? "") % 1_000_000_007)
+        // The files.list reference (pageSize): "The maximum value is 1000; values above 1000
+        // will be coerced to 1000."
+        let pageSize = min(requested, 1000, pageSizeCap)
+        let order: [SortKey]
+        switch SortKey.parse(request.query["orderBy"]) {
+        case .success(let keys): order = keys
+        case .failure(let reply): return reply
+        }
+        // A token carries its listing's query and order: one from another listing is refused.
+        let listing = (request.query["q"] ?? "") + (request.query["orderBy"].map { "\n" + $0 } ?? "")
+        let fingerprint = String(stableHash(listing) % 1_000_000_007)
         let time = now()
         // offset:fingerprint:issued (ms):serial, the serial counting the empty pages of a list fault.
         func pageToken(offset: Int, serial: Int = 0) -> String {
@@ -139,16 +167,29 @@ extension EmulatorState {
         // One pass keeping only what orders the matches; whole files are copied for the page
         // alone (copying every file through a chain of filters was most of a listing's cost).
         var matching: [(createdTime: Date, id: String)] = []
+        let root = rootFolderID(of: email)
         for file in files.values where isVisible(file, to: email) {
             guard !unindexed || isNameIndexed(file), dropped.map({ !file.parents.contains($0) }) ?? true else {
                 continue
             }
-            let listed = DriveQuery.Subject(
-                name: file.name, mimeType: file.mimeType, parents: file.parents, trashed: isTrashed(file))
-            if let query, !query.matches(listed) { continue }
+            if let query {
+                // My Drive answers to its alias and to its real id alike.
+                let parents = file.parents.contains("root") ? file.parents + [root] : file.parents
+                let listed = DriveQuery.Subject(
+                    name: file.name, mimeType: file.mimeType, parents: parents, trashed: isTrashed(file),
+                    modifiedTime: file.modifiedTime, starred: file.starred,
+                    owners: file.owner == email ? [file.owner, "me"] : [file.owner])
+                if !query.matches(listed) { continue }
+            }
             matching.append((file.createdTime, file.id))
         }
         matching.sort { ($0.createdTime, $0.id) < ($1.createdTime, $1.id) }
+        if !order.isEmpty {
+            // Stable: files the keys leave tied stay in creation order.
+            matching = SortKey.sorted(matching.compactMap { files[$0.id] }, by: order).map {
+                (createdTime: $0.createdTime, id: $0.id)
+            }
+        }
         let page = matching.dropFirst(offset).prefix(pageSize).compactMap { files[$0.id] }
         var object: [String: Any] = ["kind": "drive#fileList", "incompleteSearch": false, "files": page.map(fileJSON)]
         if offset + page.count < matching.count {
@@ -168,7 +209,7 @@ extension EmulatorState {
             }
         }
         let fields = request.query["fields"] ?? "kind,nextPageToken,incompleteSearch,files(kind,id,name,mimeType)"
-        switch Masking.apply(fields, to: object) {
+        switch Masking.apply(fields, to: object, schema: .fileList) {
         case .success(let masked): return .json(200, masked)
         case .failure(let reply): return reply
         }
@@ -186,18 +227,26 @@ extension EmulatorState {
         return .json(200, ["kind": "drive#generatedIds", "space": request.query["space"] ?? "drive", "ids": ids])
     }
 
-    func newFile(from metadata: [String: Any]?) -> Result<NewFile, EmulatorReply> {
+    func newFile(from metadata: [String: Any]?, email: String) -> Result<NewFile, EmulatorReply> {
         let metadata = metadata ?? [:]
-        let parents = metadata["parents"] as? [String] ?? ["root"]
+        let parents = (metadata["parents"] as? [String] ?? ["root"]).map { storedParent($0, email: email) }
         guard parents.count <= 1 else {
             return .failure(
                 .driveError(
                     403, reason: "cannotAddParent", message: "A shared drive item must have exactly one parent."))
         }
-        return .success(
-            NewFile(
-                id: metadata["id"] as? String, name: metadata["name"] as? String ?? "Untitled",
-                mimeType: metadata["mimeType"] as? String, parents: parents))
+        var new = NewFile(
+            id: metadata["id"] as? String, name: metadata["name"] as? String ?? "Untitled",
+            mimeType: metadata["mimeType"] as? String, parents: parents)
+        // Writable on create (the File reference): kept as given, not replaced by the server's own.
+        if let text = metadata["modifiedTime"] as? String {
+            guard let time = RFC3339.date(text) else { return .failure(Self.invalid("Invalid value for modifiedTime")) }
+            new.modifiedTime = time
+        }
+        new.description = metadata["description"] as? String
+        new.appProperties = (metadata["appProperties"] as? [String: Any] ?? [:]).compactMapValues { $0 as? String }
+        new.starred = metadata["starred"] as? Bool ?? false
+        return .success(new)
     }
 
     /// Creates a file; a pre-generated id used twice answers 409 and creates nothing.
@@ -219,11 +268,14 @@ extension EmulatorState {
         let time = now()
         let id = new.id ?? newFileID()
         reservedIDs.remove(id)
-        let file = DriveFile(
+        var file = DriveFile(
             id: id, name: new.name, mimeType: new.mimeType ?? mediaType ?? "application/octet-stream",
             parents: new.parents,
-            owner: email, createdTime: time, modifiedTime: time, content: content, explicitlyTrashed: false,
-            project: requestProject)
+            owner: email, createdTime: time, modifiedTime: new.modifiedTime ?? time, content: content,
+            explicitlyTrashed: false, project: requestProject)
+        file.description = new.description
+        file.appProperties = new.appProperties
+        file.starred = new.starred
         files[id] = file
         noteChange(file)
         return .success(file)
@@ -234,7 +286,9 @@ extension EmulatorState {
         guard request.body.isEmpty || request.jsonBody != nil else {
             return Self.invalid("Invalid JSON payload received.")
         }
-        switch newFile(from: request.jsonBody).flatMap({ create($0, content: Data(), mediaType: nil, email: email) }) {
+        switch newFile(from: request.jsonBody, email: email).flatMap({
+            create($0, content: Data(), mediaType: nil, email: email)
+        }) {
         case .success(let file): return fileReply(file, fields: request.query["fields"])
         case .failure(let reply): return reply
         }
@@ -250,7 +304,7 @@ extension EmulatorState {
         }
         let metadata = (try? JSONSerialization.jsonObject(with: parts.metadata)) as? [String: Any]
         guard let metadata else { return Self.invalid("Invalid JSON payload received in the metadata part.") }
-        switch newFile(from: metadata).flatMap({
+        switch newFile(from: metadata, email: email).flatMap({
             create($0, content: parts.media, mediaType: parts.mediaType, email: email)
         }) {
         case .success(let file): return fileReply(file, fields: request.query["fields"])
@@ -258,14 +312,78 @@ extension EmulatorState {
         }
     }
 
+    /// `uploadType=media`: the body is the content and there is no metadata, so Drive names
+    /// the file "Untitled" and takes its type from the Content-Type (manage-uploads guide,
+    /// "Perform a simple upload"). Google's Python client sends a create with media alone so.
+    func handleMediaCreate(_ request: EmulatedRequest, email: String) -> EmulatorReply {
+        if let limited = rateLimited() { return limited }
+        let new = NewFile(id: nil, name: "Untitled", mimeType: nil, parents: ["root"])
+        return reply(create(new, content: request.body, mediaType: Self.mediaType(of: request), email: email), request)
+    }
+
+    static func mediaType(of request: EmulatedRequest) -> String? {
+        guard let header = request.headers["content-type"] else { return nil }
+        let type = header.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        return type.isEmpty ? nil : type
+    }
+
+    /// files.update with content: `PATCH /upload/drive/v3/files/{id}` with `uploadType`
+    /// media, multipart or resumable (the files.update reference's upload URI; Google's
+    /// Python client updates content only so). The file keeps its id; its content, checksum
+    /// and modifiedTime change, and a multipart or resumable body's metadata applies as in a
+    /// metadata-only update.
+    func handleUploadUpdate(_ request: EmulatedRequest, id: String, email: String, baseURL: String) -> EmulatorReply {
+        switch request.query["uploadType"] {
+        case "media":
+            if let limited = rateLimited() { return limited }
+            return reply(update(id, email: email, metadata: [:], query: request.query, content: request.body), request)
+        case "multipart":
+            if let limited = rateLimited() { return limited }
+            let parts: MultipartRelated
+            do {
+                parts = try MultipartRelated.parse(
+                    body: request.body, contentType: request.headers["content-type"] ?? "")
+            } catch {
+                return Self.invalid("Bad multipart request: \(error.message)")
+            }
+            guard let metadata = (try? JSONSerialization.jsonObject(with: parts.metadata)) as? [String: Any] else {
+                return Self.invalid("Invalid JSON payload received in the metadata part.")
+            }
+            let updated = update(id, email: email, metadata: metadata, query: request.query, content: parts.media)
+            return reply(updated, request)
+        case "resumable":
+            return handleStartResumable(request, email: email, baseURL: baseURL, updating: id)
+        default:
+            return Self.invalid("uploadType must be media, multipart or resumable here.")
+        }
+    }
+
+    private func reply(_ result: Result<DriveFile, EmulatorReply>, _ request: EmulatedRequest) -> EmulatorReply {
+        switch result {
+        case .success(let file): return fileReply(file, fields: request.query["fields"])
+        case .failure(let reply): return reply
+        }
+    }
+
     // MARK: resumable uploads
 
-    func handleStartResumable(_ request: EmulatedRequest, email: String, baseURL: String) -> EmulatorReply {
+    func handleStartResumable(
+        _ request: EmulatedRequest, email: String, baseURL: String, updating: String? = nil
+    ) -> EmulatorReply {
         if let limited = rateLimited() { return limited }
         guard request.body.isEmpty || request.jsonBody != nil else {
             return Self.invalid("Invalid JSON payload received.")
         }
-        switch newFile(from: request.jsonBody) {
+        let metadata: Result<NewFile, EmulatorReply>
+        if let updating {
+            guard visibleFile(updating, email: email) != nil else { return Self.notFound(updating) }
+            if request.jsonBody?["parents"] != nil { return Self.parentsNotWritable }
+            metadata = .success(
+                NewFile(id: nil, name: "", mimeType: request.headers["x-upload-content-type"], parents: []))
+        } else {
+            metadata = newFile(from: request.jsonBody, email: email)
+        }
+        switch metadata {
         case .failure(let reply):
             return reply
         case .success(var metadata):
@@ -277,7 +395,8 @@ extension EmulatorState {
             let uploadID = token("ADPycd", length: 40)
             uploads[uploadID] = UploadSession(
                 email: email, metadata: metadata, total: request.headers["x-upload-content-length"].flatMap { Int($0) },
-                received: Data(), createdAt: now(), completedFileID: nil)
+                received: Data(), createdAt: now(), completedFileID: nil,
+                update: updating.map { PendingUpdate(fileID: $0, metadata: request.body, query: request.query) })
             var location = "\(baseURL)/upload/drive/v3/files?uploadType=resumable&upload_id=\(uploadID)"
             if let fields = request.query["fields"]?.addingPercentEncoding(withAllowedCharacters: .alphanumerics) {
                 location += "&fields=\(fields)"
@@ -322,10 +441,16 @@ extension EmulatorState {
             return EmulatorReply(status: 500, dropAfterBytes: 0)
         }
         if let total = session.total, session.received.count >= total {
-            switch create(
-                session.metadata, content: session.received.prefix(total), mediaType: session.metadata.mimeType,
-                email: email)
-            {
+            let content = session.received.prefix(total)
+            let result: Result<DriveFile, EmulatorReply>
+            if let pending = session.update {
+                let metadata = (try? JSONSerialization.jsonObject(with: pending.metadata)) as? [String: Any] ?? [:]
+                result = update(
+                    pending.fileID, email: email, metadata: metadata, query: pending.query, content: content)
+            } else {
+                result = create(session.metadata, content: content, mediaType: session.metadata.mimeType, email: email)
+            }
+            switch result {
             case .success(let file):
                 uploads[uploadID]?.completedFileID = file.id
                 return fileReply(file, fields: request.query["fields"])
@@ -347,11 +472,19 @@ extension EmulatorState {
             return .driveError(
                 403, reason: "fileNotDownloadable", message: "Only files with binary content can be downloaded.")
         }
-        if let header = request.headers["range"], let (start, end) = Self.byteRange(header, size: file.size) {
+        switch request.headers["range"].map({ ByteRange.parse($0, size: file.size) }) {
+        case .bytes(let start, let end)?:
             return EmulatorReply(
                 status: 206,
                 headers: ["Content-Type": file.mimeType, "Content-Range": "bytes \(start)-\(end)/\(file.size)"],
                 body: file.content.subdata(in: start..<end + 1))
+        case .unsatisfiable?:
+            return EmulatorReply(
+                status: 416,
+                headers: ["Content-Type": "text/html; charset=UTF-8", "Content-Range": "bytes */\(file.size)"],
+                body: Data("Requested range not satisfiable".utf8))
+        case .ignored?, nil:
+            break
         }
         guard let lie = file.misreport, lie.extraBytes > 0 || lie.endless else {
             return EmulatorReply(status: 200, headers: ["Content-Type": file.mimeType], body: file.content)
@@ -361,32 +494,73 @@ extension EmulatorState {
         return EmulatorReply(status: 200, headers: ["Content-Type": file.mimeType], body: body, endless: lie.endless)
     }
 
-    static func byteRange(_ header: String, size: Int) -> (Int, Int)? {
-        guard header.hasPrefix("bytes="), size > 0 else { return nil }
-        let bounds = header.dropFirst("bytes=".count).split(separator: "-", omittingEmptySubsequences: false)
-        guard bounds.count == 2, let start = Int(bounds[0]), start < size else { return nil }
-        let end = bounds[1].isEmpty ? size - 1 : min(Int(bounds[1]) ?? size - 1, size - 1)
-        return end >= start ? (start, end) : nil
-    }
-
     func handlePatch(_ request: EmulatedRequest, id: String, email: String) -> EmulatorReply {
         if let limited = rateLimited() { return limited }
-        guard var file = visibleFile(id, email: email) else { return Self.notFound(id) }
-        let body = request.jsonBody ?? [:]
+        return reply(update(id, email: email, metadata: request.jsonBody ?? [:], query: request.query), request)
+    }
+
+    /// What Drive answers `parents` in the body of an update.
+    static let parentsNotWritable = EmulatorReply.driveError(
+        403, reason: "fieldNotWritable",
+        message:
+            "The parents field is not directly writable in update requests. Use the addParents and removeParents "
+            + "parameters instead.")
+
+    /// files.update: patch semantics over the writable metadata, parents moved only by the
+    /// `addParents` and `removeParents` parameters (File.parents: "Update requests must use
+    /// the addParents and removeParents parameters to modify the parents list"), and the
+    /// content replaced when an upload brings one.
+    func update(
+        _ id: String, email: String, metadata body: [String: Any], query: [String: String], content: Data? = nil
+    ) -> Result<DriveFile, EmulatorReply> {
+        guard var file = visibleFile(id, email: email) else { return .failure(Self.notFound(id)) }
+        if body["parents"] != nil { return .failure(Self.parentsNotWritable) }
+        var modifiedTime = now()
+        if let text = body["modifiedTime"] as? String {
+            guard let time = RFC3339.date(text) else { return .failure(Self.invalid("Invalid value for modifiedTime")) }
+            modifiedTime = time
+        }
+        func ids(_ name: String) -> [String] {
+            (query[name] ?? "").split(separator: ",").map { storedParent(String($0), email: email) }
+        }
+        let removed = ids("removeParents")
+        var parents = file.parents.filter { !removed.contains($0) }
+        for parent in ids("addParents") where !parents.contains(parent) {
+            guard parent == "root" || visibleFile(parent, email: email)?.isFolder == true else {
+                return .failure(Self.notFound(parent))
+            }
+            parents.append(parent)
+        }
+        guard parents.count <= 1 else {
+            return .failure(
+                .driveError(403, reason: "cannotAddParent", message: "Increasing the number of parents is not allowed.")
+            )
+        }
         let wasTrashed = isTrashed(file)
+        file.parents = parents
         if let trashed = body["trashed"] as? Bool { file.explicitlyTrashed = trashed }
         if let name = body["name"] as? String, name != file.name {
             file.name = name
             file.nameTime = now()
         }
-        file.modifiedTime = now()
+        if let mimeType = body["mimeType"] as? String { file.mimeType = mimeType }
+        // Patch semantics: a JSON null clears a value; appProperties merge key by key, a null
+        // removing its key (File.appProperties: "Entries with null values are cleared in
+        // update and copy requests").
+        if body.keys.contains("description") { file.description = body["description"] as? String }
+        if let starred = body["starred"] as? Bool { file.starred = starred }
+        if let properties = body["appProperties"] as? [String: Any] {
+            for (key, value) in properties { file.appProperties[key] = value as? String }
+        }
+        if let content { file.content = content }
+        file.modifiedTime = modifiedTime
         files[id] = file
         if isTrashed(file) != wasTrashed {
             noteChange(file, withDescendantsIn: files)
         } else {
             noteChange(file)
         }
-        return fileReply(file, fields: request.query["fields"])
+        return .success(file)
     }
 
     /// Permanent delete; a folder takes everything below it along.

@@ -3,7 +3,9 @@ import Foundation
 /// A parsed `q` filter of Drive's `files.list`, limited to the terms ivy sends.
 ///
 /// Supported terms: `name` and `mimeType` with `=`, `!=` or `contains` and a string;
-/// `'ID' in parents`; `trashed` with `=` or `!=` and `true` or `false`. Terms combine with
+/// `'ID' in parents`; `'me'` (or an address) `in owners`; `trashed` and `starred` with `=`
+/// or `!=` and `true` or `false`; `modifiedTime` with `<`, `<=`, `=`, `!=`, `>` or `>=` and
+/// an RFC 3339 time (UTC when it names no zone). Terms combine with
 /// `and`, `or`, prefix `not` and parentheses; `and` binds tighter than `or`, and both group
 /// to the left. Keywords are case-insensitive, field names are not (as in Drive).
 package indirect enum DriveQuery: Sendable, Equatable {
@@ -13,8 +15,21 @@ package indirect enum DriveQuery: Sendable, Equatable {
     case name(Comparison, String)
     case mimeType(Comparison, String)
     case inParents(String)
+    case inOwners(String)
     /// Matches items whose trashed flag equals the value; `trashed != x` parses as `trashed(!x)`.
     case trashed(Bool)
+    case starred(Bool)
+    case modifiedTime(Order, Date)
+
+    /// How a time is compared with the query's value.
+    package enum Order: String, Sendable, Equatable {
+        case less = "<"
+        case lessOrEqual = "<="
+        case equal = "="
+        case notEqual = "!="
+        case greater = ">"
+        case greaterOrEqual = ">="
+    }
 
     /// How a string field is compared with the query's value.
     package enum Comparison: Sendable, Equatable {
@@ -22,7 +37,9 @@ package indirect enum DriveQuery: Sendable, Equatable {
         case equals
         /// Anything but exact equality.
         case notEquals
-        /// Case-insensitive substring.
+        /// For `name`, a case-insensitive prefix: Drive's search guide says "The contains
+        /// operator only performs prefix matching for a name term" (`name contains 'Hello'`
+        /// finds HelloWorld, `name contains 'World'` does not). For `mimeType`, a substring.
         case contains
     }
 
@@ -32,12 +49,22 @@ package indirect enum DriveQuery: Sendable, Equatable {
         package var mimeType: String
         package var parents: [String]
         package var trashed: Bool
+        package var modifiedTime: Date
+        package var starred: Bool
+        /// The owner's address, and "me" when that is the caller.
+        package var owners: [String]
 
-        package init(name: String, mimeType: String, parents: [String], trashed: Bool) {
+        package init(
+            name: String, mimeType: String, parents: [String], trashed: Bool, modifiedTime: Date = .distantPast,
+            starred: Bool = false, owners: [String] = ["me"]
+        ) {
             self.name = name
             self.mimeType = mimeType
             self.parents = parents
             self.trashed = trashed
+            self.modifiedTime = modifiedTime
+            self.starred = starred
+            self.owners = owners
         }
     }
 
@@ -55,10 +82,15 @@ package indirect enum DriveQuery: Sendable, Equatable {
         case .and(let left, let right): left.matches(subject) && right.matches(subject)
         case .or(let left, let right): left.matches(subject) || right.matches(subject)
         case .not(let query): !query.matches(subject)
+        case .name(.contains, let value):
+            value.isEmpty || subject.name.range(of: value, options: [.caseInsensitive, .anchored]) != nil
         case .name(let comparison, let value): Self.compare(subject.name, comparison, value)
         case .mimeType(let comparison, let value): Self.compare(subject.mimeType, comparison, value)
         case .inParents(let id): subject.parents.contains(id)
+        case .inOwners(let owner): subject.owners.contains(owner)
         case .trashed(let value): subject.trashed == value
+        case .starred(let value): subject.starred == value
+        case .modifiedTime(let order, let time): Self.compare(subject.modifiedTime, order, time)
         }
     }
 
@@ -68,7 +100,7 @@ package indirect enum DriveQuery: Sendable, Equatable {
         case .and(let left, let right), .or(let left, let right): left.mentionsName || right.mentionsName
         case .not(let query): query.mentionsName
         case .name: true
-        case .mimeType, .inParents, .trashed: false
+        case .mimeType, .inParents, .inOwners, .trashed, .starred, .modifiedTime: false
         }
     }
 
@@ -85,7 +117,7 @@ package indirect enum DriveQuery: Sendable, Equatable {
         case .and(let left, let right), .or(let left, let right): left.parentIDs + right.parentIDs
         case .not(let query): query.parentIDs
         case .inParents(let id): [id]
-        case .name, .mimeType, .trashed: []
+        case .name, .mimeType, .inOwners, .trashed, .starred, .modifiedTime: []
         }
     }
 
@@ -102,7 +134,7 @@ package indirect enum DriveQuery: Sendable, Equatable {
             right.collectOrParents(into: &found)
         case .not(let query):
             query.collectOrParents(into: &found)
-        case .name, .mimeType, .inParents, .trashed:
+        case .name, .mimeType, .inParents, .inOwners, .trashed, .starred, .modifiedTime:
             break
         }
     }
@@ -113,6 +145,17 @@ package indirect enum DriveQuery: Sendable, Equatable {
         case .notEquals: actual != value
         // Foundation finds no range for an empty needle, but every string contains "".
         case .contains: value.isEmpty || actual.range(of: value, options: .caseInsensitive) != nil
+        }
+    }
+
+    private static func compare(_ actual: Date, _ order: Order, _ value: Date) -> Bool {
+        switch order {
+        case .less: actual < value
+        case .lessOrEqual: actual <= value
+        case .equal: actual == value
+        case .notEqual: actual != value
+        case .greater: actual > value
+        case .greaterOrEqual: actual >= value
         }
     }
 }
@@ -139,6 +182,8 @@ private struct Token: Equatable {
         case word(String)
         case equals
         case notEquals
+        /// `<`, `<=`, `>` or `>=`.
+        case order(DriveQuery.Order)
         case open
         case close
         case end
@@ -154,6 +199,7 @@ private struct Token: Equatable {
         case .word(let word): "'\(word)'"
         case .equals: "'='"
         case .notEquals: "'!='"
+        case .order(let order): "'\(order.rawValue)'"
         case .open: "'('"
         case .close: "')'"
         case .end: "the end of the query"
@@ -183,6 +229,12 @@ private enum Lexer {
             } else if character == "!", index + 1 < characters.count, characters[index + 1] == "=" {
                 tokens.append(Token(kind: .notEquals, position: start))
                 index += 2
+            } else if character == "<" || character == ">" {
+                let equals = index + 1 < characters.count && characters[index + 1] == "="
+                let order: DriveQuery.Order =
+                    character == "<" ? (equals ? .lessOrEqual : .less) : (equals ? .greaterOrEqual : .greater)
+                tokens.append(Token(kind: .order(order), position: start))
+                index += equals ? 2 : 1
             } else if character == "(" {
                 tokens.append(Token(kind: .open, position: start))
                 index += 1
@@ -312,12 +364,18 @@ private struct Parser {
                 )
             }
             _ = advance()
-            guard case .word("parents") = current.kind else {
+            switch current.kind {
+            case .word("parents"):
+                _ = advance()
+                return .inParents(id)
+            case .word("owners"):
+                _ = advance()
+                return .inOwners(id)
+            default:
                 throw .invalid(
-                    "expected 'parents' after 'in', found \(current.description) at position \(current.position)")
+                    "expected 'parents' or 'owners' after 'in', found \(current.description) at position "
+                        + "\(current.position)")
             }
-            _ = advance()
-            return .inParents(id)
         case .word("name"):
             let (comparison, value) = try stringComparison(after: first)
             return .name(comparison, value)
@@ -325,31 +383,54 @@ private struct Parser {
             let (comparison, value) = try stringComparison(after: first)
             return .mimeType(comparison, value)
         case .word("trashed"):
-            let negated: Bool
+            return .trashed(try boolean(after: first))
+        case .word("starred"):
+            return .starred(try boolean(after: first))
+        case .word("modifiedTime"):
+            let order: DriveQuery.Order
             switch current.kind {
-            case .equals: negated = false
-            case .notEquals: negated = true
-            default: throw missingOperator(after: first, expected: "'=' or '!='")
+            case .equals: order = .equal
+            case .notEquals: order = .notEqual
+            case .order(let given): order = given
+            default: throw missingOperator(after: first, expected: "'<', '<=', '=', '!=', '>' or '>='")
             }
             _ = advance()
-            let value: Bool
-            if current.isKeyword("true") {
-                value = true
-            } else if current.isKeyword("false") {
-                value = false
-            } else {
+            guard case .string(let text) = current.kind, let time = RFC3339.date(text) else {
                 throw .invalid(
-                    "expected true or false after 'trashed', found \(current.description) at position "
-                        + "\(current.position)"
-                )
+                    "expected an RFC 3339 time after 'modifiedTime', found \(current.description) at position "
+                        + "\(current.position)")
             }
             _ = advance()
-            return .trashed(negated ? !value : value)
+            return .modifiedTime(order, time)
         case .word(let word):
             throw .invalid("unknown field '\(word)' at position \(first.position)")
         default:
             throw .invalid("expected a search term, found \(first.description) at position \(first.position)")
         }
+    }
+
+    /// `= true`, `!= false` and the like after a boolean field; `!= x` reads as `= !x`.
+    mutating func boolean(after field: Token) throws(DriveQueryError) -> Bool {
+        let negated: Bool
+        switch current.kind {
+        case .equals: negated = false
+        case .notEquals: negated = true
+        default: throw missingOperator(after: field, expected: "'=' or '!='")
+        }
+        _ = advance()
+        let value: Bool
+        if current.isKeyword("true") {
+            value = true
+        } else if current.isKeyword("false") {
+            value = false
+        } else {
+            throw .invalid(
+                "expected true or false after \(field.description), found \(current.description) at position "
+                    + "\(current.position)"
+            )
+        }
+        _ = advance()
+        return negated ? !value : value
     }
 
     mutating func stringComparison(after field: Token) throws(DriveQueryError) -> (DriveQuery.Comparison, String) {

@@ -112,6 +112,19 @@ struct NewFile: Sendable {
     var name: String
     var mimeType: String?
     var parents: [String]
+    var modifiedTime: Date? = nil
+    var description: String? = nil
+    var appProperties: [String: String] = [:]
+    var starred = false
+}
+
+/// A content update through `/upload` (files.update with media) waiting for its bytes: the
+/// file, and the metadata body and query of the request that started it, applied when the
+/// upload completes.
+struct PendingUpdate: Sendable {
+    var fileID: String
+    var metadata: Data
+    var query: [String: String]
 }
 
 /// Who is calling Drive: the account, and the Cloud project and scopes of the token's client.
@@ -128,6 +141,8 @@ struct UploadSession: Sendable {
     var received: Data
     var createdAt: Date
     var completedFileID: String?
+    /// Set when the session replaces an existing file's content instead of creating one.
+    var update: PendingUpdate? = nil
     /// Answered a 4xx: Google wants a new session (see `sessionAnswered`).
     var dead = false
 }

@@ -68,6 +68,11 @@ package struct DriveFile: Sendable, Codable, Equatable {
     /// The Cloud project of the app that created the file; nil for one a person made in
     /// Drive's web page. Under `drive.file` only clients of this project see it.
     package var project: String? = EmulatedClient.ivyProject
+    /// Writable metadata Drive keeps as given (files.create and files.update): a short
+    /// description, the app's private key-value pairs, and the user's star.
+    package var description: String?
+    package var appProperties: [String: String] = [:]
+    package var starred = false
 
     /// Drive's `md5Checksum`, from swift-crypto directly and never through ivy's code, so a
     /// bug in how ivy hashes a file (reading, chunking, hex) cannot pass its own integrity checks.
@@ -99,7 +104,7 @@ package struct DriveFile: Sendable, Codable, Equatable {
     /// What a state file keeps: everything but the checksum, which is made again from the content.
     private enum CodingKeys: String, CodingKey {
         case id, name, mimeType, parents, owner, createdTime, modifiedTime, content, explicitlyTrashed, nameTime
-        case misreport, project
+        case misreport, project, description, appProperties, starred
     }
 
     package init(from decoder: any Decoder) throws {
@@ -116,6 +121,10 @@ package struct DriveFile: Sendable, Codable, Equatable {
             nameTime: try container.decodeIfPresent(Date.self, forKey: .nameTime),
             misreport: try container.decodeIfPresent(Misreport.self, forKey: .misreport),
             project: try container.decodeIfPresent(String.self, forKey: .project))
+        // A state file written before these were kept has none.
+        description = try container.decodeIfPresent(String.self, forKey: .description)
+        appProperties = try container.decodeIfPresent([String: String].self, forKey: .appProperties) ?? [:]
+        starred = try container.decodeIfPresent(Bool.self, forKey: .starred) ?? false
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
@@ -292,6 +301,18 @@ package struct RateLimit: Sendable, Codable, Equatable {
 
 /// RFC 3339 with milliseconds, as Drive writes times.
 package enum RFC3339 {
+    /// Reads a time as Drive takes one: RFC 3339, fractional seconds optional; with no zone
+    /// it is UTC (the search guide: "modifiedTime > '2012-06-04T12:00:00' // default time
+    /// zone is UTC").
+    package static func date(_ text: String) -> Date? {
+        let withZone = text.hasSuffix("Z") || text.dropFirst(19).contains { $0 == "+" || $0 == "-" } ? text : text + "Z"
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: withZone) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: withZone)
+    }
+
     /// `date` as Drive writes times, `2026-11-24T06:07:38.541Z`: UTC, to the millisecond
     /// (rounded, as ISO8601DateFormatter does). By arithmetic: a formatter made for each of the
     /// two times of every file listed was most of a listing's cost.

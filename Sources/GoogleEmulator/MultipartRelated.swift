@@ -63,18 +63,25 @@ package struct MultipartRelated: Sendable, Equatable {
     }
 
     /// The bodies between the delimiters of `--boundary`, per RFC 2046: text before the first
-    /// delimiter and after the closing one is ignored, and each later delimiter starts with CRLF,
-    /// which belongs to the delimiter rather than the preceding part.
+    /// delimiter and after the closing one is ignored, and each later delimiter starts with a
+    /// line break, which belongs to the delimiter rather than the preceding part.
+    ///
+    /// RFC 2046 says CRLF, but Google's Python client (google-api-python-client's discovery.py
+    /// flattens the body with Python's email generator) sends bare LFs, and Drive takes them.
+    /// The first boundary line tells which a body uses, and only that line break before a
+    /// boundary ends a part: a bare LF and the boundary inside CRLF media stay media.
     private static func split(_ body: [UInt8], boundary: [UInt8]) throws(MultipartError) -> [ArraySlice<UInt8>] {
         let dashes = Array("--".utf8)
         let crlf = Array("\r\n".utf8)
+        let lf = Array("\n".utf8)
         let delimiter = dashes + boundary
         guard
             var position = body.starts(with: delimiter)
-                ? 0 : find(crlf + delimiter, in: body[...], from: 0).map({ $0 + 2 })
+                ? 0 : find(lf + delimiter, in: body[...], from: 0).map({ $0 + 1 })
         else {
             throw MultipartError("The multipart body does not contain its boundary")
         }
+        var lineBreak: [UInt8]?
         var parts: [ArraySlice<UInt8>] = []
         while true {
             position += delimiter.count
@@ -84,15 +91,17 @@ package struct MultipartRelated: Sendable, Equatable {
             }
             // Transport padding: whitespace may follow a delimiter before its line break.
             while position < body.count, body[position] == 0x20 || body[position] == 0x09 { position += 1 }
-            guard body[position...].starts(with: crlf) else {
+            let ending = lineBreak ?? (body[position...].starts(with: crlf) ? crlf : lf)
+            guard body[position...].starts(with: ending) else {
                 throw MultipartError("A multipart boundary line is not followed by a line break")
             }
-            position += 2
-            guard let end = find(crlf + delimiter, in: body[...], from: position) else {
+            lineBreak = ending
+            position += ending.count
+            guard let end = find(ending + delimiter, in: body[...], from: position) else {
                 throw MultipartError("The multipart body has no closing boundary")
             }
             parts.append(body[position..<end])
-            position = end + 2
+            position = end + ending.count
         }
     }
 
@@ -116,24 +125,31 @@ package struct MultipartRelated: Sendable, Equatable {
         var body: ArraySlice<UInt8>
 
         init(_ bytes: ArraySlice<UInt8>, number: Int) throws(MultipartError) {
-            let crlf = Array("\r\n".utf8)
-            // A part with no headers starts right at the blank line.
-            let headerEnd: Int
-            if bytes.starts(with: crlf) {
-                headerEnd = bytes.startIndex
-            } else if let end = MultipartRelated.find(crlf + crlf, in: bytes, from: bytes.startIndex) {
-                headerEnd = end + 2
-            } else {
+            // The headers end at the first empty line, its line breaks CRLF or LF; a part with
+            // no headers starts right at it.
+            var lineStart = bytes.startIndex
+            var bodyStart: Int?
+            while lineStart < bytes.endIndex {
+                guard let newline = bytes[lineStart...].firstIndex(of: 0x0A) else { break }
+                let line = bytes[lineStart..<newline]
+                if line.isEmpty || line.elementsEqual([0x0D]) {
+                    bodyStart = newline + 1
+                    break
+                }
+                lineStart = newline + 1
+            }
+            guard let bodyStart else {
                 throw MultipartError("Part \(number) of the multipart body has no blank line after its headers")
             }
-            body = bytes[(headerEnd + 2)...]
-            headers = String(decoding: bytes[bytes.startIndex..<headerEnd], as: UTF8.self)
-                .components(separatedBy: "\r\n")
+            body = bytes[bodyStart...]
+            // Split on the LF byte: as a Swift string CRLF is one character, which no "\n" splits.
+            headers = bytes[bytes.startIndex..<lineStart].split(separator: 0x0A)
+                .map { String(decoding: $0, as: UTF8.self) }
                 .compactMap { line in
                     guard let colon = line.firstIndex(of: ":") else { return nil }
                     return (
                         line[..<colon].trimmingCharacters(in: .whitespaces).lowercased(),
-                        line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                        line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
                     )
                 }
         }

@@ -96,7 +96,7 @@ extension EmulatorState {
         case .approved(let email):
             devices[code] = nil
             let refreshToken = token("1//0g", length: 48)
-            let scope = session.grantedScope ?? session.scope
+            let scope = Self.grantedNames(session.grantedScope ?? session.scope)
             refreshTokens[refreshToken] = RefreshGrant(email: email, clientID: clientID, scope: scope, revoked: false)
             let access = issueAccessToken(email: email, refreshToken: refreshToken)
             return .json(
@@ -124,10 +124,23 @@ extension EmulatorState {
         return access
     }
 
-    /// Revoking either token of a pair revokes both, as Google does.
+    /// The granted `scope` as Google's token endpoint writes it: the short names `email` and
+    /// `profile` asked for come back as their full URLs (the device-flow guide's sample
+    /// response and its allowed-scopes table; `openid` stays as it is).
+    static func grantedNames(_ scope: String) -> String {
+        let full = [
+            "email": "https://www.googleapis.com/auth/userinfo.email",
+            "profile": "https://www.googleapis.com/auth/userinfo.profile",
+        ]
+        return scope.split(separator: " ").map { full[String($0)] ?? String($0) }.joined(separator: " ")
+    }
+
+    /// Revoking either token of a pair revokes both, as Google does. A token already revoked
+    /// (or never issued) answers 400 `invalid_token`: the guide's "Token revocation" gives 200
+    /// only for a revocation that happened, and an error code otherwise.
     func handleRevoke(_ request: EmulatedRequest) -> EmulatorReply {
         let token = request.form["token"] ?? ""
-        if refreshTokens[token] != nil {
+        if let grant = refreshTokens[token], !grant.revoked {
             revoke(refreshToken: token)
         } else if let grant = accessTokens[token] {
             revoke(refreshToken: grant.refreshToken)

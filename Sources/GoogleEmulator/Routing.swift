@@ -82,7 +82,8 @@ extension EmulatorState {
             switch request.query["uploadType"] {
             case "multipart": return handleMultipart(request, email: email)
             case "resumable": return handleStartResumable(request, email: email, baseURL: baseURL)
-            default: return Self.invalid("uploadType must be multipart or resumable here.")
+            case "media": return handleMediaCreate(request, email: email)
+            default: return Self.invalid("uploadType must be media, multipart or resumable here.")
             }
         case ("PUT", "upload/drive/v3/files"): return handleResumablePut(request, email: email)
         default: break
@@ -95,6 +96,9 @@ extension EmulatorState {
             case "DELETE": return handleDelete(id: id, email: email)
             default: break
             }
+        }
+        if segments.count == 5, segments[0...3] == ["upload", "drive", "v3", "files"], request.method == "PATCH" {
+            return handleUploadUpdate(request, id: segments[4], email: email, baseURL: baseURL)
         }
         return .driveError(404, reason: "notFound", message: "No such endpoint: \(request.method) \(request.path)")
     }

@@ -157,7 +157,10 @@ extension ParsingTests {
                 ("name != 'clip.mp3'", true),
                 ("name != 'Clip.mp3'", false),
                 ("name contains 'CLIP'", true),
-                ("name contains 'p.m'", true),
+                // Drive matches a name term's contains by prefix only (search guide: HelloWorld
+                // is found by 'Hello', not by 'World').
+                ("name contains 'p.m'", false),
+                ("name contains 'cli'", true),
                 ("name contains ''", true),
                 ("name contains 'book'", false),
                 ("mimeType = 'audio/mpeg'", true),
@@ -197,7 +200,7 @@ extension ParsingTests {
                 ("'a' in children", "expected 'parents'"),
                 ("'a' = name", "expected 'in'"),
                 ("not", "expected a search term"),
-                ("name < 'a'", "unexpected character '<' at position 5"),
+                ("name < 'a'", "expected '=', '!=' or 'contains' after 'name', found '<' at position 5"),
                 ("Name = 'a'", "unknown field 'Name'"),
             ])
         func errors(text: String, fragment: String) {

@@ -122,7 +122,7 @@ struct ProjectTests {
             let code = try await google.deviceCode(scope: "openid email https://www.googleapis.com/auth/drive.file")
             try await google.state.approve(userCode: nil, email: "alice@example.com", scope: "openid email")
             let tokens = try await google.poll(try #require(code.json["device_code"] as? String))
-            #expect(tokens.json["scope"] as? String == "openid email")
+            #expect(tokens.json["scope"] as? String == "openid https://www.googleapis.com/auth/userinfo.email")
             let narrow = try #require(tokens.json["access_token"] as? String)
             let scopeless = try await google.request("GET", "/drive/v3/files", token: narrow)
             #expect(scopeless.status == 403 && scopeless.driveReason == "insufficientPermissions")

@@ -92,12 +92,16 @@ package struct PlanInput: Sendable {
     package var folderIsRecorded: Bool
     /// This device's time now, to tell how long an entity has been missing on Drive.
     package var now: Milliseconds
+    /// How long an absence must last before it is acted on (setting `replace_grace`).
+    package var grace: Milliseconds
 
     package init(
         local: LocalSnapshot, remote: RemoteListing, manifest: [ManifestEntry] = [], queue: [QueueItem] = [],
-        allowLocalDeletes: Bool = false, folderIsRecorded: Bool = true, now: Milliseconds = 0
+        allowLocalDeletes: Bool = false, folderIsRecorded: Bool = true, now: Milliseconds = 0,
+        grace: Milliseconds = SyncPlanner.replaceGrace
     ) {
         self.now = now
+        self.grace = grace
         self.local = local
         self.remote = remote
         self.manifest = Dictionary(manifest.map { ($0.key, $0) }, uniquingKeysWith: { $1 })
@@ -120,8 +124,8 @@ package enum SyncPlanner {
     /// long apart) before this device restores it. ivy and the Ivy app replace a file by
     /// deleting it and then creating the new one; a listing between the two sees it missing.
     /// Restoring it then would put this device's older copy beside (or after) the other
-    /// device's new one. A replace that died is still repaired: by its own device at once
-    /// (its change is still queued there), by the others after this long.
+    /// device's new one. A replace that died is still repaired, after this long. The default
+    /// of the setting `replace_grace`.
     package static let replaceGrace: Milliseconds = 60_000
 
     package static func plan(_ input: PlanInput) -> SyncPlan {
@@ -176,11 +180,11 @@ package enum SyncPlanner {
         /// absence has lasted `replaceGrace`, so another device's replace is never undone.
         func afterGrace(_ action: SyncAction, _ reason: String, missing: String) {
             plan.missingOnDrive.append(key)
-            if let since = manifest?.missingSince, input.now - since >= replaceGrace { return act(action, reason) }
+            if let since = manifest?.missingSince, input.now - since >= input.grace { return act(action, reason) }
             skip(
                 "\(missing) on Drive, perhaps while another device replaces it (delete, then create); "
                     + "\(action == .merge ? "merged and uploaded" : "uploaded from here") if it is still missing "
-                    + "\(replaceGrace / 1000) s after a sync first saw it so")
+                    + "\(input.grace / 1000) s after a sync first saw it so")
         }
         let twins = remote?.jsonTwins ?? []
 

@@ -6,6 +6,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
     case syncTimeout = "sync_timeout"
     case logFormat = "log_format"
     case trashDays = "trash_days"
+    case replaceGrace = "replace_grace"
     case clientID = "client_id"
     case clientSecret = "client_secret"
     case lastSyncTime = "last_sync_time"
@@ -31,6 +32,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .syncTimeout: "1800"
         case .logFormat: LogFormat.text.rawValue
         case .trashDays: "30"
+        case .replaceGrace: "60"
         case .clientID, .clientSecret, .lastSyncTime, .lastError: nil
         }
     }
@@ -43,6 +45,9 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .syncTimeout: "seconds one sync may run before it stops cleanly and frees the lock (1 to 86400)"
         case .logFormat: "how ivy.log is written: text (a line per event) or json (a JSON object per line)"
         case .trashDays: "days the local trash keeps what a sync deleted or overwrote here (0 to 3650; 0 keeps nothing)"
+        case .replaceGrace:
+            "seconds a synced file must stay missing on Drive before a sync puts it back (0 to 3600): another device "
+                + "may be between the delete and the create of a replace"
         case .clientID: "OAuth client id of a \"TVs and Limited Input devices\" client"
         case .clientSecret: "OAuth client secret of that client (never printed)"
         case .lastSyncTime: "when the last sync finished, in ms since the epoch (set by ivy)"
@@ -89,6 +94,12 @@ package enum SettingKey: String, Sendable, CaseIterable {
                         key: self, value: value, expected: "a whole number of days from 0 to \(Self.maximumTrashDays)"))
             }
             return .success(String(days))
+        case .replaceGrace:
+            guard let seconds = Int(trimmed), (0...3600).contains(seconds) else {
+                return .failure(
+                    SettingError(key: self, value: value, expected: "a whole number of seconds from 0 to 3600"))
+            }
+            return .success(String(seconds))
         case .clientID, .clientSecret:
             guard !trimmed.isEmpty, !trimmed.contains(where: \.isWhitespace) else {
                 let shown = isSecret ? "…" : value

@@ -16,9 +16,11 @@ struct SoakOptions: Sendable {
 final class Soak {
     static let email = "alice@example.com"
     static let maximumPasses = 10
-    /// Five-second waits for files missing on Drive to come back or be restored (ivy's
-    /// grace is a minute).
+    /// Five-second waits for files missing on Drive to come back or be restored (each
+    /// device's grace is `replaceGrace`).
     static let graceWaits = 16
+    /// Each device's `replace_grace`, in seconds.
+    static let replaceGrace = 5
 
     let options: SoakOptions
     let root: String
@@ -54,6 +56,10 @@ final class Soak {
             // Different request concurrency per device: more interleavings of the same plan.
             let concurrency = setup.pick([1, 2, 4, 8]) ?? 8
             try await command(device, ["config", "set", "concurrency", String(concurrency)])
+            // A short grace for files missing on Drive: the final passes wait it out (so a soak
+            // ends in seconds, not minutes), and gaps of the app's replaces can outlast it, so
+            // files of one name made in them are resolved by content as well.
+            try await command(device, ["config", "set", "replace_grace", String(Self.replaceGrace)])
             log("\(device.name): signed in, concurrency \(concurrency)")
         }
     }

@@ -192,6 +192,8 @@ package final class SyncEngine: Sendable {
         let manifest: [ManifestEntry]
         /// The listing grouped by entity.
         let remote: RemoteListing
+        /// How long an absence from Drive must last before it is acted on (`replace_grace`).
+        let grace: Milliseconds
     }
 
     /// The listing comes from the mirror when its change token chain is unbroken: the
@@ -239,7 +241,8 @@ package final class SyncEngine: Sendable {
             queue: try library.queueItems(),
             snapshot: LocalSnapshot(books: try library.books(includeHidden: true), clips: try library.clips()),
             manifest: try library.manifestEntries(),
-            remote: RemoteListing(files: listing.files, isComplete: listing.isComplete))
+            remote: RemoteListing(files: listing.files, isComplete: listing.isComplete),
+            grace: Milliseconds(try library.number(.replaceGrace)) * 1000)
     }
 
     /// How long the mirror goes without a full listing behind it. Drive's own listing can lag
@@ -298,7 +301,7 @@ package final class SyncEngine: Sendable {
             PlanInput(
                 local: gathered.snapshot, remote: gathered.remote, manifest: gathered.manifest, queue: gathered.queue,
                 allowLocalDeletes: options.allowDeletes, folderIsRecorded: gathered.folderIsRecorded,
-                now: clock.now()))
+                now: clock.now(), grace: gathered.grace))
     }
 
     /// The MP3 bytes an action is expected to move, for the progress line's total: a clip's

@@ -34,13 +34,18 @@ struct CheckCommand: ContextCommand {
         let library = try home.library(readOnly: true)
         // A sync running meanwhile would make the check read a moving target, and a token
         // refresh rewrites token.json, which only the holder of the sync lock may do.
-        let lock: SyncLock
-        switch try SyncLock.acquire(path: home.paths.lockFile) {
-        case .acquired(let acquired): lock = acquired
-        case .busy(let pid):
-            home.output.error(
-                "Error: another sync is running\(pid.map { " (process \($0))" } ?? ""); wait for it to finish")
-            throw ExitCode(IvyExit.busy)
+        var lock: SyncLock?
+        do {
+            switch try SyncLock.acquire(path: home.paths.lockFile) {
+            case .acquired(let acquired): lock = acquired
+            case .busy(let pid):
+                home.output.error(
+                    "Error: another sync is running\(pid.map { " (process \($0))" } ?? ""); wait for it to finish")
+                throw ExitCode(IvyExit.busy)
+            }
+        } catch let error as PrivateFileError where error.code == EROFS {
+            // A read-only home: no sync can run in it, and the check writes nothing there.
+            lock = nil
         }
         defer { withExtendedLifetime(lock) {} }
         let tokens = home.tokenStore

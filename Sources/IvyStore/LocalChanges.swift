@@ -17,12 +17,15 @@ package final class LocalChangeProbe: Sendable {
         package let queuedAt: Int64
         package let attempts: Int64
         package let dataVersion: Int64
+        /// Changes no sync has tried yet (made since the last one started, most likely).
+        package let fresh: Int
 
-        package init(count: Int, queuedAt: Int64, attempts: Int64, dataVersion: Int64) {
+        package init(count: Int, queuedAt: Int64, attempts: Int64, dataVersion: Int64, fresh: Int? = nil) {
             self.count = count
             self.queuedAt = queuedAt
             self.attempts = attempts
             self.dataVersion = dataVersion
+            self.fresh = fresh ?? (attempts == 0 ? count : 0)
         }
 
         package static func == (lhs: Pending, rhs: Pending) -> Bool {
@@ -50,13 +53,14 @@ package final class LocalChangeProbe: Sendable {
             let row = try Row.fetchOne(
                 db,
                 sql: """
-                    SELECT count(*) AS count, coalesce(sum(queued_at), 0) AS queued, coalesce(sum(attempts), 0) AS tries
+                    SELECT count(*) AS count, coalesce(sum(queued_at), 0) AS queued, coalesce(sum(attempts), 0) AS tries,
+                        coalesce(sum(attempts = 0), 0) AS fresh
                     FROM sync_queue WHERE attempts < ?
                     """,
                 arguments: [QueueItem.maximumAttempts])
             return Pending(
                 count: row?["count"] ?? 0, queuedAt: row?["queued"] ?? 0, attempts: row?["tries"] ?? 0,
-                dataVersion: version)
+                dataVersion: version, fresh: row?["fresh"] ?? 0)
         }
     }
 }

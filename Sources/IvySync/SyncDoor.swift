@@ -166,9 +166,27 @@ package final class SyncDoor: Sendable {
         } else {
             return .notSignedIn(signIn)
         }
+        let server: GoogleEndpoints
+        let client: ClientCredentials
+        do {
+            (server, client) = (try endpoints(token), try credentials())
+        } catch {
+            // No OAuth client, or a variable naming another server than the sign-in's: logged
+            // and kept as `last_error` for `ivy status`, and cron hears it once, not every run.
+            let message = error.localizedDescription
+            logger.error("sync could not start", metadata: ["error": "\(message)"])
+            try? library.recordSetting(.lastError, message)
+            if request.auto {
+                if (try? library.internalSetting(.autoReportedError)) == message {
+                    return .failed(error, cronHears: false)
+                }
+                try? library.setInternalSetting(.autoReportedError, message)
+            }
+            throw error
+        }
         let drive = try Self.drive(
-            library: library, tokens: tokens, token: token, endpoints: try endpoints(token),
-            credentials: try credentials(), effects: currentEffects())
+            library: library, tokens: tokens, token: token, endpoints: server, credentials: client,
+            effects: currentEffects())
         let engine = SyncEngine(
             library: library, drive: drive, clock: clock, logger: logger, progress: request.progress,
             steps: request.steps)

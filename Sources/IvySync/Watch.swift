@@ -209,9 +209,12 @@ package final class Watch: Sendable {
                 }
                 events(.synced(report, trigger, changed: changed, retryIn: retry))
                 // The sync's own writes are not changes to push; a change queued while it
-                // ran is, once.
+                // ran is, once. After failed items (still queued, tried) only a change no sync
+                // tried yet counts: it goes out a second later, not after the back-off.
                 seen = look(since: nil)
-                if let seen, !seen.isEmpty, report.failures.isEmpty, report.leftForNextSync == 0, seen != leftover {
+                if let seen, !seen.isEmpty, report.failures.isEmpty || seen.fresh > 0, report.leftForNextSync == 0,
+                    seen != leftover
+                {
                     leftover = seen
                     schedule.changed(at: after)
                 }

@@ -114,4 +114,31 @@ struct CronHearsOnceTests {
             #expect(try device.ivy.count("SELECT count(*) FROM sync_queue") == 0)
         }
     }
+
+    @Test("--auto that cannot start (no OAuth client, another server named): cron hears once; logged; status shows it")
+    func cannotStartHeardOnce() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            #expect(try await device.ivy.run("config", "set", "auto_sync_cooldown", "0").status == 0)
+            _ = try await device.ivy.id("book", "add", "--title", "Dune")
+            for environment in [
+                ["IVY_CLIENT_ID": "", "IVY_CLIENT_SECRET": ""],
+                ["IVY_OAUTH_URL": "http://127.0.0.1:9", "IVY_DRIVE_URL": "http://127.0.0.1:9"],
+            ] {
+                var statuses: [Int32] = []
+                var heard: [String] = []
+                for _ in 1...3 {
+                    let run = try await device.ivy.runBinaryAsync(["sync", "--auto"], environment: environment)
+                    statuses.append(run.status)
+                    heard.append(run.stdout + run.stderr)
+                }
+                #expect(statuses[0] != 0 && statuses[1...].allSatisfy { $0 == 0 }, "\(statuses) \(heard)")
+                #expect(!heard[0].isEmpty && heard[1...].allSatisfy(\.isEmpty), "\(heard)")
+                let status = try await device.ivy.run(["status"], environment: environment)
+                #expect(!status.stdout.contains("last error        -"), "\(status.stdout)")
+                let log = (try? String(contentsOfFile: device.ivy.home + "/ivy.log", encoding: .utf8)) ?? ""
+                #expect(log.contains("sync could not start"), "\(log)")
+            }
+        }
+    }
 }

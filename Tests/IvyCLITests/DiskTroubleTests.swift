@@ -273,6 +273,20 @@ struct DiskTroubleTests {
         #expect(try ivy.library() == library)
     }
 
+    @Test("a read-only home: ivy check still checks, as the other commands that only read do")
+    func checkOnReadOnlyHome() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            try await device.addLibrary(books: 1, clips: 1)
+            #expect(try await device.ivy.run("sync").status == 0)
+            let before = device.ivy.files()
+            let check = try await device.ivy.run(on: .readOnly, "check")
+            #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+            #expect(check.stdout.hasPrefix("Backup OK"), "\(check.stdout)")
+            #expect(device.ivy.files() == before)
+        }
+    }
+
     @Test("a read-only home with no library yet: the first command says the disk is read-only")
     func readOnlyNewHome() async throws {
         let ivy = try IvyHome()

@@ -132,6 +132,26 @@ struct WatchLoopTests {
         #expect(retry == .seconds(20))
     }
 
+    @Test("a change made while a sync runs that then ends with failed items goes out a second later (issue 28 #13)")
+    func changeDuringAFailingSync() async {
+        var failing = SyncReport()
+        failing.failures = [.init(entity: "book b1", reason: "Drive answered 500")]
+        let looks = Mutex(0)
+        let watch = ScriptedWatch([.synced(failing), .synced(SyncReport())]) { _ in
+            // The first look is before the first sync; every later one sees the failed item
+            // (tried once) and a change made while the sync ran (never tried).
+            let first = looks.withLock { count in
+                count += 1
+                return count == 1
+            }
+            return first
+                ? .init(count: 0, queuedAt: 0, attempts: 0, dataVersion: 1)
+                : .init(count: 2, queuedAt: 9000, attempts: 1, dataVersion: 2, fresh: 1)
+        }
+        let (attempts, _) = await watch.run(interval: .seconds(10), until: .seconds(15))
+        #expect(attempts.count >= 2 && attempts[1] < .seconds(2), "\(attempts)")
+    }
+
     @Test("signed out, then the lock busy (an ivy login under way), then signed out still: told once")
     func busyDuringAWait() async {
         let pause = Watch.Attempt.paused(.signedOut("revoked"))

@@ -154,6 +154,10 @@ package actor EmulatorState {
     package var clients: [EmulatedClient]
     /// Seconds an access token lives; tests shorten it to force refreshes.
     package var tokenLifetime: Int = 3599
+    /// The port `ivy-emulator` listens on (kept in its state file, see `EmulatorSnapshot.port`).
+    package var listeningPort: Int?
+
+    package func setListeningPort(_ port: Int) { listeningPort = port }
     /// Seconds a device code lives, and the polling interval it asks for.
     package var deviceCodeLifetime: Int = 1800
     package var pollInterval: Int = 5

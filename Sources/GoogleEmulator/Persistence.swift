@@ -18,6 +18,9 @@ struct EmulatorSnapshot: Codable {
     /// Each account's change feed, so change tokens from before a restart keep working;
     /// absent in older files, whose tokens the restarted emulator then refuses as unknown.
     var changeLogs: [String: ChangeLog]?
+    /// The port it last listened on, so a restart can listen there again and sign-ins made
+    /// against it (which record the URL) keep working; absent in older files.
+    var port: Int?
 }
 
 extension EmulatorState {
@@ -26,7 +29,7 @@ extension EmulatorState {
             version: 2, accounts: accounts, clients: clients, refreshTokens: refreshTokens, accessTokens: accessTokens,
             files: files,
             reservedIDs: reservedIDs, tokenLifetime: tokenLifetime, serial: serial,
-            changeLogs: changeLogs.mapValues { $0.compacted() })
+            changeLogs: changeLogs.mapValues { $0.compacted() }, port: listeningPort)
         return try JSONEncoder().encode(snapshot)
     }
 
@@ -45,5 +48,6 @@ extension EmulatorState {
         tokenLifetime = snapshot.tokenLifetime
         serial = max(serial, snapshot.serial ?? 0)
         changeLogs = snapshot.changeLogs ?? [:]
+        listeningPort = snapshot.port
     }
 }

@@ -167,7 +167,11 @@ struct SyncCommand: ContextCommand {
         }
         let outcome = try await home.syncDoor(library, tokens: tokens, logger: logger).sync(request)
         line?.clear()
-        guard case (let report, let cronNews)? = try finished(outcome, output: output) else { return }
+        // A sign-in made at another server than Google's (ivy-emulator) names it when it is gone.
+        let server = tokens.quietLoad().flatMap { try? home.endpoints(for: $0) }.flatMap { $0.isGoogle ? nil : $0 }
+        guard case (let report, let cronNews)? = try finished(outcome, server: server, output: output) else {
+            return
+        }
         try show(report, output: output)
         if let cronNews { return try tellCron(cronNews, output: output) }
         if let held = report.deletionsHeld, !json { output.error("Held back: \(held)") }
@@ -186,7 +190,9 @@ struct SyncCommand: ContextCommand {
 
     /// The report of a sync that ran (with what cron has not heard, for --auto), or nil when
     /// --auto has nothing to say; a sync that could not run ends the command with its status.
-    private func finished(_ outcome: SyncOutcome, output: Output) throws -> (SyncReport, CronNews?)? {
+    private func finished(
+        _ outcome: SyncOutcome, server: GoogleEndpoints?, output: Output
+    ) throws -> (SyncReport, CronNews?)? {
         switch outcome {
         case .finished(let report, let cronNews):
             return (report, cronNews)
@@ -202,7 +208,7 @@ struct SyncCommand: ContextCommand {
             output.error("Error: \(error.localizedDescription)")
             throw ExitCode(IvyExit.notSignedIn)
         case .failed(let error, let cronHears):
-            guard auto else { throw Unreachable.explained(error) }
+            guard auto else { throw Unreachable.explained(error, server: server) }
             guard cronHears else { return nil }
             output.errorText("ivy sync: \(Display.safe(error.localizedDescription))\n")
             throw ExitCode.failure
@@ -245,8 +251,16 @@ struct SyncCommand: ContextCommand {
 struct Unreachable: LocalizedError {
     let errorDescription: String?
 
-    static func explained(_ error: any Error) -> any Error {
+    /// `server`: the sign-in's servers when they are not Google's.
+    static func explained(_ error: any Error, server: GoogleEndpoints? = nil) -> any Error {
         guard GoogleError.isUnreachable(error) else { return error }
+        if let server {
+            return Unreachable(
+                errorDescription: error.localizedDescription
+                    + "; the server this sign-in was made at, \(server.oauth.absoluteString), does not answer: if it "
+                    + "was ivy-emulator, start it again (with --state it listens on its old port when it can), or run "
+                    + "`ivy login` against the one running now (every change here stays queued until then)")
+        }
         return Unreachable(
             errorDescription: error.localizedDescription
                 + "; Google could not be reached: check the network connection, then run `ivy sync` again "

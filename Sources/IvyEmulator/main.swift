@@ -92,7 +92,17 @@ struct Serve: AsyncParsableCommand {
         await emulatorState.setTokenLifetime(seconds: tokenLifetime)
 
         let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
-        let emulator = try await GoogleEmulator.start(port: port, state: emulatorState)
+        // The port of the state file's last run, when free: sign-ins made against it record its
+        // URL, and go on working with no new `ivy login`.
+        let emulator: GoogleEmulator
+        if port == 0, let previous = await emulatorState.listeningPort,
+            let again = try? await GoogleEmulator.start(port: previous, state: emulatorState)
+        {
+            emulator = again
+        } else {
+            emulator = try await GoogleEmulator.start(port: port, state: emulatorState)
+        }
+        await emulatorState.setListeningPort(emulator.baseURL.port ?? port)
         let url = emulator.baseURL.absoluteString
         var exportLine = "export IVY_OAUTH_URL=\(shellQuoted(url)) IVY_DRIVE_URL=\(shellQuoted(url))"
         if detached { exportLine += " IVY_EMULATOR_PID=\(getpid())" }

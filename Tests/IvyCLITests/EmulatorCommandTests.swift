@@ -94,6 +94,25 @@ struct EmulatorCommandTests {
         #expect(log.hasPrefix(url + "\n" + line + "\n"), "\(log)")
     }
 
+    @Test("restarted with the same --state, the emulator listens on its old port again, so sign-ins keep working")
+    func portKept() async throws {
+        let directory = try TemporaryHome(prefix: "emulator-port")
+        let stateFile = directory.file("drive.json")
+        let logFile = directory.file("emulator.log")
+        var urls: [String] = []
+        for _ in 0..<2 {
+            let started = try await Background.start(
+                ["--state", stateFile, "--background", "--log", logFile], in: directory)
+            defer { started.stop() }
+            #expect(started.status == 0, "\(started.errors)")
+            let url = try #require(started.output.firstMatch(of: /IVY_OAUTH_URL=(\S+)/).map { String($0.1) })
+            urls.append(url)
+            // Killed, it saves its state (the port with it) and closes its log.
+            try await started.stopAndWait(log: logFile)
+        }
+        #expect(urls.count == 2 && urls[0] == urls[1], "\(urls)")
+    }
+
     @Test("a --background emulator that cannot start says why, prints no export line and exits nonzero")
     func backgroundFailure() async throws {
         let directory = try TemporaryHome(prefix: "emulator-fail")

@@ -138,4 +138,21 @@ struct SignInClientTests {
             #expect(tokenFile(ivy) == before)
         }
     }
+
+    @Test("a sign-in's emulator that no longer answers is named as such, not blamed on the network (issue 28 #16)")
+    func recordedServerGone() async throws {
+        let ivy = try Setup.cronHome()
+        let url = try await withEmulator { emulator in
+            let login = try await Setup.login(ivy, emulator)
+            #expect(login.status == 0, "\(login.stderr)")
+            return emulator.baseURL.absoluteString
+        }
+        _ = try await ivy.id("book", "add", "--title", "Dune")
+        let sync = try await ivy.run("sync")
+        #expect(sync.status == 1, "\(sync.stderr)")
+        #expect(
+            sync.stderr.contains("the server this sign-in was made at, \(url), does not answer")
+                && sync.stderr.contains("ivy-emulator"), "\(sync.stderr)")
+        #expect(!sync.stderr.contains("check the network connection"))
+    }
 }

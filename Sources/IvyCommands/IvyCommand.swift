@@ -40,7 +40,7 @@ package struct IvyCommand: ParsableCommand {
     /// wait must not hold one of Swift's few cooperative threads (see DESIGN.md §10).
     package static func main(_ arguments: [String], context: Context) async -> Int32 {
         do {
-            var command = try parseAsRoot(arguments)
+            var command = try parseAsRoot(negativeLastValue(arguments))
             if let runnable = command as? any ContextCommand {
                 try await BlockingExecutor.run { try await runnable.run(context) }
             } else {
@@ -51,6 +51,19 @@ package struct IvyCommand: ParsableCommand {
         } catch {
             return status(for: error, context: context)
         }
+    }
+
+    /// A negative number given last (`ivy trash restore -5`, `ivy config set trash_days -1`)
+    /// reads to ArgumentParser as an unknown option, and the command then says only that a value
+    /// is missing. ivy has no option named by a digit, so such a last argument is a value: it is
+    /// passed after `--`, and the command's own check names it and says what it accepts.
+    static func negativeLastValue(_ arguments: [String]) -> [String] {
+        // After an option (`--position -5`) it is that option's value, which ArgumentParser reads.
+        guard let last = arguments.last, !arguments.contains("--"),
+            last.count > 1, last.first == "-", last.dropFirst().first?.isNumber == true,
+            arguments.dropLast().last?.hasPrefix("-") != true
+        else { return arguments }
+        return arguments.dropLast() + ["--", last]
     }
 
     /// ArgumentParser's ending for `error` (help on standard output, a message and perhaps

@@ -89,6 +89,13 @@ extension TrashCommand {
                     + "trash); on a terminal ivy asks instead."))
         var yes = false
 
+        func validate() throws {
+            guard id >= 1 else {
+                throw ValidationError(
+                    "\(id) is not a trash entry id: ids are whole numbers from 1, as `ivy trash list` shows them")
+            }
+        }
+
         func run(_ context: Context) async throws {
             let home = try global.home(context)
             let library = try home.library()

@@ -87,6 +87,22 @@ struct TrashCommandTests {
         }
     }
 
+    @Test("a negative number given last is named as the invalid value, not taken for a missing one (issue 28 #14)")
+    func negativeValues() async throws {
+        let ivy = try IvyHome()
+        let restore = try await ivy.run("trash", "restore", "-5")
+        #expect(restore.status == 64, "\(restore.stderr)")
+        #expect(restore.stderr.hasPrefix("Error: -5 is not a trash entry id"), "\(restore.stderr)")
+        let days = try await ivy.run("config", "set", "trash_days", "-1")
+        #expect(days.status == 64, "\(days.stderr)")
+        #expect(days.stderr.hasPrefix("Error: invalid value '-1' for trash_days"), "\(days.stderr)")
+        #expect(!(restore.stderr + days.stderr).contains("Missing expected argument"))
+        // An option's negative value is still that option's, said as such.
+        let book = try await ivy.id("book", "add", "--title", "Dune")
+        let position = try await ivy.run("book", "update", book, "--position", "-5")
+        #expect(position.status == 64 && position.stderr.contains("invalid --position '-5'"), "\(position.stderr)")
+    }
+
     @Test("trash restore of an unknown id says so and exits 1")
     func restoreUnknown() async throws {
         let ivy = try IvyHome()

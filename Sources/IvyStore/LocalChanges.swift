@@ -53,8 +53,8 @@ package final class LocalChangeProbe: Sendable {
             let row = try Row.fetchOne(
                 db,
                 sql: """
-                    SELECT count(*) AS count, coalesce(sum(queued_at), 0) AS queued, coalesce(sum(attempts), 0) AS tries,
-                        coalesce(sum(attempts = 0), 0) AS fresh
+                    SELECT count(*) AS count, coalesce(sum(queued_at), 0) AS queued,
+                        coalesce(sum(attempts), 0) AS tries, coalesce(sum(attempts = 0), 0) AS fresh
                     FROM sync_queue WHERE attempts < ?
                     """,
                 arguments: [QueueItem.maximumAttempts])

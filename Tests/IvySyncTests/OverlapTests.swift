@@ -43,6 +43,22 @@ struct OverlapTests {
         return try #require(try JSONSerialization.jsonObject(with: file.content) as? [String: Any])
     }
 
+    /// B renames the book and its sync uploads it; then a copy of what the book was before
+    /// lands after it, as a restore made in the gap of B's replace did: two files of one name,
+    /// the older content in the newer file. Returns the book's file name and that copy.
+    private func oldCopyAfterBsRename(_ world: World, _ pair: SyncedPair) async throws -> (String, DriveFile) {
+        let name = "book_\(pair.book.id).json"
+        let books = try await world.folderID("books")
+        let base = try #require(await live(world, name).first).content
+        try pair.b.edit(book: pair.book.id, BookChanges(title: "Dune: B's title"))
+        #expect(try await pair.b.sync().uploaded.books == 1)
+        await world.state.advanceClock(by: 1)
+        let copy = await world.state.putFile(
+            email: alice, name: name, parents: [books], content: base, mimeType: "application/json")
+        #expect(await live(world, name).count == 2)
+        return (name, copy)
+    }
+
     /// Runs `device`'s sync while Drive holds back the `nth` upload it starts. If it starts one
     /// (the bug: restoring what the app is replacing), `meanwhile` runs before the upload goes
     /// on; otherwise `meanwhile` runs after the sync. Returns the sync's report and whether it
@@ -133,17 +149,7 @@ struct OverlapTests {
     func twinsByContent() async throws {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
-            let name = "book_\(pair.book.id).json"
-            let books = try await world.folderID("books")
-            let base = try #require(await live(world, name).first).content
-            // B's edit reaches Drive; then a copy of the older content lands after it, as a
-            // restore made in the gap of B's replace did.
-            try pair.b.edit(book: pair.book.id, BookChanges(title: "Dune: B's title"))
-            #expect(try await pair.b.sync().uploaded.books == 1)
-            await world.state.advanceClock(by: 1)
-            _ = await world.state.putFile(
-                email: alice, name: name, parents: [books], content: base, mimeType: "application/json")
-            #expect(await live(world, name).count == 2)
+            let (name, _) = try await oldCopyAfterBsRename(world, pair)
 
             let report = try await pair.a.sync()
             #expect(report.downloaded.books + report.merged.books == 1)
@@ -208,14 +214,7 @@ struct OverlapTests {
     func ownTwin() async throws {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
-            let name = "book_\(pair.book.id).json"
-            let books = try await world.folderID("books")
-            let base = try #require(await live(world, name).first).content
-            try pair.b.edit(book: pair.book.id, BookChanges(title: "Dune: B's title"))
-            #expect(try await pair.b.sync().uploaded.books == 1)
-            await world.state.advanceClock(by: 1)
-            _ = await world.state.putFile(
-                email: alice, name: name, parents: [books], content: base, mimeType: "application/json")
+            let (name, _) = try await oldCopyAfterBsRename(world, pair)
             _ = try await pair.b.sync()
             #expect(try pair.b.book(pair.book.id)?.title == "Dune: B's title", "B reverted its own edit")
             _ = try await pair.a.sync()
@@ -254,14 +253,7 @@ struct OverlapTests {
     func twinDeleteFails() async throws {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
-            let name = "book_\(pair.book.id).json"
-            let books = try await world.folderID("books")
-            let base = try #require(await live(world, name).first).content
-            try pair.b.edit(book: pair.book.id, BookChanges(title: "Dune: B's title"))
-            #expect(try await pair.b.sync().uploaded.books == 1)
-            await world.state.advanceClock(by: 1)
-            let stale = await world.state.putFile(
-                email: alice, name: name, parents: [books], content: base, mimeType: "application/json")
+            let (name, stale) = try await oldCopyAfterBsRename(world, pair)
             await world.state.addFault(
                 FaultRule(method: "DELETE", pathContains: stale.id, status: 403, reason: "insufficientFilePermissions"))
             _ = try await pair.a.sync()
@@ -304,18 +296,11 @@ struct OverlapTests {
     func heldTwins() async throws {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
-            let name = "book_\(pair.book.id).json"
-            let books = try await world.folderID("books")
-            let base = try #require(await live(world, name).first).content
             try pair.a.edit(book: pair.book.id, BookChanges(position: 1))
             await world.state.addFault(FaultRule(method: "DELETE", status: 403, reason: "insufficientFilePermissions"))
             for _ in 0..<3 { _ = try await pair.a.sync() }
             await world.state.clearFaults()
-            try pair.b.edit(book: pair.book.id, BookChanges(title: "Dune: B's title"))
-            #expect(try await pair.b.sync().uploaded.books == 1)
-            await world.state.advanceClock(by: 1)
-            _ = await world.state.putFile(
-                email: alice, name: name, parents: [books], content: base, mimeType: "application/json")
+            let (name, _) = try await oldCopyAfterBsRename(world, pair)
             let report = try await pair.a.sync()
             #expect(report.held.count == 1 && report.staleDuplicatesDeleted == 0)
             let titles = try await live(world, name).map {

@@ -188,35 +188,25 @@ package struct BackupChecker: Sendable {
     /// change out), a plain `ivy sync` would not see what the check found: the fix is
     /// `ivy sync --full`, which lists Drive in full and rebuilds the mirror. Nothing is saved.
     private func adviseFullListing(_ remote: RemoteListing, into check: inout BackupCheck) async throws {
-        guard let mirror = try library.driveMirror(), let folders = try library.rememberedFolders() else { return }
-        var files = Dictionary(mirror.files.map { ($0.file.id, $0) }, uniquingKeysWith: { $1 })
-        struct FullListingAnyway: Error {}
-        do {
-            let end = try await drive.changes(since: mirror.token) { page in
-                // A change the mirror cannot follow: the next sync lists Drive in full anyway.
-                guard
-                    case .update(let update) = MirrorRules.effect(of: page, folders: folders, mirrored: Set(files.keys))
-                else { throw FullListingAnyway() }
-                for id in update.removals { files[id] = nil }
-                for file in update.upserts { files[file.file.id] = file }
-            }
-            guard case .caughtUp = end else { return }
-        } catch is FullListingAnyway {
-            return
-        } catch let error as DriveError {
-            // Advice only: the check itself stands without it.
-            _ = error
-            return
-        }
-        let mirrored = RemoteListing(files: files.values.map(\.file), isComplete: true)
+        let syncFixes: Set<BackupCheck.Kind> = [
+            .remoteOnly, .missingOnDrive, .jsonDiffers, .duplicateName, .missingMP3,
+        ]
+        // Nothing a sync would fix: no request for advice nobody needs.
+        guard check.problems.contains(where: { syncFixes.contains($0.kind) }),
+            let mirror = try library.driveMirror(), let folders = try library.rememberedFolders()
+        else { return }
+        // A change the mirror cannot follow means the next sync lists Drive in full anyway,
+        // and a Drive that does not answer leaves the check standing without the advice.
+        guard
+            case .current(let files)? = try? await SyncEngine.followChanges(
+                mirror, folders: folders, drive: drive, saving: nil)
+        else { return }
+        let mirrored = RemoteListing(files: files, isComplete: true)
         func ids(_ entity: RemoteEntity?) -> Set<String> { Set(entity?.allFiles.map(\.id) ?? []) }
         let disagreeing = Set(
             Set(remote.entities.keys).union(mirrored.entities.keys)
                 .filter { ids(remote.entities[$0]) != ids(mirrored.entities[$0]) }
                 .map { "\($0)" })
-        let syncFixes: Set<BackupCheck.Kind> = [
-            .remoteOnly, .missingOnDrive, .jsonDiffers, .duplicateName, .missingMP3,
-        ]
         for index in check.problems.indices {
             let problem = check.problems[index]
             guard syncFixes.contains(problem.kind), disagreeing.contains(problem.entity) else { continue }

@@ -90,6 +90,14 @@ extension SyncEngine {
     /// lists Drive in full, except when Drive cannot be reached or limits the rate: then
     /// the sync stops.
     func followChanges(_ mirror: DriveMirror, folders: DriveFolders, dryRun: Bool) async throws -> MirrorFollowed {
+        try await Self.followChanges(mirror, folders: folders, drive: drive, saving: dryRun ? nil : library)
+    }
+
+    /// `followChanges` for any Drive client; with no library to save each page to, the mirror
+    /// is brought up to date in memory only (`ivy check`, a dry run).
+    static func followChanges(
+        _ mirror: DriveMirror, folders: DriveFolders, drive: DriveClient, saving library: LibraryDatabase?
+    ) async throws -> MirrorFollowed {
         var files = Dictionary(mirror.files.map { ($0.file.id, $0) }, uniquingKeysWith: { $1 })
         var token = mirror.token
         let end: ChangeFeedEnd
@@ -98,7 +106,7 @@ extension SyncEngine {
                 switch MirrorRules.effect(of: page, folders: folders, mirrored: Set(files.keys)) {
                 case .needsFullListing(let reason): throw FeedStop(reason: reason)
                 case .update(let update):
-                    if !dryRun {
+                    if let library {
                         guard try library.applyDriveMirrorPage(update, from: token) else {
                             throw FeedStop(reason: "the mirror was reset while Drive's changes were read")
                         }

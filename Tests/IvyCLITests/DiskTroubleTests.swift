@@ -287,6 +287,51 @@ struct DiskTroubleTests {
         }
     }
 
+    @Test("a log line a full disk cuts short is cut off whole: every line of a JSON log still parses")
+    func logLineCutShort() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            let ivy = device.ivy
+            #expect(try await ivy.run("config", "set", "log_format", "json").status == 0)
+            // The same home in XDG's layout, so that the log's directory can sit alone on a
+            // full disk while the library and the sign-in have room.
+            let state = ivy.path + "/state/ivy"
+            for (variable, directory) in [
+                ("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"), ("XDG_STATE_HOME", "state"),
+            ] {
+                ivy.environment[variable] = ivy.path + "/" + directory
+                try FileManager.default.createDirectory(
+                    atPath: ivy.path + "/\(directory)/ivy", withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
+            }
+            ivy.environment["IVY_HOME"] = nil
+            let files = FileManager.default
+            try files.copyItem(atPath: ivy.home + "/token.json", toPath: ivy.path + "/config/ivy/token.json")
+            for file in ["library.db", "library.db-wal"] where files.fileExists(atPath: ivy.home + "/" + file) {
+                try files.copyItem(atPath: ivy.home + "/" + file, toPath: ivy.path + "/data/ivy/" + file)
+            }
+            _ = try await ivy.id("book", "add", "--title", "Dune")
+            let logged = try await ivy.runBinaryAsync("sync")
+            #expect(logged.status == 0, "\(logged.stderr)")
+            let line = try String(contentsOfFile: state + "/ivy.log", encoding: .utf8)
+            // 4,000 bytes of whole lines: tmpfs gives the log 4,096-byte pages, so a line of
+            // more than 96 bytes starts in the log's page and runs on into one the disk lacks.
+            #expect(line.utf8.count > 96 && line.hasSuffix("\n"), "\(line)")
+            let filler = "{\"message\":\"" + String(repeating: "x", count: 3_985) + "\"}\n"
+            #expect(filler.utf8.count == 4_000)
+            try Data(filler.utf8).write(to: URL(fileURLWithPath: state + "/ivy.log"))
+
+            _ = try await ivy.id("book", "add", "--title", "Emma")
+            let cut = try await ivy.run(on: .full(leaving: 0), "sync", over: state)
+            #expect(cut.status == 0, "a log that cannot be written loses a line, never the sync: \(cut.stderr)")
+            let log = try String(contentsOfFile: state + "/ivy.log", encoding: .utf8)
+            #expect(log == filler, "a line cut short was left: \(log.utf8.count) bytes")
+            for entry in log.split(separator: "\n") {
+                #expect((try? JSONSerialization.jsonObject(with: Data(entry.utf8))) != nil, "\(entry.prefix(80))")
+            }
+        }
+    }
+
     @Test("a read-only home with no library yet: the first command says the disk is read-only")
     func readOnlyNewHome() async throws {
         let ivy = try IvyHome()

@@ -27,9 +27,16 @@ extension GoogleHarness {
 }
 
 /// What is in the system temporary directory under names a transfer might use.
+/// Files in /tmp that ivy or Foundation's URLSession could have made for a transfer: ivy's own
+/// names, and Foundation's (a UUID, or CFNetworkDownload_, with .tmp). Other programs share
+/// /tmp (a compiler's `md5-….s.tmp` once failed this test), so nothing else is counted.
 private func temporaryTransferFiles() -> Set<String> {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? []
-    return Set(names.filter { $0.hasPrefix("ivy-upload-") || $0.hasSuffix(".tmp") })
+    return Set(
+        names.filter { name in
+            name.hasPrefix("ivy-") || name.hasPrefix("CFNetworkDownload")
+                || (name.hasSuffix(".tmp") && UUID(uuidString: String(name.prefix(36))) != nil)
+        })
 }
 
 @Suite("Transfer files: private, beside the audio, never in /tmp")

@@ -66,13 +66,18 @@ package struct Context: Sendable {
     /// (`ivy sync --watch`): from then on the first two no longer end the process; a third
     /// does, as it would have.
     package var interruptions: @Sendable (@escaping @Sendable (Int32) -> Void) -> Void
+    /// How a sync waits between retries of Google's requests and while it paces them: a real
+    /// sleep, or (in tests of what happens after the retries) none.
+    package var sleep: @Sendable (Duration) async throws -> Void
 
     package init(
         streams: Streams, terminal: Terminal, environment: [String: String], workingDirectory: String,
         readLine: @escaping @Sendable () -> String?, clock: WallClock, ids: IDGenerator,
-        interruptions: @escaping @Sendable (@escaping @Sendable (Int32) -> Void) -> Void = { _ in }
+        interruptions: @escaping @Sendable (@escaping @Sendable (Int32) -> Void) -> Void = { _ in },
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) {
         self.interruptions = interruptions
+        self.sleep = sleep
         self.streams = streams
         self.terminal = terminal
         self.environment = environment

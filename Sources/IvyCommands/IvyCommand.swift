@@ -163,7 +163,7 @@ struct Home {
     }
 
     var google: GoogleEffects {
-        GoogleEffects(transport: URLSessionTransport(), clock: clock, sleep: { try await Task.sleep(for: $0) })
+        GoogleEffects(transport: URLSessionTransport(), clock: clock, sleep: context.sleep)
     }
 
     /// The door every sync of this home goes through (`ivy sync`, and each of its watch's),

@@ -25,6 +25,10 @@ struct RunResult {
 final class IvyHome: @unchecked Sendable {
     private let directory: TemporaryHome
     var environment: [String: String]
+    /// How in-process runs wait between Google's retries; `noWaits` for a test of what
+    /// happens once they are spent, which then takes no real backoff's time.
+    var sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    static let noWaits: @Sendable (Duration) async throws -> Void = { _ in await Task.yield() }
 
     init() throws {
         directory = try TemporaryHome(prefix: "ivy-cli")
@@ -68,7 +72,8 @@ final class IvyHome: @unchecked Sendable {
     ) -> RunningCommand {
         RunningCommand(
             arguments, environment: environment.merging(extra) { $1 }, workingDirectory: path, input: input,
-            onTerminal: onTerminal, errorOnTerminal: errorOnTerminal, outputOnTerminal: outputOnTerminal)
+            onTerminal: onTerminal, errorOnTerminal: errorOnTerminal, outputOnTerminal: outputOnTerminal,
+            sleep: sleep)
     }
 
     /// Runs ivy's command in this process with standard input on a terminal, `input`
@@ -174,7 +179,8 @@ final class RunningCommand: Sendable {
 
     init(
         _ arguments: [String], environment: [String: String], workingDirectory: String, input: [String],
-        onTerminal: Bool, errorOnTerminal: Bool = false, outputOnTerminal: Bool = false
+        onTerminal: Bool, errorOnTerminal: Bool = false, outputOnTerminal: Bool = false,
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) {
         let lines = Mutex(input[...])
         var terminal = Terminal.none(environment: environment)
@@ -189,7 +195,7 @@ final class RunningCommand: Sendable {
             readLine: { lines.withLock { $0.popFirst() } },
             clock: WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) },
             ids: .uuid,
-            interruptions: { [signals] given in signals.handler.withLock { $0 = given } })
+            interruptions: { [signals] given in signals.handler.withLock { $0 = given } }, sleep: sleep)
         task = Task { [output, error] in
             let status = await IvyCommand.main(arguments, context: context)
             output.close()

@@ -17,6 +17,21 @@ struct Outcome: Sendable {
     /// Exited 0 by itself: it did all it set out to.
     var clean: Bool { status == 0 && !killed && !hung }
 
+    /// The books and clips (ids) a sync's report says it left alone (skipped, say while a file
+    /// is missing on Drive within its grace, or held): a clean sync carried neither way what
+    /// this device or Drive held of them.
+    var leftAlone: Set<String> {
+        var ids = Set<String>()
+        for key in ["skipped", "held", "held_changes"] {
+            for entry in json?[key]?.objects ?? [] {
+                if let entity = entry["entity"]?.string, let id = entity.split(separator: " ").last {
+                    ids.insert(String(id))
+                }
+            }
+        }
+        return ids
+    }
+
     /// `exit 5 (failed: clip 1234…: why)`, for logs.
     var brief: String {
         if killed { return "killed" }

@@ -189,8 +189,10 @@ extension Ledger {
     }
 
     /// A sync ended: `clean` when it exited 0 and was not killed, `alone` when nothing else
-    /// wrote to Drive while it ran.
-    mutating func syncEnded(_ mark: SyncMark, clean: Bool, alone: Bool) {
+    /// wrote to Drive while it ran. `leftAlone` are the entities its report says it skipped or
+    /// held: even a clean sync carried nothing of those either way (a book whose file another
+    /// device's killed replace left missing waits out the grace, its change here unsent).
+    mutating func syncEnded(_ mark: SyncMark, clean: Bool, alone: Bool, leftAlone: Set<String> = []) {
         let sequence = tick()
         if clean {
             lastClean[mark.device] = max(lastClean[mark.device] ?? 0, mark.sequence)
@@ -198,8 +200,9 @@ extension Ledger {
             lastUnclean[mark.device] = max(lastUnclean[mark.device] ?? 0, mark.sequence)
         }
         if clean, alone {
-            deviceKnows[mark.device] = (deviceKnows[mark.device] ?? [:]).union(mark.drive)
-            driveKnows = driveKnows.union(mark.local)
+            deviceKnows[mark.device] = (deviceKnows[mark.device] ?? [:])
+                .union(mark.drive.filter { !leftAlone.contains($0.key) })
+            driveKnows = driveKnows.union(mark.local.filter { !leftAlone.contains($0.key) })
         }
         // A creation is settled by the first clean sync of its device: from then on every
         // merge of it has a base. A sync before that which failed or was killed may have put

@@ -332,7 +332,7 @@ final class Soak {
     private func recordedSync(_ device: Device, kill: KillPlan?) async throws -> Outcome {
         let mark = ledger.syncStarting(device.name)
         let outcome = try await Self.sync(device, state: state, kill: kill)
-        ledger.syncEnded(mark, clean: outcome.clean, alone: true)
+        ledger.syncEnded(mark, clean: outcome.clean, alone: true, leftAlone: outcome.leftAlone)
         return outcome
     }
 

@@ -237,8 +237,8 @@ extension SyncEngine {
     /// keeps such a file as long as an entry would be kept, and a failed commit after the
     /// rename keeps it too.
     private func applyRemote(
-        _ key: EntityKey, _ context: Context, recording agreement: Agreement? = nil, audio staged: StagedAudio? = nil,
-        trash reason: TrashReason, _ write: (EngineWriter) throws -> Void
+        _ key: EntityKey, _ context: Context, recording agreement: Agreement? = nil, settling: Bool = true,
+        audio staged: StagedAudio? = nil, trash reason: TrashReason, _ write: (EngineWriter) throws -> Void
     ) throws {
         let expected = context.snapshot.updatedAt(key)
         let audioPath = library.audioPath(clipID: key.id)
@@ -260,7 +260,8 @@ extension SyncEngine {
                     }
                 }
                 if let agreement {
-                    try writer.recordSynced(agreement.entry, base: agreement.base, queuedAt: context.queuedAt(key))
+                    try writer.recordSynced(
+                        agreement.entry, base: agreement.base, queuedAt: settling ? context.queuedAt(key) : nil)
                 }
                 if let staged {
                     try writer.placeAudio(staged.path, at: audioPath)
@@ -618,7 +619,10 @@ extension SyncEngine {
         let combined = Merge.bookMerge(local: mine, remote: resolved.value, base: base, now: now)
         let adopt = resolved.adoptable && combined.value.sameContent(as: remote.backup)
         let merged = adopt ? remote.backup : try Self.pushable(combined.value)
-        try applyRemote(key, context, recording: adopt ? remote.agreement(at: now) : nil, trash: .merge) {
+        // Drive's copy is the base from here on, even before the merge is uploaded: a sync
+        // killed or failing in between merges Drive's next edit against what this one took.
+        let recorded = adopt || resolved.others.isEmpty ? remote.agreement(at: now) : nil
+        try applyRemote(key, context, recording: recorded, settling: adopt, trash: .merge) {
             try merged.save(in: $0)
         }
         if adopt {
@@ -659,10 +663,14 @@ extension SyncEngine {
         let merged = adopt ? remote.backup : try Self.pushable(combined.value)
         let staged = takesRemoteAudio ? try await stageAudio(try usableMP3(action.remote), moved) : nil
         defer { if let staged { library.discardStagedAudio(staged.path) } }
+        // Drive's copy is the base from here on, even before a merge is uploaded (see mergeBook).
         let agreement = mp3.flatMap { mp3 in
-            adopt ? remote.agreement(mp3: mp3, audioMD5: mp3.md5 ?? localMD5, at: now) : nil
+            adopt || resolved.others.isEmpty
+                ? remote.agreement(mp3: mp3, audioMD5: adopt ? mp3.md5 ?? localMD5 : mp3.md5, at: now) : nil
         }
-        try applyRemote(key, context, recording: agreement, audio: staged, trash: .merge) { try merged.save(in: $0) }
+        try applyRemote(key, context, recording: agreement, settling: adopt, audio: staged, trash: .merge) {
+            try merged.save(in: $0)
+        }
         let down = staged?.bytes ?? 0
         if adopt { await deleteTwins(resolved.others) }
         let up = adopt ? 0 : try await push(clip: merged, replacing: resolved.replacing(action.remote), context, moved)

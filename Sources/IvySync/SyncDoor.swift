@@ -223,7 +223,7 @@ package final class SyncDoor: Sendable {
             token: token, store: tokens, endpoints: endpoints, credentials: credentials, effects: effects)
         return DriveClient(
             drive: endpoints.drive, authorized: AuthorizedTransport(tokens: provider, transport: effects.transport),
-            concurrency: try library.number(.concurrency), sleep: effects.sleep)
+            concurrency: try library.number(.concurrency), sleep: effects.sleep, now: effects.elapsed)
     }
 
     private func currentEffects() -> GoogleEffects {

@@ -110,6 +110,8 @@ final class Device: Sendable {
     let paths: IvyPaths
     let library: LibraryDatabase
     private let recordedSleeps = Mutex<[Duration]>([])
+    /// The Drive client's pacing clock: it moves only with the waits, as the emulator's does.
+    private let waited = Mutex<Duration>(.zero)
 
     init(name: String, world: World) throws {
         self.name = name
@@ -125,6 +127,7 @@ final class Device: Sendable {
     private var retrySleep: @Sendable (Duration) async throws -> Void {
         { [self] duration in
             recordedSleeps.withLock { $0.append(duration) }
+            waited.withLock { $0 += duration }
             let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
             await world.state.advanceClock(by: seconds)
         }
@@ -148,7 +151,7 @@ final class Device: Sendable {
             library: library, tokens: TokenStore(path: paths.tokenFile, warn: { _ in }), lockFile: paths.lockFile,
             clock: world.clock.clock, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
             endpoints: { _ in google.endpoints }, credentials: { google.credentials },
-            effects: { google.effects(sleep: sleep) })
+            effects: { [self] in google.effects(sleep: sleep, elapsed: { self.waited.withLock { $0 } }) })
     }
 
     /// One sync through the door; a sync that failed as a whole throws its error.

@@ -52,9 +52,13 @@ package struct EmulatedGoogle: Sendable {
         ClientCredentials(id: GoogleEmulator.defaultClient.id, secret: GoogleEmulator.defaultClient.secret)
     }
 
-    /// Effects that wait for nothing unless `sleep` is given.
-    package func effects(sleep: @escaping @Sendable (Duration) async throws -> Void = { _ in }) -> GoogleEffects {
-        GoogleEffects(transport: transport, clock: clock, sleep: sleep)
+    /// Effects that wait for nothing unless `sleep` is given; pacing on `elapsed`, when given.
+    package func effects(
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { _ in },
+        elapsed: (@Sendable () -> Duration)? = nil
+    ) -> GoogleEffects {
+        guard let elapsed else { return GoogleEffects(transport: transport, clock: clock, sleep: sleep) }
+        return GoogleEffects(transport: transport, clock: clock, sleep: sleep, elapsed: elapsed)
     }
 
     /// A token provider over `token`, refreshing through the emulator into `store`.

@@ -252,6 +252,20 @@ package enum SyncPlanner {
                         .upload, "its JSON vanished from Drive (a replace cut short); restored from here",
                         missing: "its JSON is missing")
                 }
+                // A JSON without its MP3: another device's retake still streaming up, or a delete
+                // that raced an edit (the delete took the MP3, the edit made a new JSON). Once that
+                // has lasted the grace the clip lives, as an edit beats a delete: a newer JSON is
+                // read and merged with the audio here and uploaded whole, the agreed one gets its
+                // MP3 back. Left alone, every device kept a clip Drive could not give the others.
+                if let json = remote.json, remote.mp3 == nil {
+                    if json.id != manifest?.remoteFileID {
+                        return afterGrace(
+                            .merge, "Drive has a newer JSON but no MP3: merged with the audio here, uploaded whole",
+                            missing: "its MP3 is missing")
+                    }
+                    return afterGrace(
+                        .upload, "its MP3 vanished from Drive; restored from here", missing: "its MP3 is missing")
+                }
                 return skip("incomplete on Drive (JSON or MP3 missing); left alone")
             }
             guard manifest != nil else { return act(.upload, "new here") }

@@ -279,6 +279,15 @@ struct PlannerRuleTests {
         #expect(only(plan(clips: [changed], files: [theirs], manifest: [clip])) == ["merge clip c1"])
         // The JSON agreed on, its MP3 gone that long: the change here is uploaded whole.
         #expect(only(plan(clips: [changed], files: [F.json(clipKey)], manifest: [clip])) == ["upload clip c1"])
+        // Its MP3 gone that long with nothing changed here (a delete that raced an edit took it):
+        // the clip lives, its newer JSON merged with the audio here, the agreed one completed.
+        let unchanged = F.clip("c1")
+        #expect(only(plan(clips: [unchanged], files: [theirs], manifest: [clip])) == ["merge clip c1"])
+        #expect(only(plan(clips: [unchanged], files: [F.json(clipKey)], manifest: [clip])) == ["upload clip c1"])
+        clip.missingSince = nil
+        let waiting = plan(clips: [unchanged], files: [theirs], manifest: [clip])
+        #expect(waiting.actions.isEmpty && waiting.missingOnDrive == [clipKey])
+        clip.missingSince = 0
         // A new MP3 under the agreed JSON is a change on Drive.
         let retaken = plan(
             clips: [F.clip("c1")], files: [F.json(clipKey), F.mp3("c1", fileID: "m-new")], manifest: [clip])

@@ -53,4 +53,40 @@ struct MergeBaseTests {
             #expect(try pair.a.snapshot() == pair.b.snapshot())
         }
     }
+
+    /// ivy-soak seed 19 once ended diverged: device c deleted a clip while the app edited its
+    /// note, the delete took the MP3 and the edit made a new JSON, and every device left the
+    /// JSON without its MP3 alone for good: b kept the clip, a and c had deleted it.
+    @Test("a delete that raced an edit leaves a JSON without MP3: after the grace the clip lives everywhere")
+    func deleteRacedEdit() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let id = pair.clip.id
+            let name = "clip_\(id).json"
+            let before = try #require(await world.files().first { $0.name == name && !$0.explicitlyTrashed })
+            try pair.a.library.deleteClip(id: id)
+            #expect(try await pair.a.sync().deletedRemote.clips == 1)
+            // The app's edit, from the copy it read before the delete, lands after it.
+            var fields = try #require(try JSONSerialization.jsonObject(with: before.content) as? [String: Any])
+            fields["note"] = "the app's note"
+            fields["updated_at"] = world.clock.now + 1_000
+            _ = await world.state.putFile(
+                email: alice, name: name, parents: [try await world.folderID("clips")],
+                content: try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]),
+                mimeType: "application/json")
+
+            let waiting = try await pair.b.sync()
+            #expect(waiting.merged.clips + waiting.uploaded.clips == 0, "within the grace B waits")
+            world.clock.advance(seconds: 61)
+            let completed = try await pair.b.sync()
+            #expect(completed.merged.clips == 1 && completed.failures.isEmpty, "\(completed.summary)")
+            #expect(try pair.b.clip(id)?.note == "the app's note")
+            let resurrected = try await pair.a.sync()
+            #expect(resurrected.downloaded.clips == 1, "\(resurrected.summary)")
+            #expect(try pair.a.snapshot() == pair.b.snapshot())
+            #expect(pair.a.audio(id) == pair.b.audio(id) && pair.a.audio(id) != nil)
+            let live = await world.files().filter { $0.name.hasPrefix("clip_\(id)") && !$0.explicitlyTrashed }
+            #expect(live.map(\.name).sorted() == [name, "clip_\(id).mp3"])
+        }
+    }
 }

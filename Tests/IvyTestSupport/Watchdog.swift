@@ -53,7 +53,22 @@ package enum PoolWatchdog {
     private static func watch() {
         var reported = false
         while true {
+            let asleep = uptime()
             Thread.sleep(forTimeInterval: 1)
+            let overslept = uptime() - asleep - 1000
+            if overslept >= limit.milliseconds {
+                // This thread, outside every pool, was not run either: the whole process was
+                // stopped or starved from outside (a 35 s gap once came with no pool report,
+                // on a machine at load 20). Said with what the kernel reports, since the
+                // heartbeats, woken together with this thread, cannot tell it.
+                say(
+                    "ivy test watchdog: the whole process stood still for \(overslept / 1000) s "
+                        + "(this thread slept 1 s and woke \((overslept + 1000) / 1000) s later); "
+                        + "load average \(read("/proc/loadavg")); pressure: cpu \(read("/proc/pressure/cpu")); "
+                        + "io \(read("/proc/pressure/io")); memory \(read("/proc/pressure/memory"))\n")
+                // The heartbeats were stopped with it: judge the pools once they have had a turn.
+                continue
+            }
             let pool = uptime() - lastBeat.load(ordering: .relaxed)
             let dispatch = uptime() - lastDispatchBeat.load(ordering: .relaxed)
             let silent = max(pool, dispatch)
@@ -119,6 +134,12 @@ package enum PoolWatchdog {
             let state = stat.split(separator: ")").last?.split(separator: " ").first.map(String.init) ?? "?"
             say("thread \(task) \"\(read("comm"))\" state \(state) waiting in \(read("wchan"))\n")
         }
+    }
+
+    /// A kernel file's first line, or "?".
+    private static func read(_ path: String) -> String {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? "?"
+        return text.split(separator: "\n").first.map(String.init) ?? "?"
     }
 
     private static func say(_ text: String) {

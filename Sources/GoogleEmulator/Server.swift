@@ -28,6 +28,8 @@ package final class GoogleEmulator: Sendable {
     package let baseURL: URL
     private let server: Task<Void, any Error>
     private let listener: any Channel
+    /// Requests answered without the socket (see `exchange`).
+    let inProcess = InProcessExchanges()
 
     private init(state: EmulatorState, baseURL: URL, server: Task<Void, any Error>, listener: any Channel) {
         self.state = state
@@ -75,6 +77,7 @@ package final class GoogleEmulator: Sendable {
     /// Stops accepting and closes every connection; returns when the server is down.
     package func stop() async {
         await state.releaseHeld()
+        await inProcess.stop(release: { await state.releaseHeld() })
         // The listening socket closes first, so no connection is accepted once the server
         // task is cancelled: NIO traps when it accepts one that nothing will ever serve
         // ("Deinited NIOAsyncWriter without calling finish()", swift-nio#2637), which crashed
@@ -94,153 +97,21 @@ package struct EmulatorStartError: Error, CustomStringConvertible {
 /// An error that makes the server close the connection mid-response, as a flaky network would.
 struct DroppedConnection: Error {}
 
-/// The bridge from Hummingbird to the emulator's handlers: latency, faults, logging.
+/// The bridge from Hummingbird to `EmulatorPipeline`: the request's parts and body in, the
+/// answer out as a response (dropped part-way, or endless, when the answer says so).
 struct EmulatorResponder: HTTPResponder {
     typealias Context = BasicRequestContext
     let state: EmulatorState
 
-    /// More than any body ivy sends (MP3s are capped at 50 MB).
-    static let bodyLimit = 128 * 1024 * 1024
-
     func respond(to request: Request, context: Context) async throws -> Response {
-        let started = await state.now()
-        let method = request.method.rawValue
-        let path = request.uri.path
-        let rawQuery = request.uri.query ?? ""
         var headers: [String: String] = [:]
         for field in request.headers { headers[field.name.canonicalName.lowercased()] = field.value }
-        let isControl = path.hasPrefix("/_emulator/")
-
-        if !isControl {
-            let latency = await state.latencyMilliseconds
-            if latency > 0 { try await Task.sleep(for: .milliseconds(latency)) }
-        }
-        let fault =
-            isControl ? nil : await state.fault(method: method, target: rawQuery.isEmpty ? path : path + "?" + rawQuery)
-        if let delay = fault?.delayMilliseconds, delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
-        if fault?.hold == true { await state.hold() }
-
-        // A drop on a request with a body cuts the upload short: keep what arrived, then hang up.
-        let expectsBody = Int(headers["content-length"] ?? "0").map { $0 > 0 } ?? true
-        var body = Data()
-        var truncated = false
-        if let limit = fault?.dropAfterBytes, expectsBody, ["PUT", "POST", "PATCH"].contains(method) {
-            for try await buffer in request.body {
-                body.append(contentsOf: buffer.readableBytesView)
-                if body.count >= limit {
-                    body = body.prefix(limit)
-                    truncated = true
-                    break
-                }
-            }
-        } else if fault?.status == nil || fault?.afterHandling == true {
-            let collected = try await request.body.collect(upTo: Self.bodyLimit)
-            body = Data(collected.readableBytesView)
-        }
-
-        var reply: EmulatorReply
-        var account: String?
-        let query = Self.queryItems(rawQuery)
-        if let fault, fault.status != nil, fault.afterHandling != true, !truncated {
-            reply = Self.faultReply(fault, path: path)
-        } else {
-            var emulated = EmulatedRequest(method: method, path: path, query: query, headers: headers, body: body)
-            emulated.truncated = truncated
-            let base = "http://\(request.head.authority ?? headers["host"] ?? "127.0.0.1")"
-            (reply, account) = await state.handle(emulated, baseURL: base)
-            if let fault {
-                let replaced = fault.afterHandling == true && fault.status != nil && !truncated
-                reply = replaced ? Self.faultReply(fault, path: path) : Self.patched(reply, by: fault)
-            }
-        }
-        if method == "PUT", path == "/upload/drive/v3/files", let uploadID = query["upload_id"] {
-            await state.sessionAnswered(reply, uploadID: uploadID)
-        }
-        let drop = truncated ? 0 : fault?.dropAfterBytes
-        // The control API is the test talking, not ivy: it stays out of the log.
-        if !isControl {
-            await state.log(
-                LoggedRequest(
-                    method: method, path: path, query: rawQuery, status: drop == nil ? reply.status : 0,
-                    account: account,
-                    start: started, end: await state.now(), bytes: body.count))
-        }
-        return Self.response(reply, dropAfter: drop, state: state)
+        let incoming = IncomingRequest(
+            method: request.method.rawValue, path: request.uri.path, rawQuery: request.uri.query ?? "",
+            headers: headers, baseURL: "http://\(request.head.authority ?? headers["host"] ?? "127.0.0.1")")
+        let answer = try await EmulatorPipeline(state: state).answer(incoming, body: StreamedBody(body: request.body))
+        return Self.response(answer.reply, dropAfter: answer.dropAfter, state: state)
     }
-
-    /// OAuth's endpoints answer errors in their own flat shape; the rest is Drive's envelope.
-    static let oauthPaths: Set<String> = ["/device/code", "/token", "/revoke"]
-
-    /// A fault rule's answer. Below 400 it is just the status and the rule's headers (a 308
-    /// with a bad Range); an error has Google's body for the endpoint, with Retry-After when
-    /// the rule gives one.
-    static func faultReply(_ fault: FaultRule, path: String) -> EmulatorReply {
-        let status = fault.status ?? 500
-        guard status >= 400 else { return EmulatorReply(status: status, headers: fault.headers ?? [:]) }
-        var extra = fault.headers ?? [:]
-        if let seconds = fault.retryAfterSeconds { extra["Retry-After"] = String(seconds) }
-        guard !oauthPaths.contains(path) else {
-            // Google's token endpoint names a server-side failure `internal_failure` (what
-            // google-auth-library-python retries on).
-            var reply = EmulatorReply.oauthError(
-                status, fault.reason ?? (status >= 500 ? "internal_failure" : "invalid_request"), "Injected fault.")
-            reply.headers.merge(extra) { $1 }
-            return reply
-        }
-        return .driveError(
-            status, reason: fault.reason ?? defaultReason(status), message: "Injected fault.", headers: extra)
-    }
-
-    static func defaultReason(_ status: Int) -> String {
-        switch status {
-        case 403: "userRateLimitExceeded"
-        case 429: "rateLimitExceeded"
-        case 401: "authError"
-        case 404: "notFound"
-        case 500...599: "backendError"
-        default: "invalid"
-        }
-    }
-
-    static func queryItems(_ raw: String) -> [String: String] {
-        var items: [String: String] = [:]
-        for pair in raw.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-            guard let key = parts.first?.formDecoded else { continue }
-            items[key] = (parts.count > 1 ? parts[1] : "").formDecoded ?? ""
-        }
-        return items
-    }
-
-    /// A handled answer with a rule's headers and raw JSON fields put in.
-    static func patched(_ reply: EmulatorReply, by fault: FaultRule) -> EmulatorReply {
-        var patched = reply
-        for (name, value) in fault.headers ?? [:] {
-            patched.headers = patched.headers.filter { $0.key.lowercased() != name.lowercased() }
-            patched.headers[name] = value
-        }
-        guard let fields = fault.jsonFields, !fields.isEmpty,
-            var object = (try? JSONSerialization.jsonObject(with: reply.body)) as? [String: Any]
-        else { return patched }
-        for key in fields.keys { object[key] = nil }
-        // Spliced in as text: a number no Double can hold survives only that way.
-        var text = String(
-            decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8),
-            as: UTF8.self)
-        text.removeLast()
-        let spliced = fields.sorted { $0.key < $1.key }.map { key, raw in
-            let quoted = String(
-                decoding: (try? JSONSerialization.data(withJSONObject: [key])) ?? Data("[\"\"]".utf8), as: UTF8.self)
-            return "\(quoted.dropFirst().dropLast()):\(raw)"
-        }
-        text += (object.isEmpty ? "" : ",") + spliced.joined(separator: ",") + "}"
-        patched.body = Data(text.utf8)
-        return patched
-    }
-
-    /// How much filler an endless download sends at most, should a client never hang up: far
-    /// more than a client that does hang up can take first (see `OverlongDownloadTests`).
-    static let endlessLimit = 8 << 30
 
     static func response(_ reply: EmulatorReply, dropAfter: Int?, state: EmulatorState) -> Response {
         var fields = HTTPFields()
@@ -255,9 +126,10 @@ struct EmulatorResponder: HTTPResponder {
                 status: status, headers: fields,
                 body: ResponseBody { writer in
                     if !content.isEmpty { try await writer.write(ByteBuffer(bytes: content)) }
-                    let filler = ByteBuffer(repeating: 0x55, count: 1 << 16)
+                    let filler = ByteBuffer(
+                        repeating: EmulatorPipeline.endlessFiller, count: EmulatorPipeline.endlessChunk)
                     var sent = 0
-                    while sent < endlessLimit {
+                    while sent < EmulatorPipeline.endlessLimit {
                         try Task.checkCancellation()
                         // Counted before it goes out: a client that has read some bytes always
                         // finds them counted, even while this write still waits on the socket.
@@ -282,5 +154,23 @@ struct EmulatorResponder: HTTPResponder {
                 if !part.isEmpty { try await writer.write(ByteBuffer(bytes: part)) }
                 throw DroppedConnection()
             })
+    }
+}
+
+/// A Hummingbird request body as the pipeline reads it.
+private struct StreamedBody: IncomingBody {
+    let body: RequestBody
+
+    func collect(upTo limit: Int) async throws -> Data {
+        Data(try await body.collect(upTo: limit).readableBytesView)
+    }
+
+    func prefix(_ count: Int) async throws -> Data {
+        var data = Data()
+        for try await buffer in body {
+            data.append(contentsOf: buffer.readableBytesView)
+            if data.count >= count { return data.prefix(count) }
+        }
+        return data
     }
 }

@@ -119,12 +119,7 @@ package final class URLSessionTransport: HTTPTransport {
     }
 
     package func download(_ request: HTTPRequest, to file: URL) async throws -> HTTPResponse {
-        let descriptor: Int32
-        do {
-            descriptor = try PrivateFile.open(file.path, .truncate)
-        } catch {
-            throw StorageError(path: file.path, errno: error.code) ?? CocoaError.error(error.code, path: file.path)
-        }
+        let descriptor = try Transfer.openDownload(file)
         defer { close(descriptor) }
         return try await perform(request, into: (descriptor, file.path))
     }
@@ -222,8 +217,9 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
 }
 
 /// One request's answer as it arrives: counted against the limit, kept in memory or written
-/// to the download file, then handed to the waiting caller.
-final class Transfer: Sendable {
+/// to the download file, then handed to the waiting caller. (`package` for the tests'
+/// in-process transport, which answers through the same rules.)
+package final class Transfer: Sendable {
     /// An error answer is read into memory up to this much, whatever the request's limit.
     static let errorBodyLimit: Int64 = 1 << 20
 
@@ -244,7 +240,7 @@ final class Transfer: Sendable {
     private let progress: (@Sendable (Int64) -> Void)?
     private let state = Mutex(State())
 
-    init(limit: Int64, file: (descriptor: Int32, path: String)?, progress: (@Sendable (Int64) -> Void)?) {
+    package init(limit: Int64, file: (descriptor: Int32, path: String)?, progress: (@Sendable (Int64) -> Void)?) {
         self.limit = limit
         self.file = file?.descriptor
         self.path = file?.path
@@ -252,12 +248,12 @@ final class Transfer: Sendable {
     }
 
     /// Body bytes handed to the connection.
-    func sent(_ count: Int64) {
+    package func sent(_ count: Int64) {
         guard let progress, count > 0, !state.withLock({ $0.cancelled }) else { return }
         progress(count)
     }
 
-    func begin(_ continuation: CheckedContinuation<HTTPResponse, any Error>) {
+    package func begin(_ continuation: CheckedContinuation<HTTPResponse, any Error>) {
         state.withLock { $0.continuation = continuation }
     }
 
@@ -265,7 +261,7 @@ final class Transfer: Sendable {
 
     /// Answers the caller with a cancellation now, if it is still waiting; later data is
     /// dropped, so a download's file (closed once the caller returns) is never written again.
-    func cancel() {
+    package func cancel() {
         let continuation = state.withLock { state in
             state.cancelled = true
             defer { state.continuation = nil }
@@ -277,7 +273,7 @@ final class Transfer: Sendable {
     /// False when the transfer must stop: the body passed its limit or the file write failed.
     /// The caller is answered with that failure at once, as `cancel` answers: URLSession on
     /// Linux now and then never reports the end of the task cancelled next.
-    func receive(_ data: Data, status: Int) -> Bool {
+    package func receive(_ data: Data, status: Int) -> Bool {
         let (proceed, waiting, failure) = state.withLock {
             state -> (Bool, CheckedContinuation<HTTPResponse, any Error>?, (any Error)?) in
             guard !state.tooLong, state.writeError == nil, !state.cancelled else { return (false, nil, nil) }
@@ -318,7 +314,7 @@ final class Transfer: Sendable {
         return state.tooLong ? ResponseTooLong(limit: limit, status: status) : nil
     }
 
-    func finish(response: HTTPURLResponse?, error: (any Error)?) {
+    package func finish(response: HTTPURLResponse?, error: (any Error)?) {
         let (continuation, result): (CheckedContinuation<HTTPResponse, any Error>?, Result<HTTPResponse, any Error>) =
             state.withLock { state in
                 let continuation = state.continuation
@@ -335,6 +331,17 @@ final class Transfer: Sendable {
                 return (continuation, .success(HTTPResponse(status: status, headers: headers, body: state.body)))
             }
         continuation?.resume(with: result)
+    }
+}
+
+extension Transfer {
+    /// Opens a download's file: created with mode 0600, or emptied.
+    package static func openDownload(_ file: URL) throws -> Int32 {
+        do {
+            return try PrivateFile.open(file.path, .truncate)
+        } catch {
+            throw StorageError(path: file.path, errno: error.code) ?? CocoaError.error(error.code, path: file.path)
+        }
     }
 }
 

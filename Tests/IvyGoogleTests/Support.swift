@@ -8,6 +8,7 @@ import Testing
 @testable import IvyGoogle
 
 /// An emulator and everything a Google client needs to talk to it, in a temporary directory.
+/// Its clients reach the emulator in-process unless the test asks for loopback HTTP.
 final class GoogleHarness: Sendable {
     let emulator: GoogleEmulator
     let clock = TestClock(1_800_000_000_000)
@@ -19,10 +20,11 @@ final class GoogleHarness: Sendable {
     var google: EmulatedGoogle { EmulatedGoogle(emulator, clock: clock.clock, transport: transport) }
     var endpoints: GoogleEndpoints { google.endpoints }
     var credentials: ClientCredentials { google.credentials }
-    let transport = URLSessionTransport()
+    let transport: any HTTPTransport
 
-    init(emulator: GoogleEmulator) throws {
+    init(emulator: GoogleEmulator, route: EmulatorRoute = .standard) throws {
         self.emulator = emulator
+        transport = route.transport(to: emulator)
         temporary = try TemporaryHome(prefix: "ivy-google")
     }
 
@@ -51,6 +53,6 @@ final class GoogleHarness: Sendable {
     }
 }
 
-func withGoogle(_ body: (GoogleHarness) async throws -> Void) async throws {
-    try await withEmulator { emulator in try await body(try GoogleHarness(emulator: emulator)) }
+func withGoogle(_ route: EmulatorRoute = .standard, _ body: (GoogleHarness) async throws -> Void) async throws {
+    try await withEmulator { emulator in try await body(try GoogleHarness(emulator: emulator, route: route)) }
 }

@@ -39,11 +39,13 @@ private func temporaryTransferFiles() -> Set<String> {
         })
 }
 
+/// Over loopback HTTP: the files are URLSessionTransport's own (the in-process transport
+/// reads a range in place and needs none).
 @Suite("Transfer files: private, beside the audio, never in /tmp")
 struct TransferFileTests {
     @Test("the tail of a resumed upload is copied 0600 beside the audio, never to /tmp, and removed afterwards")
     func uploadSlice() async throws {
-        try await withGoogle { google in
+        try await withGoogle(.http) { google in
             let drive = try await google.drive()
             let folders = try await drive.folders()
             let audio = try google.privateAudio("take.mp3", bytes: 500_000)
@@ -66,7 +68,7 @@ struct TransferFileTests {
 
     @Test("a download streams into a 0600 .download- file beside its destination, never to /tmp")
     func downloadFile() async throws {
-        try await withGoogle { google in
+        try await withGoogle(.http) { google in
             let drive = try await google.drive()
             let folders = try await drive.folders()
             let content = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 5) })
@@ -91,7 +93,7 @@ struct TransferFileTests {
 
     @Test("a download answered with a rate limit is retried: the error body of a download is read for its reason")
     func rateLimitedDownload() async throws {
-        try await withGoogle { google in
+        try await withGoogle(.http) { google in
             let drive = try await google.drive()
             let folders = try await drive.folders()
             await google.state.putFile(
@@ -108,7 +110,7 @@ struct TransferFileTests {
         "a file smaller than Drive's error body: its rate-limit answer is read whole, retried, and slows every request",
         arguments: [403, 429])
     func rateLimitedSmallDownload(status: Int) async throws {
-        try await withGoogle { google in
+        try await withGoogle(.http) { google in
             let drive = try await google.drive()
             let folders = try await drive.folders()
             await google.state.putFile(

@@ -24,14 +24,16 @@ final class World: Sendable {
     let clock = TestClock.ticking()
     private let temporary: TemporaryHome
 
-    fileprivate init(emulator: GoogleEmulator) throws {
+    fileprivate init(emulator: GoogleEmulator, route: EmulatorRoute) throws {
         self.emulator = emulator
+        transport = route.transport(to: emulator)
         temporary = try TemporaryHome(prefix: "ivy-sync")
     }
 
     var directory: String { temporary.path }
     var google: EmulatedGoogle { EmulatedGoogle(emulator, clock: clock.clock, transport: transport) }
-    let transport = URLSessionTransport()
+    /// In-process unless the test asked `withWorld` for loopback HTTP.
+    let transport: any HTTPTransport
     var state: EmulatorState { emulator.state }
     var endpoints: GoogleEndpoints { google.endpoints }
 
@@ -86,11 +88,12 @@ final class World: Sendable {
 }
 
 /// Runs `body` with a fresh emulator and temporary directory; the emulator is stopped and
-/// the directory removed whether or not `body` throws.
-func withWorld(_ body: (World) async throws -> Void) async throws {
+/// the directory removed whether or not `body` throws. The devices reach the emulator
+/// in-process (`EmulatorRoute.standard`): the sync, not HTTP, is what these tests are about.
+func withWorld(_ route: EmulatorRoute = .standard, _ body: (World) async throws -> Void) async throws {
     try await withEmulator { emulator in
         await emulator.state.setDeviceCode(interval: 0)
-        try await body(try World(emulator: emulator))
+        try await body(try World(emulator: emulator, route: route))
     }
 }
 

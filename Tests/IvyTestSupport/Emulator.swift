@@ -34,16 +34,17 @@ package func withEmulator<Result>(
 
 /// What a Google client needs to talk to an emulator: its endpoints, the default client's
 /// credentials, a transport and a clock. Signs in as a person would, approving the code
-/// while the client waits.
+/// while the client waits. The transport is `EmulatorRoute.standard`'s (in-process) unless a
+/// test gives another.
 package struct EmulatedGoogle: Sendable {
     package let emulator: GoogleEmulator
-    package let transport: URLSessionTransport
+    package let transport: any HTTPTransport
     package let clock: WallClock
 
-    package init(_ emulator: GoogleEmulator, clock: WallClock, transport: URLSessionTransport = URLSessionTransport()) {
+    package init(_ emulator: GoogleEmulator, clock: WallClock, transport: (any HTTPTransport)? = nil) {
         self.emulator = emulator
         self.clock = clock
-        self.transport = transport
+        self.transport = transport ?? EmulatorRoute.standard.transport(to: emulator)
     }
 
     package var state: EmulatorState { emulator.state }

@@ -170,7 +170,7 @@ package final class Child: Sendable {
         }
         guard let target else { return }
         // A pipe the child does not read blocks a write past 64 KiB.
-        await Task(executorPreference: BlockingExecutor.shared) { writeAll(target, Array(text.utf8)) }.value
+        _ = await Task(executorPreference: BlockingExecutor.shared) { writeAll(target, Array(text.utf8)) }.value
     }
 
     /// Closes its standard input's pipe: it reads end-of-file.

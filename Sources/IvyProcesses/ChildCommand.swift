@@ -112,7 +112,7 @@ package enum ChildError: Error, CustomStringConvertible {
         case .cannotStart(let command, let reason):
             return "cannot start `\(command)`: \(reason)"
         case .deadline(let command, let waitingFor, let after, let stdout, let stderr):
-            return "`\(command)` did not \(waitingFor) within \(after.components.seconds) s, and was killed; "
+            return "`\(command)` did not \(waitingFor) within \(after), and was killed; "
                 + "standard output so far: \(stdout.debugDescription), standard error: \(stderr.debugDescription)"
         case .stopping(let command):
             return "not starting `\(command)`: stopping"

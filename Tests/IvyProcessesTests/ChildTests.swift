@@ -48,7 +48,9 @@ struct ChildTests {
             }
         }
         let text = "\(try #require(error))"
-        #expect(text.hasPrefix("`sh -c 'echo partial; sleep 300'` did not exit within 0 s"), "\(text)")
+        #expect(
+            text.hasPrefix("`sh -c 'echo partial; sleep 300'` did not exit within 0.5 seconds, and was killed"),
+            "\(text)")
         #expect(text.contains("partial"), "\(text)")
         let line = await #expect(throws: ChildError.self) {
             try await withChild(Self.shell("sleep 300")) { child in

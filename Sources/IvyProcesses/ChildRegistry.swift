@@ -28,10 +28,7 @@ package enum ChildRegistry {
     static func register(_ command: ChildCommand, start: () throws -> SpawnedChild) throws -> SpawnedChild {
         try state.withLock { state in
             guard !state.stopping else { throw ChildError.stopping(command: command.description) }
-            if state.sentinel == nil {
-                state.sentinel = startSentinel()
-                atexit { ChildRegistry.killAll() }
-            }
+            watchOver(&state)
             let child = try start()
             state.live.insert(child.pid)
             tell(state.sentinel, "+\(child.pid)\n")
@@ -39,8 +36,20 @@ package enum ChildRegistry {
         }
     }
 
-    /// Forgets a child that has been reaped (its group killed before that).
-    static func forget(_ pid: pid_t) {
+    /// Registers a process group this process did not start as a child but must not outlive:
+    /// a daemon a child started in a session of its own (`ivy-emulator --background`'s), killed
+    /// at exit as a child is. `forget` it once it is stopped.
+    package static func adopt(_ group: pid_t) {
+        state.withLock { state in
+            watchOver(&state)
+            state.live.insert(group)
+            tell(state.sentinel, "+\(group)\n")
+        }
+    }
+
+    /// Forgets a child that has been reaped (its group killed before that), or an adopted group
+    /// that was stopped.
+    package static func forget(_ pid: pid_t) {
         state.withLock { state in
             state.live.remove(pid)
             tell(state.sentinel, "-\(pid)\n")
@@ -61,6 +70,13 @@ package enum ChildRegistry {
 
     /// The children started and not reaped yet.
     package static var live: Set<pid_t> { state.withLock { $0.live } }
+
+    /// Starts the sentinel and the exit handler, once.
+    private static func watchOver(_ state: inout State) {
+        guard state.sentinel == nil else { return }
+        state.sentinel = startSentinel()
+        atexit { ChildRegistry.killAll() }
+    }
 
     /// At exit: kills what is left, without waiting for a lock another thread may hold forever.
     private static func killAll() {

@@ -292,13 +292,20 @@ private final class Background: @unchecked Sendable {
         let result = try await runChild(command)
         let started = Background(status: result.status, output: result.stdout, errors: result.stderr)
         // Known before any check of the output, so `stop` ends the emulator whatever fails next.
-        if let match = started.output.firstMatch(of: /IVY_EMULATOR_PID=(\d+)/) { started.pid = pid_t(match.1) }
+        if let match = started.output.firstMatch(of: /IVY_EMULATOR_PID=(\d+)/), let pid = pid_t(match.1) {
+            started.pid = pid
+            // Detached, so no longer our child; it must not outlive this process all the same.
+            ChildRegistry.adopt(pid)
+        }
         return started
     }
 
     /// Stops the emulator, if it runs, without waiting (for a test that failed early).
     func stop() {
-        if let pid { kill(pid, SIGTERM) }
+        if let pid {
+            kill(pid, SIGTERM)
+            ChildRegistry.forget(pid)
+        }
     }
 
     /// Stops the emulator with SIGTERM and returns once it has exited: when the log it writes

@@ -78,21 +78,28 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // ivy's programs run as child processes, always killed at the end; where the build put
+        // them; `ivy login` approved as a person approves it. For the tests and ivy-soak.
+        .target(name: "IvyProcesses", dependencies: ["IvySystem", "GoogleEmulator"]),
         // The convergence soak: three `ivy` installs and a stand-in for the phone app editing
         // one Drive under faults and kills. Depends on IvyCLI so `ivy` is built beside it.
         .executableTarget(
             name: "IvySoak",
             dependencies: [
                 "GoogleEmulator",
+                "IvyProcesses",
                 "IvyCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         // What every test target shares: temporary homes, test clocks, the emulator started and
-        // always stopped, and signing in as a person does.
+        // always stopped, the pool watchdog; it re-exports IvyProcesses (child processes, built
+        // programs, signing in as a person does).
         .target(
             name: "IvyTestSupport",
-            dependencies: ["IvyCore", "IvyGoogle", "IvyStore", "IvySync", "IvySystem", "GoogleEmulator"],
+            dependencies: [
+                "IvyCore", "IvyGoogle", "IvyStore", "IvySync", "IvySystem", "GoogleEmulator", "IvyProcesses",
+            ],
             path: "Tests/IvyTestSupport"
         ),
         .testTarget(
@@ -125,8 +132,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "IvySystemTests", dependencies: ["IvySystem"]),
+        .testTarget(name: "IvyProcessesTests", dependencies: ["IvyProcesses", "IvyTestSupport"]),
         // Runs a short `ivy-soak`; depends on both executables so they are built first.
-        .testTarget(name: "IvySoakTests", dependencies: ["IvySoak", "IvyCLI"]),
+        .testTarget(name: "IvySoakTests", dependencies: ["IvySoak", "IvyCLI", "IvyTestSupport"]),
         // Runs ivy's commands in-process on a test context, and the built `ivy` binary (built
         // first, as IvyCLI is a dependency) for what only a process shows.
         .testTarget(

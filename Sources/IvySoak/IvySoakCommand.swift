@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GoogleEmulator
+import IvyProcesses
 
 @main
 struct IvySoakCommand: AsyncParsableCommand {
@@ -20,7 +21,9 @@ struct IvySoakCommand: AsyncParsableCommand {
 
     @Option(help: "The seed of the run's random choices.") var seed: UInt64 = 1
     @Option(help: "How many rounds of edits and syncs.") var rounds: Int = 20
-    @Option(help: ArgumentHelp("The ivy binary (default: `ivy` beside this executable).", valueName: "PATH"))
+    @Option(
+        help: ArgumentHelp("The ivy binary (default: $IVY_BINARY, or `ivy` beside this executable).", valueName: "PATH")
+    )
     var ivy: String?
     @Option(
         parsing: .upToNextOption,
@@ -39,7 +42,7 @@ struct IvySoakCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let binary = ivy.map { URL(fileURLWithPath: $0) } ?? Self.besideMe
+        let binary = URL(fileURLWithPath: ivy ?? BuiltProgram.ivy.path)
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw SoakError("no ivy at \(binary.path); build it (`swift build -c release`) or pass --ivy PATH")
         }
@@ -67,7 +70,7 @@ struct IvySoakCommand: AsyncParsableCommand {
         } catch {
             await emulator.stop()
             cleanup.removeFiles()
-            if children.withLock({ $0.stopping }) { throw ExitCode(130) }
+            if ChildRegistry.isStopping { throw ExitCode(130) }
             throw error
         }
         await emulator.stop()
@@ -80,12 +83,6 @@ struct IvySoakCommand: AsyncParsableCommand {
                 + "lost=\(findings.lost.count), dupes=\(findings.dupeCount), diverged=\(findings.diverged.count), "
                 + "lost_edits=\(findings.lostEdits.count)")
         if !findings.clean { throw ExitCode.failure }
-    }
-
-    /// `ivy` in the build directory this executable was built into.
-    static var besideMe: URL {
-        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-            .appendingPathComponent("ivy")
     }
 }
 
@@ -109,11 +106,8 @@ final class Cleanup: Sendable {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [self] in
-                let again = children.withLock { state in
-                    defer { state.stopping = true }
-                    for pid in state.running { kill(pid, SIGKILL) }
-                    return state.stopping
-                }
+                let again = ChildRegistry.isStopping
+                ChildRegistry.stopAll()
                 FileHandle.standardError.write(Data("ivy-soak: stopping (signal \(number))\n".utf8))
                 if again {
                     removeFiles()

@@ -1,4 +1,5 @@
 import Foundation
+import IvyTestSupport
 import Testing
 
 @Suite("The benchmark script")
@@ -7,23 +8,12 @@ struct BenchSmokeTests {
     func smoke() async throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let result = try await offCooperativePool { () -> (Int32, String, String) in
-            let process = Process()
-            process.executableURL = root.appendingPathComponent("scripts/bench")
-            process.arguments = ["--smoke", "--bin-path", IvyHome.binary.deletingLastPathComponent().path]
-            let out = Pipe()
-            let err = Pipe()
-            process.standardOutput = out
-            process.standardError = err
-            try process.run()
-            let output = out.fileHandleForReading.readDataToEndOfFile()
-            let errors = err.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (
-                process.terminationStatus, String(decoding: output, as: UTF8.self),
-                String(decoding: errors, as: UTF8.self)
-            )
-        }
+        let bench = ChildCommand(
+            root.appendingPathComponent("scripts/bench").path,
+            ["--smoke", "--bin-path", URL(fileURLWithPath: BuiltProgram.ivy.path).deletingLastPathComponent().path],
+            environment: ProcessInfo.processInfo.environment)
+        let finished = try await runChild(bench, within: .seconds(540))
+        let result = (finished.status, finished.stdout, finished.stderr)
         #expect(result.0 == 0, "\(result.2)")
         let figures = Set(
             result.1.split(separator: "\n").compactMap { $0.split(separator: " ").dropFirst().first.map(String.init) })

@@ -30,20 +30,15 @@ struct ChangeFeedCLITests {
             await emulator.state.setChangesPageSize(1)
             await emulator.state.addFault(
                 FaultRule(method: "GET", pathContains: "/drive/v3/changes?", nth: 2, hold: true))
-            let process = Process()
-            process.executableURL = IvyHome.binary
-            process.arguments = ["sync"]
-            process.environment = laptop.ivy.environment
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            await emulator.state.waitForHeld(count: 1)
-            // The first page was applied, and its token saved with it, before the second was asked for.
-            let afterFirstPage = try Self.token(laptop)
-            #expect(afterFirstPage != nil && afterFirstPage != before)
-            kill(process.processIdentifier, SIGKILL)
-            try await offCooperativePool { process.waitUntilExit() }
-            #expect(process.terminationReason == .uncaughtSignal)
+            try await withChild(laptop.ivy.command(["sync"])) { sync in
+                await emulator.state.waitForHeld(count: 1)
+                // The first page was applied, and its token saved with it, before the second was asked for.
+                let afterFirstPage = try Self.token(laptop)
+                #expect(afterFirstPage != nil && afterFirstPage != before)
+                sync.send(SIGKILL)
+                let exit = try await sync.wait()
+                #expect(exit == .signalled(SIGKILL))
+            }
             await emulator.state.releaseHeld()
             await emulator.state.clearFaults()
 

@@ -58,7 +58,7 @@ enum Disk: Sendable, CustomTestStringConvertible {
         exit $status
         """#
 
-    /// The wrapper `IvyHome.runBinary(_:environment:through:)` starts ivy through.
+    /// The wrapper `IvyHome.runBinaryAsync(_:environment:through:)` starts ivy through.
     func wrapper(over directory: String) throws -> [String] {
         let mountPoint = directory + ".disk"
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)

@@ -1,5 +1,6 @@
 import Foundation
 import GoogleEmulator
+import IvySystem
 import IvyTestSupport
 import Testing
 
@@ -11,9 +12,14 @@ import Testing
 /// approving the sign-in of an `ivy login` binary.
 @Suite("ivy-emulator --background, approve and deny, through the binaries")
 struct EmulatorCommandTests {
-    /// The `ivy-emulator` binary beside this test bundle's executable in the build directory.
-    static let emulator = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        .deletingLastPathComponent().appendingPathComponent("ivy-emulator")
+    static let emulator = BuiltProgram.emulator.path
+    /// The code `ivy login` shows.
+    static var code: Regex<(Substring, Substring)> { /\b([A-Z]{4}-[A-Z]{4})\b/ }
+
+    /// `ivy login` as a person starts it, in `environment`.
+    static func login(_ environment: [String: String]) -> ChildCommand {
+        ChildCommand(BuiltProgram.ivy.path, ["login"], environment: environment)
+    }
 
     @Test(
         """
@@ -58,40 +64,42 @@ struct EmulatorCommandTests {
         ]
         var stale: [String] = []
         for _ in 0..<2 {
-            let login = try Login(environment: environment)
-            stale.append(try #require(try await login.code()))
-            login.kill()
-            _ = try await login.finish()
+            try await withChild(Self.login(environment)) { login in
+                stale.append(try #require(try await login.firstMatch(of: Self.code, what: "show its code")))
+                login.send(SIGKILL)
+                _ = try await login.finish()
+            }
         }
-        let login = try Login(environment: environment)
-        let code = try #require(try await login.code())
+        try await withChild(Self.login(environment)) { login in
+            let code = try #require(try await login.firstMatch(of: Self.code, what: "show its code"))
 
-        // approve as a person would run it: no --url, from an empty home of its own.
-        let approveHome = directory.file("approve-home")
-        try FileManager.default.createDirectory(atPath: approveHome, withIntermediateDirectories: false)
-        environment = ["HOME": approveHome, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url]
-        let approved = try await run(Self.emulator, ["approve"], environment: environment)
-        #expect(approved.status == 0, "\(approved.stderr)")
-        #expect(
-            approved.stdout == """
-                approved \(code) for alice@example.com
-                left pending: \(stale[0]), \(stale[1]) (older sign-ins; pick one with --code)
+            // approve as a person would run it: no --url, from an empty home of its own.
+            let approveHome = directory.file("approve-home")
+            try FileManager.default.createDirectory(atPath: approveHome, withIntermediateDirectories: false)
+            environment = ["HOME": approveHome, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url]
+            let approved = try await run(Self.emulator, ["approve"], environment: environment)
+            #expect(approved.status == 0, "\(approved.stderr)")
+            #expect(
+                approved.stdout == """
+                    approved \(code) for alice@example.com
+                    left pending: \(stale[0]), \(stale[1]) (older sign-ins; pick one with --code)
 
-                """)
-        let signedIn = try await login.finish()
-        #expect(signedIn.status == 0, "\(signedIn.stderr)")
-        #expect(signedIn.stdout.hasSuffix("Signed in as alice@example.com\n"), "\(signedIn.stdout)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: approveHome) == [])
+                    """)
+            let signedIn = try await login.finish()
+            #expect(signedIn.status == 0, "\(signedIn.stderr)")
+            #expect(signedIn.stdout.hasSuffix("Signed in as alice@example.com\n"), "\(signedIn.stdout)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: approveHome) == [])
 
-        let pending = try await control(url, "/_emulator/pending")
-        #expect(pending["user_codes"] as? [String] == stale.sorted())
+            let pending = try await control(url, "/_emulator/pending")
+            #expect(pending["user_codes"] as? [String] == stale.sorted())
 
-        try await started.stopAndWait(log: logFile)
-        // It holds the emulated accounts' tokens.
-        let stateMode = try FileManager.default.attributesOfItem(atPath: stateFile)[.posixPermissions] as? Int
-        #expect(stateMode == 0o600)
-        let log = try String(contentsOfFile: logFile, encoding: .utf8)
-        #expect(log.hasPrefix(url + "\n" + line + "\n"), "\(log)")
+            try await started.stopAndWait(log: logFile)
+            // It holds the emulated accounts' tokens.
+            let stateMode = try FileManager.default.attributesOfItem(atPath: stateFile)[.posixPermissions] as? Int
+            #expect(stateMode == 0o600)
+            let log = try String(contentsOfFile: logFile, encoding: .utf8)
+            #expect(log.hasPrefix(url + "\n" + line + "\n"), "\(log)")
+        }
     }
 
     @Test("restarted with the same --state, the emulator listens on its old port again, so sign-ins keep working")
@@ -178,10 +186,12 @@ struct EmulatorCommandTests {
                 "IVY_CLIENT_ID": GoogleEmulator.defaultClient.id,
                 "IVY_CLIENT_SECRET": GoogleEmulator.defaultClient.secret,
             ]
-            let killed = try Login(environment: environment)
-            let stale = try #require(try await killed.code())
-            killed.kill()
-            _ = try await killed.finish()
+            let stale = try await withChild(Self.login(environment)) { killed in
+                let stale = try #require(try await killed.firstMatch(of: Self.code, what: "show its code"))
+                killed.send(SIGKILL)
+                _ = try await killed.finish()
+                return stale
+            }
 
             // A minute has not passed: the dead sign-in still looks fresh. approve looks first,
             // and only then does the new login ask for its code.
@@ -191,21 +201,22 @@ struct EmulatorCommandTests {
                     environment: ["HOME": directory.path, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url])
             }
             await emulator.state.waitForPendingListings(count: 1)
-            let login = try Login(environment: environment)
-            let code = try #require(try await login.code())
-            let approved = try await approving.value
-            #expect(approved.status == 0, "\(approved.stderr)")
-            #expect(
-                approved.stdout == """
-                    approved \(code) for alice@example.com
-                    left pending: \(stale) (older sign-in; pick one with --code)
+            try await withChild(Self.login(environment)) { login in
+                let code = try #require(try await login.firstMatch(of: Self.code, what: "show its code"))
+                let approved = try await approving.value
+                #expect(approved.status == 0, "\(approved.stderr)")
+                #expect(
+                    approved.stdout == """
+                        approved \(code) for alice@example.com
+                        left pending: \(stale) (older sign-in; pick one with --code)
 
-                    """)
-            // Had the dead one been approved, the new login would wait out its code's lifetime.
-            if !approved.stdout.hasPrefix("approved \(code) ") { login.kill() }
-            let signedIn = try await login.finish()
-            #expect(signedIn.status == 0, "\(signedIn.stderr)")
-            #expect(await emulator.state.pendingUserCodes() == [stale])
+                        """)
+                // Had the dead one been approved, the new login would wait out its code's lifetime.
+                if !approved.stdout.hasPrefix("approved \(code) ") { login.send(SIGKILL) }
+                let signedIn = try await login.finish()
+                #expect(signedIn.status == 0, "\(signedIn.stderr)")
+                #expect(await emulator.state.pendingUserCodes() == [stale])
+            }
         }
     }
 
@@ -274,35 +285,27 @@ private final class Background: @unchecked Sendable {
     }
 
     static func start(_ arguments: [String], in directory: TemporaryHome) async throws -> Background {
-        let process = Process()
-        process.executableURL = EmulatorCommandTests.emulator
-        process.arguments = arguments
-        process.environment = ["HOME": directory.path, "PATH": "/usr/bin:/bin"]
-        process.currentDirectoryURL = URL(fileURLWithPath: directory.path)
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let command = ChildCommand(
+            EmulatorCommandTests.emulator, arguments, environment: ["HOME": directory.path, "PATH": "/usr/bin:/bin"],
+            workingDirectory: directory.path)
         // Both pipes end when it exits: the emulator it started holds neither by then.
-        let (output, errors) = try await offCooperativePool { () -> (Data, Data) in
-            let output = out.fileHandleForReading.readDataToEndOfFile()
-            let errors = err.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (output, errors)
-        }
-        let started = Background(
-            status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
-            errors: String(decoding: errors, as: UTF8.self))
+        let result = try await runChild(command)
+        let started = Background(status: result.status, output: result.stdout, errors: result.stderr)
         // Known before any check of the output, so `stop` ends the emulator whatever fails next.
-        if let match = started.output.firstMatch(of: /IVY_EMULATOR_PID=(\d+)/) { started.pid = pid_t(match.1) }
+        if let match = started.output.firstMatch(of: /IVY_EMULATOR_PID=(\d+)/), let pid = pid_t(match.1) {
+            started.pid = pid
+            // Detached, so no longer our child; it must not outlive this process all the same.
+            ChildRegistry.adopt(pid)
+        }
         return started
     }
 
     /// Stops the emulator, if it runs, without waiting (for a test that failed early).
     func stop() {
-        if let pid { kill(pid, SIGTERM) }
+        if let pid {
+            kill(pid, SIGTERM)
+            ChildRegistry.forget(pid)
+        }
     }
 
     /// Stops the emulator with SIGTERM and returns once it has exited: when the log it writes
@@ -314,86 +317,21 @@ private final class Background: @unchecked Sendable {
         #expect(inotify_add_watch(watcher, log, UInt32(IN_CLOSE_WRITE)) >= 0)
         stop()
         pid = nil
-        _ = try await offCooperativePool {
+        _ = await Task(executorPreference: BlockingExecutor.shared) {
             var event = [UInt8](repeating: 0, count: 4096)
             return Glibc.read(watcher, &event, event.count)
-        }
+        }.value
     }
 }
 
-/// An `ivy login` binary, its output read as it comes.
-private final class Login: @unchecked Sendable {
-    private let process = Process()
-    private let out = Pipe()
-    private let err = Pipe()
-    private var seen = Data()
-
-    init(environment: [String: String]) throws {
-        process.executableURL = IvyHome.binary
-        process.arguments = ["login"]
-        process.environment = environment
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-    }
-
-    /// The user code, once the login prints it; nil when it ended first.
-    func code() async throws -> String? {
-        try await offCooperativePool { [self] in
-            while true {
-                if let match = String(decoding: seen, as: UTF8.self).firstMatch(of: /\b([A-Z]{4}-[A-Z]{4})\b/) {
-                    return String(match.1)
-                }
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { return nil }
-                seen.append(chunk)
-            }
-        }
-    }
-
-    /// Kills it outright, as a closed terminal or `kill -9` would: its sign-in stays pending.
-    func kill() {
-        Glibc.kill(process.processIdentifier, SIGKILL)
-    }
-
-    func finish() async throws -> RunResult {
-        try await offCooperativePool { [self] in
-            let rest = out.fileHandleForReading.readDataToEndOfFile()
-            let errors = err.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return RunResult(
-                status: process.terminationStatus, stdout: String(decoding: seen + rest, as: UTF8.self),
-                stderr: String(decoding: errors, as: UTF8.self))
-        }
-    }
-}
-
-/// Runs `executable` to the end, off Swift's cooperative threads (an in-process emulator needs them).
-private func run(_ executable: URL, _ arguments: [String], environment: [String: String]) async throws -> RunResult {
-    try await offCooperativePool {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let error = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return RunResult(
-            status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
-            stderr: String(decoding: error, as: UTF8.self))
-    }
+/// Runs `executable` to its end.
+private func run(_ executable: String, _ arguments: [String], environment: [String: String]) async throws -> RunResult {
+    RunResult(try await runChild(ChildCommand(executable, arguments, environment: environment)))
 }
 
 /// Runs a /bin/sh script; answers its output.
 private func shell(_ script: String, _ arguments: String...) async throws -> String {
-    let result = try await run(URL(fileURLWithPath: "/bin/sh"), ["-c", script] + arguments, environment: [:])
+    let result = try await run("/bin/sh", ["-c", script] + arguments, environment: [:])
     return result.stdout
 }
 

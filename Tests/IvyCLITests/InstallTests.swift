@@ -165,7 +165,7 @@ private struct Installer {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         var environment = ProcessInfo.processInfo.environment.merging(
-            ["PREFIX": prefix, "IVY_BINARY": IvyHome.binary.path, "HOME": home]) { $1 }
+            ["PREFIX": prefix, "IVY_BINARY": BuiltProgram.ivy.path, "HOME": home]) { $1 }
         environment["XDG_CONFIG_HOME"] = nil
         environment.merge(extra) { $1 }
         return try await runProcess(root.appendingPathComponent("scripts/install.sh"), arguments, environment)
@@ -192,19 +192,10 @@ private struct Installer {
 private func runProcess(
     _ executable: URL, _ arguments: [String], _ environment: [String: String]
 ) async throws -> (Int32, String) {
-    try await offCooperativePool {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = environment
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        try process.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text)
-    }
+    var command = ChildCommand(executable.path, arguments, environment: environment)
+    command.errorToOutput = true
+    let result = try await runChild(command, within: .seconds(300))
+    return (result.status, result.stdout)
 }
 
 /// A systemd unit file read as INI: each section's keys with their values in order (a key

@@ -1,5 +1,6 @@
 import Foundation
 import GoogleEmulator
+import IvyTestSupport
 import Testing
 
 /// `ivy login` run as the binary, standard input on a pseudo-terminal (a person typing) or
@@ -12,82 +13,15 @@ extension SignInHarness {
         onTerminal: Bool, outputToPipe: Bool = false, answer: String? = nil, approveAs email: String
     ) async throws -> RunResult {
         await emulator.state.setDeviceCode(interval: 0)
-        var terminal: (main: Int32, other: Int32)?
+        var login = ivy.command(["login"])
         if onTerminal {
-            var main: Int32 = -1
-            var other: Int32 = -1
-            guard openpty(&main, &other, nil, nil, nil) == 0 else {
-                Issue.record("openpty failed: \(String(cString: strerror(errno)))")
-                return RunResult(status: -1, stdout: "", stderr: "")
-            }
-            // Raw: no echo of the typed answer and no \r added to ivy's lines, so the text
-            // read back is what ivy wrote.
-            var settings = termios()
-            tcgetattr(other, &settings)
-            cfmakeraw(&settings)
-            tcsetattr(other, TCSANOW, &settings)
-            terminal = (main, other)
-        }
-        defer {
-            if let terminal { close(terminal.main) }
-        }
-        let process = Process()
-        process.executableURL = IvyHome.binary
-        process.arguments = ["login"]
-        process.environment = ivy.environment
-        let out = Pipe()
-        let err = Pipe()
-        let terminalHandle = terminal.map { FileHandle(fileDescriptor: $0.other, closeOnDealloc: false) }
-        let outputOnTerminal = terminalHandle != nil && !outputToPipe
-        process.standardOutput = outputOnTerminal ? terminalHandle : out
-        process.standardError = err
-        process.standardInput = terminalHandle ?? FileHandle.nullDevice
-        try process.run()
-        // What ivy writes next, empty at its end (a terminal's reader gets EIO once ivy exits).
-        let read: @Sendable () -> Data
-        if outputOnTerminal, let main = terminal?.main {
-            read = {
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                while true {
-                    let count = Glibc.read(main, &buffer, buffer.count)
-                    if count < 0, errno == EINTR { continue }
-                    return count > 0 ? Data(buffer[..<count]) : Data()
-                }
-            }
-        } else {
-            let reader = out.fileHandleForReading
-            read = { reader.availableData }
-        }
-        if let terminal {
-            close(terminal.other)
+            login.terminal = outputToPipe ? [.input] : [.input, .output]
+            login.rawTerminal = true
             // Typed ahead: the line waits in the terminal until ivy reads it.
-            if let answer {
-                let line = Array((answer + "\n").utf8)
-                #expect(write(terminal.main, line, line.count) == line.count)
-            }
+            if let answer { login.input = .text(answer + "\n") }
         }
-        let state = emulator.state
-        let seen = try await offCooperativePool { () -> (Data, String?) in
-            var seen = Data()
-            while true {
-                let chunk = read()
-                if chunk.isEmpty { return (seen, nil) }
-                seen.append(chunk)
-                let text = String(decoding: seen, as: UTF8.self)
-                if let match = text.firstMatch(of: /\b([A-Z]{4}-[A-Z]{4})\b/) { return (seen, String(match.1)) }
-            }
-        }
-        if let code = seen.1 { try await state.approve(userCode: code, email: email) }
-        let (rest, errors) = try await offCooperativePool { () -> (Data, Data) in
-            var rest = Data()
-            while case let chunk = read(), !chunk.isEmpty { rest.append(chunk) }
-            let errors = err.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (rest, errors)
-        }
-        return RunResult(
-            status: process.terminationStatus, stdout: String(decoding: seen.0 + rest, as: UTF8.self),
-            stderr: String(decoding: errors, as: UTF8.self))
+        let result = try await signInAsAPerson(login, at: emulator.state, as: email)
+        return RunResult(result, onTerminal: login.terminal.contains(.output) ? .output : nil)
     }
 
     var tokenBytes: Data? { FileManager.default.contents(atPath: tokenFile) }

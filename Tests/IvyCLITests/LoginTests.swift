@@ -43,36 +43,12 @@ final class SignInHarness {
 
     /// `ivy login` as a process, interrupted (SIGINT) once it shows the code.
     private func interruptedLogin() async throws -> RunResult {
-        let process = Process()
-        process.executableURL = IvyHome.binary
-        process.arguments = ["login"]
-        process.environment = ivy.environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let code = try await offCooperativePool { () -> (Data, String?) in
-            var seen = Data()
-            while true {
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { return (seen, nil) }
-                seen.append(chunk)
-                let text = String(decoding: seen, as: UTF8.self)
-                if let match = text.firstMatch(of: /\b([A-Z]{4}-[A-Z]{4})\b/) { return (seen, String(match.1)) }
+        try await withChild(ivy.command(["login"])) { login in
+            if try await login.firstMatch(of: /\b([A-Z]{4}-[A-Z]{4})\b/, what: "show its code") != nil {
+                login.send(SIGINT)
             }
+            return RunResult(try await login.finish())
         }
-        if code.1 != nil { kill(process.processIdentifier, SIGINT) }
-        let (rest, errors) = try await offCooperativePool { () -> (Data, Data) in
-            let rest = out.fileHandleForReading.readDataToEndOfFile()
-            let errors = err.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (rest, errors)
-        }
-        return RunResult(
-            status: process.terminationStatus, stdout: String(decoding: code.0 + rest, as: UTF8.self),
-            stderr: String(decoding: errors, as: UTF8.self))
     }
 
     var tokenFile: String { ivy.home + "/token.json" }

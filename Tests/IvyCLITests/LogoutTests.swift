@@ -1,5 +1,6 @@
 import Foundation
 import GoogleEmulator
+import IvyTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -35,48 +36,12 @@ extension SignInHarness {
 
 extension IvyHome {
     /// Runs the `ivy` binary with a pseudo-terminal as standard input and `input` typed into
-    /// it: a person answering a question on a terminal. Output goes to files, as in `runBinary`.
+    /// it: a person answering a question on a terminal. Its output goes to pipes.
     func runBinaryOnTerminal(_ arguments: [String], typing input: String) async throws -> RunResult {
-        try await offCooperativePool { [self] in
-            // posix_openpt and friends are not in Swift's Glibc module; this is what they do:
-            // unlock the new pseudo-terminal (TIOCSPTLCK) and ask its number (TIOCGPTN).
-            let primary = open("/dev/ptmx", O_RDWR | O_NOCTTY)
-            guard primary >= 0 else { throw CocoaError(.fileReadUnknown) }
-            defer { close(primary) }
-            var unlock: CInt = 0
-            var number: CUnsignedInt = 0
-            guard ioctl(primary, UInt(0x4004_5431), &unlock) == 0, ioctl(primary, UInt(0x8004_5430), &number) == 0
-            else {
-                throw CocoaError(.fileReadUnknown)
-            }
-            let secondary = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
-            guard secondary >= 0 else { throw CocoaError(.fileReadUnknown) }
-            let terminal = FileHandle(fileDescriptor: secondary, closeOnDealloc: true)
-            let out = path + "/.stdout-\(UUID().uuidString)"
-            let err = path + "/.stderr-\(UUID().uuidString)"
-            _ = FileManager.default.createFile(atPath: out, contents: nil)
-            _ = FileManager.default.createFile(atPath: err, contents: nil)
-            defer {
-                try? FileManager.default.removeItem(atPath: out)
-                try? FileManager.default.removeItem(atPath: err)
-            }
-            let process = Process()
-            process.executableURL = Self.binary
-            process.arguments = arguments
-            process.environment = environment
-            process.standardInput = terminal
-            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
-            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
-            // Typed ahead: the terminal keeps the line until ivy reads it.
-            _ = input.utf8CString.withUnsafeBufferPointer { write(primary, $0.baseAddress, $0.count - 1) }
-            try process.run()
-            process.waitUntilExit()
-            try terminal.close()
-            return RunResult(
-                status: process.terminationStatus,
-                stdout: String(decoding: FileManager.default.contents(atPath: out) ?? Data(), as: UTF8.self),
-                stderr: String(decoding: FileManager.default.contents(atPath: err) ?? Data(), as: UTF8.self))
-        }
+        var command = command(arguments)
+        command.terminal = [.input]
+        command.input = .text(input)
+        return RunResult(try await runChild(command))
     }
 }
 

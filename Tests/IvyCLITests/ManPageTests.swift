@@ -1,4 +1,5 @@
 import Foundation
+import IvyTestSupport
 import Testing
 
 @Suite("The man page")
@@ -26,21 +27,13 @@ struct ManPageTests {
 
     @Test("renders without groff warnings")
     func groff() async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["groff", "-mandoc", "-ww", "-z", "-"]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardError = output
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        input.fileHandleForWriting.write(Data(Self.page.utf8))
-        try input.fileHandleForWriting.close()
-        let warnings = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        var groff = ChildCommand(
+            "/usr/bin/env", ["groff", "-mandoc", "-ww", "-z", "-"],
+            environment: ProcessInfo.processInfo.environment)
+        groff.input = .text(Self.page)
+        let result = try await runChild(groff)
         #expect(!Self.page.isEmpty)
-        #expect(process.terminationStatus == 0)
-        #expect(warnings.isEmpty, "\(warnings)")
+        #expect(result.exit == .exited(0))
+        #expect(result.stderr.isEmpty, "\(result.stderr)")
     }
 }

@@ -11,74 +11,15 @@ enum ErrorStream {
 }
 
 extension IvyHome {
-    /// Runs the `ivy` binary with standard error on `stream` (standard output to a file,
+    /// Runs the `ivy` binary with standard error on `stream` (standard output to a pipe,
     /// standard input empty), and returns all it wrote there, control codes included.
     func runBinary(_ arguments: [String], error stream: ErrorStream) async throws -> RunResult {
-        try await offCooperativePool { [self] in
-            let out = path + "/.stdout-\(UUID().uuidString)"
-            _ = FileManager.default.createFile(atPath: out, contents: nil)
-            defer { try? FileManager.default.removeItem(atPath: out) }
-            let process = Process()
-            process.executableURL = Self.binary
-            process.arguments = arguments
-            process.environment = environment
-            process.currentDirectoryURL = URL(fileURLWithPath: path)
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
-            let errorText: Data
-            switch stream {
-            case .pipe:
-                let pipe = Pipe()
-                process.standardError = pipe
-                try process.run()
-                errorText = pipe.fileHandleForReading.readDataToEndOfFile()
-            case .terminal(let columns):
-                let (primary, secondary) = try Self.pseudoTerminal(columns: columns)
-                defer { close(primary) }
-                process.standardError = FileHandle(fileDescriptor: secondary, closeOnDealloc: false)
-                try process.run()
-                // Only ivy holds the terminal now: once it exits, reading ends (EIO).
-                close(secondary)
-                errorText = Self.readAll(primary)
-            }
-            process.waitUntilExit()
-            return RunResult(
-                status: process.terminationStatus,
-                stdout: String(decoding: FileManager.default.contents(atPath: out) ?? Data(), as: UTF8.self),
-                stderr: String(decoding: errorText, as: UTF8.self))
+        var command = command(arguments)
+        if case .terminal(let columns) = stream {
+            command.terminal = [.error]
+            command.columns = columns
         }
-    }
-
-    /// A new pseudo-terminal `columns` wide. posix_openpt and friends are not in Swift's Glibc
-    /// module; this is what they do: unlock it (TIOCSPTLCK), ask its number (TIOCGPTN), and
-    /// set its size (TIOCSWINSZ), which ivy reads back with TIOCGWINSZ.
-    private static func pseudoTerminal(columns: UInt16) throws -> (primary: Int32, secondary: Int32) {
-        let primary = open("/dev/ptmx", O_RDWR | O_NOCTTY)
-        guard primary >= 0 else { throw CocoaError(.fileReadUnknown) }
-        var unlock: CInt = 0
-        var number: CUnsignedInt = 0
-        var size = winsize(ws_row: 24, ws_col: columns, ws_xpixel: 0, ws_ypixel: 0)
-        let secondary =
-            ioctl(primary, UInt(0x4004_5431), &unlock) == 0 && ioctl(primary, UInt(0x8004_5430), &number) == 0
-            ? open("/dev/pts/\(number)", O_RDWR | O_NOCTTY) : -1
-        guard secondary >= 0, ioctl(primary, UInt(TIOCSWINSZ), &size) == 0 else {
-            close(primary)
-            if secondary >= 0 { close(secondary) }
-            throw CocoaError(.fileReadUnknown)
-        }
-        return (primary, secondary)
-    }
-
-    /// Everything written to the terminal, until its last writer closed it.
-    private static func readAll(_ primary: Int32) -> Data {
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = read(primary, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { return data }
-            data.append(contentsOf: buffer[..<count])
-        }
+        return RunResult(try await runChild(command), onTerminal: .error)
     }
 }
 

@@ -27,24 +27,13 @@ struct ReadmeCheckTests {
         let directory = try TemporaryHome(prefix: "readme-check-test")
         let file = directory.file("README.md")
         try Data(text.utf8).write(to: URL(fileURLWithPath: file))
-        let process = Process()
-        process.executableURL = root.appendingPathComponent("scripts/readme-check")
-        process.arguments = ["--readme", file]
         var environment = ProcessInfo.processInfo.environment
-        environment["IVY_BINARY"] = IvyHome.binary.path
+        environment["IVY_BINARY"] = BuiltProgram.ivy.path
         environment.removeValue(forKey: "IVY_BUILD_PATH")
-        process.environment = environment
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let stderr = try await offCooperativePool { () -> String in
-            let data = errors.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return String(decoding: data, as: UTF8.self)
-        }
-        return (process.terminationStatus, stderr, withExtendedLifetime(directory) { file })
+        let check = ChildCommand(
+            root.appendingPathComponent("scripts/readme-check").path, ["--readme", file], environment: environment)
+        let result = try await runChild(check, within: .seconds(600))
+        return (result.status, result.stderr, withExtendedLifetime(directory) { file })
     }
 
     @Test("a Usage example whose output ivy no longer prints fails, naming the command's line and both outputs")

@@ -154,35 +154,11 @@ struct SignInEndpointTests {
         try await withEmulator { emulator in
             let ivy = try Self.cronHome()
             await emulator.state.setDeviceCode(interval: 0)
-            let process = Process()
-            process.executableURL = IvyHome.binary
-            process.arguments = ["login"] + Self.clientOptions
-            process.environment = ivy.environment.merging(Self.servers(emulator)) { $1 }
-            let out = Pipe()
-            process.standardOutput = out
-            process.standardError = FileHandle.nullDevice
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            let reading = out.fileHandleForReading
-            let (seen, code) = try await offCooperativePool { () -> (String, String?) in
-                var seen = ""
-                while true {
-                    let chunk = reading.availableData
-                    if chunk.isEmpty { return (seen, nil) }
-                    seen += String(decoding: chunk, as: UTF8.self)
-                    if let match = seen.firstMatch(of: /\b([A-Z]{4}-[A-Z]{4})\b/) { return (seen, String(match.1)) }
-                }
-            }
-            let userCode = try #require(code, "no code in: \(seen)")
-            try await emulator.state.approve(userCode: userCode, email: "bob@example.com")
-            let rest = try await offCooperativePool { () -> String in
-                let data = reading.readDataToEndOfFile()
-                process.waitUntilExit()
-                return String(decoding: data, as: UTF8.self)
-            }
-            #expect(process.terminationStatus == 0)
-            #expect((seen + rest).contains("Signed in as bob@example.com"), "\(seen + rest)")
-            #expect(!(seen + rest).contains(GoogleEmulator.defaultClient.secret))
+            let login = ivy.command(["login"] + Self.clientOptions, environment: Self.servers(emulator))
+            let result = try await signInAsAPerson(login, at: emulator.state, as: "bob@example.com")
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains("Signed in as bob@example.com"), "\(result.stdout)")
+            #expect(!result.stdout.contains(GoogleEmulator.defaultClient.secret))
             #expect(try await ivy.run("config", "get", "client_id").stdout.contains(GoogleEmulator.defaultClient.id))
         }
     }

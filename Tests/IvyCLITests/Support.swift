@@ -14,13 +14,26 @@ struct RunResult {
 
     var lines: [String] { stdout.split(separator: "\n").map(String.init) }
 
+    init(status: Int32, stdout: String, stderr: String) {
+        self.status = status
+        self.stdout = stdout
+        self.stderr = stderr
+    }
+
+    /// A child's result, with what it wrote on its terminal (if any) taken as `onTerminal`'s text.
+    init(_ result: ChildResult, onTerminal: StandardStream? = nil) {
+        self.init(
+            status: result.status, stdout: result.stdout + (onTerminal == .output ? result.terminal : ""),
+            stderr: result.stderr + (onTerminal == .error ? result.terminal : ""))
+    }
+
     func json() throws -> Any {
         try JSONSerialization.jsonObject(with: Data(stdout.utf8), options: [.fragmentsAllowed])
     }
 }
 
 /// A fresh home to run ivy in: in-process on a test context (`run`), or as the built
-/// binary (`runBinary`) for what only a process shows.
+/// binary (`runBinaryAsync`) for what only a process shows.
 /// (`@unchecked`: its environment is set up before any concurrent use.)
 final class IvyHome: @unchecked Sendable {
     private let directory: TemporaryHome
@@ -40,13 +53,6 @@ final class IvyHome: @unchecked Sendable {
     var path: String { directory.path }
 
     var home: String { path + "/home" }
-
-    /// The `ivy` binary beside this test bundle's executable in the build directory.
-    static let binary: URL = {
-        if let override = ProcessInfo.processInfo.environment["IVY_BINARY"] { return URL(fileURLWithPath: override) }
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        return executable.deletingLastPathComponent().appendingPathComponent("ivy")
-    }()
 
     /// Runs ivy's command in this process, on a context with this home's environment
     /// (merged with `extra`), no terminal, and `input` as standard input; the status and
@@ -83,54 +89,20 @@ final class IvyHome: @unchecked Sendable {
         return await start(arguments, input: lines, onTerminal: true).finish()
     }
 
-    /// Runs the `ivy` binary with `arguments`; output goes through files so large output cannot block.
-    @discardableResult
-    func runBinary(_ arguments: String..., environment extra: [String: String] = [:]) throws -> RunResult {
-        try runBinary(arguments, environment: extra)
-    }
-
-    /// Runs `ivy` with `arguments`, started through `wrapper` when given (`["/bin/sh", "-c",
-    /// "umask 002; exec \"$0\" \"$@\""]`, `setpriv …`): the wrapper's arguments, then the
-    /// binary, then `arguments`.
-    @discardableResult
-    func runBinary(
+    /// `ivy arguments` as a child process in this home, started through `wrapper` when given
+    /// (`["/bin/sh", "-c", "umask 002; exec \"$0\" \"$@\""]`, `setpriv …`): the wrapper's
+    /// arguments, then the binary, then `arguments`.
+    func command(
         _ arguments: [String], environment extra: [String: String] = [:], through wrapper: [String] = []
-    ) throws -> RunResult {
-        let process = Process()
-        if let first = wrapper.first {
-            process.executableURL = URL(fileURLWithPath: first)
-            process.arguments = Array(wrapper.dropFirst()) + [Self.binary.path] + arguments
-        } else {
-            process.executableURL = Self.binary
-            process.arguments = arguments
-        }
-        process.environment = environment.merging(extra) { $1 }
-        process.currentDirectoryURL = URL(fileURLWithPath: path)
-        let out = path + "/.stdout-\(UUID().uuidString)"
-        let err = path + "/.stderr-\(UUID().uuidString)"
-        _ = FileManager.default.createFile(atPath: out, contents: nil)
-        _ = FileManager.default.createFile(atPath: err, contents: nil)
-        let outHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
-        let errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
-        process.standardOutput = outHandle
-        process.standardError = errHandle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try outHandle.close()
-        try errHandle.close()
-        defer {
-            try? FileManager.default.removeItem(atPath: out)
-            try? FileManager.default.removeItem(atPath: err)
-        }
-        return RunResult(
-            status: process.terminationStatus,
-            stdout: String(decoding: FileManager.default.contents(atPath: out) ?? Data(), as: UTF8.self),
-            stderr: String(decoding: FileManager.default.contents(atPath: err) ?? Data(), as: UTF8.self))
+    ) -> ChildCommand {
+        let program = wrapper + [BuiltProgram.ivy.path]
+        return ChildCommand(
+            program[0], Array(program.dropFirst()) + arguments, environment: environment.merging(extra) { $1 },
+            workingDirectory: path)
     }
 
-    /// Runs `ivy` on a GCD thread: waiting on a subprocess must not block Swift's few
-    /// cooperative threads, which an in-process emulator needs to answer that subprocess.
+    /// Runs the `ivy` binary to its end (its output read as it comes, so large output cannot
+    /// block it; its wait on no cooperative thread, which an in-process emulator needs).
     @discardableResult
     func runBinaryAsync(_ arguments: String..., environment extra: [String: String] = [:]) async throws -> RunResult {
         try await runBinaryAsync(arguments, environment: extra)
@@ -140,7 +112,7 @@ final class IvyHome: @unchecked Sendable {
     func runBinaryAsync(
         _ arguments: [String], environment extra: [String: String] = [:], through wrapper: [String] = []
     ) async throws -> RunResult {
-        try await offCooperativePool { try self.runBinary(arguments, environment: extra, through: wrapper) }
+        RunResult(try await runChild(command(arguments, environment: extra, through: wrapper)))
     }
 
     /// Runs a command that must succeed and returns its output's first line.
@@ -249,50 +221,5 @@ final class Captured: Sendable {
             if let match = seen.firstMatch(of: pattern) { return String(match.1) }
         }
         return nil
-    }
-}
-
-/// Where blocking work runs: threads of our own, one more whenever every one is busy, so one
-/// blocked wait never holds up another. (Linux's libdispatch adds a thread to its global
-/// queues only when its monitor, about once a second, sees the ones it has blocked.)
-let blockingWork = ThreadPool()
-
-final class ThreadPool: @unchecked Sendable {
-    // Guarded by `condition`.
-    private let condition = NSCondition()
-    private var jobs: [@Sendable () -> Void] = []
-    private var idle = 0
-
-    func async(_ job: @escaping @Sendable () -> Void) {
-        condition.lock()
-        defer { condition.unlock() }
-        jobs.append(job)
-        if jobs.count > idle {
-            let thread = Thread { [self] in work() }
-            thread.start()
-        } else {
-            condition.signal()
-        }
-    }
-
-    private func work() {
-        while true {
-            condition.lock()
-            while jobs.isEmpty {
-                idle += 1
-                condition.wait()
-                idle -= 1
-            }
-            let job = jobs.removeFirst()
-            condition.unlock()
-            job()
-        }
-    }
-}
-
-/// Runs blocking work (subprocess waits, pipe reads) on a GCD thread and awaits it.
-func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        blockingWork.async { continuation.resume(with: Result { try work() }) }
     }
 }

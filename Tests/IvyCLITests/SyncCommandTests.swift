@@ -248,17 +248,12 @@ struct SyncCommandTests {
             try await device.addLibrary(books: 40, clips: 10, audioBytes: 20_000)
             await emulator.state.setLatency(milliseconds: 5)
             await emulator.state.clearRequests()
-            let process = Process()
-            process.executableURL = IvyHome.binary
-            process.arguments = ["sync"]
-            process.environment = device.ivy.environment
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            await emulator.state.waitForRequests(count: 30)
-            kill(process.processIdentifier, SIGKILL)
-            try await offCooperativePool { process.waitUntilExit() }
-            #expect(process.terminationReason == .uncaughtSignal)
+            try await withChild(device.ivy.command(["sync"])) { sync in
+                await emulator.state.waitForRequests(count: 30)
+                sync.send(SIGKILL)
+                let exit = try await sync.wait()
+                #expect(exit == .signalled(SIGKILL))
+            }
             await emulator.state.setLatency(milliseconds: 0)
             let again = try await device.ivy.run("sync")
             #expect(again.status == 0, "\(again.stderr)")

@@ -30,12 +30,13 @@ struct TableTextTests {
     func bookList() async throws {
         let ivy = try IvyHome()
         for (index, entry) in Self.titles.enumerated() {
-            let added = try ivy.runBinary("book", "add", "--title", entry.title, "--artist", "artist-\(index)")
+            let added = try await ivy.runBinaryAsync(
+                "book", "add", "--title", entry.title, "--artist", "artist-\(index)")
             #expect(added.status == 0, "\(added.stderr)")
         }
-        let list = try ivy.runBinary("book", "list")
+        let list = try await ivy.runBinaryAsync("book", "list")
         #expect(list.status == 0, "\(list.stderr)")
-        // runBinary decodes with replacement: broken UTF-8 would show as U+FFFD.
+        // runBinaryAsync decodes with replacement: broken UTF-8 would show as U+FFFD.
         #expect(!list.stdout.unicodeScalars.contains("\u{FFFD}"))
         let header = try #require(list.lines.first)
         let artistStart = try #require(header.range(of: "ARTIST"))
@@ -56,16 +57,17 @@ struct TableTextTests {
     @Test("clip list cuts a long note on a character boundary, an emoji whole or not at all")
     func clipNotes() async throws {
         let ivy = try IvyHome()
-        let book = try ivy.runBinary("book", "add", "--title", "Dune").stdout.trimmingCharacters(in: .newlines)
+        let book = try await ivy.runBinaryAsync("book", "add", "--title", "Dune").stdout.trimmingCharacters(
+            in: .newlines)
         let audio = try ivy.mp3("a.mp3")
         // 38 columns of text and a 2-column emoji: 40 fit; one more letter and the emoji must go.
         let notes = [String(repeating: "n", count: 38) + "\u{1F4D6}", String(repeating: "n", count: 39) + "\u{1F4D6}"]
         for note in notes {
-            let added = try ivy.runBinary(
+            let added = try await ivy.runBinaryAsync(
                 "clip", "add", "--book", book, "--start", "0", "--duration", "1", "--audio", audio, "--note", note)
             #expect(added.status == 0, "\(added.stderr)")
         }
-        let list = try ivy.runBinary("clip", "list")
+        let list = try await ivy.runBinaryAsync("clip", "list")
         #expect(list.status == 0 && !list.stdout.unicodeScalars.contains("\u{FFFD}"))
         #expect(list.lines.contains { $0.hasSuffix("  " + notes[0]) })
         #expect(list.lines.contains { $0.hasSuffix("  " + String(repeating: "n", count: 39) + "…") })
@@ -74,13 +76,14 @@ struct TableTextTests {
     @Test("a short note whose first line ends in … of its own still shows that more lines follow")
     func noteEndingInEllipsis() async throws {
         let ivy = try IvyHome()
-        let book = try ivy.runBinary("book", "add", "--title", "Dune").stdout.trimmingCharacters(in: .newlines)
+        let book = try await ivy.runBinaryAsync("book", "add", "--title", "Dune").stdout.trimmingCharacters(
+            in: .newlines)
         let audio = try ivy.mp3("a.mp3")
-        let added = try ivy.runBinary(
+        let added = try await ivy.runBinaryAsync(
             "clip", "add", "--book", book, "--start", "0", "--duration", "1", "--audio", audio, "--note",
             "Wait for it…\nthe second line")
         #expect(added.status == 0, "\(added.stderr)")
-        let list = try ivy.runBinary("clip", "list")
+        let list = try await ivy.runBinaryAsync("clip", "list")
         #expect(list.lines.contains { $0.hasSuffix("  Wait for it… …") }, "\(list.stdout)")
     }
 }

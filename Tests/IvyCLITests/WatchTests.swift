@@ -4,81 +4,20 @@ import IvyTestSupport
 import Synchronization
 import Testing
 
-/// `ivy sync --watch --json` as a process: its JSON lines as they come, ended with SIGTERM.
+/// `ivy sync --watch --json` as a child process: its JSON lines as they come, ended with SIGTERM.
 final class WatchProcess: Sendable {
-    private let process: Process
-    private let state = Mutex<(lines: [String], ended: Bool, waiters: [UUID: CheckedContinuation<Void, Never>])>(
-        ([], false, [:]))
+    let child: Child
     private let cursor = Mutex(0)
-    private let errors = Mutex(Data())
 
-    /// Starts the watch in `ivy`'s home; `interval` seconds between looks at Drive.
-    init(_ ivy: IvyHome, interval: Int = 2, arguments: [String] = []) throws {
-        process = Process()
-        process.executableURL = IvyHome.binary
-        process.arguments = ["sync", "--watch", "--json", "--interval", String(interval)] + arguments
-        process.environment = ivy.environment
-        process.currentDirectoryURL = URL(fileURLWithPath: ivy.path)
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let reader = out.fileHandleForReading
-        blockingWork.async { [self] in
-            var pending = Data()
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                pending.append(chunk)
-                while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: pending[pending.startIndex..<end], as: UTF8.self)
-                    pending.removeSubrange(pending.startIndex...end)
-                    arrived(line, ended: false)
-                }
-            }
-            arrived(nil, ended: true)
-        }
-        let errorReader = err.fileHandleForReading
-        blockingWork.async { [self] in
-            let data = errorReader.readDataToEndOfFile()
-            errors.withLock { $0 = data }
-        }
-    }
+    private init(_ child: Child) { self.child = child }
 
-    private func arrived(_ line: String?, ended: Bool) {
-        let waiters = state.withLock { state in
-            if let line { state.lines.append(line) }
-            state.ended = state.ended || ended
-            defer { state.waiters = [:] }
-            return Array(state.waiters.values)
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    /// The line at `index`, once it arrives; nil when the output ends first.
-    private func line(at index: Int) async -> String? {
-        while true {
-            if let ready = available(index) { return ready }
-            let id = UUID()
-            await withCheckedContinuation { continuation in
-                let waits = state.withLock { state in
-                    guard index >= state.lines.count, !state.ended else { return false }
-                    state.waiters[id] = continuation
-                    return true
-                }
-                if !waits { continuation.resume() }
-            }
-        }
-    }
-
-    /// `.some(line)`, `.some(nil)` when the output ended before it, nil while it may still come.
-    private func available(_ index: Int) -> String?? {
-        state.withLock { state in
-            if index < state.lines.count { return .some(state.lines[index]) }
-            return state.ended ? .some(nil) : nil
-        }
+    /// Starts the watch in `ivy`'s home (`interval` seconds between looks at Drive) for as long
+    /// as `body` runs; then it is killed, if it still runs, whatever `body` did.
+    static func with<T>(
+        _ ivy: IvyHome, interval: Int = 2, arguments: [String] = [], _ body: (WatchProcess) async throws -> T
+    ) async throws -> T {
+        let command = ivy.command(["sync", "--watch", "--json", "--interval", String(interval)] + arguments)
+        return try await withChild(command) { child in try await body(WatchProcess(child)) }
     }
 
     /// The next event (after those already read) for which `matches` holds; events passed
@@ -89,40 +28,37 @@ final class WatchProcess: Sendable {
         _ what: String, sourceLocation: SourceLocation = #_sourceLocation,
         where matches: @escaping @Sendable ([String: Any]) -> Bool
     ) async throws -> (match: [String: Any], passed: [[String: Any]]) {
-        let found = try await withThrowingTaskGroup(of: (Int, [Int])?.self) { group in
-            group.addTask { [self] in
+        let start = cursor.withLock { $0 }
+        let found: (Int, [Int])?
+        do {
+            found = try await child.waitUntil("print \(what)", within: .seconds(120)) { progress -> (Int, [Int])? in
+                let lines = Self.lines(progress.stdout)
                 var passed: [Int] = []
-                var index = cursor.withLock { $0 }
-                while let line = await line(at: index) {
-                    defer { index += 1 }
-                    let event = Self.decode(line)
-                    if matches(event) {
-                        cursor.withLock { $0 = index + 1 }
-                        return (index, passed)
-                    }
+                for index in lines.indices.dropFirst(start) {
+                    if matches(Self.decode(lines[index])) { return (index, passed) }
                     passed.append(index)
                 }
                 return nil
             }
-            group.addTask {
-                try await Task.sleep(for: .seconds(120))
-                return nil
-            }
-            let first = try await group.next() ?? nil
-            group.cancelAll()
-            // The reader cannot be cancelled while it waits; the ended output or the next line frees it.
-            if first == nil { arrived(nil, ended: true) }
-            return first
+        } catch let error as ChildError {
+            Issue.record("\(error)", sourceLocation: sourceLocation)
+            throw error
         }
         guard let found else {
             Issue.record("the watch never printed \(what); it printed: \(lines)", sourceLocation: sourceLocation)
             throw WatchTestError.noSuchEvent(what)
         }
-        let lines = state.withLock { $0.lines }
+        cursor.withLock { $0 = found.0 + 1 }
+        let lines = lines
         return (Self.decode(lines[found.0]), found.1.map { Self.decode(lines[$0]) })
     }
 
-    var lines: [String] { state.withLock { $0.lines } }
+    /// The whole lines it printed so far.
+    var lines: [String] { Self.lines(child.stdout) }
+
+    private static func lines(_ text: String) -> [String] {
+        text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+    }
 
     static func decode(_ line: String) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? ["unreadable": line]
@@ -130,18 +66,9 @@ final class WatchProcess: Sendable {
 
     /// Sends `signal` and waits for the process to end; its status and standard error.
     func stop(_ signal: Int32 = SIGTERM) async throws -> (status: Int32, stderr: String) {
-        kill(process.processIdentifier, signal)
-        try await offCooperativePool { [process] in process.waitUntilExit() }
-        return (process.terminationStatus, String(decoding: errors.withLock { $0 }, as: UTF8.self))
-    }
-
-    var processIdentifier: Int32 { process.processIdentifier }
-
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        child.send(signal)
+        let result = try await child.finish()
+        return (result.status, result.stderr)
     }
 }
 
@@ -173,22 +100,24 @@ struct WatchTests {
             let laptop = try await SignInHarness.signedIn(emulator)
             try await laptop.addLibrary(books: 2, clips: 0)
             // Polls too far apart to carry the change: only the local trigger can.
-            let watch = try WatchProcess(laptop.ivy, interval: 600)
-            let start = try await watch.next("the first sync") { $0.event == "sync" }.match
-            #expect(start.trigger == "start" && start.books("uploaded") == 2, "\(start)")
+            try await WatchProcess.with(laptop.ivy, interval: 600) { watch in
+                let start = try await watch.next("the first sync") { $0.event == "sync" }.match
+                #expect(start.trigger == "start" && start.books("uploaded") == 2, "\(start)")
 
-            let id = try await laptop.ivy.id("book", "add", "--title", "Typed while watching")
-            let local = try await watch.next("the local change's sync") { $0.event == "sync" }.match
-            #expect(local.trigger == "local change" && local.books("uploaded") == 1, "\(local)")
-            let names = await emulator.state.dump().map(\.name)
-            #expect(names.contains("book_\(id).json"), "\(names)")
-            #expect(try laptop.ivy.count("SELECT count(*) FROM sync_queue") == 0)
+                let id = try await laptop.ivy.id("book", "add", "--title", "Typed while watching")
+                let local = try await watch.next("the local change's sync") { $0.event == "sync" }.match
+                #expect(local.trigger == "local change" && local.books("uploaded") == 1, "\(local)")
+                let names = await emulator.state.dump().map(\.name)
+                #expect(names.contains("book_\(id).json"), "\(names)")
+                #expect(try laptop.ivy.count("SELECT count(*) FROM sync_queue") == 0)
 
-            let stopped = try await watch.stop()
-            #expect(stopped.status == 0 && stopped.stderr.isEmpty, "\(stopped)")
-            let log = try String(contentsOfFile: laptop.ivy.home + "/ivy.log", encoding: .utf8)
-            #expect(
-                log.contains("watch started") && log.contains("trigger=local change") && log.contains("watch stopped"))
+                let stopped = try await watch.stop()
+                #expect(stopped.status == 0 && stopped.stderr.isEmpty, "\(stopped)")
+                let log = try String(contentsOfFile: laptop.ivy.home + "/ivy.log", encoding: .utf8)
+                #expect(
+                    log.contains("watch started") && log.contains("trigger=local change")
+                        && log.contains("watch stopped"))
+            }
         }
     }
 
@@ -199,19 +128,20 @@ struct WatchTests {
             try await phone.addLibrary(books: 1, clips: 0)
             #expect(try await phone.ivy.run("sync").status == 0)
             let server = try await SignInHarness.signedIn(emulator)
-            let watch = try WatchProcess(server.ivy, interval: 2)
-            let first = try await watch.next("the first sync") { $0.event == "sync" }.match
-            #expect(first.books("downloaded") == 1, "\(first)")
-            let idle = try await watch.next("an idle poll") { $0.trigger == "poll" }.match
-            #expect(idle.isIdle && idle.report["requests"] as? Int == 1, "\(idle)")
+            try await WatchProcess.with(server.ivy, interval: 2) { watch in
+                let first = try await watch.next("the first sync") { $0.event == "sync" }.match
+                #expect(first.books("downloaded") == 1, "\(first)")
+                let idle = try await watch.next("an idle poll") { $0.trigger == "poll" }.match
+                #expect(idle.isIdle && idle.report["requests"] as? Int == 1, "\(idle)")
 
-            let id: String = try #require(phone.ivy.sql("SELECT id FROM books").first?["id"])
-            #expect(try await phone.ivy.run("book", "update", id, "--title", "Renamed on the phone").status == 0)
-            #expect(try await phone.ivy.run("sync").status == 0)
-            let pulled = try await watch.next("the download") { $0.books("downloaded") == 1 }.match
-            #expect(pulled.trigger == "poll", "\(pulled)")
-            #expect(try server.ivy.sql("SELECT title FROM books").first?["title"] == "Renamed on the phone")
-            #expect(try await watch.stop().status == 0)
+                let id: String = try #require(phone.ivy.sql("SELECT id FROM books").first?["id"])
+                #expect(try await phone.ivy.run("book", "update", id, "--title", "Renamed on the phone").status == 0)
+                #expect(try await phone.ivy.run("sync").status == 0)
+                let pulled = try await watch.next("the download") { $0.books("downloaded") == 1 }.match
+                #expect(pulled.trigger == "poll", "\(pulled)")
+                #expect(try server.ivy.sql("SELECT title FROM books").first?["title"] == "Renamed on the phone")
+                #expect(try await watch.stop().status == 0)
+            }
         }
     }
 
@@ -221,27 +151,28 @@ struct WatchTests {
             let laptop = try await SignInHarness.signedIn(emulator)
             try await laptop.addLibrary(books: 30, clips: 0)
             await emulator.state.addFault(FaultRule(method: "POST", pathContains: "/upload/", hold: true))
-            let watch = try WatchProcess(laptop.ivy, interval: 600)
-            await emulator.state.waitForHeld(count: 1)
-            kill(watch.processIdentifier, SIGTERM)
-            try await watch.next("the stop heard") { $0.event == "stopping" }
-            await emulator.state.clearFaults()
-            await emulator.state.releaseHeld()
-            let synced = try await watch.next("the interrupted sync") { $0.event == "sync" }.match
-            let stopped = try await watch.stop()
-            #expect(stopped.status == 0 && stopped.stderr.isEmpty, "\(stopped)")
-            let uploaded = synced.books("uploaded")
-            let left = synced.report["left_for_next_sync"] as? Int ?? 0
-            #expect(uploaded > 0 && left > 0 && uploaded + left == 30, "\(synced)")
-            #expect(try laptop.ivy.count("SELECT count(*) FROM sync_queue") == left)
-            #expect(try laptop.ivy.count("SELECT count(*) FROM sync_manifest") == uploaded)
+            try await WatchProcess.with(laptop.ivy, interval: 600) { watch in
+                await emulator.state.waitForHeld(count: 1)
+                watch.child.send(SIGTERM)
+                try await watch.next("the stop heard") { $0.event == "stopping" }
+                await emulator.state.clearFaults()
+                await emulator.state.releaseHeld()
+                let synced = try await watch.next("the interrupted sync") { $0.event == "sync" }.match
+                let stopped = try await watch.stop()
+                #expect(stopped.status == 0 && stopped.stderr.isEmpty, "\(stopped)")
+                let uploaded = synced.books("uploaded")
+                let left = synced.report["left_for_next_sync"] as? Int ?? 0
+                #expect(uploaded > 0 && left > 0 && uploaded + left == 30, "\(synced)")
+                #expect(try laptop.ivy.count("SELECT count(*) FROM sync_queue") == left)
+                #expect(try laptop.ivy.count("SELECT count(*) FROM sync_manifest") == uploaded)
 
-            let rest = try await laptop.ivy.run("sync", "--json")
-            #expect(rest.status == 0, "\(rest.stderr)")
-            let report = try #require(try rest.json() as? [String: Any])
-            #expect(["report": report].books("uploaded") == left, "\(rest.stdout)")
-            let names = await emulator.state.dump().filter { !$0.isFolder }.map(\.name)
-            #expect(names.count == 30 && Set(names).count == 30, "every book once on Drive: \(names.count)")
+                let rest = try await laptop.ivy.run("sync", "--json")
+                #expect(rest.status == 0, "\(rest.stderr)")
+                let report = try #require(try rest.json() as? [String: Any])
+                #expect(["report": report].books("uploaded") == left, "\(rest.stdout)")
+                let names = await emulator.state.dump().filter { !$0.isFolder }.map(\.name)
+                #expect(names.count == 30 && Set(names).count == 30, "every book once on Drive: \(names.count)")
+            }
         }
     }
 
@@ -251,23 +182,24 @@ struct WatchTests {
             let laptop = try await SignInHarness.signedIn(emulator)
             try await laptop.addLibrary(books: 20, clips: 0)
             await emulator.state.addFault(FaultRule(method: "POST", pathContains: "/upload/", hold: true))
-            let watch = try WatchProcess(laptop.ivy, interval: 600)
-            await emulator.state.waitForHeld(count: 1)
-            kill(watch.processIdentifier, SIGTERM)
-            try await watch.next("the stop heard") { $0.event == "stopping" }
-            let stopped = try await watch.stop()
-            #expect(stopped.status == 0, "\(stopped)")
-            let log = try String(contentsOfFile: laptop.ivy.home + "/ivy.log", encoding: .utf8)
-            #expect(log.contains("sync cancelled") && log.contains("watch stopped"), "\(log)")
-            #expect(!log.contains("backing off") && !watch.lines.contains { $0.contains("failed") }, "\(log)")
-            #expect(try laptop.ivy.sql("SELECT value FROM settings WHERE key = 'last_error'").isEmpty)
-            await emulator.state.clearFaults()
-            await emulator.state.releaseHeld()
+            try await WatchProcess.with(laptop.ivy, interval: 600) { watch in
+                await emulator.state.waitForHeld(count: 1)
+                watch.child.send(SIGTERM)
+                try await watch.next("the stop heard") { $0.event == "stopping" }
+                let stopped = try await watch.stop()
+                #expect(stopped.status == 0, "\(stopped)")
+                let log = try String(contentsOfFile: laptop.ivy.home + "/ivy.log", encoding: .utf8)
+                #expect(log.contains("sync cancelled") && log.contains("watch stopped"), "\(log)")
+                #expect(!log.contains("backing off") && !watch.lines.contains { $0.contains("failed") }, "\(log)")
+                #expect(try laptop.ivy.sql("SELECT value FROM settings WHERE key = 'last_error'").isEmpty)
+                await emulator.state.clearFaults()
+                await emulator.state.releaseHeld()
 
-            let rest = try await laptop.ivy.run("sync")
-            #expect(rest.status == 0, "\(rest.stderr)")
-            let names = await emulator.state.dump().filter { !$0.isFolder }.map(\.name)
-            #expect(names.count == 20 && Set(names).count == 20, "every book once on Drive: \(names.count)")
+                let rest = try await laptop.ivy.run("sync")
+                #expect(rest.status == 0, "\(rest.stderr)")
+                let names = await emulator.state.dump().filter { !$0.isFolder }.map(\.name)
+                #expect(names.count == 20 && Set(names).count == 20, "every book once on Drive: \(names.count)")
+            }
         }
     }
 
@@ -278,31 +210,32 @@ struct WatchTests {
             try await laptop.addLibrary(books: 1, clips: 0)
             #expect(try await laptop.ivy.run("config", "set", "auto_sync_cooldown", "0").status == 0)
             // Only local changes start the watch's syncs here, so the test decides when they run.
-            let watch = try WatchProcess(laptop.ivy, interval: 600)
-            try await watch.next("the first sync") { $0.event == "sync" }
+            try await WatchProcess.with(laptop.ivy, interval: 600) { watch in
+                try await watch.next("the first sync") { $0.event == "sync" }
 
-            // A watch sync held on Drive's answer holds the lock: cron's --auto skips, silently.
-            await emulator.state.addFault(
-                FaultRule(method: "GET", pathContains: "/drive/v3/changes?", nth: 1, hold: true))
-            try laptop.ivy.execute("UPDATE books SET title = 'Edited while the watch syncs'")
-            await emulator.state.waitForHeld(count: 1)
-            let auto = try await laptop.ivy.runBinaryAsync("sync", "--auto")
-            #expect(auto.status == 0 && auto.stdout.isEmpty && auto.stderr.isEmpty, "\(auto)")
-            await emulator.state.clearFaults()
-            await emulator.state.releaseHeld()
-            let pushed = try await watch.next("the edit's upload") { $0.books("uploaded") == 1 }.match
-            #expect(pushed.trigger == "local change", "\(pushed)")
+                // A watch sync held on Drive's answer holds the lock: cron's --auto skips, silently.
+                await emulator.state.addFault(
+                    FaultRule(method: "GET", pathContains: "/drive/v3/changes?", nth: 1, hold: true))
+                try laptop.ivy.execute("UPDATE books SET title = 'Edited while the watch syncs'")
+                await emulator.state.waitForHeld(count: 1)
+                let auto = try await laptop.ivy.runBinaryAsync("sync", "--auto")
+                #expect(auto.status == 0 && auto.stdout.isEmpty && auto.stderr.isEmpty, "\(auto)")
+                await emulator.state.clearFaults()
+                await emulator.state.releaseHeld()
+                let pushed = try await watch.next("the edit's upload") { $0.books("uploaded") == 1 }.match
+                #expect(pushed.trigger == "local change", "\(pushed)")
 
-            // Between the watch's syncs, syncs by hand and from cron run.
-            #expect(try await laptop.ivy.runBinaryAsync("sync").status == 0)
-            let lock = try HeldLock(path: laptop.ivy.home + "/ivy.lock")
-            try laptop.ivy.execute("UPDATE books SET title = 'Edited while another sync runs'")
-            let busy = try await watch.next("the busy lock") { $0.event == "busy" }.match
-            #expect((busy["reason"] as? String)?.contains("another sync is running (process \(getpid()))") == true)
-            lock.release()
-            let after = try await watch.next("the sync once the lock is free") { $0.event == "sync" }.match
-            #expect(after.books("uploaded") == 1, "\(after)")
-            #expect(try await watch.stop().status == 0)
+                // Between the watch's syncs, syncs by hand and from cron run.
+                #expect(try await laptop.ivy.runBinaryAsync("sync").status == 0)
+                let lock = try HeldLock(path: laptop.ivy.home + "/ivy.lock")
+                try laptop.ivy.execute("UPDATE books SET title = 'Edited while another sync runs'")
+                let busy = try await watch.next("the busy lock") { $0.event == "busy" }.match
+                #expect((busy["reason"] as? String)?.contains("another sync is running (process \(getpid()))") == true)
+                lock.release()
+                let after = try await watch.next("the sync once the lock is free") { $0.event == "sync" }.match
+                #expect(after.books("uploaded") == 1, "\(after)")
+                #expect(try await watch.stop().status == 0)
+            }
         }
     }
 
@@ -312,20 +245,21 @@ struct WatchTests {
         var second: GoogleEmulator?
         do {
             let laptop = try await SignInHarness.signedIn(first)
-            let watch = try WatchProcess(laptop.ivy, interval: 2)
-            try await watch.next("the first sync") { $0.event == "sync" }
-            await first.stop()
-            _ = try await laptop.ivy.id("book", "add", "--title", "Added while Drive is down")
-            let failed = try await watch.next("a failed sync") { $0.event == "failed" }.match
-            #expect(failed["retry_in_s"] as? Int == 4, "\(failed)")
-            #expect((failed["error"] as? String)?.isEmpty == false)
-            let port = try #require(first.baseURL.port)
-            second = try await GoogleEmulator.start(port: port, state: first.state)
-            let recovered = try await watch.next("the sync after Drive is back") { $0.event == "sync" }.match
-            #expect(recovered.trigger == "retry" && recovered.books("uploaded") == 1, "\(recovered)")
-            #expect(try await watch.stop().status == 0)
-            let log = try String(contentsOfFile: laptop.ivy.home + "/ivy.log", encoding: .utf8)
-            #expect(log.contains("watch backing off") && log.contains("retry_in_s=4"), "\(log)")
+            try await WatchProcess.with(laptop.ivy, interval: 2) { watch in
+                try await watch.next("the first sync") { $0.event == "sync" }
+                await first.stop()
+                _ = try await laptop.ivy.id("book", "add", "--title", "Added while Drive is down")
+                let failed = try await watch.next("a failed sync") { $0.event == "failed" }.match
+                #expect(failed["retry_in_s"] as? Int == 4, "\(failed)")
+                #expect((failed["error"] as? String)?.isEmpty == false)
+                let port = try #require(first.baseURL.port)
+                second = try await GoogleEmulator.start(port: port, state: first.state)
+                let recovered = try await watch.next("the sync after Drive is back") { $0.event == "sync" }.match
+                #expect(recovered.trigger == "retry" && recovered.books("uploaded") == 1, "\(recovered)")
+                #expect(try await watch.stop().status == 0)
+                let log = try String(contentsOfFile: laptop.ivy.home + "/ivy.log", encoding: .utf8)
+                #expect(log.contains("watch backing off") && log.contains("retry_in_s=4"), "\(log)")
+            }
         } catch {
             await second?.stop()
             throw error
@@ -337,17 +271,18 @@ struct WatchTests {
     func signedOut() async throws {
         try await withEmulator { emulator in
             let laptop = try await SignInHarness.signedIn(emulator)
-            let watch = try WatchProcess(laptop.ivy, interval: 2)
-            try await watch.next("the first sync") { $0.event == "sync" }
-            await emulator.state.revoke(email: "alice@example.com")
-            let waiting = try await watch.next("the sign-out") { $0.event == "waiting" }.match
-            #expect((waiting["reason"] as? String)?.contains("ivy login") == true, "\(waiting)")
-            _ = try await laptop.ivy.id("book", "add", "--title", "Added while signed out")
-            #expect(try await laptop.login().status == 0)
-            let resumed = try await watch.next("the sync after login") { $0.event == "sync" }
-            #expect(resumed.match.books("uploaded") == 1, "\(resumed.match)")
-            #expect(!resumed.passed.contains { $0.event == "waiting" }, "said once: \(resumed.passed)")
-            #expect(try await watch.stop().status == 0)
+            try await WatchProcess.with(laptop.ivy, interval: 2) { watch in
+                try await watch.next("the first sync") { $0.event == "sync" }
+                await emulator.state.revoke(email: "alice@example.com")
+                let waiting = try await watch.next("the sign-out") { $0.event == "waiting" }.match
+                #expect((waiting["reason"] as? String)?.contains("ivy login") == true, "\(waiting)")
+                _ = try await laptop.ivy.id("book", "add", "--title", "Added while signed out")
+                #expect(try await laptop.login().status == 0)
+                let resumed = try await watch.next("the sync after login") { $0.event == "sync" }
+                #expect(resumed.match.books("uploaded") == 1, "\(resumed.match)")
+                #expect(!resumed.passed.contains { $0.event == "waiting" }, "said once: \(resumed.passed)")
+                #expect(try await watch.stop().status == 0)
+            }
         }
     }
 }

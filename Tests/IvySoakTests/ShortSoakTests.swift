@@ -1,11 +1,11 @@
 import Foundation
+import IvyTestSupport
 import Testing
 
 @Suite("ivy-soak, the convergence soak")
 struct ShortSoakTests {
-    /// The built `ivy-soak` beside this test bundle; it finds `ivy` beside itself.
-    static let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        .deletingLastPathComponent().appendingPathComponent("ivy-soak")
+    /// The built `ivy-soak`; it finds `ivy` beside itself.
+    static let binary = BuiltProgram.soak.path
 
     @Test(
         "20 rounds of edits by three devices and the app, with faults, kills and overlaps, lose nothing, not an edit",
@@ -29,23 +29,9 @@ struct ShortSoakTests {
     }
 
     private func run(_ arguments: [String]) async throws -> (Int32, String) {
-        try await withCheckedThrowingContinuation { continuation in
-            // A GCD thread: the wait blocks.
-            DispatchQueue.global().async {
-                continuation.resume(
-                    with: Result {
-                        let process = Process()
-                        process.executableURL = Self.binary
-                        process.arguments = arguments
-                        let out = Pipe()
-                        process.standardOutput = out
-                        process.standardError = out
-                        try process.run()
-                        let data = out.fileHandleForReading.readDataToEndOfFile()
-                        process.waitUntilExit()
-                        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-                    })
-            }
-        }
+        var soak = ChildCommand(Self.binary, arguments, environment: ProcessInfo.processInfo.environment)
+        soak.errorToOutput = true
+        let result = try await runChild(soak, within: .seconds(540))
+        return (result.status, result.stdout)
     }
 }

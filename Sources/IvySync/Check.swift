@@ -281,8 +281,8 @@ package struct BackupChecker: Sendable {
         guard let mp3 = remote?.mp3 else {
             problem(
                 .missingMP3, "\(key.jsonFileName) is on Drive without \(key.mp3FileName)",
-                "`ivy sync` leaves a part-uploaded clip alone (another device may be uploading it); to send it "
-                    + "from here, change the clip (`ivy clip update \(key.id) ...`), then run `ivy sync`")
+                "another device may still be uploading it; once a sync has found it so for a minute, "
+                    + "`ivy sync` sends the MP3 from here")
             return
         }
         guard let localMD5 = try library.audioMD5(clipID: key.id) else {

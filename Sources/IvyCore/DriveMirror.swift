@@ -2,10 +2,10 @@
 /// books or clips folders, as Drive last reported it.
 package struct MirroredFile: Sendable, Equatable {
     package var file: RemoteFile
-    package var parents: [String]
+    package var parents: [DriveFileID]
     package var mimeType: String
 
-    package init(file: RemoteFile, parents: [String], mimeType: String) {
+    package init(file: RemoteFile, parents: [DriveFileID], mimeType: String) {
         self.file = file
         self.parents = parents
         self.mimeType = mimeType
@@ -16,10 +16,10 @@ package struct MirroredFile: Sendable, Equatable {
 /// and file ids to drop, and the token the feed goes on from once they are applied.
 package struct MirrorUpdate: Sendable, Equatable {
     package var upserts: [MirroredFile]
-    package var removals: [String]
+    package var removals: [DriveFileID]
     package var token: String
 
-    package init(upserts: [MirroredFile], removals: [String], token: String) {
+    package init(upserts: [MirroredFile], removals: [DriveFileID], token: String) {
         self.upserts = upserts
         self.removals = removals
         self.token = token

@@ -48,3 +48,55 @@ enum UUIDText {
         return groups.joined(separator: "-")
     }
 }
+
+/// An id that is text on the wire, in the database and in output, but a type of its own in
+/// code, so one kind of id cannot be passed where another is meant: a book's id for a
+/// clip's, an entity's id for a Drive file's, a file's name for its folder's id.
+///
+/// It encodes as the plain string and prints as it, so JSON on Drive, the log and `--json`
+/// output read exactly as with a `String`. A string literal makes one, for tests and
+/// fixtures; Sources make ids only from text they read or generate, never from literals.
+package protocol TextIdentifier: Hashable, Comparable, Sendable, Codable, CustomStringConvertible,
+    ExpressibleByStringLiteral
+{
+    var rawValue: String { get }
+    init(_ rawValue: String)
+}
+
+extension TextIdentifier {
+    package init(stringLiteral value: String) { self.init(value) }
+
+    package init(from decoder: any Decoder) throws {
+        self.init(try decoder.singleValueContainer().decode(String.self))
+    }
+
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    package var description: String { rawValue }
+
+    package static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// A book's id (a lowercase UUID; `EntityID` says which are accepted).
+package struct BookID: TextIdentifier {
+    package let rawValue: String
+    package init(_ rawValue: String) { self.rawValue = rawValue }
+}
+
+/// A clip's id (a lowercase UUID; `EntityID` says which are accepted).
+package struct ClipID: TextIdentifier {
+    package let rawValue: String
+    package init(_ rawValue: String) { self.rawValue = rawValue }
+}
+
+/// The id Drive gives a file. Folders share it: Drive treats a folder as a file (the same
+/// `files.get`, `files.delete` and `parents` take either), so the mix-up the type rules out
+/// is between Drive's ids and anything else (entity ids, names, tokens), not between files
+/// and folders.
+package struct DriveFileID: TextIdentifier {
+    package let rawValue: String
+    package init(_ rawValue: String) { self.rawValue = rawValue }
+}

@@ -103,15 +103,15 @@ package enum Merge {
         package var localUpdatedAt: Milliseconds
         /// Drive's md5 and file id of the current MP3.
         package var remoteMD5: String?
-        package var remoteFileID: String
+        package var remoteFileID: DriveFileID
         package var remoteUpdatedAt: Milliseconds
         /// md5 and Drive file id of the audio both sides last agreed on; nil when unknown.
         package var baseMD5: String?
-        package var baseFileID: String?
+        package var baseFileID: DriveFileID?
 
         package init(
-            localMD5: String?, localUpdatedAt: Milliseconds, remoteMD5: String?, remoteFileID: String,
-            remoteUpdatedAt: Milliseconds, baseMD5: String?, baseFileID: String?
+            localMD5: String?, localUpdatedAt: Milliseconds, remoteMD5: String?, remoteFileID: DriveFileID,
+            remoteUpdatedAt: Milliseconds, baseMD5: String?, baseFileID: DriveFileID?
         ) {
             self.localMD5 = localMD5
             self.localUpdatedAt = localUpdatedAt

@@ -40,8 +40,8 @@ package struct ManifestEntry: Sendable, Equatable {
     package var key: EntityKey
     package var localUpdatedAt: Milliseconds?
     package var remoteUpdatedAt: Milliseconds?
-    package var remoteFileID: String?
-    package var remoteMP3FileID: String?
+    package var remoteFileID: DriveFileID?
+    package var remoteMP3FileID: DriveFileID?
     package var syncedAt: Milliseconds?
     /// When a sync first found the entity (or a clip's JSON) missing on Drive, this device's
     /// clock; nil while Drive has it. Another device's replace deletes, then creates: an
@@ -49,8 +49,8 @@ package struct ManifestEntry: Sendable, Equatable {
     package var missingSince: Milliseconds?
 
     package init(
-        key: EntityKey, localUpdatedAt: Milliseconds?, remoteUpdatedAt: Milliseconds?, remoteFileID: String? = nil,
-        remoteMP3FileID: String? = nil, syncedAt: Milliseconds? = nil, missingSince: Milliseconds? = nil
+        key: EntityKey, localUpdatedAt: Milliseconds?, remoteUpdatedAt: Milliseconds?, remoteFileID: DriveFileID? = nil,
+        remoteMP3FileID: DriveFileID? = nil, syncedAt: Milliseconds? = nil, missingSince: Milliseconds? = nil
     ) {
         self.key = key
         self.localUpdatedAt = localUpdatedAt
@@ -77,7 +77,7 @@ package struct SyncBase: Sendable, Equatable {
 
 /// A file seen in the Drive listing (metadata only).
 package struct RemoteFile: Sendable, Hashable {
-    package var id: String
+    package var id: DriveFileID
     package var name: String
     package var modifiedTime: Milliseconds
     package var createdTime: Milliseconds?
@@ -85,7 +85,7 @@ package struct RemoteFile: Sendable, Hashable {
     package var md5: String?
 
     package init(
-        id: String, name: String, modifiedTime: Milliseconds, createdTime: Milliseconds? = nil, size: Int64? = nil,
+        id: DriveFileID, name: String, modifiedTime: Milliseconds, createdTime: Milliseconds? = nil, size: Int64? = nil,
         md5: String? = nil
     ) {
         self.id = id

@@ -6,10 +6,10 @@ import IvyCore
 package struct ChangedFile: Sendable, Equatable {
     package var file: RemoteFile
     package var mimeType: String
-    package var parents: [String]
+    package var parents: [DriveFileID]
     package var trashed: Bool
 
-    package init(file: RemoteFile, mimeType: String, parents: [String], trashed: Bool) {
+    package init(file: RemoteFile, mimeType: String, parents: [DriveFileID], trashed: Bool) {
         self.file = file
         self.mimeType = mimeType
         self.parents = parents
@@ -20,10 +20,10 @@ package struct ChangedFile: Sendable, Equatable {
 /// One entry of `changes.list`: a file id and either the file's state now, or nil when it is
 /// gone (deleted, or no longer visible to ivy: `removed`).
 package struct DriveChange: Sendable, Equatable {
-    package var fileID: String
+    package var fileID: DriveFileID
     package var file: ChangedFile?
 
-    package init(fileID: String, file: ChangedFile?) {
+    package init(fileID: DriveFileID, file: ChangedFile?) {
         self.fileID = fileID
         self.file = file
     }

@@ -53,8 +53,8 @@ extension DriveClient {
     func resolveFolders(remembered: DriveFolders?, create: Bool) async throws -> DriveFolders {
         var (folders, alive) = try await lookUpFolders(known: remembered.map { $0.ivy + $0.books + $0.clips } ?? [])
         guard create, folders.ivy.isEmpty || folders.books.isEmpty || folders.clips.isEmpty else { return folders }
-        var made: [String] = []
-        let ivy: String
+        var made: [DriveFileID] = []
+        let ivy: DriveFileID
         if let existing = folders.ivy.first {
             ivy = existing
         } else {
@@ -75,7 +75,7 @@ extension DriveClient {
     /// ivy's folders among every folder Drive lists, and which of the `known` ones (remembered,
     /// or just made) exist. One the listing leaves out is asked for by id before ivy believes
     /// it gone, so ivy never makes a twin of a folder it knows.
-    private func lookUpFolders(known: [String]) async throws -> (folders: DriveFolders, alive: [String]) {
+    private func lookUpFolders(known: [DriveFileID]) async throws -> (folders: DriveFolders, alive: [DriveFileID]) {
         let found = try await list(query: Self.folderQuery)
         if let reason = found.incomplete {
             throw DriveError(
@@ -91,26 +91,26 @@ extension DriveClient {
     }
 
     /// An id as a query string: Drive's ids have no quotes, but one that did must not break the query.
-    static func quoted(id: String) -> String {
-        id.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'")
+    static func quoted(id: DriveFileID) -> String {
+        id.rawValue.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'")
     }
 
     /// A folder by id, or nil when it is gone (404) or in the trash.
-    private func liveFolder(_ id: String) async throws -> ListedFile? {
+    private func liveFolder(_ id: DriveFileID) async throws -> ListedFile? {
         let response = try await http.execute(
             HTTPRequest(method: "GET", url: http.url("drive/v3/files/\(id)", ["fields": "\(Self.fileFields),trashed"])),
             accept: [200, 404], context: "checking an Ivy folder")
         guard response.status == 200, let object = response.decoded(WireFile.self), object.trashed == false,
             let file = object.remote
         else { return nil }
-        return (file, object.mimeType ?? "", object.parents ?? [])
+        return (file, object.mimeType ?? "", object.parentIDs)
     }
 
     /// Which listed folders form ivy's tree; twins are kept, oldest first. The Ivy folder is
     /// one whose parent is not among them: My Drive's own id is unknown to ivy ('root' is
     /// only an alias, and under `drive.file` `files.get('root')` may answer 404).
     static func structure(_ entries: [ListedFile]) -> DriveFolders {
-        func oldestFirst(_ list: [ListedFile]) -> [String] {
+        func oldestFirst(_ list: [ListedFile]) -> [DriveFileID] {
             list.sorted { ($0.file.createdTime ?? 0, $0.file.id) < ($1.file.createdTime ?? 0, $1.file.id) }.map(
                 \.file.id)
         }
@@ -124,8 +124,8 @@ extension DriveClient {
             clips: oldestFirst(inside.filter { $0.file.name == "clips" }))
     }
 
-    private func createFolder(_ name: String, parent: String?) async throws -> String {
-        let id = try await ids.next()
+    private func createFolder(_ name: String, parent: DriveFileID?) async throws -> DriveFileID {
+        let id = try await newFileID()
         let metadata = NewFile(id: id, name: name, parents: parent.map { [$0] }, mimeType: Self.folderType)
         let request = HTTPRequest(
             method: "POST", url: http.url("drive/v3/files", ["fields": "id"]),

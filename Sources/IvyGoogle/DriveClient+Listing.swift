@@ -17,7 +17,7 @@ extension DriveClient {
     /// from the first page of results" (tokens are "typically valid for several hours").
     func list(query: String) async throws -> FolderListing {
         var entries: [ListedFile] = []
-        var ids: Set<String> = []
+        var ids: Set<DriveFileID> = []
         var tokens: Set<String> = []
         var pages = 0
         var pageToken: String?
@@ -47,7 +47,7 @@ extension DriveClient {
             for object in page.files {
                 // A file listed twice (results shift while paging) is still one file.
                 guard let file = object.remote, ids.insert(file.id).inserted else { continue }
-                entries.append((file, object.mimeType ?? "", object.parents ?? []))
+                entries.append((file, object.mimeType ?? "", object.parentIDs))
             }
             pageToken = page.nextPageToken
             guard let token = pageToken else { return (entries, nil) }
@@ -60,7 +60,7 @@ extension DriveClient {
         }
     }
 
-    typealias ListedFile = (file: RemoteFile, mimeType: String, parents: [String])
+    typealias ListedFile = (file: RemoteFile, mimeType: String, parents: [DriveFileID])
     /// What one query listed, and why it stopped early (nil when it read every page).
     typealias FolderListing = (files: [ListedFile], incomplete: String?)
 
@@ -101,8 +101,8 @@ extension DriveClient {
 
     /// Each folder's files, one query per folder, the folders at the same time (each folder's
     /// pages in turn, as its page tokens require).
-    private func listEach(_ folders: [String]) async -> [String: Result<FolderListing, any Error>] {
-        await withTaskGroup(of: (String, Result<FolderListing, any Error>).self) { group in
+    private func listEach(_ folders: [DriveFileID]) async -> [DriveFileID: Result<FolderListing, any Error>] {
+        await withTaskGroup(of: (DriveFileID, Result<FolderListing, any Error>).self) { group in
             for id in Set(folders) {
                 group.addTask {
                     do {
@@ -116,7 +116,7 @@ extension DriveClient {
                     }
                 }
             }
-            var results: [String: Result<FolderListing, any Error>] = [:]
+            var results: [DriveFileID: Result<FolderListing, any Error>] = [:]
             for await (id, result) in group { results[id] = result }
             return results
         }

@@ -7,12 +7,12 @@ extension DriveClient {
 
     /// Delete-then-create: removes the files of that name seen in this sync's listing
     /// (404 counts as gone), then creates the new one with a pre-generated id.
-    package func uploadJSON(name: String, data: Data, folder: String, replacing: [RemoteFile]) async throws
+    package func uploadJSON(name: String, data: Data, folder: DriveFileID, replacing: [RemoteFile]) async throws
         -> UploadedFile
     {
         for file in replacing { try await delete(file.id) }
         let context = "uploading \(name)"
-        var id = try await ids.next()
+        var id = try await newFileID()
         for round in 1...2 {
             let boundary = "ivy-\(UUID().uuidString)"
             let metadata = try NewFile(id: id, name: name, parents: [folder], mimeType: "application/json").json()
@@ -35,10 +35,10 @@ extension DriveClient {
                     return try await existing(id, context: context)
                 } catch let gone as DriveError where gone.status == 404 && round == 1 {
                     // Made, then deleted since (another device replaced it): create it again.
-                    id = try await ids.next()
+                    id = try await newFileID()
                 }
             } catch let error as DriveError where Self.idNotUsable(error) && round == 1 {
-                id = try await ids.next()
+                id = try await newFileID()
             }
         }
         throw DriveError(.unexpected, message: "\(context): Drive refused two pre-generated file ids")
@@ -55,7 +55,7 @@ extension DriveClient {
     /// a 409 is answered). Over the 50 MB cap it fails before any request. `progress` is told
     /// of the file's bytes as they are sent (a part sent again counts again).
     package func uploadMP3(
-        name: String, file: URL, folder: String, replacing: [RemoteFile],
+        name: String, file: URL, folder: DriveFileID, replacing: [RemoteFile],
         progress: (@Sendable (Int64) -> Void)? = nil
     ) async throws -> UploadedFile {
         let size = try LocalFile.size(of: file)
@@ -66,7 +66,7 @@ extension DriveClient {
         for old in replacing { try await delete(old.id) }
         let context = "uploading \(name)"
         var machine = ResumableUpload(size: size, maximumStalls: http.policy.maxAttempts, context: context)
-        var id = try await ids.next()
+        var id = try await newFileID()
         var session: URL?
         var last: HTTPResponse?
         // Failures of the session PUTs, across sessions: each is followed by a status query.
@@ -75,7 +75,7 @@ extension DriveClient {
         while true {
             switch step {
             case .startSession(let newID):
-                if newID { id = try await ids.next() }
+                if newID { id = try await newFileID() }
                 do {
                     session = try await startSession(id: id, name: name, folder: folder, size: size, context: context)
                     step = machine.next(.sessionStarted)
@@ -124,7 +124,8 @@ extension DriveClient {
         }
     }
 
-    private func startSession(id: String, name: String, folder: String, size: Int64, context: String) async throws
+    private func startSession(id: DriveFileID, name: String, folder: DriveFileID, size: Int64, context: String)
+        async throws
         -> URL
     {
         let metadata = try NewFile(id: id, name: name, parents: [folder], mimeType: "audio/mpeg").json()

@@ -52,15 +52,18 @@ package final class DriveClient: Sendable {
     package var requestCount: Int { http.requests.withLock { $0 } }
     package var rateLimitCount: Int { http.rateLimitedAnswers.withLock { $0 } }
 
+    /// An id from `files.generateIds` for a file or folder about to be created.
+    func newFileID() async throws -> DriveFileID { DriveFileID(try await ids.next()) }
+
     /// Deletes a file for good; a file already gone (404) counts as deleted.
-    package func delete(_ id: String) async throws {
+    package func delete(_ id: DriveFileID) async throws {
         _ = try await http.execute(
             HTTPRequest(method: "DELETE", url: http.url("drive/v3/files/\(id)")), accept: [204, 200, 404],
             context: "deleting \(id)")
     }
 
     /// After a create answered 409, the file with our id exists: read what Drive made.
-    func existing(_ id: String, context: String) async throws -> UploadedFile {
+    func existing(_ id: DriveFileID, context: String) async throws -> UploadedFile {
         let response = try await http.execute(
             HTTPRequest(
                 method: "GET",

@@ -59,11 +59,15 @@ struct WireFile: Decodable {
             }
     }
 
+    /// `parents` as Drive file ids (none when missing).
+    var parentIDs: [DriveFileID] { (parents ?? []).map(DriveFileID.init) }
+
     /// The file as the planner sees it; nil without an id, a name or a readable `modifiedTime`.
     var remote: RemoteFile? {
         guard let id, let name, let modified = modifiedTime.flatMap(DriveTime.milliseconds) else { return nil }
         return RemoteFile(
-            id: id, name: name, modifiedTime: modified, createdTime: createdTime.flatMap(DriveTime.milliseconds),
+            id: DriveFileID(id), name: name, modifiedTime: modified,
+            createdTime: createdTime.flatMap(DriveTime.milliseconds),
             size: Self.size(size), md5: md5Checksum)
     }
 
@@ -219,10 +223,10 @@ struct DeviceCodeAnswer: Decodable {
 
 /// The metadata of a file or folder ivy creates, with the id it generated for it.
 struct NewFile: Encodable {
-    var id: String
+    var id: DriveFileID
     var name: String
     /// Nil for the Ivy folder itself, made in My Drive.
-    var parents: [String]?
+    var parents: [DriveFileID]?
     var mimeType: String
 
     func json() throws -> Data { try JSONEncoder().encode(self) }
@@ -260,17 +264,17 @@ struct WireChange: Decodable {
     /// wrong for good, so such a page breaks the chain instead).
     var change: DriveChange? {
         guard let fileId, !fileId.isEmpty else { return nil }
-        if removed == true { return DriveChange(fileID: fileId, file: nil) }
+        if removed == true { return DriveChange(fileID: DriveFileID(fileId), file: nil) }
         guard hasFile else {
             // Neither removed nor a file: a change of a shared drive, or one Drive left out.
             // Documented as "present if the type is file and the file has not been removed".
             return nil
         }
-        guard let object = file, let remote = object.remote, remote.id == fileId else { return nil }
+        guard let object = file, let remote = object.remote, remote.id.rawValue == fileId else { return nil }
         return DriveChange(
-            fileID: fileId,
+            fileID: remote.id,
             file: ChangedFile(
-                file: remote, mimeType: object.mimeType ?? "", parents: object.parents ?? [],
+                file: remote, mimeType: object.mimeType ?? "", parents: object.parentIDs,
                 trashed: object.trashed ?? false))
     }
 }

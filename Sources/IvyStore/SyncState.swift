@@ -213,15 +213,15 @@ extension LibraryDatabase {
     }
 
     /// One folder's ids as a setting: a JSON array of strings.
-    static func folderSetting(_ ids: [String]) -> String {
+    static func folderSetting(_ ids: [DriveFileID]) -> String {
         (try? JSONEncoder().encode(ids)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
     }
 
     /// A folder setting as written now (a JSON array) or by ivy before it (the ids joined
     /// with commas, which Drive ids never contain); the next sync rewrites the old form.
-    static func folderIDs(_ setting: String) -> [String] {
-        if let ids = try? JSONDecoder().decode([String].self, from: Data(setting.utf8)) { return ids }
-        return setting.split(separator: ",").map(String.init)
+    static func folderIDs(_ setting: String) -> [DriveFileID] {
+        if let ids = try? JSONDecoder().decode([DriveFileID].self, from: Data(setting.utf8)) { return ids }
+        return setting.split(separator: ",").map { DriveFileID(String($0)) }
     }
 }
 

@@ -202,7 +202,7 @@ package struct BackupChecker: Sendable {
                 mirror, folders: folders, drive: drive, saving: nil)
         else { return }
         let mirrored = RemoteListing(files: files, isComplete: true)
-        func ids(_ entity: RemoteEntity?) -> Set<String> { Set(entity?.allFiles.map(\.id) ?? []) }
+        func ids(_ entity: RemoteEntity?) -> Set<DriveFileID> { Set(entity?.allFiles.map(\.id) ?? []) }
         let disagreeing = Set(
             Set(remote.entities.keys).union(mirrored.entities.keys)
                 .filter { ids(remote.entities[$0]) != ids(mirrored.entities[$0]) }

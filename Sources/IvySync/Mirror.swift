@@ -20,11 +20,11 @@ enum MirrorRules {
     /// A file the mirror holds that comes back alive but with no parents at all is not taken
     /// as moved out: an answer without the field it asked for is no reason to drop a file
     /// (and delete a clip here); a full listing decides.
-    static func effect(of page: DriveChangePage, folders: DriveFolders, mirrored: Set<String>) -> Effect {
+    static func effect(of page: DriveChangePage, folders: DriveFolders, mirrored: Set<DriveFileID>) -> Effect {
         let ivy = Set(folders.ivy)
         let holding = Set(folders.books + folders.clips)
-        var final: [String: MirroredFile?] = [:]
-        var order: [String] = []
+        var final: [DriveFileID: MirroredFile?] = [:]
+        var order: [DriveFileID] = []
         for change in page.changes {
             if final[change.fileID] == nil { order.append(change.fileID) }
             guard let changed = change.file else {
@@ -50,7 +50,7 @@ enum MirrorRules {
             final[change.fileID] = .some(kept)
         }
         var upserts: [MirroredFile] = []
-        var removals: [String] = []
+        var removals: [DriveFileID] = []
         for id in order {
             if let file = final[id] ?? nil { upserts.append(file) } else { removals.append(id) }
         }
@@ -61,7 +61,7 @@ enum MirrorRules {
     /// ivy's folders as they are (a folder of ivy's, unchanged in what matters, or a folder
     /// that is none of ivy's).
     private static func folderReason(
-        _ folder: ChangedFile, ivy: Set<String>, holding: Set<String>, books: [String]
+        _ folder: ChangedFile, ivy: Set<DriveFileID>, holding: Set<DriveFileID>, books: [DriveFileID]
     ) -> String? {
         let id = folder.file.id
         let name = folder.file.name

@@ -63,8 +63,8 @@ struct Agreement {
     let base: SyncBase
 
     init(
-        _ key: EntityKey, localUpdatedAt: Milliseconds, jsonID: String, jsonModifiedTime: Milliseconds,
-        mp3ID: String? = nil, json: Data, audioMD5: String? = nil, syncedAt: Milliseconds
+        _ key: EntityKey, localUpdatedAt: Milliseconds, jsonID: DriveFileID, jsonModifiedTime: Milliseconds,
+        mp3ID: DriveFileID? = nil, json: Data, audioMD5: String? = nil, syncedAt: Milliseconds
     ) {
         entry = ManifestEntry(
             key: key, localUpdatedAt: localUpdatedAt, remoteUpdatedAt: jsonModifiedTime, remoteFileID: jsonID,
@@ -368,7 +368,7 @@ extension SyncEngine {
         let json = try await drive.uploadJSON(
             name: jsonName, data: data, folder: context.folders.clips[0],
             replacing: files.filter { $0.name == jsonName })
-        let mp3ID: String
+        let mp3ID: DriveFileID
         if let keptMP3 {
             mp3ID = keptMP3.id
         } else {
@@ -395,7 +395,7 @@ extension SyncEngine {
     }
 
     /// Deletes a clip JSON whose MP3 did not make it; tried up to three times.
-    private func rollBack(_ id: String) async {
+    private func rollBack(_ id: DriveFileID) async {
         for attempt in 1...3 {
             do {
                 try await drive.delete(id)

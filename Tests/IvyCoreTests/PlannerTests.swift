@@ -11,22 +11,24 @@ enum Fixture {
         Clip(id: id, bookID: "b0", start: 0, duration: 1, createdAt: 1, updatedAt: updated)
     }
 
-    static func json(_ key: EntityKey, id: String? = nil, modified: Milliseconds = 500) -> RemoteFile {
-        RemoteFile(id: id ?? "j-\(key.id)", name: "\(key.kind.rawValue)_\(key.id).json", modifiedTime: modified)
+    static func json(_ key: EntityKey, id: DriveFileID? = nil, modified: Milliseconds = 500) -> RemoteFile {
+        RemoteFile(
+            id: id ?? DriveFileID("j-\(key.id)"), name: "\(key.kind.rawValue)_\(key.id).json", modifiedTime: modified)
     }
 
-    static func mp3(_ id: String, fileID: String? = nil, modified: Milliseconds = 501) -> RemoteFile {
-        RemoteFile(id: fileID ?? "m-\(id)", name: "clip_\(id).mp3", modifiedTime: modified)
+    static func mp3(_ id: String, fileID: DriveFileID? = nil, modified: Milliseconds = 501) -> RemoteFile {
+        RemoteFile(id: fileID ?? DriveFileID("m-\(id)"), name: "clip_\(id).mp3", modifiedTime: modified)
     }
 
     /// `missingSince`: when a sync first found it missing on Drive (the plans below are made at
     /// `SyncPlanner.replaceGrace`, so 0 is an absence that has lasted long enough to act on).
     static func synced(
-        _ key: EntityKey, local: Milliseconds = 100, remote: Milliseconds = 500, fileID: String? = nil,
+        _ key: EntityKey, local: Milliseconds = 100, remote: Milliseconds = 500, fileID: DriveFileID? = nil,
         missingSince: Milliseconds? = nil
     ) -> ManifestEntry {
         ManifestEntry(
-            key: key, localUpdatedAt: local, remoteUpdatedAt: remote, remoteFileID: fileID ?? "j-\(key.id)",
+            key: key, localUpdatedAt: local, remoteUpdatedAt: remote,
+            remoteFileID: fileID ?? DriveFileID("j-\(key.id)"),
             missingSince: missingSince)
     }
 

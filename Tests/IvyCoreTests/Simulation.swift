@@ -9,7 +9,7 @@ final class SimulatedDrive {
         var content: Data
     }
 
-    private(set) var files: [String: StoredFile] = [:]
+    private(set) var files: [DriveFileID: StoredFile] = [:]
     private var tick: Milliseconds = 1_000_000
     private var nextID = 0
 
@@ -20,13 +20,14 @@ final class SimulatedDrive {
         tick += 7
         nextID += 1
         let file = RemoteFile(
-            id: "f\(nextID)", name: name, modifiedTime: tick, createdTime: tick, size: Int64(content.count))
+            id: DriveFileID("f\(nextID)"), name: name, modifiedTime: tick, createdTime: tick, size: Int64(content.count)
+        )
         files[file.id] = StoredFile(file: file, content: content)
         return file
     }
 
-    func delete(_ id: String) { files[id] = nil }
-    func content(_ id: String) -> Data? { files[id]?.content }
+    func delete(_ id: DriveFileID) { files[id] = nil }
+    func content(_ id: DriveFileID) -> Data? { files[id]?.content }
 
     /// How many files carry each name: more than one is a duplicate.
     var namesWithDuplicates: [String] {

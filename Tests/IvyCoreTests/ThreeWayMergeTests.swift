@@ -117,7 +117,7 @@ struct ThreeWayMergeTests {
     // MARK: audio
 
     func audio(
-        local: String?, remote: String, base: String?, baseFile: String? = "f1", remoteFile: String = "f1",
+        local: String?, remote: String, base: String?, baseFile: DriveFileID? = "f1", remoteFile: DriveFileID = "f1",
         localAt: Milliseconds = 200, remoteAt: Milliseconds = 100
     ) -> (choice: Merge.AudioChoice, conflict: Bool) {
         Merge.audio(

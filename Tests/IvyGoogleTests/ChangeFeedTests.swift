@@ -84,7 +84,7 @@ struct ChangeFeedTests {
                 name: "book_b.json", data: Data("{}".utf8), folder: folders.books[0], replacing: [])
             let token = try await drive.startPageToken()
             try await drive.delete(gone.id)
-            try await google.state.trash(id: binned.id)
+            try await google.state.trash(id: binned.id.rawValue)
             let changes = try await readFeed(drive, since: token).pages.flatMap(\.changes)
             #expect(changes.contains(DriveChange(fileID: gone.id, file: nil)))
             #expect(changes.first { $0.fileID == binned.id }?.file?.trashed == true)

@@ -69,7 +69,7 @@ struct DriveClientTests {
             let second = try await drive.uploadJSON(
                 name: "book_b1.json", data: Data(#"{"v":2}"#.utf8), folder: folders.books[0], replacing: listing.files)
             #expect(second.id != first.id)
-            #expect(await google.names(in: folders.books[0]) == ["book_b1.json"])
+            #expect(await google.names(in: folders.books[0].rawValue) == ["book_b1.json"])
             let current = try #require(try await drive.listLibrary(remembered: folders).files.first)
             #expect(try await drive.downloadData(current) == Data(#"{"v":2}"#.utf8))
 
@@ -85,7 +85,7 @@ struct DriveClientTests {
             #expect(try Data(contentsOf: target) == sent)
             try await drive.delete(remote.id)
             try await drive.delete(remote.id)  // already gone: still fine
-            #expect(await google.names(in: folders.clips[0]).isEmpty)
+            #expect(await google.names(in: folders.clips[0].rawValue).isEmpty)
         }
     }
 
@@ -96,14 +96,14 @@ struct DriveClientTests {
             let folders = try await drive.folders()
             for index in 0..<35 {
                 await google.state.putFile(
-                    email: "alice@example.com", name: "book_\(index).json", parents: [folders.books[0]],
+                    email: "alice@example.com", name: "book_\(index).json", parents: [folders.books[0].rawValue],
                     content: Data("{}".utf8))
             }
             await google.state.setPageSizeCap(10)
             await google.state.clearRequests()
             let listing = try await drive.listLibrary(remembered: folders)
             #expect(listing.isComplete && listing.files.count == 35)
-            #expect(await google.state.requests.filter { $0.query.contains(folders.books[0]) }.count == 4)
+            #expect(await google.state.requests.filter { $0.query.contains(folders.books[0].rawValue) }.count == 4)
         }
     }
 
@@ -120,7 +120,7 @@ struct DriveClientTests {
             let log = await google.state.requests
             #expect(log.count == 3, "the folders, the books, the clips")
             #expect(log.allSatisfy { !($0.query.removingPercentEncoding ?? "").contains("name =") })
-            try await google.state.trash(id: folders.ivy[0])
+            try await google.state.trash(id: folders.ivy[0].rawValue)
             let relisted = try await drive.listLibrary(remembered: folders)
             #expect(relisted.folders.ivy != folders.ivy, "a new Ivy folder replaces the trashed one")
             #expect(relisted.files.isEmpty)
@@ -172,8 +172,8 @@ struct DriveClientTests {
             await state.putFile(
                 email: "alice@example.com", name: "book_b.json", parents: [booksB.id], content: Data("{}".utf8))
             let listing = try await drive.listLibrary(remembered: nil)
-            #expect(listing.folders.ivy == [older.id, newer.id])
-            #expect(listing.folders.books == [booksA.id, booksB.id])
+            #expect(listing.folders.ivy.map(\.rawValue) == [older.id, newer.id])
+            #expect(listing.folders.books.map(\.rawValue) == [booksA.id, booksB.id])
             #expect(Set(listing.files.map(\.name)) == ["book_a.json", "book_b.json"])
             #expect(listing.folders.clips.count == 1)
             #expect(await state.dump(email: "alice@example.com").first { $0.name == "clips" }?.parents == [older.id])
@@ -195,7 +195,7 @@ struct DriveClientTests {
             #expect(uploaded.md5 == MD5.hex(sent))
             let puts = await google.state.requests.filter { $0.method == "PUT" }
             #expect(puts.map(\.bytes) == [200_000, 0, 300_000], "data, status query, the rest")
-            #expect(await google.names(in: folders.clips[0]) == ["clip_c1.mp3"])
+            #expect(await google.names(in: folders.clips[0].rawValue) == ["clip_c1.mp3"])
         }
     }
 
@@ -208,7 +208,7 @@ struct DriveClientTests {
             await google.state.addFault(
                 FaultRule(method: "PUT", pathContains: "upload_id", times: 1, status: 404, reason: "notFound"))
             _ = try await drive.uploadMP3(name: "clip_c1.mp3", file: audio, folder: folders.clips[0], replacing: [])
-            #expect(await google.names(in: folders.clips[0]) == ["clip_c1.mp3"])
+            #expect(await google.names(in: folders.clips[0].rawValue) == ["clip_c1.mp3"])
             // The create succeeds but its answer is lost: the retry carries the same id and gets 409.
             await google.state.addFault(
                 FaultRule(method: "POST", pathContains: "uploadType=multipart", times: 1, dropAfterBytes: 0))
@@ -219,9 +219,10 @@ struct DriveClientTests {
                     dropAfterBytes: 1))
             let json = try await drive.uploadJSON(
                 name: "clip_c1.json", data: Data("{}".utf8), folder: folders.clips[0], replacing: [])
-            #expect(await google.names(in: folders.clips[0]) == ["clip_c1.json", "clip_c1.mp3"])
+            #expect(await google.names(in: folders.clips[0].rawValue) == ["clip_c1.json", "clip_c1.mp3"])
             #expect(
-                await google.state.dump(email: "alice@example.com").first { $0.name == "clip_c1.json" }?.id == json.id)
+                await google.state.dump(email: "alice@example.com").first { $0.name == "clip_c1.json" }?.id
+                    == json.id.rawValue)
         }
     }
 
@@ -252,7 +253,7 @@ struct DriveClientTests {
                     && error.localizedDescription.contains("Drive is full")
             }
             #expect(await google.state.requests.filter { $0.path.hasPrefix("/upload") }.count == 1)
-            #expect(await google.names(in: folders.books[0]) == ["book_a.json", "book_b.json"])
+            #expect(await google.names(in: folders.books[0].rawValue) == ["book_a.json", "book_b.json"])
         }
     }
 
@@ -287,9 +288,11 @@ struct DriveClientTests {
             let drive = try await google.drive()
             let folders = try await drive.folders()
             let file = await google.state.putFile(
-                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: Data(count: 1000))
+                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0].rawValue],
+                content: Data(count: 1000))
             let lying = RemoteFile(
-                id: file.id, name: file.name, modifiedTime: 1, size: 1000, md5: String(repeating: "0", count: 32))
+                id: DriveFileID(file.id), name: file.name, modifiedTime: 1, size: 1000,
+                md5: String(repeating: "0", count: 32))
             let target = URL(fileURLWithPath: google.directory + "/c.mp3")
             await #expect(throws: DriveError.self) { try await drive.downloadFile(lying, to: target) }
             #expect(!FileManager.default.fileExists(atPath: target.path))
@@ -326,7 +329,7 @@ struct DriveClientTests {
                 }
                 try await group.waitForAll()
             }
-            #expect(await google.names(in: folders.books[0]).count == 60)
+            #expect(await google.names(in: folders.books[0].rawValue).count == 60)
             // Why exactly 1: the first 10 writes take the burst, and nothing has slept, so no
             // time has passed when the 11th finds the bucket empty. That 403 widens the shared
             // pacer: the next start waits its 1 s pause (5 tokens), each later one at least the

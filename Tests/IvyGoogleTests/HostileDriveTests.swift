@@ -29,7 +29,7 @@ struct HostileDriveTests {
                     && message.contains("of a 10000-byte upload")
             }
             #expect(await google.state.requests.filter { $0.method == "PUT" }.count == 1)
-            #expect(await google.names(in: folders.clips[0]).isEmpty)
+            #expect(await google.names(in: folders.clips[0].rawValue).isEmpty)
         }
     }
 
@@ -65,7 +65,7 @@ struct HostileDriveTests {
             // The faked 308 stored nothing, so the status query finds nothing and the file goes again.
             let puts = await google.state.requests.filter { $0.method == "PUT" }
             #expect(puts.map(\.bytes) == [0, 0, 10_000], "the faked 308, the status query, the whole file")
-            #expect(await google.names(in: folders.clips[0]) == ["clip_c1.mp3"])
+            #expect(await google.names(in: folders.clips[0].rawValue) == ["clip_c1.mp3"])
         }
     }
 
@@ -82,7 +82,7 @@ struct HostileDriveTests {
             let folders = try await drive.folders()
             let content = Data((0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
             let file = await google.state.putFile(
-                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: content)
+                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0].rawValue], content: content)
             try await google.state.misreport(id: file.id, Misreport(size: listed))
             let remote = try #require(try await drive.listLibrary(remembered: folders).files.first)
             #expect(remote.size == size)

@@ -12,7 +12,7 @@ extension GoogleHarness {
         let folders = try await drive.folders()
         for index in 0..<count {
             await state.putFile(
-                email: "alice@example.com", name: "book_\(index).json", parents: [folders.books[0]],
+                email: "alice@example.com", name: "book_\(index).json", parents: [folders.books[0].rawValue],
                 content: Data("{}".utf8))
         }
         await state.setPageSizeCap(pageCap)
@@ -53,7 +53,7 @@ struct EndlessListingTests {
                 listing.incompleteReason?.contains("kept sending pages") == true,
                 "\(listing.incompleteReason ?? "complete")")
             let pages = await google.state.requests.filter {
-                $0.path == "/drive/v3/files" && $0.query.contains(folders.books[0])
+                $0.path == "/drive/v3/files" && $0.query.contains(folders.books[0].rawValue)
             }
             #expect(
                 pages.count == 5 + DriveClient.spareListPages + 1,

@@ -20,9 +20,10 @@ struct OverlongDownloadTests {
             let folders = try await drive.folders()
             let content = Data(count: 1000)
             let file = await google.state.putFile(
-                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: content)
+                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0].rawValue], content: content)
             let json = await google.state.putFile(
-                email: "alice@example.com", name: "book_b.json", parents: [folders.books[0]], content: Data("{}".utf8))
+                email: "alice@example.com", name: "book_b.json", parents: [folders.books[0].rawValue],
+                content: Data("{}".utf8))
             try await google.state.misreport(id: file.id, Misreport(extraBytes: 5000))
             try await google.state.misreport(id: json.id, Misreport(extraBytes: 5000))
             let listing = try await drive.listLibrary(remembered: folders)
@@ -60,9 +61,11 @@ struct OverlongDownloadTests {
             let drive = try await google.drive()
             let folders = try await drive.folders()
             let file = await google.state.putFile(
-                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: Data(count: 1000))
+                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0].rawValue],
+                content: Data(count: 1000))
             let json = await google.state.putFile(
-                email: "alice@example.com", name: "book_b.json", parents: [folders.books[0]], content: Data("{}".utf8))
+                email: "alice@example.com", name: "book_b.json", parents: [folders.books[0].rawValue],
+                content: Data("{}".utf8))
             try await google.state.misreport(id: file.id, Misreport(size: "unknown", endless: true))
             try await google.state.misreport(id: json.id, Misreport(size: "unknown", endless: true))
             let listing = try await drive.listLibrary(remembered: folders)

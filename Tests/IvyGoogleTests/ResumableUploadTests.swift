@@ -33,7 +33,7 @@ struct ResumableUploadTests {
             let (uploaded, audio) = try await upload(google)
             let stored = await mp3s(google)
             let sent = try Data(contentsOf: audio)
-            #expect(stored.count == 1 && stored.first?.content == sent && stored.first?.id == uploaded.id)
+            #expect(stored.count == 1 && stored.first?.content == sent && stored.first?.id == uploaded.id.rawValue)
             let starts = await google.state.requests.filter {
                 $0.method == "POST" && $0.query.contains("uploadType=resumable")
             }
@@ -66,7 +66,7 @@ struct ResumableUploadTests {
                 FaultRule(method: "PUT", pathContains: "upload_id", nth: 1, status: 404, afterHandling: true))
             let (uploaded, _) = try await upload(google)
             let stored = await mp3s(google)
-            #expect(stored.count == 1 && stored.first?.id == uploaded.id && uploaded.size == 300_000)
+            #expect(stored.count == 1 && stored.first?.id == uploaded.id.rawValue && uploaded.size == 300_000)
             let starts = await google.state.requests.filter {
                 $0.method == "POST" && $0.query.contains("uploadType=resumable")
             }

@@ -73,7 +73,7 @@ struct TransferFileTests {
             let folders = try await drive.folders()
             let content = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 5) })
             await google.state.putFile(
-                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: content)
+                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0].rawValue], content: content)
             let remote = try #require(try await drive.listLibrary(remembered: folders).files.first)
             try PrivateDirectory.ensure(google.audioDirectory)
             let target = URL(fileURLWithPath: google.audioDirectory + "/c.mp3")
@@ -97,7 +97,8 @@ struct TransferFileTests {
             let drive = try await google.drive()
             let folders = try await drive.folders()
             await google.state.putFile(
-                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: Data(count: 1000))
+                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0].rawValue],
+                content: Data(count: 1000))
             let remote = try #require(try await drive.listLibrary(remembered: folders).files.first)
             await google.state.addFault(
                 FaultRule(pathContains: "alt=media", times: 1, status: 403, reason: "userRateLimitExceeded"))
@@ -114,9 +115,11 @@ struct TransferFileTests {
             let drive = try await google.drive()
             let folders = try await drive.folders()
             await google.state.putFile(
-                email: "alice@example.com", name: "book_b.json", parents: [folders.books[0]], content: Data("{}".utf8))
+                email: "alice@example.com", name: "book_b.json", parents: [folders.books[0].rawValue],
+                content: Data("{}".utf8))
             await google.state.putFile(
-                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0]], content: Data("ID3".utf8))
+                email: "alice@example.com", name: "clip_c.mp3", parents: [folders.clips[0].rawValue],
+                content: Data("ID3".utf8))
             let listed = try await drive.listLibrary(remembered: folders).files
             let json = try #require(listed.first { $0.name == "book_b.json" })
             let mp3 = try #require(listed.first { $0.name == "clip_c.mp3" })

@@ -10,7 +10,7 @@ import Testing
 struct MirrorTests {
     static let folders = DriveFolders(ivy: ["i1"], books: ["b1"], clips: ["c1"])
 
-    static func file(_ id: String, _ name: String, parent: String = "b1", modified: Milliseconds = 1_000)
+    static func file(_ id: DriveFileID, _ name: String, parent: DriveFileID = "b1", modified: Milliseconds = 1_000)
         -> MirroredFile
     {
         MirroredFile(

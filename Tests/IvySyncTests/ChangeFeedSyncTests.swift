@@ -118,7 +118,7 @@ struct ChangeFeedSyncTests {
             let before = try a.mirrorNames()
             // A backup-like name right in the Ivy folder, and one in another folder of the app.
             await world.state.putFile(
-                email: alice, name: "book_\(book.id).json", parents: [ivy], content: Data("{}".utf8))
+                email: alice, name: "book_\(book.id).json", parents: [ivy.rawValue], content: Data("{}".utf8))
             let elsewhere = await world.state.putFile(
                 email: alice, name: "Notes", parents: [], content: Data(),
                 mimeType: "application/vnd.google-apps.folder")
@@ -238,7 +238,7 @@ struct ChangeFeedSyncTests {
             _ = try await a.sync()
             let ivy = try #require(try a.library.rememberedFolders()?.ivy.first)
             let twin = await world.state.putFile(
-                email: alice, name: "books", parents: [ivy], content: Data(),
+                email: alice, name: "books", parents: [ivy.rawValue], content: Data(),
                 mimeType: "application/vnd.google-apps.folder")
             // Another device's book in the twin: Dune's backup under a new id.
             let id = UUID().uuidString.lowercased()
@@ -393,7 +393,7 @@ struct ChangeFeedSyncTests {
             let ghosts = mirror.files.map { mirrored -> MirroredFile in
                 guard mirrored.file.name == "book_\(book.id).json" else { return mirrored }
                 var ghost = mirrored
-                ghost.file.id = "ghost-\(mirrored.file.id)"
+                ghost.file.id = DriveFileID("ghost-\(mirrored.file.id)")
                 ghost.file.modifiedTime += 5000
                 return ghost
             }

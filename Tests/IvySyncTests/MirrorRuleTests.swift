@@ -10,7 +10,7 @@ struct MirrorRuleTests {
     static let folder = DriveClient.folderType
 
     static func change(
-        _ id: String, _ name: String = "book_a.json", parents: [String] = ["books"], trashed: Bool = false,
+        _ id: DriveFileID, _ name: String = "book_a.json", parents: [DriveFileID] = ["books"], trashed: Bool = false,
         mimeType: String = "application/json"
     ) -> DriveChange {
         DriveChange(
@@ -20,13 +20,13 @@ struct MirrorRuleTests {
                 trashed: trashed))
     }
 
-    static func effect(_ changes: [DriveChange], mirrored: Set<String> = []) -> MirrorRules.Effect {
+    static func effect(_ changes: [DriveChange], mirrored: Set<DriveFileID> = []) -> MirrorRules.Effect {
         MirrorRules.effect(
             of: DriveChangePage(changes: changes, nextToken: "next", isLast: true), folders: folders,
             mirrored: mirrored)
     }
 
-    static func update(_ changes: [DriveChange], mirrored: Set<String> = []) -> MirrorUpdate? {
+    static func update(_ changes: [DriveChange], mirrored: Set<DriveFileID> = []) -> MirrorUpdate? {
         guard case .update(let update) = effect(changes, mirrored: mirrored) else { return nil }
         return update
     }

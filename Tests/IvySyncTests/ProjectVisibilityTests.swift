@@ -47,7 +47,8 @@ struct ProjectVisibilityTests {
             let fromApp = UUID().uuidString.lowercased()
             let phone = try await world.app(GoogleEmulator.appClient)
             _ = try await phone.uploadJSON(
-                name: "book_\(fromApp).json", data: Self.bookJSON(id: fromApp, title: "Emma"), folder: books,
+                name: "book_\(fromApp).json", data: Self.bookJSON(id: fromApp, title: "Emma"),
+                folder: DriveFileID(books),
                 replacing: [])
 
             // Another project's app cannot even see ivy's folders: it builds its own tree.

@@ -187,7 +187,8 @@ struct HelpTests {
         ["book", "unarchive"], ["book", "delete"], ["clip"], ["clip", "add"], ["clip", "list"], ["clip", "show"],
         ["clip", "update"], ["clip", "delete"], ["config"], ["config", "list"], ["config", "get"], ["config", "set"],
         ["config", "unset"], ["status"], ["login"], ["logout"], ["sync"], ["queue"], ["retry-failed"],
-        ["reset-manifest"], ["check"], ["trash"], ["trash", "list"], ["trash", "restore"], ["trash", "empty"],
+        ["reset-manifest"], ["check"], ["doctor"], ["trash"], ["trash", "list"], ["trash", "restore"],
+        ["trash", "empty"],
     ]
 
     @Test("every command has --help", arguments: commands)

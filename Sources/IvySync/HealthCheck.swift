@@ -173,7 +173,7 @@ extension SyncDoor {
                 return nil
             }
         }
-        guard let (signal, text) = ping, let health = healthCheck() else { return }
+        guard case (let signal, let text)? = ping, let health = healthCheck() else { return }
         await health.ping(signal, text)
     }
 }

@@ -163,7 +163,7 @@ package final class SyncDoor: Sendable {
             await health?.ping(.fail, error.localizedDescription)
             throw error
         }
-        if let health, let (signal, text) = Self.ping(for: outcome) { await health.ping(signal, text) }
+        if let health, case (let signal, let text)? = Self.ping(for: outcome) { await health.ping(signal, text) }
         return outcome
     }
 
@@ -196,7 +196,8 @@ package final class SyncDoor: Sendable {
         case .signedOut(let error):
             return (.fail, "signed out: run ivy login (\(error.localizedDescription))")
         case .failed(let error, _):
-            return error is CancellationError ? nil : (.fail, error.localizedDescription)
+            if error is CancellationError { return nil }
+            return (.fail, error.localizedDescription)
         }
     }
 

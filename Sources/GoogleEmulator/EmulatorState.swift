@@ -583,10 +583,10 @@ package actor EmulatorState {
         for waiter in waiting { waiter.continuation.resume() }
     }
 
-    /// Lets every held request go on.
     /// Requests a `hold` fault holds now, unanswered.
     package var requestsHeldNow: Int { held.count }
 
+    /// Lets every held request go on.
     package func releaseHeld() {
         let parked = held
         held = []

@@ -160,7 +160,10 @@ package final class SyncDoor: Sendable {
         do {
             outcome = try await pass(request) { await health?.ping(.start, "") }
         } catch {
-            await health?.ping(.fail, error.localizedDescription)
+            // A busy library is a skip for `--auto`, however it is found: no news.
+            if !(request.auto && (error as? StoreError)?.isBusy == true) {
+                await health?.ping(.fail, error.localizedDescription)
+            }
             throw error
         }
         if let health, case (let signal, let text)? = Self.ping(for: outcome) { await health.ping(signal, text) }

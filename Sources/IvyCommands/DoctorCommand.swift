@@ -52,7 +52,12 @@ struct DoctorCommand: ContextCommand {
             } else if !pending.isEmpty {
                 add(.warning, "library", "\(pending.count) migrations not applied yet", fix: "run `ivy sync` once")
             } else {
-                add(.ok, "library", "\(home.paths.database) opens; its migrations are current")
+                let exists = FileManager.default.fileExists(atPath: home.paths.database)
+                add(
+                    .ok, "library",
+                    exists
+                        ? "\(home.paths.database) opens; its migrations are current"
+                        : "none yet: the first command that writes creates it")
             }
             library = opened
         } catch {
@@ -136,25 +141,42 @@ struct DoctorCommand: ContextCommand {
             add(.warning, "sign-in", "\(token.email): not checked without an OAuth client", "configure the client")
             return
         }
+        let effects = home.google
+        let endpoints: GoogleEndpoints
+        let access: String
         do {
-            let endpoints = try home.endpoints(for: token)
-            let lock = try await home.waitForSyncLock()
-            defer { withExtendedLifetime(lock) {} }
-            var stale = token
-            stale.accessToken = nil
-            let effects = home.google
-            let provider = TokenProvider(
-                token: stale, store: tokens, endpoints: endpoints, credentials: credentials, effects: effects)
-            let access = try await provider.accessToken()
-            add(.ok, "sign-in", "\(token.email) refreshes", nil)
-            await checkDrive(home, endpoints: endpoints, access: access, transport: effects.transport, add)
+            endpoints = try home.endpoints(for: token)
+            access = try await refresh(home, token, tokens: tokens, endpoints, credentials, effects)
         } catch {
             let signedOut: Bool
             if case .signedOut? = error as? GoogleError { signedOut = true } else { signedOut = false }
             add(
                 .problem, "sign-in", "\(token.email): \(error.localizedDescription)",
                 signedOut ? "run `ivy login`" : "check the network, then run `ivy doctor` again")
+            return
         }
+        add(.ok, "sign-in", "\(token.email) refreshes", nil)
+        if let scope = token.scope, !scope.split(separator: " ").contains(Substring(DeviceFlow.scope)) {
+            add(
+                .problem, "sign-in", "\(token.email) did not grant drive.file (granted: \(scope))",
+                "run `ivy login` and allow access to the files ivy creates")
+        }
+        await checkDrive(home, endpoints: endpoints, access: access, transport: effects.transport, add)
+    }
+
+    /// One token request, under the sync lock (only its holder may write the token file),
+    /// which is let go before Drive is asked anything.
+    private static func refresh(
+        _ home: Home, _ token: StoredToken, tokens: TokenStore, _ endpoints: GoogleEndpoints,
+        _ credentials: ClientCredentials, _ effects: GoogleEffects
+    ) async throws -> String {
+        let lock = try await home.waitForSyncLock()
+        defer { withExtendedLifetime(lock) {} }
+        var stale = token
+        stale.accessToken = nil
+        let provider = TokenProvider(
+            token: stale, store: tokens, endpoints: endpoints, credentials: credentials, effects: effects)
+        return try await provider.accessToken()
     }
 
     private static func checkDrive(
@@ -174,7 +196,7 @@ struct DoctorCommand: ContextCommand {
                     "enable the Drive API in the client's Cloud project and grant drive.file at `ivy login`")
                 return
             }
-            add(.ok, "drive", "Google Drive answers; drive.file is granted", nil)
+            add(.ok, "drive", "Google Drive answers about.get", nil)
             guard let date = response.headers["date"].flatMap(Self.httpDate) else { return }
             let skew = abs(home.clock.now() - date) / 1000
             if skew >= 120 {
@@ -234,20 +256,27 @@ struct DoctorCommand: ContextCommand {
         if let crontab = Self.find("crontab", in: path),
             let listing = await Self.output(of: crontab, ["-l"], environment: home.environment)
         {
-            for line in listing.split(separator: "\n") where !line.hasPrefix("#") && line.contains("sync --auto") {
-                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-                guard fields.count > 5 else { continue }
-                let program = String(fields[5])
+            // Cron's PATH, unless the crontab sets its own.
+            var cronPath = "/usr/bin:/bin"
+            for whole in listing.split(separator: "\n") {
+                let line = whole.trimmingCharacters(in: .whitespaces)
+                if line.hasPrefix("PATH=") { cronPath = String(line.dropFirst(5)) }
+                guard !line.hasPrefix("#"), line.contains("sync --auto") else { continue }
+                let fields = line.split(whereSeparator: \.isWhitespace)
+                // `*/10 * * * * ivy …`, or `@hourly ivy …`.
+                let at = line.hasPrefix("@") ? 1 : 5
+                guard fields.count > at else { continue }
+                let program = String(fields[at])
                 let runnable =
                     program.hasPrefix("/")
                     ? FileManager.default.isExecutableFile(atPath: program)
-                    : Self.find(program, in: "/usr/bin:/bin") != nil
+                    : Self.find(program, in: cronPath) != nil
                 if runnable {
                     add(.ok, "schedule", "cron runs \(program) sync --auto", nil)
                 } else {
                     add(
                         .problem, "schedule",
-                        "the crontab line runs \(program), which cron (PATH=/usr/bin:/bin) cannot find or run",
+                        "the crontab line runs \(program), which cron (PATH=\(cronPath)) cannot find or run",
                         "write the full path in the crontab line with `crontab -e` (`command -v ivy` prints it): "
                             + "*/10 * * * * /full/path/to/ivy sync --auto"
                     )

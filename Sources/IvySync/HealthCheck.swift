@@ -50,7 +50,7 @@ package final class HealthCheck: Sendable {
     /// Returns when the answer came or the deadline passed, whichever is first: the request
     /// still in flight then is cancelled, and not waited for.
     package func ping(_ signal: Signal, _ text: String) async {
-        guard let target = URL(string: url.absoluteString + signal.suffix) else { return }
+        guard let target = Self.target(url, signal) else { return }
         let request = HTTPRequest(
             method: "POST", url: target, headers: ["Content-Type": "text/plain; charset=utf-8"],
             body: .data(Self.body(text)), responseLimit: 64 << 10)
@@ -82,6 +82,14 @@ package final class HealthCheck: Sendable {
                 "health ping given up",
                 metadata: ["signal": "\(signal.rawValue)", "after_s": "\(deadline.components.seconds)"])
         }
+    }
+
+    /// `url` with the signal's suffix on its path: a query (healthchecks.io's `?rid=…` or
+    /// `?create=1`) stays after it.
+    static func target(_ url: URL, _ signal: Signal) -> URL? {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return nil }
+        components.percentEncodedPath += signal.suffix
+        return components.url
     }
 
     /// The body: `text` cut to 10 KB on a character boundary.

@@ -8,10 +8,11 @@ import Testing
 @Suite("Health-check pings and the last success")
 struct HealthCheckTests {
     /// A signed-in device whose `health_url` is the emulator's `/health/check`.
-    private static func pinging(_ emulator: GoogleEmulator) async throws -> SignInHarness {
+    /// A query (healthchecks.io's `?create=1`) stays after the signal's suffix.
+    private static func pinging(_ emulator: GoogleEmulator, query: String = "") async throws -> SignInHarness {
         let device = try await SignInHarness.signedIn(emulator)
         let set = try await device.ivy.run(
-            "config", "set", "health_url", emulator.baseURL.absoluteString + "/health/check")
+            "config", "set", "health_url", emulator.baseURL.absoluteString + "/health/check" + query)
         #expect(set.status == 0, "\(set.stderr)")
         return device
     }
@@ -23,7 +24,7 @@ struct HealthCheckTests {
     @Test("a clean sync pings /start, then success with the summary; status shows the last success")
     func cleanSync() async throws {
         try await withEmulator { emulator in
-            let device = try await Self.pinging(emulator)
+            let device = try await Self.pinging(emulator, query: "?create=1")
             _ = try await device.ivy.id("book", "add", "--title", "Dune")
             #expect(try await device.ivy.run("status").stdout.contains("last success      never"))
             let sync = try await device.ivy.runBinaryAsync("sync")

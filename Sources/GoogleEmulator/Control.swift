@@ -36,6 +36,8 @@ extension EmulatorState {
             case ("POST", ["revoke"]):
                 revoke(refreshToken: body["refresh_token"] as? String, email: body["email"] as? String)
                 return ok
+            case ("GET", ["health"]):
+                return .json(200, ["pings": healthPings.map { ["path": $0.path, "body": $0.body] }])
             case ("POST", ["latency"]):
                 setLatency(milliseconds: body["milliseconds"] as? Int ?? 0)
                 return ok

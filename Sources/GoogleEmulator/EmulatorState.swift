@@ -164,6 +164,8 @@ package actor EmulatorState {
     /// The most files one list page returns, whatever pageSize asks for.
     package var pageSizeCap: Int = 1000
     package var latencyMilliseconds: Int = 0
+    /// Pings received at `/health/…`, in order.
+    package internal(set) var healthPings: [HealthPing] = []
     package private(set) var writeLimit: RateLimit?
     package private(set) var readLimit: RateLimit?
     /// Seconds before a new (or renamed) file shows in queries that test its name. Google
@@ -581,6 +583,9 @@ package actor EmulatorState {
         for waiter in waiting { waiter.continuation.resume() }
     }
 
+    /// Requests a `hold` fault holds now, unanswered.
+    package var requestsHeldNow: Int { held.count }
+
     /// Lets every held request go on.
     package func releaseHeld() {
         let parked = held
@@ -664,4 +669,11 @@ package struct PendingSignIn: Sendable, Equatable {
     package var abandoned: Bool
     /// The emulator's sign-in event count when it was asked for or last polled.
     package var lastEvent: Int = 0
+}
+
+/// One ping a health-check service received: its path (`/health/NAME`, `/health/NAME/start`,
+/// `/health/NAME/fail`) and its body.
+package struct HealthPing: Sendable, Equatable {
+    package var path: String
+    package var body: String
 }

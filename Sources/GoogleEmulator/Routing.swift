@@ -15,6 +15,12 @@ extension EmulatorState {
         default: break
         }
         if path.hasPrefix("/_emulator/") { return (handleControl(request), nil) }
+        if request.method == "POST", path.hasPrefix("/health/") {
+            // A health-check service (healthchecks.io's convention) for ivy's pings; not
+            // control, so fault rules (a hold: a service that never answers) apply to it.
+            healthPings.append(HealthPing(path: path, body: String(decoding: request.body, as: UTF8.self)))
+            return (.json(200, ["ok": true]), nil)
+        }
         guard path.hasPrefix("/drive/v3/") || path.hasPrefix("/upload/drive/v3/") else {
             return (.driveError(404, reason: "notFound", message: "No such endpoint: \(request.method) \(path)"), nil)
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import IvyCore
+import IvyGoogle
 import IvyStore
 
 struct ConfigCommand: ParsableCommand {
@@ -101,6 +102,14 @@ extension ConfigCommand {
         func validate() throws {
             let key = try settingKey(key)
             if case .failure(let error) = key.normalize(value) { throw ValidationError(error.message) }
+            if key == .healthURL {
+                // Pings go by the rule Google's own endpoints keep: plain http to loopback only.
+                do {
+                    _ = try GoogleEndpoints.checkedURL(value, named: key.rawValue)
+                } catch {
+                    throw ValidationError(error.localizedDescription)
+                }
+            }
         }
 
         func run(_ context: Context) async throws {

@@ -69,13 +69,18 @@ package struct Context: Sendable {
     /// How a sync waits between retries of Google's requests and while it paces them: a real
     /// sleep, or (in tests of what happens after the retries) none.
     package var sleep: @Sendable (Duration) async throws -> Void
+    /// How long a health-check ping may take, all in: 10 s, or (in tests of a health server
+    /// that never answers) less.
+    package var healthDeadline: Duration
 
     package init(
         streams: Streams, terminal: Terminal, environment: [String: String], workingDirectory: String,
         readLine: @escaping @Sendable () -> String?, clock: WallClock, ids: IDGenerator,
         interruptions: @escaping @Sendable (@escaping @Sendable (Int32) -> Void) -> Void = { _ in },
-        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        healthDeadline: Duration = .seconds(10)
     ) {
+        self.healthDeadline = healthDeadline
         self.interruptions = interruptions
         self.sleep = sleep
         self.streams = streams

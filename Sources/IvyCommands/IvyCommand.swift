@@ -23,7 +23,7 @@ package struct IvyCommand: ParsableCommand {
             LogoutCommand.self,
             StatusCommand.self,
             QueueCommand.self, RetryFailedCommand.self, ResetManifestCommand.self, ConfigCommand.self,
-            TrashCommand.self,
+            TrashCommand.self, DoctorCommand.self,
         ]
     )
 
@@ -173,7 +173,7 @@ struct Home {
         return SyncDoor(
             library: library, tokens: tokens, lockFile: paths.lockFile, clock: clock, logger: logger,
             endpoints: { try home.endpoints(for: $0) }, credentials: { try home.credentials(library) },
-            effects: { home.google })
+            effects: { home.google }, healthDeadline: context.healthDeadline)
     }
 
     /// The token file; what is wrong with it is a warning on standard error.

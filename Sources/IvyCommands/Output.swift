@@ -88,6 +88,26 @@ enum Display {
         TerminalText.escaped(text)
     }
 
+    /// A past time for people, in local time to the minute with its age:
+    /// `2026-11-26 10:00 (3 days ago)`.
+    static func dateWithAge(_ milliseconds: Milliseconds, now: Milliseconds) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        let text = formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+        return "\(text) (\(age(now - milliseconds)))"
+    }
+
+    /// `just now`, `5 minutes ago`, `1 hour ago`, `3 days ago`.
+    static func age(_ milliseconds: Milliseconds) -> String {
+        let minutes = max(0, milliseconds) / 60_000
+        func ago(_ count: Milliseconds, _ unit: String) -> String { "\(count) \(unit)\(count == 1 ? "" : "s") ago" }
+        if minutes < 1 { return "just now" }
+        if minutes < 60 { return ago(minutes, "minute") }
+        if minutes < 48 * 60 { return ago(minutes / 60, "hour") }
+        return ago(minutes / (24 * 60), "day")
+    }
+
     static func date(_ milliseconds: Milliseconds) -> String {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime]

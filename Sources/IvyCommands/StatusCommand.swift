@@ -22,6 +22,10 @@ struct StatusCommand: ContextCommand {
         let pending: Int
         let failed: Int
         let lastSync: String?
+        /// The last sync that ran to the end with nothing failed or held, RFC 3339.
+        let lastSuccess: String?
+        /// `last_success` for people: local time and age.
+        let lastSuccessAge: String?
         let lastError: String?
         let manifestEntries: Int
         let nextAutoSync: String?
@@ -54,6 +58,7 @@ struct StatusCommand: ContextCommand {
             case signedOutSince = "signed_out_since"
             case heldChanges = "held_changes"
             case lastSync = "last_sync"
+            case lastSuccess = "last_success"
             case lastError = "last_error"
             case manifestEntries = "manifest_entries"
             case nextAutoSync = "next_auto_sync"
@@ -80,6 +85,7 @@ struct StatusCommand: ContextCommand {
             try container.encode(pending, forKey: .pending)
             try container.encode(failed, forKey: .failed)
             try container.encode(lastSync, forKey: .lastSync)
+            try container.encode(lastSuccess, forKey: .lastSuccess)
             try container.encode(lastError, forKey: .lastError)
             try container.encode(manifestEntries, forKey: .manifestEntries)
             try container.encode(nextAutoSync, forKey: .nextAutoSync)
@@ -134,6 +140,8 @@ struct StatusCommand: ContextCommand {
             signedOutReason: stoppedReason, signedOutSince: stoppedSince.map(Display.date),
             pending: local.pending, failed: local.failed,
             lastSync: local.lastSyncTime.map(Display.date),
+            lastSuccess: local.lastSuccess.map(Display.date),
+            lastSuccessAge: local.lastSuccess.map { Display.dateWithAge($0, now: now) },
             // Never "-" while a change is held back: its error is the one that matters.
             lastError: local.lastError ?? held.first.map { "\($0.entity): \($0.reason)" },
             manifestEntries: local.manifestEntries, nextAutoSync: next, orphanClips: try library.orphanClipCount(),
@@ -172,6 +180,7 @@ struct StatusCommand: ContextCommand {
             ("pending", String(report.pending)),
             ("failed", String(report.failed)),
             ("last sync", report.lastSync ?? "never"),
+            ("last success", report.lastSuccessAge ?? "never"),
             ("last error", Display.optional(report.lastError)),
             ("manifest entries", String(report.manifestEntries)),
             (

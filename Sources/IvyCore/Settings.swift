@@ -9,7 +9,9 @@ package enum SettingKey: String, Sendable, CaseIterable {
     case replaceGrace = "replace_grace"
     case clientID = "client_id"
     case clientSecret = "client_secret"
+    case healthURL = "health_url"
     case lastSyncTime = "last_sync_time"
+    case lastSuccess = "last_success"
     case lastError = "last_error"
 
     /// Ten years: far beyond any use, and small enough that the cutoff in milliseconds never
@@ -18,7 +20,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
 
     /// Keys that ivy records itself; `ivy config set` refuses them.
     package var isReadOnly: Bool {
-        self == .lastSyncTime || self == .lastError
+        self == .lastSyncTime || self == .lastSuccess || self == .lastError
     }
 
     /// Values never printed: the client secret is a credential.
@@ -33,7 +35,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .logFormat: LogFormat.text.rawValue
         case .trashDays: "30"
         case .replaceGrace: "60"
-        case .clientID, .clientSecret, .lastSyncTime, .lastError: nil
+        case .clientID, .clientSecret, .healthURL, .lastSyncTime, .lastSuccess, .lastError: nil
         }
     }
 
@@ -50,7 +52,12 @@ package enum SettingKey: String, Sendable, CaseIterable {
                 + "may be between the delete and the create of a replace"
         case .clientID: "OAuth client id of a \"TVs and Limited Input devices\" client"
         case .clientSecret: "OAuth client secret of that client (never printed)"
+        case .healthURL:
+            "health-check URL (healthchecks.io's convention): each sync pings URL/start, then URL or URL/fail "
+                + "(https, or http to loopback; unset to stop)"
         case .lastSyncTime: "when the last sync finished, in ms since the epoch (set by ivy)"
+        case .lastSuccess:
+            "when the last sync that left everything on Drive finished, in ms since the epoch (set by ivy)"
         case .lastError: "the last sync's error, if any (set by ivy)"
         }
     }
@@ -106,7 +113,18 @@ package enum SettingKey: String, Sendable, CaseIterable {
                 return .failure(SettingError(key: self, value: shown, expected: "a non-empty value without spaces"))
             }
             return .success(trimmed)
-        case .lastSyncTime, .lastError:
+        case .healthURL:
+            // The loopback rule for plain http is IvyGoogle's (`GoogleEndpoints.checkedURL`), which
+            // `ivy config set` applies too; this is the shape every stored value has.
+            var url = trimmed
+            while url.hasSuffix("/") { url.removeLast() }
+            let scheme = url.prefix(while: { $0 != ":" }).lowercased()
+            guard ["http", "https"].contains(scheme), url.contains("://"), !url.contains(where: \.isWhitespace) else {
+                return .failure(
+                    SettingError(key: self, value: value, expected: "an https:// URL (or http:// to loopback)"))
+            }
+            return .success(url)
+        case .lastSyncTime, .lastSuccess, .lastError:
             return .failure(SettingError(key: self, value: value, expected: "nothing: ivy records this key itself"))
         }
     }

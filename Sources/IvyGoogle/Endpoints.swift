@@ -60,13 +60,21 @@ package struct GoogleEndpoints: Sendable, Equatable {
         oauth.absoluteString == Self.oauthDefault && drive.absoluteString == Self.driveDefault
     }
 
-    static func checked(_ text: String, variable: String) throws(GoogleError) -> URL {
+    /// A URL ivy sends something to that is not Google's (setting `health_url`): https, or
+    /// plain http to loopback only, by the same rule as Google's endpoints.
+    package static func checkedURL(_ text: String, named name: String) throws(GoogleError) -> URL {
+        try checked(text, variable: name, fix: "give an https:// URL")
+    }
+
+    static func checked(_ text: String, variable: String, fix: String = "unset it to use Google") throws(GoogleError)
+        -> URL
+    {
         var trimmed = text
         while trimmed.hasSuffix("/") { trimmed.removeLast() }
         guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(),
             !host.isEmpty
         else {
-            throw .badEndpoint("\(variable)=\(text) is not a URL; unset it to use Google")
+            throw .badEndpoint("\(variable)=\(text) is not a URL; \(fix)")
         }
         switch scheme {
         case "https": return url

@@ -73,7 +73,7 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
 
     /// Reads Drive's `{"error":{"code","message","errors":[{"reason"}]}}` or OAuth's flat
     /// `{"error","error_description"}`.
-    static func from(_ response: HTTPResponse) -> GoogleError {
+    package static func from(_ response: HTTPResponse) -> GoogleError {
         let answer = response.decoded(GoogleErrorAnswer.self)
         if let envelope = answer?.envelope {
             let reason = envelope.reason

@@ -8,6 +8,8 @@ package struct LocalStatus: Sendable, Equatable {
     package var manifestEntries: Int
     package var lastSyncTime: Milliseconds?
     package var lastError: String?
+    /// When the last sync that left everything on Drive finished.
+    package var lastSuccess: Milliseconds? = nil
 }
 
 extension LibraryDatabase {
@@ -28,18 +30,30 @@ extension LibraryDatabase {
                 ?? 0
             let manifest = try Int.fetchOne(db, sql: "SELECT count(*) FROM sync_manifest") ?? 0
             let values = try Row.fetchAll(
-                db, sql: "SELECT key, value FROM settings WHERE key IN (?, ?)",
-                arguments: [SettingKey.lastSyncTime.rawValue, SettingKey.lastError.rawValue]
+                db, sql: "SELECT key, value FROM settings WHERE key IN (?, ?, ?)",
+                arguments: [
+                    SettingKey.lastSyncTime.rawValue, SettingKey.lastError.rawValue, SettingKey.lastSuccess.rawValue,
+                ]
             ).reduce(into: [String: String]()) { values, row in values[row["key"]] = row["value"] }
             return LocalStatus(
                 pending: pending, failed: failed, manifestEntries: manifest,
                 lastSyncTime: values[SettingKey.lastSyncTime.rawValue].flatMap { Milliseconds($0) },
-                lastError: values[SettingKey.lastError.rawValue])
+                lastError: values[SettingKey.lastError.rawValue],
+                lastSuccess: values[SettingKey.lastSuccess.rawValue].flatMap { Milliseconds($0) })
         }
     }
 }
 
 extension LibraryDatabase {
+    /// This ivy's migrations the library has not had yet (`ivy doctor`; a sync applies them).
+    package func pendingMigrations() throws -> [String] {
+        let applied = try read { db -> Set<String> in
+            guard try db.tableExists("grdb_migrations") else { return [] }
+            return Set(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations"))
+        }
+        return Schema.migrator.migrations.filter { !applied.contains($0) }
+    }
+
     static func queueItem(_ row: Row) throws -> QueueItem {
         let kind: String = try row.decode(forColumn: "entity_type")
         let operation: String = try row.decode(forColumn: "operation")

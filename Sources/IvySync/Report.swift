@@ -83,6 +83,15 @@ package struct SyncReport: Sendable, Encodable {
     /// Exit 0 means everything here is on Drive: not with a failure, nor with a change held back.
     package var isComplete: Bool { failures.isEmpty && heldChanges.isEmpty && leftForNextSync == 0 }
 
+    /// A success, for `last_success` and health checks: a sync that ran to the end with nothing
+    /// failed or held (changes or deletions), and not a dry run.
+    package var isSuccess: Bool { !dryRun && isComplete && deletionsHeld == nil }
+
+    /// The summary as a health-check ping's body: the deletions held back too.
+    package var healthText: String {
+        summary + (deletionsHeld.map { "; held back: \($0)" } ?? "")
+    }
+
     /// `1 change held back after failing 3 times: book … (reason); run `ivy retry-failed``.
     package var heldSummary: String? {
         guard let first = heldChanges.first else { return nil }

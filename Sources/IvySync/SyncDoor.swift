@@ -112,7 +112,7 @@ package final class SyncDoor: Sendable {
     package let tokens: TokenStore
     package let logger: Logger
     private let lockFile: String
-    private let clock: WallClock
+    let clock: WallClock
     /// Where a sign-in's requests go (it may change between a watch's syncs).
     private let endpoints: @Sendable (StoredToken) throws -> GoogleEndpoints
     private let credentials: @Sendable () throws -> ClientCredentials
@@ -121,12 +121,17 @@ package final class SyncDoor: Sendable {
     /// syncs; nil until then.
     private let makeEffects: @Sendable () -> GoogleEffects
     private let effects = Mutex<GoogleEffects?>(nil)
+    /// How long a health-check ping may take, all in (10 s; a test's is shorter).
+    private let healthDeadline: Duration
+    /// What a watch last pinged (`watchPing`): a success at most once a minute, a signed-out
+    /// wait once.
+    let watchPings = Mutex<WatchPings>(WatchPings())
 
     package init(
         library: LibraryDatabase, tokens: TokenStore, lockFile: String, clock: WallClock, logger: Logger,
         endpoints: @escaping @Sendable (StoredToken) throws -> GoogleEndpoints,
         credentials: @escaping @Sendable () throws -> ClientCredentials,
-        effects: @escaping @Sendable () -> GoogleEffects
+        effects: @escaping @Sendable () -> GoogleEffects, healthDeadline: Duration = HealthCheck.defaultDeadline
     ) {
         self.library = library
         self.tokens = tokens
@@ -136,6 +141,7 @@ package final class SyncDoor: Sendable {
         self.endpoints = endpoints
         self.credentials = credentials
         makeEffects = effects
+        self.healthDeadline = healthDeadline
     }
 
     /// One sync: the `--auto` gate, the sync lock (held until it returns), the sign-in (or a
@@ -143,7 +149,62 @@ package final class SyncDoor: Sendable {
     /// deadline (setting `sync_timeout`), the log, `last_error` and what cron hears. Throws
     /// only what keeps a sync from starting (a setting, the lock file, the library, a sign-in
     /// that failed, endpoints the sign-in cannot use) or from settling what cron heard.
+    ///
+    /// With `health_url` set, pings `URL/start` once it has a sign-in, and at the end `URL`
+    /// or `URL/fail` with the summary (`HealthCheck`); a skip pings nothing, except `--auto`
+    /// signed out, which pings `URL/fail` with the reason. A watch's syncs ping by the
+    /// watch's rules instead (`watchSync`), and a dry run not at all.
     package func sync(_ request: SyncRequest) async throws -> SyncOutcome {
+        let health = request.watched || request.dryRun ? nil : healthCheck()
+        let outcome: SyncOutcome
+        do {
+            outcome = try await pass(request) { await health?.ping(.start, "") }
+        } catch {
+            // A busy library is a skip for `--auto`, however it is found: no news.
+            if !(request.auto && (error as? StoreError)?.isBusy == true) {
+                await health?.ping(.fail, error.localizedDescription)
+            }
+            throw error
+        }
+        if let health, case (let signal, let text)? = Self.ping(for: outcome) { await health.ping(signal, text) }
+        return outcome
+    }
+
+    /// The health check `health_url` names, or nil when none is set (or the value another
+    /// program wrote is not one ivy sends to: logged).
+    func healthCheck() -> HealthCheck? {
+        do {
+            guard let text = try library.setting(.healthURL) else { return nil }
+            return HealthCheck(
+                url: try GoogleEndpoints.checkedURL(text, named: SettingKey.healthURL.rawValue),
+                transport: currentEffects().transport, deadline: healthDeadline, logger: logger)
+        } catch {
+            logger.warning("no health ping", metadata: ["error": "\(error.localizedDescription)"])
+            return nil
+        }
+    }
+
+    /// What a sync's end pings, if anything: skips for the cooldown, a disabled sync, a busy
+    /// library or another sync are no news.
+    static func ping(for outcome: SyncOutcome) -> (HealthCheck.Signal, String)? {
+        switch outcome {
+        case .finished(let report, _):
+            return (report.isSuccess ? .success : .fail, report.healthText)
+        case .skipped(.signedOut):
+            return (.fail, "signed out: run ivy login")
+        case .skipped, .busy:
+            return nil
+        case .notSignedIn:
+            return (.fail, "not signed in: run ivy login")
+        case .signedOut(let error):
+            return (.fail, "signed out: run ivy login (\(error.localizedDescription))")
+        case .failed(let error, _):
+            if error is CancellationError { return nil }
+            return (.fail, error.localizedDescription)
+        }
+    }
+
+    private func pass(_ request: SyncRequest, started: () async -> Void) async throws -> SyncOutcome {
         if request.auto, case .skips(let why) = try Self.autoGate(library: library, tokens: tokens, now: clock.now()) {
             return .skipped(why)
         }
@@ -166,6 +227,7 @@ package final class SyncDoor: Sendable {
         } else {
             return .notSignedIn(signIn)
         }
+        await started()
         let server: GoogleEndpoints
         let client: ClientCredentials
         do {

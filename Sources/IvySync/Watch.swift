@@ -276,6 +276,14 @@ extension SyncDoor {
     package func watchSync(
         _ memory: Watch.Memory, full: Bool, steps: (@Sendable (SyncStep) -> Void)?, stop: StopRequest
     ) async -> Watch.Attempt {
+        let attempt = await watchAttempt(memory, full: full, steps: steps, stop: stop)
+        await watchPing(attempt, now: clock.now())
+        return attempt
+    }
+
+    private func watchAttempt(
+        _ memory: Watch.Memory, full: Bool, steps: (@Sendable (SyncStep) -> Void)?, stop: StopRequest
+    ) async -> Watch.Attempt {
         do {
             // A newer ivy may have migrated the library since this one opened it.
             if let newer = try library.migratedByNewerIvy() { return .fatal(newer) }

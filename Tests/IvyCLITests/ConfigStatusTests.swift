@@ -11,8 +11,8 @@ struct ConfigStatusTests {
     func roundTrip() async throws {
         let list = try await ivy.run("config", "list").stdout
         for key in [
-            "sync_enabled", "auto_sync_cooldown", "concurrency", "client_id", "client_secret", "last_sync_time",
-            "last_error",
+            "sync_enabled", "auto_sync_cooldown", "concurrency", "client_id", "client_secret", "health_url",
+            "last_sync_time", "last_success", "last_error",
         ] {
             #expect(list.contains(key))
         }
@@ -70,7 +70,8 @@ struct ConfigStatusTests {
         let object = try #require(try await ivy.run("status", "--json").json() as? [String: Any])
         #expect(
             Set(object.keys).isSuperset(of: [
-                "authenticated", "account", "pending", "failed", "last_sync", "last_error", "manifest_entries",
+                "authenticated", "account", "pending", "failed", "last_sync", "last_success", "last_error",
+                "manifest_entries",
             ]))
         #expect(object["refresh_token_present"] as? Bool == false)
         #expect(object["authenticated"] as? Bool == false)
@@ -80,6 +81,7 @@ struct ConfigStatusTests {
         #expect(object["manifest_entries"] as? Int == 1)
         #expect(object["last_sync"] as? String == "2026-11-18T11:06:40Z")
         #expect(object["last_error"] as? String == "Drive is full")
+        #expect(object["last_success"] is NSNull)
         let human = try await ivy.run("status").stdout
         #expect(human.contains("failed            1"))
         #expect(human.contains("last error        Drive is full"))
@@ -187,7 +189,8 @@ struct HelpTests {
         ["book", "unarchive"], ["book", "delete"], ["clip"], ["clip", "add"], ["clip", "list"], ["clip", "show"],
         ["clip", "update"], ["clip", "delete"], ["config"], ["config", "list"], ["config", "get"], ["config", "set"],
         ["config", "unset"], ["status"], ["login"], ["logout"], ["sync"], ["queue"], ["retry-failed"],
-        ["reset-manifest"], ["check"], ["trash"], ["trash", "list"], ["trash", "restore"], ["trash", "empty"],
+        ["reset-manifest"], ["check"], ["doctor"], ["trash"], ["trash", "list"], ["trash", "restore"],
+        ["trash", "empty"],
     ]
 
     @Test("every command has --help", arguments: commands)

@@ -1,0 +1,187 @@
+import Foundation
+import IvyCore
+import IvyGoogle
+import Logging
+import Synchronization
+
+/// Health-check pings (setting `health_url`), in the convention of healthchecks.io: `URL/start`
+/// when a sync begins, `URL` when it left everything on Drive, `URL/fail` when it did not.
+/// Silent is not unaware: cron's `--auto` says nothing on a terminal, and a person who wants to
+/// know hears from the health-check service instead. A ping never changes how a sync ends: it
+/// is a POST whose body is the one-line summary, given up after `deadline` (10 s) and logged.
+package final class HealthCheck: Sendable {
+    package enum Signal: String, Sendable {
+        case start
+        case success
+        case fail
+
+        /// The path after the recorded URL: none for success.
+        var suffix: String {
+            switch self {
+            case .start: "/start"
+            case .success: ""
+            case .fail: "/fail"
+            }
+        }
+    }
+
+    /// 10 KB: what healthchecks.io keeps of a ping's body.
+    package static let bodyLimit = 10_000
+    /// The most a sync waits for one ping, all in.
+    package static let defaultDeadline = Duration.seconds(10)
+
+    package let url: URL
+    let transport: any HTTPTransport
+    let deadline: Duration
+    let logger: Logger
+    /// What is left of `deadline` for this sync's pings: a slow service delays a sync by at
+    /// most `deadline` in all, however many pings it is sent.
+    private let left: Mutex<Duration>
+
+    package init(url: URL, transport: any HTTPTransport, deadline: Duration, logger: Logger) {
+        self.url = url
+        self.transport = transport
+        self.deadline = deadline
+        self.logger = logger
+        left = Mutex(deadline)
+    }
+
+    /// Sends `signal` with `text` as its body (cut to 10 KB); logs and forgets any failure.
+    /// Returns when the answer came or the deadline passed, whichever is first: the request
+    /// still in flight then is cancelled, and not waited for.
+    package func ping(_ signal: Signal, _ text: String) async {
+        guard let target = Self.target(url, signal) else { return }
+        let request = HTTPRequest(
+            method: "POST", url: target, headers: ["Content-Type": "text/plain; charset=utf-8"],
+            body: .data(Self.body(text)), responseLimit: 64 << 10)
+        let allowed = left.withLock { $0 }
+        guard allowed > .zero else {
+            logger.warning(
+                "health ping not sent: the earlier ones took all the time allowed",
+                metadata: ["signal": "\(signal.rawValue)", "after_s": "\(deadline.components.seconds)"])
+            return
+        }
+        let transport = transport
+        let started = ContinuousClock.now
+        let sending = Task { try await transport.send(request) }
+        let result = await Self.first(of: sending, within: allowed)
+        let spent = ContinuousClock.now - started
+        left.withLock { $0 -= spent }
+        switch result {
+        case .answered(let response) where (200..<300).contains(response.status):
+            logger.debug("health ping sent", metadata: ["signal": "\(signal.rawValue)"])
+        case .answered(let response):
+            logger.warning(
+                "health ping refused", metadata: ["signal": "\(signal.rawValue)", "status": "\(response.status)"])
+        case .failed(let error):
+            logger.warning(
+                "health ping failed",
+                metadata: ["signal": "\(signal.rawValue)", "error": "\(error.localizedDescription)"])
+        case .timedOut:
+            logger.warning(
+                "health ping given up",
+                metadata: ["signal": "\(signal.rawValue)", "after_s": "\(deadline.components.seconds)"])
+        }
+    }
+
+    /// `url` with the signal's suffix on its path: a query (healthchecks.io's `?rid=…` or
+    /// `?create=1`) stays after it.
+    static func target(_ url: URL, _ signal: Signal) -> URL? {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return nil }
+        components.percentEncodedPath += signal.suffix
+        return components.url
+    }
+
+    /// The body: `text` cut to 10 KB on a character boundary.
+    static func body(_ text: String) -> Data {
+        var cut = Substring(text)
+        while cut.utf8.count > bodyLimit { cut = cut.dropLast(max(1, (cut.utf8.count - bodyLimit) / 4)) }
+        return Data(cut.utf8)
+    }
+
+    private enum Result: Sendable {
+        case answered(HTTPResponse)
+        case failed(any Error)
+        case timedOut
+    }
+
+    /// `sending`'s result, or `.timedOut` once `deadline` passed (then `sending` is cancelled).
+    /// Not a task group: a group waits for every child, and a transport slow to notice a
+    /// cancellation would hold the sync as long as it liked.
+    private static func first(of sending: Task<HTTPResponse, any Error>, within deadline: Duration) async -> Result {
+        let race = Race()
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result, Never>) in
+            race.begin(continuation)
+            Task {
+                do { race.end(.answered(try await sending.value)) } catch { race.end(.failed(error)) }
+            }
+            race.timer(
+                Task {
+                    try? await Task.sleep(for: deadline)
+                    race.end(.timedOut)
+                })
+        }
+        sending.cancel()
+        race.stopTimer()
+        return result
+    }
+
+    /// The first of an answer and the deadline, told once.
+    private final class Race: Sendable {
+        private let state = Mutex<(waiting: CheckedContinuation<Result, Never>?, timer: Task<Void, Never>?)>((nil, nil))
+
+        func begin(_ continuation: CheckedContinuation<Result, Never>) { state.withLock { $0.waiting = continuation } }
+
+        func timer(_ task: Task<Void, Never>) { state.withLock { $0.timer = task } }
+
+        func end(_ result: Result) {
+            let waiting = state.withLock { state in
+                defer { state.waiting = nil }
+                return state.waiting
+            }
+            waiting?.resume(returning: result)
+        }
+
+        func stopTimer() { state.withLock { $0.timer }?.cancel() }
+    }
+}
+
+/// What a watch last told its health check.
+struct WatchPings: Sendable {
+    /// When the last success was pinged; nil after a fail, so the next success is at once.
+    var success: Milliseconds?
+    /// A signed-out wait was pinged; it is pinged again only after a sync went through.
+    var waiting = false
+}
+
+extension SyncDoor {
+    /// A watch's ping for one attempt: a success at most once a minute (a watch syncs every few
+    /// seconds), a failure at once, a signed-out wait once when it begins; no `/start`.
+    func watchPing(_ attempt: Watch.Attempt, now: Milliseconds) async {
+        let ping: (HealthCheck.Signal, String)? = watchPings.withLock { pings in
+            switch attempt {
+            case .synced(let report) where report.isSuccess:
+                pings.waiting = false
+                if let last = pings.success, now - last < 60_000 { return nil }
+                pings.success = now
+                return (.success, report.healthText)
+            case .synced(let report):
+                pings.waiting = false
+                pings.success = nil
+                return (.fail, report.healthText)
+            case .failed(let message):
+                pings.success = nil
+                return (.fail, message)
+            case .paused(.signedOut(let reason)):
+                pings.success = nil
+                if pings.waiting { return nil }
+                pings.waiting = true
+                return (.fail, "signed out: run ivy login (\(reason))")
+            case .busy, .paused(.syncDisabled), .stopped, .fatal:
+                return nil
+            }
+        }
+        guard case (let signal, let text)? = ping, let health = healthCheck() else { return }
+        await health.ping(signal, text)
+    }
+}

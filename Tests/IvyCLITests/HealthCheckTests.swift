@@ -1,0 +1,174 @@
+import Foundation
+import GoogleEmulator
+import IvyTestSupport
+import Testing
+
+/// Issue 30: health-check pings, in healthchecks.io's convention, against the emulator's
+/// `/health/…` service (real HTTP on loopback), and `last success` in `ivy status`.
+@Suite("Health-check pings and the last success")
+struct HealthCheckTests {
+    /// A signed-in device whose `health_url` is the emulator's `/health/check`.
+    /// A query (healthchecks.io's `?create=1`) stays after the signal's suffix.
+    private static func pinging(_ emulator: GoogleEmulator, query: String = "") async throws -> SignInHarness {
+        let device = try await SignInHarness.signedIn(emulator)
+        let set = try await device.ivy.run(
+            "config", "set", "health_url", emulator.baseURL.absoluteString + "/health/check" + query)
+        #expect(set.status == 0, "\(set.stderr)")
+        return device
+    }
+
+    private static func pings(_ emulator: GoogleEmulator) async -> [HealthPing] {
+        await emulator.state.healthPings
+    }
+
+    @Test("a clean sync pings /start, then success with the summary; status shows the last success")
+    func cleanSync() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.pinging(emulator, query: "?create=1")
+            _ = try await device.ivy.id("book", "add", "--title", "Dune")
+            #expect(try await device.ivy.run("status").stdout.contains("last success      never"))
+            let sync = try await device.ivy.runBinaryAsync("sync")
+            #expect(sync.status == 0, "\(sync.stderr)")
+            let pings = await Self.pings(emulator)
+            #expect(pings.map(\.path) == ["/health/check/start", "/health/check"])
+            #expect(pings.last?.body.hasPrefix("Synced: 1 uploaded;") == true, "\(pings)")
+
+            let status = try await device.ivy.run("status")
+            #expect(status.stdout.contains("last success      20"), "\(status.stdout)")
+            #expect(status.stdout.contains("(just now)"), "\(status.stdout)")
+            let json = try #require(try await device.ivy.run("status", "--json").json() as? [String: Any])
+            let success = try #require(json["last_success"] as? String)
+            #expect(success.hasSuffix("Z") && success.count == 20, "\(success)")
+        }
+    }
+
+    @Test("a held change pings /fail with the summary, and is no success")
+    func heldChange() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.pinging(emulator)
+            _ = try await device.ivy.id("book", "add", "--title", "Dune")
+            await emulator.state.addFault(
+                FaultRule(method: "POST", pathContains: "/upload", status: 403, reason: "forbidden"))
+            for _ in 1...3 { #expect(try await device.ivy.run("sync").status == 5) }
+            let held = try await device.ivy.runBinaryAsync("sync")
+            #expect(held.status == 5)
+            let last = try #require(await Self.pings(emulator).last)
+            #expect(last.path == "/health/check/fail")
+            #expect(last.body.contains("1 change held back after failing 3 times"), "\(last.body)")
+            #expect(await Self.pings(emulator).allSatisfy { $0.path != "/health/check" })
+            let json = try #require(try await device.ivy.run("status", "--json").json() as? [String: Any])
+            #expect(json["last_success"] is NSNull)
+        }
+    }
+
+    @Test("--auto with a revoked sign-in stays silent, exits 0 and pings /fail with the reason")
+    func revokedAuto() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.pinging(emulator)
+            #expect(try await device.ivy.run("config", "set", "auto_sync_cooldown", "0").status == 0)
+            _ = try await device.ivy.id("book", "add", "--title", "Dune")
+            await emulator.state.revoke(email: "alice@example.com")
+            var token = try device.storedToken()
+            token["expires_at"] = 0
+            try JSONSerialization.data(withJSONObject: token).write(to: URL(fileURLWithPath: device.tokenFile))
+            for run in 1...2 {
+                let auto = try await device.ivy.runBinaryAsync("sync", "--auto")
+                #expect(auto.status == 0 && auto.stdout.isEmpty && auto.stderr.isEmpty, "run \(run): \(auto.stderr)")
+                let last = try #require(await Self.pings(emulator).last)
+                #expect(last.path == "/health/check/fail", "run \(run)")
+                #expect(last.body.hasPrefix("signed out: run ivy login"), "run \(run): \(last.body)")
+            }
+        }
+    }
+
+    @Test("an --auto skipped for the cooldown pings nothing")
+    func cooldownSkip() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.pinging(emulator)
+            #expect(try await device.ivy.runBinaryAsync("sync").status == 0)
+            let before = await Self.pings(emulator).count
+            let auto = try await device.ivy.runBinaryAsync("sync", "--auto")
+            #expect(auto.status == 0 && auto.stdout.isEmpty && auto.stderr.isEmpty)
+            #expect(await Self.pings(emulator).count == before)
+        }
+    }
+
+    @Test("a dead health service changes nothing: same exit status, silent --auto, logged")
+    func deadService() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            // A port nothing listens on: the emulator's own, once a second emulator is stopped.
+            let dead = try await GoogleEmulator.start()
+            let url = dead.baseURL.absoluteString + "/health/check"
+            await dead.stop()
+            #expect(try await device.ivy.run("config", "set", "health_url", url).status == 0)
+            #expect(try await device.ivy.run("config", "set", "auto_sync_cooldown", "0").status == 0)
+            _ = try await device.ivy.id("book", "add", "--title", "Dune")
+            #expect(try await device.ivy.runBinaryAsync("sync").status == 0)
+            _ = try await device.ivy.id("book", "add", "--title", "Emma")
+            let auto = try await device.ivy.runBinaryAsync("sync", "--auto")
+            #expect(auto.status == 0 && auto.stdout.isEmpty && auto.stderr.isEmpty, "\(auto.stderr)")
+            let log = try String(contentsOfFile: device.ivy.home + "/ivy.log", encoding: .utf8)
+            #expect(log.contains("health ping failed"), "\(log)")
+        }
+    }
+
+    @Test("a health service that never answers is given up at the deadline, and the exit status stays")
+    func silentService() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.pinging(emulator)
+            device.ivy.healthDeadline = .milliseconds(300)
+            _ = try await device.ivy.id("book", "add", "--title", "Dune")
+            await emulator.state.addFault(FaultRule(method: "POST", pathContains: "/health/", hold: true))
+            let sync = try await device.ivy.run("sync")
+            #expect(sync.status == 0, "\(sync.stderr)")
+            // The sync ended while the service still held its ping: the deadline, not an
+            // answer, let it go; the end's ping was not sent, the deadline being spent.
+            #expect(await emulator.state.requestsHeldNow == 1)
+            let log = try String(contentsOfFile: device.ivy.home + "/ivy.log", encoding: .utf8)
+            #expect(log.contains("health ping given up"), "\(log)")
+            #expect(log.contains("health ping not sent"), "\(log)")
+        }
+    }
+
+    @Test("a watch pings a success at most once a minute, and /fail once when it starts waiting signed out")
+    func watchPings() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.pinging(emulator)
+            let began = ContinuousClock.now
+            let watch = try WatchProcess(device.ivy, interval: 2)
+            try await watch.next("the first sync") { $0.event == "sync" }
+            _ = try await device.ivy.id("book", "add", "--title", "Dune")
+            try await watch.next("the local change's sync") { $0.event == "sync" && $0.books("uploaded") == 1 }
+            let synced = await Self.pings(emulator).map(\.path)
+            // A watch's syncs send no /start; a minute between successes (unless this machine
+            // took longer than that for both syncs).
+            if ContinuousClock.now - began < .seconds(60) { #expect(synced == ["/health/check"], "\(synced)") }
+            #expect(synced.allSatisfy { $0 == "/health/check" }, "\(synced)")
+
+            await emulator.state.revoke(email: "alice@example.com")
+            try await watch.next("the sign-out") { $0.event == "waiting" }
+            _ = try await device.ivy.id("book", "add", "--title", "Emma")
+            #expect(try await device.login().status == 0)
+            try await watch.next("the sync after login") { $0.event == "sync" && $0.books("uploaded") == 1 }
+            let after = await Self.pings(emulator).dropFirst(synced.count)
+            // The polls while it waited pinged nothing more; the success after a fail is at once.
+            #expect(after.map(\.path) == ["/health/check/fail", "/health/check"], "\(after)")
+            #expect(after.first?.body.hasPrefix("signed out: run ivy login") == true, "\(after)")
+            #expect(try await watch.stop().status == 0)
+        }
+    }
+
+    @Test("health_url takes https, or http to loopback only; unset stops the pings")
+    func settingRules() async throws {
+        let ivy = try IvyHome()
+        #expect(
+            try await ivy.run("config", "set", "health_url", "https://hc-ping.com/abc/").stdout
+                == "health_url = https://hc-ping.com/abc\n")
+        let plain = try await ivy.run("config", "set", "health_url", "http://example.com/ping")
+        #expect(plain.status == 64 && plain.stderr.contains("only loopback may"), "\(plain.stderr)")
+        #expect(try await ivy.run("config", "set", "health_url", "ftp://x/y").status == 64)
+        #expect(try await ivy.run("config", "unset", "health_url").stdout == "health_url unset\n")
+        #expect(try await ivy.run("config", "set", "last_success", "1").status == 64)
+    }
+}

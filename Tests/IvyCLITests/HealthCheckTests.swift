@@ -136,26 +136,27 @@ struct HealthCheckTests {
         try await withEmulator { emulator in
             let device = try await Self.pinging(emulator)
             let began = ContinuousClock.now
-            let watch = try WatchProcess(device.ivy, interval: 2)
-            try await watch.next("the first sync") { $0.event == "sync" }
-            _ = try await device.ivy.id("book", "add", "--title", "Dune")
-            try await watch.next("the local change's sync") { $0.event == "sync" && $0.books("uploaded") == 1 }
-            let synced = await Self.pings(emulator).map(\.path)
-            // A watch's syncs send no /start; a minute between successes (unless this machine
-            // took longer than that for both syncs).
-            if ContinuousClock.now - began < .seconds(60) { #expect(synced == ["/health/check"], "\(synced)") }
-            #expect(synced.allSatisfy { $0 == "/health/check" }, "\(synced)")
+            try await WatchProcess.with(device.ivy, interval: 2) { watch in
+                try await watch.next("the first sync") { $0.event == "sync" }
+                _ = try await device.ivy.id("book", "add", "--title", "Dune")
+                try await watch.next("the local change's sync") { $0.event == "sync" && $0.books("uploaded") == 1 }
+                let synced = await Self.pings(emulator).map(\.path)
+                // A watch's syncs send no /start; a minute between successes (unless this machine
+                // took longer than that for both syncs).
+                if ContinuousClock.now - began < .seconds(60) { #expect(synced == ["/health/check"], "\(synced)") }
+                #expect(synced.allSatisfy { $0 == "/health/check" }, "\(synced)")
 
-            await emulator.state.revoke(email: "alice@example.com")
-            try await watch.next("the sign-out") { $0.event == "waiting" }
-            _ = try await device.ivy.id("book", "add", "--title", "Emma")
-            #expect(try await device.login().status == 0)
-            try await watch.next("the sync after login") { $0.event == "sync" && $0.books("uploaded") == 1 }
-            let after = await Self.pings(emulator).dropFirst(synced.count)
-            // The polls while it waited pinged nothing more; the success after a fail is at once.
-            #expect(after.map(\.path) == ["/health/check/fail", "/health/check"], "\(after)")
-            #expect(after.first?.body.hasPrefix("signed out: run ivy login") == true, "\(after)")
-            #expect(try await watch.stop().status == 0)
+                await emulator.state.revoke(email: "alice@example.com")
+                try await watch.next("the sign-out") { $0.event == "waiting" }
+                _ = try await device.ivy.id("book", "add", "--title", "Emma")
+                #expect(try await device.login().status == 0)
+                try await watch.next("the sync after login") { $0.event == "sync" && $0.books("uploaded") == 1 }
+                let after = await Self.pings(emulator).dropFirst(synced.count)
+                // The polls while it waited pinged nothing more; the success after a fail is at once.
+                #expect(after.map(\.path) == ["/health/check/fail", "/health/check"], "\(after)")
+                #expect(after.first?.body.hasPrefix("signed out: run ivy login") == true, "\(after)")
+                #expect(try await watch.stop().status == 0)
+            }
         }
     }
 

@@ -18,11 +18,16 @@ package struct MirrorUpdate: Sendable, Equatable {
     package var upserts: [MirroredFile]
     package var removals: [DriveFileID]
     package var token: String
+    /// A file the mirror never held came and went (made and deleted or trashed since the last
+    /// sync): perhaps a newer copy of an entity missing on Drive, so no absence seen so far
+    /// may count as unbroken.
+    package var unseenFileGone: Bool
 
-    package init(upserts: [MirroredFile], removals: [DriveFileID], token: String) {
+    package init(upserts: [MirroredFile], removals: [DriveFileID], token: String, unseenFileGone: Bool = false) {
         self.upserts = upserts
         self.removals = removals
         self.token = token
+        self.unseenFileGone = unseenFileGone
     }
 }
 

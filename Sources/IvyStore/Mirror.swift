@@ -58,7 +58,10 @@ extension LibraryDatabase {
     /// Applies one page of the change feed read from `token`, and saves the token it goes on
     /// from, in one transaction. Applied twice it changes nothing more. Returns false, and
     /// writes nothing, when the mirror is no longer at `token` (reset, or rebuilt meanwhile):
-    /// a page read from an older token must not bring a forgotten mirror back.
+    /// a page read from an older token must not bring a forgotten mirror back. A page in which
+    /// a file the mirror never held came and went forgets since when each synced entity has
+    /// been missing on Drive: that file may have been a newer copy of it, so its absence was
+    /// broken, and a copy here kept since may be older than the one Drive last held.
     @discardableResult
     package func applyDriveMirrorPage(_ update: MirrorUpdate, from token: String) throws -> Bool {
         try write { db in
@@ -68,6 +71,11 @@ extension LibraryDatabase {
                 try db.execute(sql: "DELETE FROM drive_mirror WHERE file_id = ?", arguments: [id])
             }
             for file in update.upserts { try Self.upsert(file, db) }
+            if update.unseenFileGone {
+                // Saved with the page that showed it, so a run killed before it records what
+                // is missing cannot lose it: the absence clocks start again at the next sync.
+                try db.execute(sql: "UPDATE sync_manifest SET missing_since = NULL WHERE missing_since IS NOT NULL")
+            }
             try Self.saveToken(update.token, db)
             return true
         }

@@ -20,17 +20,25 @@ enum MirrorRules {
     /// A file the mirror holds that comes back alive but with no parents at all is not taken
     /// as moved out: an answer without the field it asked for is no reason to drop a file
     /// (and delete a clip here); a full listing decides.
+    ///
+    /// A file the mirror never held that is now deleted (Drive names no file then) or in the
+    /// trash in one of ivy's folders came and went between two syncs: the update says so, as
+    /// no absence seen before it can count as unbroken.
     static func effect(of page: DriveChangePage, folders: DriveFolders, mirrored: Set<DriveFileID>) -> Effect {
         let ivy = Set(folders.ivy)
         let holding = Set(folders.books + folders.clips)
         var final: [DriveFileID: MirroredFile?] = [:]
         var order: [DriveFileID] = []
+        var unseenFileGone = false
         for change in page.changes {
             if final[change.fileID] == nil { order.append(change.fileID) }
             guard let changed = change.file else {
                 if ivy.contains(change.fileID) || holding.contains(change.fileID) {
                     return .needsFullListing("one of ivy's folders on Drive was deleted")
                 }
+                // Deleted before the mirror saw it: Drive gives no name, so it may have been
+                // any entity's newer copy, made and removed by a replace between two syncs.
+                if !mirrored.contains(change.fileID) { unseenFileGone = true }
                 final[change.fileID] = .some(nil)
                 continue
             }
@@ -45,6 +53,9 @@ enum MirrorRules {
                 return .needsFullListing("Drive reported \(changed.file.name) without its folder")
             }
             let inside = !changed.trashed && changed.parents.contains { holding.contains($0) }
+            if !inside, changed.parents.contains(where: { holding.contains($0) }), !mirrored.contains(change.fileID) {
+                unseenFileGone = true
+            }
             let kept =
                 inside ? MirroredFile(file: changed.file, parents: changed.parents, mimeType: changed.mimeType) : nil
             final[change.fileID] = .some(kept)
@@ -54,7 +65,8 @@ enum MirrorRules {
         for id in order {
             if let file = final[id] ?? nil { upserts.append(file) } else { removals.append(id) }
         }
-        return .update(MirrorUpdate(upserts: upserts, removals: removals, token: page.nextToken))
+        return .update(
+            MirrorUpdate(upserts: upserts, removals: removals, token: page.nextToken, unseenFileGone: unseenFileGone))
     }
 
     /// Why a folder's change means the folders must be looked up again; nil when it leaves

@@ -44,6 +44,19 @@ struct MirrorRuleTests {
         #expect(update.token == "next")
     }
 
+    @Test("a file the mirror never held, now deleted or in the trash in ivy's folders, came and went unseen")
+    func unseenFileGone() throws {
+        let gone = DriveChange(fileID: "f2", file: nil)
+        #expect(try #require(Self.update([gone])).unseenFileGone, "deleted before any sync saw it")
+        #expect(try #require(Self.update([Self.change("f2", trashed: true)])).unseenFileGone)
+        #expect(try #require(Self.update([Self.change("f1", "book_b.json"), gone])).unseenFileGone)
+        #expect(try #require(Self.update([gone], mirrored: ["f2"])).unseenFileGone == false, "seen, then gone")
+        #expect(try #require(Self.update([Self.change("f2", trashed: true)], mirrored: ["f2"])).unseenFileGone == false)
+        #expect(try #require(Self.update([Self.change("f2")])).unseenFileGone == false, "new and still there")
+        let elsewhere = Self.change("f2", parents: ["somewhere"], trashed: true)
+        #expect(try #require(Self.update([elsewhere])).unseenFileGone == false, "never in ivy's folders")
+    }
+
     @Test("of several changes of one file in a page the last decides")
     func lastWins() throws {
         let removedThenBack = try #require(

@@ -207,6 +207,47 @@ struct OverlapTests {
         }
     }
 
+    /// ivy-soak seed 113: B saw the book missing in the app's replace, then (between B's syncs)
+    /// the app's new file came, A read it, and A's own replace died after its delete. B took
+    /// the two sightings for one absence past the grace and put back its copy, older than the
+    /// app's: A merged that as an edit of Drive's, and the app's title (and its unknown key)
+    /// was gone. Drive's feed told B a file it never saw came and went; that breaks the absence.
+    @Test("an absence broken by a file this device never saw is timed anew: its older copy never goes back")
+    func absenceBrokenBetweenSyncs() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let name = "book_\(pair.book.id).json"
+            let books = try await world.folderID("books")
+            let old = try #require(await live(world, name).first)
+            let edited = try await appEdit(world, name) { $0["title"] = "Dune (app)" }
+            try await world.state.trash(id: old.id)
+            #expect(try await pair.b.sync().skipReason("book \(pair.book.id)")?.contains("perhaps while") == true)
+            _ = await world.state.putFile(
+                email: alice, name: name, parents: [books], content: edited, mimeType: "application/json")
+            #expect(try await pair.a.sync().downloaded.books == 1)
+            try pair.a.edit(book: pair.book.id, BookChanges(position: 7200))
+            await world.state.addFault(
+                FaultRule(method: "POST", pathContains: "/upload", times: 1, status: 400, reason: "badRequest"))
+            #expect(try await pair.a.sync().uploaded.books == 0)
+            await world.state.clearFaults()
+            #expect(await live(world, name).isEmpty, "A's replace died after its delete")
+
+            world.clock.advance(seconds: 61)
+            let restart = try await pair.b.sync()
+            #expect(restart.uploaded.books == 0, "B put back its copy, older than the one Drive held since")
+            #expect(restart.skipReason("book \(pair.book.id)")?.contains("perhaps while") == true)
+            #expect(try await pair.a.sync().uploaded.books == 0)
+            world.clock.advance(seconds: 61)
+            #expect(try await pair.a.sync().uploaded.books == 1, "A restores the book with the app's edit")
+            _ = try await pair.b.sync()
+            for device in [pair.a, pair.b] {
+                let book = try #require(try device.book(pair.book.id))
+                #expect(book.title == "Dune (app)" && book.position == 7200, "\(device.name): \(book)")
+            }
+            #expect(try await json(world, name)["title"] as? String == "Dune (app)")
+        }
+    }
+
     // What an independent review found (R1–R6): twins where one is this device's own upload,
     // a twin's delete that fails, a held item beside twins, and a clip's MP3 replaced meanwhile.
 

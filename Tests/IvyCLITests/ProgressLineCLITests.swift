@@ -52,7 +52,7 @@ extension IvyHome {
     /// A new pseudo-terminal `columns` wide. posix_openpt and friends are not in Swift's Glibc
     /// module; this is what they do: unlock it (TIOCSPTLCK), ask its number (TIOCGPTN), and
     /// set its size (TIOCSWINSZ), which ivy reads back with TIOCGWINSZ.
-    private static func pseudoTerminal(columns: UInt16) throws -> (primary: Int32, secondary: Int32) {
+    static func pseudoTerminal(columns: UInt16) throws -> (primary: Int32, secondary: Int32) {
         let primary = open("/dev/ptmx", O_RDWR | O_NOCTTY)
         guard primary >= 0 else { throw CocoaError(.fileReadUnknown) }
         var unlock: CInt = 0
@@ -70,7 +70,7 @@ extension IvyHome {
     }
 
     /// Everything written to the terminal, until its last writer closed it.
-    private static func readAll(_ primary: Int32) -> Data {
+    static func readAll(_ primary: Int32) -> Data {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {

@@ -76,7 +76,7 @@ enum IDPrefixError: LocalizedError {
     var errorDescription: String? {
         switch self {
         case .unknown(let kind, let prefix):
-            return "no \(kind.rawValue) id starts with '\(prefix)'; `ivy \(kind.rawValue) list"
+            return "no \(kind.rawValue) with id \(prefix) or an id starting with it; `ivy \(kind.rawValue) list"
                 + (kind == .book ? " --all" : "") + "` shows them"
         case .ambiguous(let kind, let prefix, let matches):
             let shown = matches.prefix(IDPrefix.listed).map { match in

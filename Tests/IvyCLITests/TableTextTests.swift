@@ -33,7 +33,7 @@ struct TableTextTests {
             let added = try ivy.runBinary("book", "add", "--title", entry.title, "--artist", "artist-\(index)")
             #expect(added.status == 0, "\(added.stderr)")
         }
-        let list = try ivy.runBinary("book", "list")
+        let list = try ivy.runBinary("book", "list", "--full-ids")
         #expect(list.status == 0, "\(list.stderr)")
         // runBinary decodes with replacement: broken UTF-8 would show as U+FFFD.
         #expect(!list.stdout.unicodeScalars.contains("\u{FFFD}"))

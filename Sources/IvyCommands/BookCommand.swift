@@ -70,13 +70,25 @@ extension BookCommand {
 
         @OptionGroup var global: GlobalOptions
         @Flag(help: "Include archived and deleted books.") var all = false
+        @Option(help: ArgumentHelp("Only books whose title or artist contains TEXT, in any case.", valueName: "TEXT"))
+        var search: String?
+        @Flag(help: "Show whole ids (the table cuts them to the width that keeps them apart).") var fullIds = false
         @Flag(help: "Print one JSON array.") var json = false
+
+        func validate() throws {
+            if search?.isEmpty == true { throw ValidationError("--search is empty; give it the text to look for") }
+        }
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            let books = try home.library(readOnly: true).books(includeHidden: all)
+            let books = try home.library(readOnly: true).books(includeHidden: all, search: search)
             let output = home.output
             if json { return try output.json(books.map(BookJSON.init)) }
+            if let search, books.isEmpty {
+                return output.line(
+                    Display.safe("No book's title or artist contains '\(search)'")
+                        + (all ? "." : "; `--all` looks at archived ones too."))
+            }
             guard !books.isEmpty else {
                 return output.line(
                     all
@@ -87,11 +99,12 @@ extension BookCommand {
             }
             var headers = ["ID", "TITLE", "ARTIST", "POSITION"]
             if all { headers.append("ARCHIVED") }
+            let shown = IDPrefix.shown(books.map(\.id), full: fullIds)
             output.table(
                 headers,
                 books.map { book in
                     var row = [
-                        book.id, Display.cell(book.title), Display.cell(book.artist, limit: 30),
+                        shown(book.id), Display.cell(book.title), Display.cell(book.artist, limit: 30),
                         TimeText.clock(book.position),
                     ]
                     if all { row.append(book.hidden ? "yes" : "no") }
@@ -104,13 +117,16 @@ extension BookCommand {
         static let configuration = CommandConfiguration(abstract: "Show one book.")
 
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The book's id.") var id: String
+        @Argument(help: "The book's id, or its first 4 or more characters.") var id: String
         @Flag(help: "Print one JSON object.") var json = false
+
+        func validate() throws { try IDPrefix.check(id, kind: .book) }
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            let id = try checkedID(id, kind: .book)
-            guard let book = try home.library(readOnly: true).book(id: id) else {
+            let library = try home.library(readOnly: true)
+            let id = try IDPrefix.resolve(id, kind: .book, in: library)
+            guard let book = try library.book(id: id) else {
                 throw StoreError.bookNotFound(id: id)
             }
             if json { return try home.output.json(BookJSON(book: book)) }
@@ -134,7 +150,7 @@ extension BookCommand {
             discussion: "An empty --artist or --artwork clears it. Changing nothing writes nothing.")
 
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The book's id.") var id: String
+        @Argument(help: "The book's id, or its first 4 or more characters.") var id: String
         @Option(help: "A new title (not empty).") var title: String?
         @Option(help: "A new artist; empty clears it.") var artist: String?
         @Option(help: "New cover art; empty clears it.") var artwork: String?
@@ -142,7 +158,7 @@ extension BookCommand {
         var position: String?
 
         func validate() throws {
-            _ = try checkedID(id, kind: .book)
+            try IDPrefix.check(id, kind: .book)
             if let title, title.trimmingSpaces().isEmpty {
                 throw ValidationError("the title is empty; give --title a title")
             }
@@ -166,9 +182,9 @@ extension BookCommand {
             abstract: "Archive a book: hide it from lists on every device.")
 
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The book's id.") var id: String
+        @Argument(help: "The book's id, or its first 4 or more characters.") var id: String
 
-        func validate() throws { _ = try checkedID(id, kind: .book) }
+        func validate() throws { try IDPrefix.check(id, kind: .book) }
 
         func run(_ context: Context) async throws {
             try change(book: id, BookChanges(hidden: true), home: try global.home(context), done: "archived")
@@ -184,9 +200,9 @@ extension BookCommand {
         )
 
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The book's id.") var id: String
+        @Argument(help: "The book's id, or its first 4 or more characters.") var id: String
 
-        func validate() throws { _ = try checkedID(id, kind: .book) }
+        func validate() throws { try IDPrefix.check(id, kind: .book) }
 
         func run(_ context: Context) async throws {
             try change(book: id, BookChanges(hidden: false), home: try global.home(context), done: "unarchived")
@@ -202,9 +218,9 @@ extension BookCommand {
         )
 
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The book's id.") var id: String
+        @Argument(help: "The book's id, or its first 4 or more characters.") var id: String
 
-        func validate() throws { _ = try checkedID(id, kind: .book) }
+        func validate() throws { try IDPrefix.check(id, kind: .book) }
 
         func run(_ context: Context) async throws {
             let changes = BookChanges(hidden: true, uri: .some(nil))
@@ -214,6 +230,8 @@ extension BookCommand {
 }
 
 private func change(book id: String, _ changes: BookChanges, home: Home, done: String) throws {
-    let result = try home.library().updateBook(id: id, changes)
+    let library = try home.library()
+    let id = try IDPrefix.resolve(id, kind: .book, in: library)
+    let result = try library.updateBook(id: id, changes)
     home.output.line(result.changed ? "\(done) \(id)" : "unchanged \(id)")
 }

@@ -41,7 +41,7 @@ extension ClipCommand {
             discussion: "The audio must be an MP3 of at most 50 MB (52,428,800 bytes); ivy keeps its own copy.")
 
         @OptionGroup var global: GlobalOptions
-        @Option(help: "The id of the book the clip belongs to.") var book: String
+        @Option(help: "The id of the book the clip belongs to, or its first 4 or more characters.") var book: String
         @Option(parsing: .unconditional, help: "Where the clip starts in the book: seconds or H:MM:SS.")
         var start: String
         @Option(parsing: .unconditional, help: "How long the clip is: seconds or H:MM:SS.")
@@ -51,15 +51,16 @@ extension ClipCommand {
         @Option(help: "A transcription of the clip.") var transcription: String?
 
         func validate() throws {
-            _ = try checkedID(book, kind: .book)
+            try IDPrefix.check(book, kind: .book)
             _ = try seconds(start, option: "--start")
             _ = try seconds(duration, option: "--duration")
         }
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            let clip = try home.library().addClip(
-                id: home.ids.next(), bookID: book,
+            let library = try home.library()
+            let clip = try library.addClip(
+                id: home.ids.next(), bookID: try IDPrefix.resolve(book, kind: .book, in: library),
                 start: try seconds(start, option: "--start") ?? 0,
                 duration: try seconds(duration, option: "--duration") ?? 0,
                 note: note.flatMap { $0.isEmpty ? nil : $0 },
@@ -73,30 +74,45 @@ extension ClipCommand {
         static let configuration = CommandConfiguration(abstract: "List clips, of every book or of one.")
 
         @OptionGroup var global: GlobalOptions
-        @Option(help: "Only the clips of this book.") var book: String?
+        @Option(help: "Only the clips of this book (its id, or its first 4 or more characters).") var book: String?
+        @Option(
+            help: ArgumentHelp("Only clips whose note or transcription contains TEXT, in any case.", valueName: "TEXT"))
+        var search: String?
+        @Flag(help: "Show whole ids (the table cuts them to the width that keeps them apart).") var fullIds = false
         @Flag(help: "Print one JSON array.") var json = false
 
         func validate() throws {
-            if let book { _ = try checkedID(book, kind: .book) }
+            if let book { try IDPrefix.check(book, kind: .book) }
+            if search?.isEmpty == true { throw ValidationError("--search is empty; give it the text to look for") }
         }
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
             let library = try home.library(readOnly: true)
+            let book = try book.map { try IDPrefix.resolve($0, kind: .book, in: library) }
             if let book, try library.book(id: book) == nil { throw StoreError.bookNotFound(id: book) }
-            let clips = try library.clips(bookID: book)
+            let clips = try library.clips(bookID: book, search: search)
             let output = home.output
             if json { return try output.json(clips.map(ClipJSON.init)) }
+            if let search, clips.isEmpty {
+                return output.line(Display.safe("No clip's note or transcription contains '\(search)'."))
+            }
             guard !clips.isEmpty else {
                 return output.line(
                     "No clips yet; add one with `ivy clip add --book ID --start S --duration D --audio FILE`.")
             }
+            // Archived and deleted books keep their titles here: their clips are still clips.
+            let titles = Dictionary(
+                try library.books(includeHidden: true).map { ($0.id, $0.title) },
+                uniquingKeysWith: { first, _ in first })
+            let clipID = IDPrefix.shown(clips.map(\.id), full: fullIds)
+            let bookID = IDPrefix.shown(clips.map(\.bookID), full: fullIds)
             output.table(
-                ["ID", "BOOK", "START", "DURATION", "NOTE"],
+                ["ID", "BOOK", "TITLE", "START", "DURATION", "NOTE"],
                 clips.map { clip in
                     [
-                        clip.id, clip.bookID, TimeText.clock(clip.start), TimeText.clock(clip.duration),
-                        Display.cell(clip.note),
+                        clipID(clip.id), bookID(clip.bookID), Display.cell(titles[clip.bookID], limit: 30),
+                        TimeText.clock(clip.start), TimeText.clock(clip.duration), Display.cell(clip.note),
                     ]
                 })
         }
@@ -106,14 +122,15 @@ extension ClipCommand {
         static let configuration = CommandConfiguration(abstract: "Show one clip.")
 
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The clip's id.") var id: String
+        @Argument(help: "The clip's id, or its first 4 or more characters.") var id: String
         @Flag(help: "Print one JSON object.") var json = false
 
-        func validate() throws { _ = try checkedID(id, kind: .clip) }
+        func validate() throws { try IDPrefix.check(id, kind: .clip) }
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
             let library = try home.library(readOnly: true)
+            let id = try IDPrefix.resolve(id, kind: .clip, in: library)
             guard let clip = try library.clip(id: id) else { throw StoreError.clipNotFound(id: id) }
             if json { return try home.output.json(ClipJSON(clip: clip)) }
             home.output.fields([
@@ -136,7 +153,7 @@ extension ClipCommand {
             discussion: "An empty --note or --transcription clears it. Changing nothing writes nothing.")
 
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The clip's id.") var id: String
+        @Argument(help: "The clip's id, or its first 4 or more characters.") var id: String
         @Option(help: "A new note; empty clears it.") var note: String?
         @Option(parsing: .unconditional, help: "A new start: seconds or H:MM:SS.")
         var start: String?
@@ -146,7 +163,7 @@ extension ClipCommand {
         @Option(help: ArgumentHelp("New audio: an MP3 of at most 50 MB.", valueName: "FILE")) var audio: String?
 
         func validate() throws {
-            _ = try checkedID(id, kind: .clip)
+            try IDPrefix.check(id, kind: .clip)
             _ = try seconds(start, option: "--start")
             _ = try seconds(duration, option: "--duration")
             if note == nil, start == nil, duration == nil, transcription == nil, audio == nil {
@@ -160,7 +177,9 @@ extension ClipCommand {
                 start: try seconds(start, option: "--start"),
                 duration: try seconds(duration, option: "--duration"),
                 note: clearable(note), transcription: clearable(transcription))
-            let result = try home.library().updateClip(id: id, changes, audio: audio.map(context.userPath))
+            let library = try home.library()
+            let id = try IDPrefix.resolve(id, kind: .clip, in: library)
+            let result = try library.updateClip(id: id, changes, audio: audio.map(context.userPath))
             home.output.line(result.changed ? "updated \(id)" : "unchanged \(id)")
         }
     }
@@ -170,13 +189,15 @@ extension ClipCommand {
             abstract: "Delete a clip and its audio; the next sync deletes it on Drive too.")
 
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The clip's id.") var id: String
+        @Argument(help: "The clip's id, or its first 4 or more characters.") var id: String
 
-        func validate() throws { _ = try checkedID(id, kind: .clip) }
+        func validate() throws { try IDPrefix.check(id, kind: .clip) }
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            try home.library().deleteClip(id: id)
+            let library = try home.library()
+            let id = try IDPrefix.resolve(id, kind: .clip, in: library)
+            try library.deleteClip(id: id)
             home.output.line("deleted \(id)")
         }
     }

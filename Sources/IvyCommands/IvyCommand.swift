@@ -39,8 +39,17 @@ package struct IvyCommand: ParsableCommand {
     /// methods, which wait in SQLite's busy handler while another process writes, and that
     /// wait must not hold one of Swift's few cooperative threads (see DESIGN.md §10).
     package static func main(_ arguments: [String], context: Context) async -> Int32 {
+        let arguments = negativeLastValue(arguments)
+        if let (error, group) = CommandNames.unknown(in: arguments) {
+            return status(for: error, context: context, in: group)
+        }
+        var command: any ParsableCommand
         do {
-            var command = try parseAsRoot(negativeLastValue(arguments))
+            command = try parseAsRoot(arguments)
+        } catch {
+            return status(for: error, context: context)
+        }
+        do {
             if let runnable = command as? any ContextCommand {
                 try await BlockingExecutor.run { try await runnable.run(context) }
             } else {
@@ -49,7 +58,7 @@ package struct IvyCommand: ParsableCommand {
             }
             return 0
         } catch {
-            return status(for: error, context: context)
+            return status(for: error, context: context, in: type(of: command))
         }
     }
 
@@ -70,10 +79,26 @@ package struct IvyCommand: ParsableCommand {
     /// the usage on standard error, 64 for a usage error), except that an error's message is
     /// escaped before it is printed: it may echo a title, a Drive file name or a Google
     /// answer (see `Display`).
-    package static func status(for error: any Error, context: Context) -> Int32 {
+    ///
+    /// `command` is the command that was running: a usage error it finds once it runs (an id
+    /// that names no single book) shows its usage, not the top level's.
+    package static func status(
+        for error: any Error, context: Context, in command: (any ParsableCommand.Type)? = nil
+    ) -> Int32 {
         // A sign-in that cannot be used here is as good as none: the status of "not signed in".
         let unusableSignIn = if case .endpointMismatch = error as? GoogleError { true } else { false }
+        if let error = error as? IDPrefixError {
+            // Its lines are escaped already, and it has several.
+            context.streams.error("Error: \(error.errorDescription ?? "")\n")
+            return error.isUsage ? ExitCode.validationFailure.rawValue : ExitCode.failure.rawValue
+        }
         let error = terminalSafe(error)
+        if let validation = error as? ValidationError, let command,
+            ObjectIdentifier(command) != ObjectIdentifier(IvyCommand.self)
+        {
+            context.streams.error("Error: \(validation.message)\n\(CommandNames.usage(of: command))\n")
+            return ExitCode.validationFailure.rawValue
+        }
         let status = unusableSignIn ? IvyExit.notSignedIn : exitCode(for: error).rawValue
         let text = fullMessage(for: error, columns: context.terminal.width)
         if !text.isEmpty {

@@ -165,7 +165,15 @@ struct SyncCommand: ContextCommand {
                 try await LoginCommand.signIn(home, library: library, tokens: tokens, holdingSyncLock: true)
             }
         }
-        let outcome = try await home.syncDoor(library, tokens: tokens, logger: logger).sync(request)
+        // Ctrl-C (or SIGTERM) lets the operations in flight finish and be recorded and starts
+        // no more, as a watch's does; a second one cancels them.
+        let stop = StopRequest()
+        request.stopping = { stop.requested }
+        home.context.interruptions { _ in stop.request() }
+        let door = home.syncDoor(library, tokens: tokens, logger: logger)
+        let outcome = try await stop.cancellable { [request] () async -> Result<SyncOutcome, any Error> in
+            do { return .success(try await door.sync(request)) } catch { return .failure(error) }
+        }.get()
         line?.clear()
         // A sign-in made at another server than Google's (ivy-emulator) names it when it is gone.
         let server = tokens.quietLoad().flatMap { try? home.endpoints(for: $0) }.flatMap { $0.isGoogle ? nil : $0 }
@@ -173,6 +181,15 @@ struct SyncCommand: ContextCommand {
             return
         }
         try show(report, output: output)
+        if stop.requested, report.leftForNextSync > 0 {
+            let done = report.planned - report.leftForNextSync
+            logger.notice(
+                "sync stopped by a signal",
+                metadata: ["done": "\(done)", "planned": "\(report.planned)", "left": "\(report.leftForNextSync)"])
+            if !json {
+                output.error("Stopped: \(done) of \(report.planned) done; the rest is queued for the next sync")
+            }
+        }
         if let cronNews { return try tellCron(cronNews, output: output) }
         if let held = report.deletionsHeld, !json { output.error("Held back: \(held)") }
         if !report.isComplete { throw ExitCode(IvyExit.partialFailure) }

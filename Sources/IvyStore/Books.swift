@@ -2,15 +2,19 @@ import GRDB
 import IvyCore
 
 extension LibraryDatabase {
-    /// Books by title; archived (hidden) books only when `includeHidden`.
-    package func books(includeHidden: Bool) throws -> [Book] {
-        try read { db in
+    /// Books by title; archived (hidden) books only when `includeHidden`; with `search`, only
+    /// those whose title or artist contains it, in any case (`TextSearch`).
+    package func books(includeHidden: Bool, search: String? = nil) throws -> [Book] {
+        let books = try read { db in
             let filter = includeHidden ? "" : "WHERE hidden = 0"
             return try Row.fetchAll(
                 db, sql: "SELECT * FROM books \(filter) ORDER BY title COLLATE NOCASE, created_at, id"
             )
             .map(Book.init(row:))
         }
+        guard let search else { return books }
+        let query = TextSearch(search)
+        return books.filter { query.matches($0.title) || query.matches($0.artist) }
     }
 
     package func book(id: String) throws -> Book? {

@@ -2,6 +2,15 @@ import GRDB
 import IvyCore
 
 extension LibraryDatabase {
+    /// Clips of one book, or of all books, in book and start order; with `search`, only those
+    /// whose note or transcription contains it, in any case (`TextSearch`).
+    package func clips(bookID: String? = nil, search: String?) throws -> [Clip] {
+        let clips = try self.clips(bookID: bookID)
+        guard let search else { return clips }
+        let query = TextSearch(search)
+        return clips.filter { query.matches($0.note) || query.matches($0.transcription) }
+    }
+
     /// Clips of one book, or of all books, in book and start order.
     package func clips(bookID: String? = nil) throws -> [Clip] {
         try read { db in

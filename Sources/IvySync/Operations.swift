@@ -630,6 +630,11 @@ extension SyncEngine {
         } else {
             try await push(book: merged, replacing: resolved.replacing(action.remote), context)
         }
+        // Both sides already held this content (an upload that reached Drive before its sync
+        // was stopped or killed could record it): the record is made, and nothing was merged.
+        if adopt && resolved.others.isEmpty && mine.sameContent(as: remote.backup) {
+            return Outcome(key: key, result: .nothing)
+        }
         return Outcome(key: key, result: .done(.merge, conflict: !combined.conflicts.isEmpty))
     }
 
@@ -675,6 +680,10 @@ extension SyncEngine {
         if adopt { await deleteTwins(resolved.others) }
         let up = adopt ? 0 : try await push(clip: merged, replacing: resolved.replacing(action.remote), context, moved)
         let conflict = !combined.conflicts.isEmpty || audio?.conflict == true
+        // As for a book: both sides held this clip and its audio already; only the record was missing.
+        if adopt && resolved.others.isEmpty && mine.sameContent(as: remote.backup) && localMD5 == mp3?.md5 {
+            return Outcome(key: key, result: .nothing)
+        }
         return Outcome(
             key: key, result: .done(.merge, conflict: conflict), bytes: up + down, bytesUp: up, bytesDown: down)
     }

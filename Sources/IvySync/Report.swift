@@ -48,6 +48,8 @@ package struct SyncReport: Sendable, Encodable {
     /// Planned operations not started because the sync was asked to stop (a watch ending);
     /// the next sync plans them again.
     package var leftForNextSync = 0
+    /// Operations the plan held (done, failed or left); not in the JSON, which counts each kind.
+    package var planned = 0
     /// A standing doubt about the mirror (deletions held back, a listing lacking many
     /// entities) that Drive's full listing confirmed; not printed.
     package var checkedDoubt: String?

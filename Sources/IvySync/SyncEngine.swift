@@ -170,6 +170,7 @@ package final class SyncEngine: Sendable {
         let outcomes = try await execute(plan.actions, context, stopping: options.stopping, tally: tally)
         for outcome in outcomes { report.add(outcome) }
         report.leftForNextSync = plan.actions.count - outcomes.count
+        report.planned = plan.actions.count
         try await settle(plan, context, into: &report, stopping: options.stopping, tally: tally)
         report.orphanClips = try library.orphanClipCount()
         purgeTrash(keepingDays: trashDays)

@@ -23,7 +23,7 @@ package final class StopRequest: Sendable {
     package var requested: Bool { state.withLock { $0.count > 0 } }
 
     /// Runs `body` in a task of its own that a second request cancels.
-    func cancellable<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T {
+    package func cancellable<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T {
         let task = Task { await body() }
         let forced = state.withLock { state in
             state.force = { task.cancel() }

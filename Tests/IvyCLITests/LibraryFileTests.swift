@@ -199,7 +199,7 @@ struct OpeningTests {
         let before = try contents(of: ivy.home)
 
         let expectations: [([String], String)] = [
-            (["book", "list"], "Dune"), (["book", "show", book], "0:01:01"), (["clip", "list"], clip),
+            (["book", "list"], "Dune"), (["book", "show", book], "0:01:01"), (["clip", "list", "--full-ids"], clip),
             (["clip", "show", clip], "0:00:02"), (["status"], "pending"), (["queue"], "upsert"),
             (["config", "list"], "concurrency"), (["config", "get", "concurrency"], "4"),
         ]

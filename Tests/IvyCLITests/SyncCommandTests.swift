@@ -255,8 +255,11 @@ struct SyncCommandTests {
                 #expect(exit == .signalled(SIGKILL))
             }
             await emulator.state.setLatency(milliseconds: 0)
-            let again = try await device.ivy.run("sync")
+            let again = try await device.ivy.run("sync", "--json")
             #expect(again.status == 0, "\(again.stderr)")
+            // A book whose upload reached Drive unrecorded is the same on both sides: not a merge.
+            let report = try #require(try again.json() as? [String: Any])
+            #expect((report["merged"] as? [String: Int])?["books"] == 0, "\(report)")
             let names = await emulator.state.dump().map(\.name).filter {
                 $0.hasPrefix("book_") || $0.hasPrefix("clip_")
             }

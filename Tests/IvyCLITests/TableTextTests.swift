@@ -34,7 +34,7 @@ struct TableTextTests {
                 "book", "add", "--title", entry.title, "--artist", "artist-\(index)")
             #expect(added.status == 0, "\(added.stderr)")
         }
-        let list = try await ivy.runBinaryAsync("book", "list")
+        let list = try await ivy.runBinaryAsync("book", "list", "--full-ids")
         #expect(list.status == 0, "\(list.stderr)")
         // runBinaryAsync decodes with replacement: broken UTF-8 would show as U+FFFD.
         #expect(!list.stdout.unicodeScalars.contains("\u{FFFD}"))

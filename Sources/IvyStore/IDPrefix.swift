@@ -1,0 +1,44 @@
+import GRDB
+import IvyCore
+
+/// A book or clip whose id starts with a prefix a person typed, with what lets them tell it
+/// from the others.
+package struct IDMatch: Sendable, Equatable {
+    package let id: String
+    /// A book's title; for a clip, its book's title (nil when the book is not here).
+    package let title: String?
+    /// A clip's note.
+    package let note: String?
+
+    package init(id: String, title: String?, note: String?) {
+        self.id = id
+        self.title = title
+        self.note = note
+    }
+}
+
+extension LibraryDatabase {
+    /// The books or clips whose ids start with `prefix`, by id, at most `limit` of them, in one
+    /// query. Archived and deleted books are books too (`book unarchive` names them), so they
+    /// match; a deleted clip has no row and cannot.
+    package func matches(_ kind: EntityKind, idPrefix prefix: String, limit: Int) throws -> [IDMatch] {
+        // Ids are checked to be hex and dashes before they get here; the escape keeps LIKE's
+        // wildcards literal whatever reaches it.
+        let pattern = prefix.replacing("\\", with: "\\\\").replacing("%", with: "\\%").replacing("_", with: "\\_") + "%"
+        let sql =
+            switch kind {
+            case .book:
+                "SELECT id, title, NULL AS note FROM books WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT ?"
+            case .clip:
+                """
+                SELECT clips.id, books.title, clips.note FROM clips LEFT JOIN books ON books.id = clips.book_id
+                WHERE clips.id LIKE ? ESCAPE '\\' ORDER BY clips.id LIMIT ?
+                """
+            }
+        return try read { db in
+            try Row.fetchAll(db, sql: sql, arguments: [pattern, limit]).map { row in
+                IDMatch(id: row["id"], title: row["title"], note: row["note"])
+            }
+        }
+    }
+}

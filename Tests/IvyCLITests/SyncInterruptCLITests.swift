@@ -1,0 +1,58 @@
+import Foundation
+import GoogleEmulator
+import IvyTestSupport
+import Testing
+
+@Suite("Ctrl-C on ivy sync, through the binary")
+struct SyncInterruptCLITests {
+    @Test(
+        """
+        SIGINT mid-sync: what is in flight finishes, the progress line is cleared, `Stopped: N of M done; the \
+        rest is queued for the next sync` is said and logged, exit 5; the next sync uploads the rest and merges nothing
+        """)
+    func interrupt() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            // More books than a sync starts at once, so that some are still to start when it stops.
+            try await laptop.addLibrary(books: 24, clips: 0)
+            #expect(try await laptop.ivy.run("config", "set", "concurrency", "1").status == 0)
+            // One request at a time, and the third held: the sync is mid-way when the signal comes.
+            await emulator.state.addFault(
+                FaultRule(method: "POST", pathContains: "/upload/drive/v3/files", nth: 3, hold: true))
+
+            var command = laptop.ivy.command(["sync"])
+            command.terminal = [.error]
+            command.columns = 80
+            let (exit, stdout, stderr) = try await withChild(command) { child in
+                await emulator.state.waitForHeld(count: 1)
+                child.send(SIGINT)
+                await emulator.state.releaseHeld()
+                let result = try await child.finish()
+                return (result.exit, result.stdout, result.terminal)
+            }
+            await emulator.state.clearFaults()
+
+            #expect(exit == .exited(5), "\(stderr)")
+            // The terminal turns "\n" into "\r\n".
+            let stopped = try #require(
+                stderr.firstMatch(
+                    of: /\r\u{1B}\[KStopped: (\d+) of 24 done; the rest is queued for the next sync\r\n$/),
+                "\(stderr.debugDescription)")
+            let done = try #require(Int(stopped.1))
+            #expect(done >= 3 && done < 24, "\(done)")
+            #expect(stdout.hasPrefix("Synced: \(done) uploaded; "), "\(stdout)")
+            #expect(stdout.contains("stopped early, \(24 - done) left for the next sync"), "\(stdout)")
+            let log = try String(contentsOfFile: laptop.ivy.home + "/ivy.log", encoding: .utf8)
+            #expect(log.contains("sync stopped by a signal") && log.contains("left=\(24 - done)"), "\(log)")
+            #expect(try laptop.ivy.count("SELECT count(*) FROM sync_queue") == 24 - done)
+
+            let again = try await laptop.ivy.run("sync", "--json")
+            #expect(again.status == 0, "\(again.stderr)")
+            let report = try #require(try again.json() as? [String: Any])
+            #expect((report["uploaded"] as? [String: Int])?["books"] == 24 - done, "\(report)")
+            #expect((report["merged"] as? [String: Int])?["books"] == 0, "nobody edited them elsewhere: \(report)")
+            let names = await emulator.state.dump().map(\.name).filter { $0.hasPrefix("book_") }
+            #expect(names.count == 24 && Set(names).count == 24)
+        }
+    }
+}

@@ -477,7 +477,7 @@ extension EmulatorState {
             return EmulatorReply(
                 status: 206,
                 headers: ["Content-Type": file.mimeType, "Content-Range": "bytes \(start)-\(end)/\(file.size)"],
-                body: file.content.subdata(in: start..<end + 1))
+                body: file.content.subdata(in: start..<end + 1), media: true)
         case .unsatisfiable?:
             return EmulatorReply(
                 status: 416,
@@ -487,7 +487,7 @@ extension EmulatorState {
             break
         }
         guard let lie = file.misreport, lie.extraBytes > 0 || lie.endless else {
-            return EmulatorReply(status: 200, headers: ["Content-Type": file.mimeType], body: file.content)
+            return EmulatorReply(status: 200, headers: ["Content-Type": file.mimeType], body: file.content, media: true)
         }
         var body = file.content
         body.append(Data(repeating: 0x55, count: lie.extraBytes))

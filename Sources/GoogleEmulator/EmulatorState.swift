@@ -9,16 +9,19 @@ package struct EmulatorReply: Sendable {
     package var dropAfterBytes: Int?
     /// After the body, filler until the client hangs up (a download that never ends).
     package var endless: Bool
+    /// A file's content: sent in pieces, each counted in `EmulatorState.mediaBytesSent`.
+    package var media: Bool
 
     package init(
         status: Int, headers: [String: String] = [:], body: Data = Data(), dropAfterBytes: Int? = nil,
-        endless: Bool = false
+        endless: Bool = false, media: Bool = false
     ) {
         self.status = status
         self.headers = headers
         self.body = body
         self.dropAfterBytes = dropAfterBytes
         self.endless = endless
+        self.media = media
     }
 
     package static func json(_ status: Int, _ object: [String: Any], headers: [String: String] = [:]) -> EmulatorReply {
@@ -198,6 +201,12 @@ package actor EmulatorState {
     /// Filler bytes endless downloads have sent (or are sending) since the last `misreport`:
     /// how a test sees that a client stopped reading.
     package private(set) var endlessBytesSent = 0
+    /// Bytes of file content (`alt=media` answers) handed to the connection, and how many
+    /// such answers were sent to the end: how a test sees how far the server got ahead of a
+    /// client that reads slowly.
+    package private(set) var mediaBytesSent = 0
+    package private(set) var mediaAnswersSent = 0
+    private var mediaWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     package private(set) var requests: [LoggedRequest] = []
 
     var devices: [String: DeviceSession] = [:]
@@ -520,6 +529,21 @@ package actor EmulatorState {
     }
 
     func countEndless(_ bytes: Int) { endlessBytesSent += bytes }
+
+    func countMedia(_ bytes: Int) { mediaBytesSent += bytes }
+
+    func mediaAnswerSent() {
+        mediaAnswersSent += 1
+        let ready = mediaWaiters.filter { $0.count <= mediaAnswersSent }
+        mediaWaiters.removeAll { $0.count <= mediaAnswersSent }
+        for waiter in ready { waiter.continuation.resume() }
+    }
+
+    /// Returns once `count` file-content answers have been handed to their connections whole.
+    package func waitForMediaAnswers(count: Int) async {
+        if mediaAnswersSent >= count { return }
+        await withCheckedContinuation { mediaWaiters.append((count, $0)) }
+    }
 
     package func trash(id: String) throws(EmulatorControlError) {
         guard files[id] != nil else { throw EmulatorControlError("no file \(id)") }

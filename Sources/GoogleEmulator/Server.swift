@@ -142,8 +142,26 @@ struct EmulatorResponder: HTTPResponder {
         }
         guard let dropAfter else {
             fields[.contentLength] = String(reply.body.count)
+            guard reply.media else {
+                return Response(
+                    status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: reply.body)))
+            }
+            let content = reply.body
             return Response(
-                status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: reply.body)))
+                status: status, headers: fields,
+                body: ResponseBody { writer in
+                    // Each write waits while the connection is full, so the count is what a
+                    // client that stops reading lets the server get ahead by.
+                    var offset = content.startIndex
+                    while offset < content.endIndex {
+                        let piece = content[offset..<min(offset + (1 << 16), content.endIndex)]
+                        await state.countMedia(piece.count)
+                        try await writer.write(ByteBuffer(bytes: piece))
+                        offset = piece.endIndex
+                    }
+                    await state.mediaAnswerSent()
+                    try await writer.finish(nil)
+                })
         }
         // Promise the whole body, send part of it, then fail the write: the connection closes.
         fields[.contentLength] = String(max(reply.body.count, dropAfter + 1))

@@ -42,7 +42,16 @@ extension DriveClient {
             method: "GET", url: http.url("drive/v3/files/\(file.id)", ["alt": "media"]),
             responseLimit: min(file.size ?? AudioRules.maximumBytes, AudioRules.maximumBytes), progress: progress)
         do {
-            _ = try await http.execute(request, context: context, download: temporary)
+            if let size = file.size, size > downloadWindow {
+                var start: Int64 = 0
+                while start < size {
+                    let end = min(start + downloadWindow, size)
+                    try await downloadRange(start..<end, of: file, size: size, request, into: temporary)
+                    start = end
+                }
+            } else {
+                _ = try await http.execute(request, context: context, download: (temporary, 0))
+            }
         } catch let error as DriveError where error.kind == .fileTooLarge {
             throw Self.longer(file, than: request.responseLimit, context: context)
         } catch let error as StorageError {
@@ -66,6 +75,50 @@ extension DriveClient {
             throw DriveError(
                 .unexpected,
                 message: "cannot move the download to \(destination.path): \(String(cString: strerror(code)))")
+        }
+    }
+
+    /// Bytes `range` of `file` (Drive listed `size`) written at `range.lowerBound` of
+    /// `temporary`: one Range request, retried as every request is, whose answer must be a
+    /// 206 of exactly those bytes of a file of that size.
+    private func downloadRange(
+        _ range: Range<Int64>, of file: RemoteFile, size: Int64, _ whole: HTTPRequest, into temporary: URL
+    ) async throws {
+        let context = "downloading \(file.name)"
+        var request = whole
+        let last = range.upperBound - 1
+        request.headers["Range"] = "bytes=\(range.lowerBound)-\(last)"
+        request.responseLimit = range.upperBound - range.lowerBound
+        let response: HTTPResponse
+        do {
+            response = try await http.execute(
+                request, accept: [206, 416], context: context, download: (temporary, range.lowerBound))
+        } catch let error as DriveError where error.kind == .fileTooLarge {
+            throw DriveError(
+                .integrity, status: error.status,
+                message: "\(context): Drive sent more than the \(AudioRules.grouped(request.responseLimit)) bytes "
+                    + "asked for at \(range.lowerBound), so the download was stopped and nothing was kept")
+        }
+        let total = response.headers["content-range"].flatMap { $0.split(separator: "/").last }.flatMap { Int64($0) }
+        if response.status == 416 || (total != nil && total != size) {
+            let has = total.map { "\(AudioRules.grouped($0)) bytes" } ?? "fewer bytes"
+            throw DriveError(
+                .integrity, status: response.status,
+                message: "\(context): Drive has \(has), not the \(AudioRules.grouped(size)) it listed")
+        }
+        guard response.headers["content-range"]?.hasPrefix("bytes \(range.lowerBound)-\(last)/") == true else {
+            throw DriveError(
+                .unexpected, status: response.status,
+                message: "\(context): Drive answered bytes \(range.lowerBound)-\(last) with "
+                    + (response.headers["content-range"].map { TerminalText.escaped($0) } ?? "no range"))
+        }
+        let got = try LocalFile.size(of: temporary)
+        if got != range.upperBound {
+            throw DriveError(
+                .integrity,
+                message:
+                    "\(context): got \(got - range.lowerBound) bytes of the \(range.upperBound - range.lowerBound) "
+                    + "asked for at \(range.lowerBound)")
         }
     }
 

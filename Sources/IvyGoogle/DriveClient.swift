@@ -32,15 +32,26 @@ package final class DriveClient: Sendable {
     /// What a create (or the look-up after a 409) asks Drive to answer: an `UploadedFile`.
     static let createdFields = "id,name,size,md5Checksum,modifiedTime"
 
+    /// The most of an MP3 one download request asks for. URLSession on Linux reads the socket
+    /// as fast as loopback or the network delivers and queues every chunk for ivy's writer,
+    /// with no backpressure (`suspend` drops the connection instead of pausing it), so behind
+    /// a slow disk a whole 50 MB MP3 could wait in memory. A larger file comes in Range
+    /// requests of this size, one after another, so no more than this can wait: 7 requests
+    /// for a 50 MB MP3 instead of 1, none more for anything up to this size.
+    package static let defaultDownloadWindow: Int64 = 8 << 20
+
     let http: DriveRequester
     let ids: IDPool
     let folderCache: FolderCache
+    let downloadWindow: Int64
 
     package init(
         drive: URL, authorized: AuthorizedTransport, concurrency: Int = 8, policy: RetryPolicy = RetryPolicy(),
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-        now: @escaping @Sendable () -> Duration = Pacer.monotonic()
+        now: @escaping @Sendable () -> Duration = Pacer.monotonic(),
+        downloadWindow: Int64 = DriveClient.defaultDownloadWindow
     ) {
+        self.downloadWindow = max(1, downloadWindow)
         let http = DriveRequester(
             base: drive, authorized: authorized, concurrency: concurrency, policy: policy, sleep: sleep, now: now)
         self.http = http

@@ -45,7 +45,7 @@ final class DriveRequester: Sendable {
 
     /// One try: a slot under the concurrency limit, the pacer's turn, the bearer token.
     /// A rate-limit answer slows the pacer for everyone.
-    func attempt(_ request: HTTPRequest, download file: URL? = nil) async throws -> HTTPResponse {
+    func attempt(_ request: HTTPRequest, download file: (url: URL, offset: Int64)? = nil) async throws -> HTTPResponse {
         await limiter.acquire()
         let outcome: Result<HTTPResponse, any Error>
         do {
@@ -57,13 +57,13 @@ final class DriveRequester: Sendable {
         return try outcome.get()
     }
 
-    private func paced(_ request: HTTPRequest, download file: URL?) async throws -> HTTPResponse {
+    private func paced(_ request: HTTPRequest, download file: (url: URL, offset: Int64)?) async throws -> HTTPResponse {
         let pace = try await pacer.wait()
         requests.withLock { $0 += 1 }
         do {
             let response: HTTPResponse
             if let file {
-                response = try await authorized.download(request, to: file)
+                response = try await authorized.download(request, to: file.url, from: file.offset)
             } else {
                 response = try await authorized.send(request)
             }
@@ -93,7 +93,8 @@ final class DriveRequester: Sendable {
     /// Sends with retries: network errors, 429, 403 rate limits and 5xx back off with full
     /// jitter (or as long as Retry-After says), bounded in attempts and total time.
     func execute(
-        _ request: HTTPRequest, accept: Set<Int> = [200], context: String, download file: URL? = nil
+        _ request: HTTPRequest, accept: Set<Int> = [200], context: String,
+        download file: (url: URL, offset: Int64)? = nil
     ) async throws -> HTTPResponse {
         try await policy.run(sleep: sleep) { () async throws -> RetryOutcome<HTTPResponse> in
             let failure: DriveError

@@ -134,8 +134,8 @@ package struct AuthorizedTransport: Sendable {
         try await perform(request) { try await transport.send($0) }
     }
 
-    package func download(_ request: HTTPRequest, to file: URL) async throws -> HTTPResponse {
-        try await perform(request) { try await transport.download($0, to: file) }
+    package func download(_ request: HTTPRequest, to file: URL, from offset: Int64 = 0) async throws -> HTTPResponse {
+        try await perform(request) { try await transport.download($0, to: file, from: offset) }
     }
 
     private func perform(_ request: HTTPRequest, _ send: (HTTPRequest) async throws -> HTTPResponse) async throws

@@ -69,10 +69,18 @@ package struct HTTPResponse: Sendable {
 /// loopback emulator, so nothing at the HTTP layer is mocked.
 package protocol HTTPTransport: Sendable {
     func send(_ request: HTTPRequest) async throws -> HTTPResponse
-    /// Streams a 2xx answer's body into `file` (created with mode 0600, or emptied) and
-    /// returns the response with an empty body. Any other answer is Drive's error: its body
-    /// comes back in memory, so its reason can be read.
-    func download(_ request: HTTPRequest, to file: URL) async throws -> HTTPResponse
+    /// Streams a 2xx answer's body into `file` (created with mode 0600) from byte `offset`
+    /// on, dropping whatever the file held from there, and returns the response with an
+    /// empty body. Any other answer is Drive's error: its body comes back in memory, so its
+    /// reason can be read.
+    func download(_ request: HTTPRequest, to file: URL, from offset: Int64) async throws -> HTTPResponse
+}
+
+extension HTTPTransport {
+    /// The whole answer into `file`, emptied first.
+    package func download(_ request: HTTPRequest, to file: URL) async throws -> HTTPResponse {
+        try await download(request, to: file, from: 0)
+    }
 }
 
 /// HTTP through Foundation's URLSession (libcurl and OpenSSL on Linux), driven through a
@@ -118,8 +126,8 @@ package final class URLSessionTransport: HTTPTransport {
         try await perform(request, into: nil)
     }
 
-    package func download(_ request: HTTPRequest, to file: URL) async throws -> HTTPResponse {
-        let descriptor = try Transfer.openDownload(file)
+    package func download(_ request: HTTPRequest, to file: URL, from offset: Int64) async throws -> HTTPResponse {
+        let descriptor = try Transfer.openDownload(file, from: offset)
         defer { close(descriptor) }
         return try await perform(request, into: (descriptor, file.path))
     }
@@ -336,12 +344,22 @@ package final class Transfer: Sendable {
 
 extension Transfer {
     /// Opens a download's file: created with mode 0600, or emptied.
-    package static func openDownload(_ file: URL) throws -> Int32 {
+    /// `file` opened (0600) for a download's bytes from `offset` on: emptied for a whole
+    /// answer; for a range, cut back to `offset`, since a retried range starts again where
+    /// it started before and its earlier try's bytes go.
+    package static func openDownload(_ file: URL, from offset: Int64 = 0) throws -> Int32 {
+        let descriptor: Int32
         do {
-            return try PrivateFile.open(file.path, .truncate)
+            descriptor = try PrivateFile.open(file.path, offset > 0 ? .readWrite : .truncate)
         } catch {
             throw StorageError(path: file.path, errno: error.code) ?? CocoaError.error(error.code, path: file.path)
         }
+        if offset > 0, ftruncate(descriptor, off_t(offset)) != 0 || lseek(descriptor, off_t(offset), SEEK_SET) < 0 {
+            let code = errno
+            close(descriptor)
+            throw StorageError(path: file.path, errno: code) ?? CocoaError.error(code, path: file.path)
+        }
+        return descriptor
     }
 }
 

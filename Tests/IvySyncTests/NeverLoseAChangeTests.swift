@@ -5,6 +5,7 @@ import IvyCore
 import IvyStore
 import IvySync
 import IvySystem
+import Synchronization
 import Testing
 
 /// Issue 12: paths on which a change a person made was silently undone, each closed.
@@ -372,6 +373,28 @@ struct NeverLoseAChangeTests {
             #expect(failure.reason.contains("backup_extras"))
             #expect(try await world.file("book_\(pair.book.id).json").id == before.id, "nothing was uploaded")
             #expect(try a.library.queueItems().first?.hasFailed == true)
+        }
+    }
+
+    /// On Linux a cancelled `Task.sleep` keeps its timer (~2 KB) until the time it was set
+    /// for: a watch polling every 2 s grew by 1.8 KB a poll while each sync left a sleep to
+    /// its 30-minute deadline behind.
+    @Test("a sync that finishes leaves at most a 5 s sleep of its deadline behind, not the whole 30 minutes")
+    func deadlineInSlices() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            _ = try a.addBook("Dune")
+            let sleeps = Mutex<[Duration]>([])
+            let engine = try a.engine(sleep: { duration in
+                sleeps.withLock { $0.append(duration) }
+                try await Task.sleep(for: duration)
+            })
+            let report = try await BlockingExecutor.run {
+                try await engine.run(SyncOptions(timeout: .seconds(1800)))
+            }
+            #expect(report.uploaded.books == 1)
+            let slept = sleeps.withLock { $0 }
+            #expect(!slept.isEmpty && slept.allSatisfy { $0 <= .seconds(5) }, "\(slept)")
         }
     }
 

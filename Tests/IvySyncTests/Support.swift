@@ -157,6 +157,19 @@ final class Device: Sendable {
             effects: { [self] in google.effects(sleep: sleep, elapsed: { self.waited.withLock { $0 } }) })
     }
 
+    /// The engine a sync through the door would run, its deadline slept through `sleep`.
+    func engine(sleep: @escaping @Sendable (Duration) async throws -> Void) throws -> SyncEngine {
+        let tokens = TokenStore(path: paths.tokenFile, warn: { _ in })
+        guard case .signedIn(let token) = tokens.signIn() else { throw DeviceError("\(name) is not signed in") }
+        let google = world.google
+        let drive = try SyncDoor.drive(
+            library: library, tokens: tokens, token: token, endpoints: google.endpoints,
+            credentials: google.credentials, effects: google.effects(sleep: retrySleep))
+        return SyncEngine(
+            library: library, drive: drive, clock: world.clock.clock,
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), sleep: sleep)
+    }
+
     /// One sync through the door; a sync that failed as a whole throws its error.
     func sync(
         _ request: SyncRequest = SyncRequest(), progress: (@Sendable (SyncProgress) -> Void)? = nil

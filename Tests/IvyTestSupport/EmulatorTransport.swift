@@ -58,8 +58,8 @@ package final class EmulatorTransport: HTTPTransport {
         try await perform(request, into: nil)
     }
 
-    package func download(_ request: HTTPRequest, to file: URL) async throws -> HTTPResponse {
-        let descriptor = try Transfer.openDownload(file)
+    package func download(_ request: HTTPRequest, to file: URL, from offset: Int64) async throws -> HTTPResponse {
+        let descriptor = try Transfer.openDownload(file, from: offset)
         defer { close(descriptor) }
         return try await perform(request, into: (descriptor, file.path))
     }

@@ -105,8 +105,9 @@ enum Checker {
     /// `updated_at` wins (the app's clock is skewed, and any later write of another field moves
     /// `updated_at`), the furthest position, hidden, a present transcription; W is not
     /// checked, except a note, which a merge keeps whole beside the other side's: the final note
-    /// must contain W's. Not checked either: deleted clips, audio (the checker compares it),
-    /// and writes of an entity made before a clean sync of the device that created it, when a
+    /// must contain W's (or a rival's, when the app only carried W's note along: `Ledger.demand`).
+    /// Not checked either: deleted clips, audio (the checker compares it), and writes of an
+    /// entity made before a clean sync of the device that created it, when a
     /// failed or killed sync before that may have left it on Drive without a base to merge by.
     static func lostEdits(devices: [(name: String, state: DeviceState)], drive: DriveView, ledger: Ledger) -> [String] {
         var lines: [String] = []
@@ -114,16 +115,8 @@ enum Checker {
         let ordered = groups.values.compactMap { $0.max { $0.sequence < $1.sequence } }
             .sorted { ($0.sequence, $0.field) < ($1.sequence, $1.field) }
         for last in ordered where !ledger.deleted.contains(last.entity) {
-            if let until = ledger.unsettledUntil(last.entity), last.sequence < until { continue }
-            let rivals = (groups["\(last.entity) \(last.field)"] ?? []).filter { write in
-                guard !write.creation, write.sequence < last.sequence else { return false }
-                if write.writer == last.writer { return last.ownInDoubt?.contains(write.sequence) ?? false }
-                return (last.known[write.writer] ?? -1) < write.sequence
-            }
-            var containing: String?
-            if !rivals.isEmpty {
-                guard last.field == "note", case .string(let text) = last.value else { continue }
-                containing = text
+            guard let demand = ledger.demand(last, among: groups["\(last.entity) \(last.field)"] ?? []) else {
+                continue
             }
             var holders: [(String, JSON?)] = [
                 ("Drive", drive.json("\(last.kind.rawValue)_\(last.entity).json").map { field($0, last.field) })
@@ -133,13 +126,9 @@ enum Checker {
                 holders.append((name, object.map { field($0, last.field) }))
             }
             // A missing entity is the existence check's finding, not a lost edit.
-            let wrong = holders.contains { _, value in
-                guard let value else { return false }
-                if let containing { return !(value.string ?? "").contains(containing) }
-                return value.text != last.value.text
-            }
+            let wrong = holders.contains { _, value in value.map { !demand.accepts($0) } ?? false }
             guard wrong else { continue }
-            let expected = containing.map { "containing \(JSON.string($0).text)" } ?? "= \(last.value.text)"
+            let expected = demand.description
             let how = last.creation ? "created with it" : last.carried ? "wrote it back" : "wrote it"
             let held = holders.map { "\($0.0)=\($0.1?.text ?? "missing")" }.joined(separator: " ")
             let line =

@@ -88,6 +88,28 @@ struct FieldEdit: Sendable {
     var ownInDoubt: Range<Int>?
 }
 
+/// What the end state must hold for one field: its last write's value, or a note containing
+/// one of these texts.
+enum FieldDemand: Equatable, Sendable {
+    case value(JSON)
+    case containing([String])
+
+    func accepts(_ value: JSON) -> Bool {
+        switch self {
+        case .value(let expected): value.text == expected.text
+        case .containing(let texts): texts.contains { (value.string ?? "").contains($0) }
+        }
+    }
+
+    /// As the checker's line shows it: `= "x"`, `containing "x"` or `containing "x" or "y"`.
+    var description: String {
+        switch self {
+        case .value(let expected): "= \(expected.text)"
+        case .containing(let texts): "containing " + texts.map { JSON.string($0).text }.joined(separator: " or ")
+        }
+    }
+}
+
 /// What each writer has seen: per entity, per writer, the last write of theirs it holds.
 typealias Knowledge = [String: [String: Int]]
 
@@ -217,6 +239,35 @@ extension Ledger {
                 unsettled[id]?.risky = true
             }
         }
+    }
+
+    /// What the end state must hold for the field `last` wrote, `group` being every write of
+    /// that field of that entity; nil when a merge rule may rightly have chosen another value
+    /// (see `Checker.lostEdits`). Rivals are the earlier writes `last`'s writer had not seen
+    /// (or its own, when a failed or killed sync may have left them on Drive unrecorded).
+    ///
+    /// A note whose last write has rivals is kept whole beside theirs, so the final note must
+    /// contain it; but a note the app merely carried along is no change of the note: a merge
+    /// against a base that holds it rightly takes the rival's alone (seed 135: c's new note
+    /// over the app's r9 one that the app wrote back with its audio). Then the final note must
+    /// contain one of them.
+    func demand(_ last: FieldEdit, among group: [FieldEdit]) -> FieldDemand? {
+        if let until = unsettledUntil(last.entity), last.sequence < until { return nil }
+        let rivals = group.filter { write in
+            guard !write.creation, write.sequence < last.sequence else { return false }
+            if write.writer == last.writer { return last.ownInDoubt?.contains(write.sequence) ?? false }
+            return (last.known[write.writer] ?? -1) < write.sequence
+        }
+        if rivals.isEmpty { return .value(last.value) }
+        guard last.field == "note", case .string(let text) = last.value else { return nil }
+        guard last.carried else { return .containing([text]) }
+        var texts = [text]
+        for rival in rivals {
+            // A rival that cleared the note may rightly leave none.
+            guard case .string(let other) = rival.value else { return nil }
+            texts.append(other)
+        }
+        return .containing(texts)
     }
 
     /// The sequence before which writes of `id` may have met a merge without a base.

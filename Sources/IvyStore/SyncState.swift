@@ -76,6 +76,19 @@ extension LibraryDatabase {
         }
     }
 
+    /// An entity whose files this device's own replace deleted on Drive before its create
+    /// failed: no other device's replace is under way to wait for, so it is recorded missing
+    /// since the epoch and the next sync restores it at once, past `replace_grace`. Waiting
+    /// instead let a device that missed this one's edits restore its older copy first, which
+    /// every device then took for a newer edit (ivy-soak seed 133).
+    package func recordReplaceCutShort(_ key: EntityKey) throws {
+        try write { db in
+            try db.execute(
+                sql: "UPDATE sync_manifest SET missing_since = 0 WHERE entity_type = ? AND entity_id = ?",
+                arguments: [key.kind.rawValue, key.id])
+        }
+    }
+
     /// The content both sides last agreed on, or nil where none was recorded (a library
     /// synced by an older ivy, or never synced).
     package func base(_ key: EntityKey) throws -> SyncBase? {

@@ -329,8 +329,8 @@ extension SyncEngine {
     private func push(book: BookBackup, replacing remote: RemoteEntity?, _ context: Context) async throws {
         let key = EntityKey(.book, book.id)
         let data = try Self.encoded(book)
-        let uploaded = try await drive.uploadJSON(
-            name: key.jsonFileName, data: data, folder: context.folders.books[0], replacing: remote?.allFiles ?? [])
+        let uploaded = try await replaceJSON(
+            key, data: data, folder: context.folders.books[0], replacing: remote?.allFiles ?? [])
         try recordPushed(
             Agreement(
                 key, localUpdatedAt: book.updatedAt, jsonID: uploaded.id, jsonModifiedTime: uploaded.modifiedTime,
@@ -365,9 +365,8 @@ extension SyncEngine {
         {
             keptMP3 = current
         }
-        let json = try await drive.uploadJSON(
-            name: jsonName, data: data, folder: context.folders.clips[0],
-            replacing: files.filter { $0.name == jsonName })
+        let json = try await replaceJSON(
+            key, data: data, folder: context.folders.clips[0], replacing: files.filter { $0.name == jsonName })
         let mp3ID: DriveFileID
         if let keptMP3 {
             mp3ID = keptMP3.id
@@ -392,6 +391,22 @@ extension SyncEngine {
                 json: data, audioMD5: md5, syncedAt: clock.now()),
             context)
         return keptMP3 == nil ? size : 0
+    }
+
+    /// Uploads an entity's JSON over the files of its name: those are deleted, then the new
+    /// one is made. A create that fails after the deletes went through leaves the entity
+    /// missing on Drive by this device's own doing, so the next sync puts it back at once
+    /// rather than waiting out the grace meant for other devices' replaces.
+    private func replaceJSON(_ key: EntityKey, data: Data, folder: DriveFileID, replacing files: [RemoteFile])
+        async throws -> UploadedFile
+    {
+        for file in files { try await drive.delete(file.id) }
+        do {
+            return try await drive.uploadJSON(name: key.jsonFileName, data: data, folder: folder, replacing: [])
+        } catch {
+            if !files.isEmpty { try? library.recordReplaceCutShort(key) }
+            throw error
+        }
     }
 
     /// Deletes a clip JSON whose MP3 did not make it; tried up to three times.

@@ -89,4 +89,41 @@ struct MergeBaseTests {
             #expect(live.map(\.name).sorted() == [name, "clip_\(id).mp3"])
         }
     }
+
+    /// ivy-soak seed 133 once ended with a book's artist back at "Toni Morrison" on every device:
+    /// device c's replace of the book deleted Drive's file and its create failed, c's next
+    /// syncs waited out the grace as for another device's replace, and a device that had
+    /// missed c's artist restored its own older copy first. Every device then took that copy
+    /// for a newer edit.
+    @Test("a replace of its own that died after the delete is put back by the next sync, before an older copy")
+    func ownReplaceCutShort() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let id = pair.book.id
+            _ = try pair.a.edit(book: id, BookChanges(artist: "Stanisław Lem"))
+            #expect(try await pair.a.sync().uploaded.books == 1)
+            _ = try pair.a.edit(book: id, BookChanges(position: 9000))
+            await world.state.addFault(
+                FaultRule(
+                    method: "POST", pathContains: "upload/drive/v3/files", times: 1, status: 400, reason: "badRequest"))
+            let failed = try await pair.a.sync()
+            #expect(failed.failures.count == 1, "\(failed.summary)")
+            await world.state.clearFaults()
+            let gone = await world.files().filter { $0.name == "book_\(id).json" && !$0.explicitlyTrashed }
+            #expect(gone.isEmpty, "the replace deleted Drive's file before its create failed")
+
+            // B, which never saw the artist, finds the book missing and waits.
+            let waiting = try await pair.b.sync()
+            #expect(waiting.uploaded.books + waiting.downloaded.books == 0, "\(waiting.summary)")
+            let repaired = try await pair.a.sync()
+            #expect(repaired.uploaded.books == 1, "A's own delete is no replace of another device's to wait for")
+            world.clock.advance(seconds: 61)
+            _ = try await pair.b.sync()
+            _ = try await pair.a.sync()
+            #expect(try pair.a.book(id)?.artist == "Stanisław Lem")
+            #expect(try pair.b.book(id)?.artist == "Stanisław Lem")
+            #expect(try pair.b.book(id)?.position == 9000)
+            #expect(try pair.a.snapshot() == pair.b.snapshot())
+        }
+    }
 }

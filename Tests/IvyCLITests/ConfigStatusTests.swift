@@ -188,6 +188,7 @@ struct HelpTests {
         ["clip", "update"], ["clip", "delete"], ["config"], ["config", "list"], ["config", "get"], ["config", "set"],
         ["config", "unset"], ["status"], ["login"], ["logout"], ["sync"], ["queue"], ["retry-failed"],
         ["reset-manifest"], ["check"], ["trash"], ["trash", "list"], ["trash", "restore"], ["trash", "empty"],
+        ["history"], ["restore"],
     ]
 
     @Test("every command has --help", arguments: commands)

@@ -364,7 +364,7 @@ extension LibraryDatabase {
             }
             try db.execute(sql: "INSERT INTO history_restoring (restore) VALUES (1)")
             for (clipID, md5) in kept { try HistoryAudio.stamp(clipID: clipID, md5: md5, in: db) }
-            try again.apply(in: db, now: now, trashDirectory: paths.trashDirectory, history: paths.historyDirectory)
+            try again.apply(in: db, now: now, library: self)
             try db.execute(sql: "DELETE FROM history_restoring")
             return again.result
         }
@@ -402,8 +402,9 @@ private struct RestorePlanner {
         /// The entities to write, by key (nil: delete).
         var writes: [(key: EntityKey, entity: TrashedEntity?)] = []
 
-        func apply(in db: Database, now: Milliseconds, trashDirectory: String, history: String) throws {
-            let writer = EngineWriter(db: db, trashDirectory: trashDirectory, historyDirectory: history)
+        func apply(in db: Database, now: Milliseconds, library: LibraryDatabase) throws {
+            let writer = EngineWriter(
+                db: db, trashDirectory: library.paths.trashDirectory, historyDirectory: library.paths.historyDirectory)
             // Books first: a clip made again needs its book.
             let ordered = writes.sorted { ($0.key.kind == .book ? 0 : 1) < ($1.key.kind == .book ? 0 : 1) }
             for write in ordered {
@@ -411,18 +412,30 @@ private struct RestorePlanner {
                 case (.book, .book(let backup)?):
                     let current = try LibraryDatabase.book(id: backup.id, in: db)
                     var book = backup.book(uri: current?.uri)
-                    book.updatedAt = Timestamp.next(now: now, previous: max(current?.updatedAt ?? 0, backup.updatedAt))
+                    let synced = try Self.synced(.book(backup), audioMD5: nil, in: db)
+                    book.updatedAt =
+                        synced ?? Timestamp.next(now: now, previous: max(current?.updatedAt ?? 0, backup.updatedAt))
                     try writer.saveExtras(write.key, backup.extras)
                     try db.execute(sql: Book.upsertSQL, arguments: book.arguments)
+                    if synced != nil { try Self.unqueue(write.key, in: db) }
                 case (.clip, .clip(let backup)?):
                     guard try LibraryDatabase.book(id: backup.bookID, in: db) != nil else {
                         throw HistoryError.bookMissing(clipID: backup.id, bookID: backup.bookID)
                     }
                     let current = try LibraryDatabase.clip(id: backup.id, in: db)
                     var clip = backup.clip
-                    clip.updatedAt = Timestamp.next(now: now, previous: max(current?.updatedAt ?? 0, backup.updatedAt))
+                    // The MP3 it gets back is named by its md5 in the history; else it keeps its own.
+                    let md5 =
+                        try audio[backup.id].map {
+                            (($0 as NSString).lastPathComponent as NSString).deletingPathExtension
+                        }
+                        ?? library.audioMD5(clipID: backup.id)
+                    let synced = try Self.synced(.clip(backup), audioMD5: md5, in: db)
+                    clip.updatedAt =
+                        synced ?? Timestamp.next(now: now, previous: max(current?.updatedAt ?? 0, backup.updatedAt))
                     try writer.saveExtras(write.key, backup.extras)
                     try db.execute(sql: Clip.upsertSQL, arguments: clip.arguments)
+                    if synced != nil { try Self.unqueue(write.key, in: db) }
                 case (.book, nil):
                     guard var book = try LibraryDatabase.book(id: write.key.id, in: db) else { continue }
                     book.hidden = true
@@ -436,6 +449,39 @@ private struct RestorePlanner {
                     continue
                 }
             }
+        }
+
+        /// When `entity` (with that MP3) is what this device and Drive last agreed on, the
+        /// `updated_at` the manifest knows it by: written back with it and no queue row, it is
+        /// unchanged here, so the next sync uploads nothing for it (and downloads what Drive
+        /// has, if Drive moved on since). A change here that never reached Drive is so undone
+        /// at no cost; anything else is a change made now.
+        static func synced(_ entity: TrashedEntity, audioMD5: String?, in db: Database) throws -> Milliseconds? {
+            let key = entity.key
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT local_updated_at, base_json, base_audio_md5 FROM sync_manifest
+                        WHERE entity_type = ? AND entity_id = ?
+                        """,
+                    arguments: [key.kind.rawValue, key.id]),
+                let updatedAt = row["local_updated_at"] as Milliseconds?,
+                let json = row["base_json"] as String?,
+                let base = try? TrashedEntity.decode(Data(json.utf8), key: key)
+            else { return nil }
+            switch (entity, base) {
+            case (.book(let a), .book(let b)) where a.sameContent(as: b): return updatedAt
+            case (.clip(let a), .clip(let b)) where a.sameContent(as: b):
+                return audioMD5 != nil && audioMD5 == row["base_audio_md5"] ? updatedAt : nil
+            default: return nil
+            }
+        }
+
+        static func unqueue(_ key: EntityKey, in db: Database) throws {
+            try db.execute(
+                sql: "DELETE FROM sync_queue WHERE entity_type = ? AND entity_id = ?",
+                arguments: [key.kind.rawValue, key.id])
         }
     }
 

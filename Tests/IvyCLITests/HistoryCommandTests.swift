@@ -59,8 +59,33 @@ struct HistoryCommandTests {
             #expect(try await a.ivy.run("sync").status == 0)
             #expect(try await positions(a.ivy) == [3600, 7200])
             // The next sync uploads nothing more.
-            let again = try await b.ivy.run("sync", "--json")
-            #expect((try again.json() as? [String: Any])?["uploaded"] as? Int ?? 0 == 0, "\(again.stdout)")
+            let again = try #require(try await b.ivy.run("sync", "--json").json() as? [String: Any])
+            #expect((again["uploaded"] as? [String: Int])?["books"] == 0, "\(again)")
+        }
+    }
+
+    @Test("a restore that undoes changes never synced uploads only what differs from Drive")
+    func onlyWhatDiffers() async throws {
+        try await withEmulator { emulator in
+            let a = try await SignInHarness.signedIn(emulator)
+            for index in 0..<3 { _ = try await a.ivy.id("book", "add", "--title", "Book \(index)", "--position", "60") }
+            #expect(try await a.ivy.run("sync").status == 0)
+            let before = try moment(a.ivy)
+            // Two positions wiped here, never synced; one book renamed, and that rename synced.
+            let books = try a.ivy.sql("SELECT id FROM books ORDER BY title").map { $0["id"] as String }
+            try a.ivy.execute(
+                "UPDATE books SET title = 'Renamed', updated_at = updated_at + 1 WHERE id = '\(books[2])'")
+            #expect(try await a.ivy.run("sync").status == 0)
+            try a.ivy.execute("UPDATE books SET position = 0, updated_at = updated_at + 1 WHERE id <> '\(books[2])'")
+            let restored = try await a.ivy.run("restore", "--at", before, "--yes")
+            #expect(restored.stdout.contains("Restored 3 books and clips"), "\(restored.stdout)")
+            #expect(try a.ivy.count("SELECT count(*) FROM sync_queue") == 1)
+            let synced = try #require(try await a.ivy.run("sync", "--json").json() as? [String: Any])
+            #expect((synced["uploaded"] as? [String: Int])?["books"] == 1, "\(synced)")
+            #expect(
+                try a.ivy.sql("SELECT title FROM books ORDER BY title").map { $0["title"] as String } == [
+                    "Book 0", "Book 1", "Book 2",
+                ])
         }
     }
 

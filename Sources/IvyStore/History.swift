@@ -23,6 +23,15 @@ package struct HistoryVersion: Sendable, Equatable {
     package var object: [String: JSONValue]? { json.flatMap(History.object) }
 }
 
+extension TrashedEntity {
+    var updatedAt: Milliseconds {
+        switch self {
+        case .book(let book): book.updatedAt
+        case .clip(let clip): clip.updatedAt
+        }
+    }
+}
+
 extension History {
     static func object(_ json: Data) -> [String: JSONValue]? {
         guard case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: json) else { return nil }
@@ -400,7 +409,7 @@ private struct RestorePlanner {
         /// The clips whose MP3 is put back, with the file it comes from.
         var audio: [String: String] = [:]
         /// The entities to write, by key (nil: delete).
-        var writes: [(key: EntityKey, entity: TrashedEntity?)] = []
+        var writes: [(key: EntityKey, entity: TrashedEntity?, current: TrashedEntity?)] = []
 
         func apply(in db: Database, now: Milliseconds, library: LibraryDatabase) throws {
             let writer = EngineWriter(
@@ -410,19 +419,31 @@ private struct RestorePlanner {
             for write in ordered {
                 switch (write.key.kind, write.entity) {
                 case (.book, .book(let backup)?):
-                    let current = try LibraryDatabase.book(id: backup.id, in: db)
-                    var book = backup.book(uri: current?.uri)
+                    var book = backup.book(uri: nil)
                     let synced = try Self.synced(.book(backup), audioMD5: nil, in: db)
                     book.updatedAt =
-                        synced ?? Timestamp.next(now: now, previous: max(current?.updatedAt ?? 0, backup.updatedAt))
-                    try writer.saveExtras(write.key, backup.extras)
-                    try db.execute(sql: Book.upsertSQL, arguments: book.arguments)
+                        synced
+                        ?? Timestamp.next(now: now, previous: max(write.current?.updatedAt ?? 0, backup.updatedAt))
+                    if write.current?.extras != backup.extras { try writer.saveExtras(write.key, backup.extras) }
+                    // Cached statements: a whole-library restore writes thousands of rows. The
+                    // book's uri (this device's own) stays as it is.
+                    if write.current == nil {
+                        try db.cachedStatement(sql: Book.upsertSQL).execute(arguments: book.arguments)
+                    } else {
+                        try db.cachedStatement(
+                            sql: """
+                                UPDATE books SET title = :title, artist = :artist, artwork = :artwork,
+                                    position = :position, hidden = :hidden, created_at = :created_at,
+                                    updated_at = :updated_at
+                                WHERE id = :id
+                                """
+                        ).execute(arguments: book.arguments)
+                    }
                     if synced != nil { try Self.unqueue(write.key, in: db) }
                 case (.clip, .clip(let backup)?):
                     guard try LibraryDatabase.book(id: backup.bookID, in: db) != nil else {
                         throw HistoryError.bookMissing(clipID: backup.id, bookID: backup.bookID)
                     }
-                    let current = try LibraryDatabase.clip(id: backup.id, in: db)
                     var clip = backup.clip
                     // The MP3 it gets back is named by its md5 in the history; else it keeps its own.
                     let md5 =
@@ -432,9 +453,10 @@ private struct RestorePlanner {
                         ?? library.audioMD5(clipID: backup.id)
                     let synced = try Self.synced(.clip(backup), audioMD5: md5, in: db)
                     clip.updatedAt =
-                        synced ?? Timestamp.next(now: now, previous: max(current?.updatedAt ?? 0, backup.updatedAt))
-                    try writer.saveExtras(write.key, backup.extras)
-                    try db.execute(sql: Clip.upsertSQL, arguments: clip.arguments)
+                        synced
+                        ?? Timestamp.next(now: now, previous: max(write.current?.updatedAt ?? 0, backup.updatedAt))
+                    if write.current?.extras != backup.extras { try writer.saveExtras(write.key, backup.extras) }
+                    try db.cachedStatement(sql: Clip.upsertSQL).execute(arguments: clip.arguments)
                     if synced != nil { try Self.unqueue(write.key, in: db) }
                 case (.book, nil):
                     guard var book = try LibraryDatabase.book(id: write.key.id, in: db) else { continue }
@@ -460,11 +482,11 @@ private struct RestorePlanner {
             let key = entity.key
             guard
                 let row = try Row.fetchOne(
-                    db,
-                    sql: """
-                        SELECT local_updated_at, base_json, base_audio_md5 FROM sync_manifest
-                        WHERE entity_type = ? AND entity_id = ?
-                        """,
+                    db.cachedStatement(
+                        sql: """
+                            SELECT local_updated_at, base_json, base_audio_md5 FROM sync_manifest
+                            WHERE entity_type = ? AND entity_id = ?
+                            """),
                     arguments: [key.kind.rawValue, key.id]),
                 let updatedAt = row["local_updated_at"] as Milliseconds?,
                 let json = row["base_json"] as String?,
@@ -479,9 +501,8 @@ private struct RestorePlanner {
         }
 
         static func unqueue(_ key: EntityKey, in db: Database) throws {
-            try db.execute(
-                sql: "DELETE FROM sync_queue WHERE entity_type = ? AND entity_id = ?",
-                arguments: [key.kind.rawValue, key.id])
+            try db.cachedStatement(sql: "DELETE FROM sync_queue WHERE entity_type = ? AND entity_id = ?")
+                .execute(arguments: [key.kind.rawValue, key.id])
         }
     }
 
@@ -489,16 +510,18 @@ private struct RestorePlanner {
         var plan = Plan(result: RestoreResult(at: at))
         let targets = try versionsAt()
         let wanted: [EntityKey]
+        // The whole library is read in three queries, not two per entity.
+        var library: [EntityKey: TrashedEntity] = [:]
         if let keys {
             wanted = keys
         } else {
-            var all = Set(targets.keys)
-            for id in try String.fetchAll(db, sql: "SELECT id FROM books") { all.insert(EntityKey(.book, id)) }
-            for id in try String.fetchAll(db, sql: "SELECT id FROM clips") { all.insert(EntityKey(.clip, id)) }
-            wanted = all.sorted()
+            library = try everything()
+            wanted = Set(targets.keys).union(library.keys).sorted()
         }
         for key in wanted {
-            let current = try EngineWriter(db: db, trashDirectory: "", historyDirectory: "").trashable(key)
+            let current =
+                keys == nil
+                ? library[key] : try EngineWriter(db: db, trashDirectory: "", historyDirectory: "").trashable(key)
             if let version = targets[key], !version.deleted {
                 guard let json = version.json, let entity = try? TrashedEntity.decode(json, key: key) else {
                     throw HistoryError.unreadable(key: key, versionID: version.id)
@@ -535,7 +558,7 @@ private struct RestorePlanner {
             if case .book(let book) = current, book.hidden { continue }
             plan.result.changes.append(
                 RestoreChange(key: key, action: .delete, fields: [], label: label(current)))
-            plan.writes.append((key, nil))
+            plan.writes.append((key, nil, current))
         }
         return plan
     }
@@ -562,7 +585,7 @@ private struct RestorePlanner {
         guard let current else {
             plan.result.changes.append(
                 RestoreChange(key: key, action: .create, fields: fields(of: entity), label: label(entity)))
-            plan.writes.append((key, entity))
+            plan.writes.append((key, entity, nil))
             if let audioSource { plan.audio[key.id] = audioSource }
             return
         }
@@ -571,8 +594,29 @@ private struct RestorePlanner {
         guard !changed.isEmpty else { return }
         plan.result.changes.append(
             RestoreChange(key: key, action: .update, fields: changed.sorted(), label: label(entity)))
-        plan.writes.append((key, entity))
+        plan.writes.append((key, entity, current))
         if let audioSource { plan.audio[key.id] = audioSource }
+    }
+
+    /// Every book and clip as it is now, with its unknown keys.
+    private func everything() throws -> [EntityKey: TrashedEntity] {
+        var extras: [EntityKey: [String: JSONValue]] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT entity_type, entity_id, json FROM backup_extras") {
+            guard let kind = EntityKind(rawValue: row["entity_type"] ?? ""), let text = row["json"] as String?,
+                let object = History.object(Data(text.utf8))
+            else { continue }
+            extras[EntityKey(kind, row["entity_id"] ?? "")] = object
+        }
+        var entities: [EntityKey: TrashedEntity] = [:]
+        for book in try Row.fetchAll(db, sql: "SELECT * FROM books").map(Book.init(row:)) {
+            let key = EntityKey(.book, book.id)
+            entities[key] = .book(BookBackup(book, extras: extras[key] ?? [:]))
+        }
+        for clip in try Row.fetchAll(db, sql: "SELECT * FROM clips").map(Clip.init(row:)) {
+            let key = EntityKey(.clip, clip.id)
+            entities[key] = .clip(ClipBackup(clip, extras: extras[key] ?? [:]))
+        }
+        return entities
     }
 
     /// The newest version of each entity recorded at or before the moment.

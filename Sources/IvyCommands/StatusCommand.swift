@@ -30,6 +30,7 @@ struct StatusCommand: ContextCommand {
         let manifestEntries: Int
         let nextAutoSync: String?
         let orphanClips: Int
+        let history: HistorySummary
         let heldChanges: [Held]
         /// Not printed in JSON: only says why there is no next auto sync.
         let syncEnabled: Bool
@@ -63,6 +64,9 @@ struct StatusCommand: ContextCommand {
             case manifestEntries = "manifest_entries"
             case nextAutoSync = "next_auto_sync"
             case orphanClips = "orphan_clips"
+            case historyVersions = "history_versions"
+            case historySince = "history_since"
+            case historyBytes = "history_bytes"
             case syncRunning = "sync_running"
             case syncProcess = "sync_process"
             case library
@@ -90,6 +94,9 @@ struct StatusCommand: ContextCommand {
             try container.encode(manifestEntries, forKey: .manifestEntries)
             try container.encode(nextAutoSync, forKey: .nextAutoSync)
             try container.encode(orphanClips, forKey: .orphanClips)
+            try container.encode(history.versions, forKey: .historyVersions)
+            try container.encode(history.since.map(Display.date), forKey: .historySince)
+            try container.encode(history.bytes, forKey: .historyBytes)
             try container.encode(syncRunning, forKey: .syncRunning)
             try container.encode(syncProcess, forKey: .syncProcess)
             try container.encode(library, forKey: .library)
@@ -145,7 +152,8 @@ struct StatusCommand: ContextCommand {
             // Never "-" while a change is held back: its error is the one that matters.
             lastError: local.lastError ?? held.first.map { "\($0.entity): \($0.reason)" },
             manifestEntries: local.manifestEntries, nextAutoSync: next, orphanClips: try library.orphanClipCount(),
-            heldChanges: held, syncEnabled: enabled, signInProblem: SignInText.problem(signIn),
+            history: try library.historySummary(), heldChanges: held, syncEnabled: enabled,
+            signInProblem: SignInText.problem(signIn),
             syncRunning: running.running, syncProcess: running.pid, library: paths.database,
             tokenFile: paths.tokenFile, logFile: paths.logFile,
             endpoints: Result { () throws(GoogleError) in
@@ -188,6 +196,7 @@ struct StatusCommand: ContextCommand {
                 report.nextAutoSync ?? (report.syncEnabled ? "when signed in" : "never (sync_enabled is false)")
             ),
             ("orphan clips", String(report.orphanClips)),
+            ("history", Self.history(report.history)),
             (
                 "sync running",
                 report.syncRunning ? "yes" + (report.syncProcess.map { " (process \($0))" } ?? "") : "no"
@@ -200,6 +209,15 @@ struct StatusCommand: ContextCommand {
             fields.append(("held back", "\(change.entity): \(change.reason); run `ivy retry-failed`"))
         }
         return fields
+    }
+}
+
+extension StatusCommand {
+    /// `12 versions since 2026-01-01T09:00:00Z, 4,096 bytes`, or `none kept`.
+    static func history(_ summary: HistorySummary) -> String {
+        guard summary.versions > 0, let since = summary.since else { return "none kept" }
+        return "\(summary.versions) version\(summary.versions == 1 ? "" : "s") since \(Display.date(since)), "
+            + "\(AudioRules.grouped(summary.bytes)) bytes"
     }
 }
 

@@ -82,7 +82,11 @@ extension TrashCommand {
                 """)
 
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The entry's id, as `ivy trash list` shows it.") var id: Int64
+        @Argument(
+            help: ArgumentHelp(
+                "The entry's id, as `ivy trash list` shows it, or a book's or clip's id (its newest entry).",
+                valueName: "ID"))
+        var id: String
         @Flag(
             help: ArgumentHelp(
                 "Restore even over a version changed here after the entry was kept (that version is kept in the "
@@ -90,10 +94,21 @@ extension TrashCommand {
         var yes = false
 
         func validate() throws {
-            guard id >= 1 else {
+            if let number = Int64(id), number >= 1 { return }
+            guard Int64(id) == nil, EntityID.isValid(id) else {
                 throw ValidationError(
-                    "\(id) is not a trash entry id: ids are whole numbers from 1, as `ivy trash list` shows them")
+                    "\(id) is not a trash entry id: ids are whole numbers from 1, as `ivy trash list` shows them, "
+                        + "or the id of a book or clip in the trash")
             }
+        }
+
+        /// The entry `id` names: itself, or the newest entry of the book or clip of that id.
+        private func entryID(in library: LibraryDatabase) throws -> Int64 {
+            if let number = Int64(id) { return number }
+            guard let entry = try library.trashEntries().last(where: { $0.key.id == id }) else {
+                throw ValidationError("no trash entry for \(id); `ivy trash list` shows the entries kept")
+            }
+            return entry.id
         }
 
         func run(_ context: Context) async throws {
@@ -102,6 +117,7 @@ extension TrashCommand {
             // A running sync may be removing this clip's audio or purging the trash: wait for it.
             let lock = try await home.waitForSyncLock()
             defer { withExtendedLifetime(lock) {} }
+            let id = try entryID(in: library)
             let entry: TrashEntry
             do {
                 entry = try library.restoreFromTrash(id: id, replacingNewer: yes)

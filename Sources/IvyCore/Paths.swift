@@ -12,6 +12,9 @@ package struct IvyPaths: Sendable, Equatable {
     /// What a sync removed or overwrote here, kept for `trash_days` (the MP3s; the rest is
     /// in the library's `trash` table).
     package var trashDirectory: String { dataDirectory + "/trash" }
+    /// The MP3s the history keeps, one per content: `<md5>.mp3` (the rest is in the library's
+    /// `history` table).
+    package var historyDirectory: String { dataDirectory + "/history" }
     package var tokenFile: String { configDirectory + "/token.json" }
     package var lockFile: String { stateDirectory + "/ivy.lock" }
     package var logFile: String { stateDirectory + "/ivy.log" }

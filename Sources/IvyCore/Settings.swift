@@ -6,6 +6,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
     case syncTimeout = "sync_timeout"
     case logFormat = "log_format"
     case trashDays = "trash_days"
+    case historyDays = "history_days"
     case replaceGrace = "replace_grace"
     case clientID = "client_id"
     case clientSecret = "client_secret"
@@ -34,6 +35,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .syncTimeout: "1800"
         case .logFormat: LogFormat.text.rawValue
         case .trashDays: "30"
+        case .historyDays: String(History.defaultDays)
         case .replaceGrace: "60"
         case .clientID, .clientSecret, .healthURL, .lastSyncTime, .lastSuccess, .lastError: nil
         }
@@ -47,6 +49,9 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .syncTimeout: "seconds one sync may run before it stops cleanly and frees the lock (1 to 86400)"
         case .logFormat: "how ivy.log is written: text (a line per event) or json (a JSON object per line)"
         case .trashDays: "days the local trash keeps what a sync deleted or overwrote here (0 to 3650; 0 keeps nothing)"
+        case .historyDays:
+            "days the history keeps old versions of books and clips (0 to 3650; 0 turns history off, and the next "
+                + "sync removes it)"
         case .replaceGrace:
             "seconds a synced file must stay missing on Drive before a sync puts it back (0 to 3600): another device "
                 + "may be between the delete and the create of a replace"
@@ -94,7 +99,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
                 return .failure(SettingError(key: self, value: value, expected: "text or json"))
             }
             return .success(format.rawValue)
-        case .trashDays:
+        case .trashDays, .historyDays:
             guard let days = Int(trimmed), (0...Self.maximumTrashDays).contains(days) else {
                 return .failure(
                     SettingError(

@@ -65,6 +65,23 @@ final class Device: Sendable {
         ]
     }
 
+    private init(name: String, home: String, binary: URL, environment: [String: String]) {
+        self.name = name
+        self.home = home
+        self.binary = binary
+        self.environment = environment
+    }
+
+    /// A copy of this device's home, as `name` beside it: the same library, sign-in and
+    /// audio, for what must not touch the device itself. Only while no `ivy` runs on it.
+    func copy(as name: String) throws -> Device {
+        let copy = (home as NSString).deletingLastPathComponent + "/" + name
+        try FileManager.default.copyItem(atPath: home, toPath: copy)
+        var environment = environment
+        (environment["IVY_HOME"], environment["HOME"]) = (copy, copy)
+        return Device(name: name, home: copy, binary: binary, environment: environment)
+    }
+
     func audioPath(_ clipID: String) -> String { home + "/audio/\(clipID).mp3" }
 
     /// Runs `ivy arguments` to the end. `killWhen` is polled while it runs: once it says so,

@@ -76,12 +76,16 @@ struct IvySoakCommand: AsyncParsableCommand {
         await emulator.stop()
         cleanup.removeFiles()
 
-        for line in findings.lost + findings.dupes + findings.diverged + findings.lostEdits { print(line) }
+        for line in findings.lost + findings.dupes + findings.diverged + findings.lostEdits
+            + findings.restoreMismatches
+        {
+            print(line)
+        }
         if keep { print("homes kept in \(root)") }
         print(
             "soak: \(rounds) rounds, \(soak.faultsFired) faults, \(soak.kills) kills, \(soak.overlaps) overlaps, "
                 + "lost=\(findings.lost.count), dupes=\(findings.dupeCount), diverged=\(findings.diverged.count), "
-                + "lost_edits=\(findings.lostEdits.count)")
+                + "lost_edits=\(findings.lostEdits.count), restore_mismatches=\(findings.restoreMismatches.count)")
         if !findings.clean { throw ExitCode.failure }
     }
 }

@@ -32,6 +32,9 @@ final class Soak {
     private(set) var kills = 0
     private(set) var overlaps = 0
     private let started = ContinuousClock.now
+    /// Libraries as devices held them after a sync, with when (ms since the epoch): at the
+    /// end one device's copy is restored to one of these moments.
+    private var moments: [(device: Device, at: Int64, state: DeviceState)] = []
 
     private var state: EmulatorState { emulator.state }
 
@@ -69,6 +72,7 @@ final class Soak {
         for round in 1...max(1, options.rounds) { try await play(round) }
         let converged = try await converge()
         var findings = try await check()
+        findings.restoreMismatches = try await checkRestore()
         if !converged {
             findings.diverged.append("diverged: no pass of \(Self.maximumPasses) syncs on every device was quiet")
         }
@@ -118,6 +122,15 @@ final class Soak {
                 device, partner: partner, kill: kill, overlap, round: round, app: &appRandom)
         } else {
             outcome = try await recordedSync(device, kill: kill)
+            var restoreRandom = SplitMix64.stream(seed: options.seed, round: round, .restore)
+            if outcome.clean, restoreRandom.chance(0.3) {
+                // Read after the sync, before anything else writes there: every version the
+                // history holds up to now is of this state, and the next comes later.
+                let held = try await device.state(queue: false)
+                let at = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+                moments.append((device, at, held))
+                log("r\(round) \(device.name): library recorded for the restore check")
+            }
         }
         let fired = await state.faultsFired
         await state.clearFaults()
@@ -422,6 +435,27 @@ final class Soak {
             if quiet { return true }
         }
         return false
+    }
+
+    /// Restores a copy of one device's home to one of the recorded moments with `ivy restore
+    /// --at` and compares it with what the device held then.
+    private func checkRestore() async throws -> [String] {
+        var random = SplitMix64.stream(seed: options.seed, round: 0, .restore)
+        guard !moments.isEmpty else {
+            log("restore check: no library was recorded")
+            return []
+        }
+        let moment = moments[random.below(moments.count)]
+        let copy = try moment.device.copy(as: moment.device.name + "-restored")
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let when = formatter.string(from: Date(timeIntervalSince1970: Double(moment.at) / 1000))
+        let outcome = try await copy.run(["restore", "--at", when, "--yes"], limit: .seconds(120))
+        log("restore check: \(moment.device.name) to \(when): \(outcome.brief)")
+        guard outcome.status == 0 else {
+            return ["restore mismatch: ivy restore --at \(when) on a copy of \(moment.device.name): \(outcome.brief)"]
+        }
+        return Checker.restoreMismatches(recorded: moment.state, restored: try await copy.state(queue: false))
     }
 
     private func check() async throws -> Findings {

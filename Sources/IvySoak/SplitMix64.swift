@@ -9,7 +9,7 @@ struct SplitMix64: RandomNumberGenerator {
     /// the others, or later rounds, draw.
     enum Purpose: UInt64 {
         case setup = 1
-        case edits, app, faults, kill, overlap
+        case edits, app, faults, kill, overlap, restore
     }
 
     private var state: UInt64

@@ -16,6 +16,8 @@ package enum InternalSetting: String, Sendable, CaseIterable {
     case autoReportedHold = "auto_reported_hold"
     /// When the mirror of Drive's listing was last rebuilt from a full listing (milliseconds).
     case mirrorListedAt = "mirror_listed_at"
+    /// When the history was last pruned (milliseconds): at most once an hour.
+    case historyPrunedAt = "history_pruned_at"
 }
 
 extension LibraryDatabase {

@@ -174,26 +174,55 @@ extension LibraryDatabase {
     /// Runs `body` (which changes the clip's row) and puts `staged` in place as the clip's
     /// audio: both happen or neither, even across a kill (`AudioJournal`).
     func writeReplacingAudio<T>(clipID: String, staged: String, _ body: (Database) throws -> T) throws -> T {
-        let destination = audioPath(clipID: clipID)
-        let journal = try AudioJournal.begin(
-            clipID: clipID, audioPath: destination, audioDirectory: paths.audioDirectory)
+        try writeReplacingAudios([(clipID, staged)], body)
+    }
+
+    /// Runs `body` and puts each staged MP3 in place as its clip's audio, in one transaction:
+    /// all of it happens or none, even across a kill (a journal per clip, each committed by
+    /// the same `audio_replacements` rows). The MP3s replaced are kept in the history first.
+    /// `beforeCommit` runs last inside the transaction, after the MP3s are in place.
+    func writeReplacingAudios<T>(
+        _ replacements: [(clipID: String, staged: String)], beforeCommit: () throws -> Void = {},
+        _ body: (Database) throws -> T
+    ) throws -> T {
+        let kept = try keepAudioInHistory(clipIDs: replacements.map(\.clipID))
+        var journals: [AudioJournal] = []
+        do {
+            for replacement in replacements {
+                journals.append(
+                    try AudioJournal.begin(
+                        clipID: replacement.clipID, audioPath: audioPath(clipID: replacement.clipID),
+                        audioDirectory: paths.audioDirectory))
+            }
+        } catch {
+            for journal in journals { journal.rolledBack() }
+            throw error
+        }
         let result: T
         do {
             result = try write { db in
+                for (clipID, md5) in kept { try HistoryAudio.stamp(clipID: clipID, md5: md5, in: db) }
                 let value = try body(db)
-                try db.execute(
-                    sql: "INSERT OR IGNORE INTO audio_replacements (clip_id) VALUES (?)", arguments: [clipID])
-                try AudioFiles.place(staged, at: destination)
+                for replacement in replacements {
+                    try db.execute(
+                        sql: "INSERT OR IGNORE INTO audio_replacements (clip_id) VALUES (?)",
+                        arguments: [replacement.clipID])
+                    try AudioFiles.place(replacement.staged, at: audioPath(clipID: replacement.clipID))
+                }
+                try beforeCommit()
                 return value
             }
         } catch {
-            journal.rolledBack()
+            for journal in journals.reversed() { journal.rolledBack() }
             throw error
         }
-        journal.committed()
+        for journal in journals { journal.committed() }
         // A marker left by a failure here is dropped by the next opening of the library.
         try? write { db in
-            try db.execute(sql: "DELETE FROM audio_replacements WHERE clip_id = ?", arguments: [clipID])
+            for replacement in replacements {
+                try db.execute(
+                    sql: "DELETE FROM audio_replacements WHERE clip_id = ?", arguments: [replacement.clipID])
+            }
         }
         return result
     }
@@ -226,6 +255,9 @@ extension LibraryDatabase {
                 unlink(path)
             } else {
                 rename(path, audioPath(clipID: clipID))
+                // When the run died before its new audio was placed, both names are one file,
+                // and rename leaves them as they are.
+                unlink(path)
             }
         }
         let done = pending.filter { !running.contains($0) }

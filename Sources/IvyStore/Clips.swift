@@ -100,7 +100,9 @@ extension LibraryDatabase {
 
     /// Deletes a clip and its audio; the trigger queues the remote delete.
     package func deleteClip(id: String) throws {
+        let kept = try keepAudioInHistory(clipIDs: [id])
         let deleted = try write { db in
+            for (clipID, md5) in kept { try HistoryAudio.stamp(clipID: clipID, md5: md5, in: db) }
             try db.execute(sql: "DELETE FROM clips WHERE id = ?", arguments: [id])
             return db.changesCount > 0
         }

@@ -7,6 +7,8 @@ package struct EngineWriter {
     let db: Database
     /// Where `keepInTrash` puts MP3s.
     let trashDirectory: String
+    /// Where the history keeps replaced and deleted MP3s.
+    let historyDirectory: String
 
     /// Inserts or replaces a book exactly as given (timestamps included).
     package func save(_ book: Book) throws {
@@ -26,7 +28,10 @@ package struct EngineWriter {
         }
     }
 
-    package func deleteClip(id: String) throws {
+    /// Deletes the clip's row; its MP3 (removed by the caller after the commit) is kept in the
+    /// history first.
+    package func deleteClip(id: String, audioPath: String? = nil) throws {
+        if let audioPath { try keepAudioInHistory(clipID: id, audioPath: audioPath) }
         try db.execute(sql: "DELETE FROM clips WHERE id = ?", arguments: [id])
     }
 
@@ -46,7 +51,9 @@ extension LibraryDatabase {
     package func applyingRemoteChanges<T>(_ body: (EngineWriter) throws -> T) throws -> T {
         try write { db in
             try db.execute(sql: "INSERT INTO sync_applying (engine) VALUES (1)")
-            let result = try body(EngineWriter(db: db, trashDirectory: paths.trashDirectory))
+            let writer = EngineWriter(
+                db: db, trashDirectory: paths.trashDirectory, historyDirectory: paths.historyDirectory)
+            let result = try body(writer)
             try db.execute(sql: "DELETE FROM sync_applying")
             return result
         }

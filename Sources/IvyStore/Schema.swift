@@ -43,6 +43,9 @@ enum Schema {
                 }
             }
         }
+        migrator.registerMigration("v10: history") { db in
+            try db.execute(sql: v10)
+        }
         return migrator
     }
 
@@ -311,4 +314,108 @@ enum Schema {
         ALTER TABLE trash_v9 RENAME TO trash;
         CREATE INDEX trash_by_time ON trash(trashed_at);
         """
+
+    /// History: every state of every book and clip, whoever wrote it (see `History`).
+    ///
+    /// `json` is the entity's backup JSON after the change (unknown keys included), NULL for a
+    /// delete. `audio_md5` names the MP3 a clip had at this version once that MP3 was replaced
+    /// or deleted (kept as `history/<md5>.mp3`); NULL means the clip's audio now. `source`
+    /// says who wrote it: `drive` while the sync engine applies Drive's changes (its
+    /// `sync_applying` row), `restore` while a restore writes (its `history_restoring` row),
+    /// else `here`. Plain INTEGER ids (no AUTOINCREMENT, which costs every insert a write of
+    /// `sqlite_sequence`): the newest row, which retention never removes, keeps them growing.
+    /// Rows are recorded by triggers in the writer's own transaction, unless `history_days`
+    /// is 0. Entities already in the library get one version each (operation `existing`), dated
+    /// by their `updated_at`: what they were before is unknown, and a restore to before it
+    /// leaves them as they are (only an entity whose first version is its `insert` was made
+    /// after a moment with no version of it).
+    private static let v10 = """
+        CREATE TABLE history (
+            id INTEGER PRIMARY KEY,
+            entity_type TEXT NOT NULL CHECK (entity_type IN ('book','clip')),
+            entity_id TEXT NOT NULL,
+            recorded_at INTEGER NOT NULL,
+            source TEXT NOT NULL CHECK (source IN ('here','drive','restore')),
+            operation TEXT NOT NULL CHECK (operation IN ('insert','update','delete','existing')),
+            json TEXT,
+            audio_md5 TEXT
+        );
+        CREATE INDEX history_by_entity ON history(entity_type, entity_id, id);
+        CREATE INDEX history_by_time ON history(recorded_at);
+        CREATE TABLE history_restoring (
+            restore INTEGER PRIMARY KEY CHECK (restore = 1)
+        );
+        \(history(table: "books", kind: "book", columns: bookColumns, json: bookJSON))
+        \(history(table: "clips", kind: "clip", columns: clipColumns, json: clipJSON))
+        INSERT INTO history (entity_type, entity_id, recorded_at, source, operation, json)
+        SELECT 'book', id, updated_at, 'here', 'existing', \(bookJSON("books.")) FROM books ORDER BY updated_at, id;
+        INSERT INTO history (entity_type, entity_id, recorded_at, source, operation, json)
+        SELECT 'clip', id, updated_at, 'here', 'existing', \(clipJSON("clips.")) FROM clips ORDER BY updated_at, id;
+        """
+
+    private static let historySource = """
+        CASE WHEN EXISTS (SELECT 1 FROM history_restoring) THEN 'restore' \
+        WHEN EXISTS (SELECT 1 FROM sync_applying) THEN 'drive' ELSE 'here' END
+        """
+
+    private static let historyEnabled =
+        "NOT EXISTS (SELECT 1 FROM settings WHERE key = 'history_days' AND value = '0')"
+
+    /// The unknown keys kept for the entity, as a JSON object (an unreadable one as none: a
+    /// trigger that failed on it would refuse the writer's change).
+    private static func extras(kind: String, id: String) -> String {
+        """
+        coalesce((SELECT json FROM backup_extras WHERE entity_type = '\(kind)' AND entity_id = \(id) \
+        AND json_valid(json) AND json_type(json) = 'object'), '{}')
+        """
+    }
+
+    /// The book's backup JSON as `BackupCodec` writes it, from the row named by `row`.
+    private static func bookJSON(_ row: String) -> String {
+        """
+        json_set(\(extras(kind: "book", id: row + "id")), '$.id', \(row)id, '$.title', \(row)title, \
+        '$.artist', \(row)artist, '$.artwork', \(row)artwork, '$.position', \(row)position, \
+        '$.hidden', json(CASE WHEN \(row)hidden THEN 'true' ELSE 'false' END), \
+        '$.created_at', \(row)created_at, '$.updated_at', \(row)updated_at)
+        """
+    }
+
+    private static func clipJSON(_ row: String) -> String {
+        """
+        json_set(\(extras(kind: "clip", id: row + "id")), '$.id', \(row)id, '$.book_id', \(row)book_id, \
+        '$.start', \(row)start, '$.duration', \(row)duration, '$.note', \(row)note, \
+        '$.transcription', \(row)transcription, '$.created_at', \(row)created_at, '$.updated_at', \(row)updated_at)
+        """
+    }
+
+    /// History capture: a version after each insert and each update of a synced column, a
+    /// tombstone after each delete, in the writer's transaction.
+    private static func history(
+        table: String, kind: String, columns: [String], json: (String) -> String
+    ) -> String {
+        let changed = columns.map { "OLD.\($0) IS NOT NEW.\($0)" }.joined(separator: " OR ")
+        func record(_ id: String, _ operation: String, _ json: String) -> String {
+            """
+            INSERT INTO history (entity_type, entity_id, recorded_at, source, operation, json)
+                VALUES ('\(kind)', \(id), \(nowMilliseconds), \(historySource), '\(operation)', \(json));
+            """
+        }
+        return """
+            CREATE TRIGGER \(table)_history_insert AFTER INSERT ON \(table)
+            WHEN \(historyEnabled)
+            BEGIN
+                \(record("NEW.id", "insert", json("NEW.")))
+            END;
+            CREATE TRIGGER \(table)_history_update AFTER UPDATE ON \(table)
+            WHEN \(historyEnabled) AND (\(changed))
+            BEGIN
+                \(record("NEW.id", "update", json("NEW.")))
+            END;
+            CREATE TRIGGER \(table)_history_delete AFTER DELETE ON \(table)
+            WHEN \(historyEnabled)
+            BEGIN
+                \(record("OLD.id", "delete", "NULL"))
+            END;
+            """
+    }
 }

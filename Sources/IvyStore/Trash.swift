@@ -311,7 +311,11 @@ extension LibraryDatabase {
         var kept: String?
         let restore = { [self] (db: Database) throws in
             guard try Self.trashEntry(id: id, in: db) != nil else { throw TrashError.notFound(id: id) }
-            let writer = EngineWriter(db: db, trashDirectory: paths.trashDirectory)
+            let writer = EngineWriter(
+                db: db, trashDirectory: paths.trashDirectory, historyDirectory: paths.historyDirectory)
+            // The restored version is recorded in the history as a restore.
+            try db.execute(sql: "INSERT OR IGNORE INTO history_restoring (restore) VALUES (1)")
+            defer { _ = try? db.execute(sql: "DELETE FROM history_restoring") }
             if let current = try writer.trashable(entry.key) {
                 let updatedAt: Milliseconds =
                     switch current {
@@ -332,6 +336,7 @@ extension LibraryDatabase {
                 let current = try Self.book(id: backup.id, in: db)
                 var book = backup.book(uri: current?.uri)
                 book.updatedAt = Timestamp.next(now: now, previous: max(current?.updatedAt ?? 0, backup.updatedAt))
+                try writer.saveExtras(entry.key, entity.extras)
                 try db.execute(sql: Book.upsertSQL, arguments: book.arguments)
             case .clip(let backup):
                 guard try Self.book(id: backup.bookID, in: db) != nil else {
@@ -343,9 +348,9 @@ extension LibraryDatabase {
                 }
                 var clip = backup.clip
                 clip.updatedAt = Timestamp.next(now: now, previous: max(current?.updatedAt ?? 0, backup.updatedAt))
+                try writer.saveExtras(entry.key, entity.extras)
                 try db.execute(sql: Clip.upsertSQL, arguments: clip.arguments)
             }
-            try writer.saveExtras(entry.key, entity.extras)
             try db.execute(sql: "DELETE FROM trash WHERE id = ?", arguments: [id])
         }
         do {

@@ -143,8 +143,9 @@ extension BookBackup: EntityBackup {
 
     /// The book's file uri never leaves this device: the row's own is kept.
     func save(in writer: EngineWriter) throws {
-        try writer.save(book(uri: try writer.book(id: id)?.uri))
+        // The unknown keys first: the row's history trigger records them with it.
         try writer.saveExtras(EntityKey(.book, id), extras)
+        try writer.save(book(uri: try writer.book(id: id)?.uri))
     }
 }
 
@@ -159,8 +160,8 @@ extension ClipBackup: EntityBackup {
     }
 
     func save(in writer: EngineWriter) throws {
-        try writer.save(clip)
         try writer.saveExtras(EntityKey(.clip, id), extras)
+        try writer.save(clip)
     }
 }
 
@@ -182,7 +183,7 @@ extension SyncEngine {
                 return Outcome(key: key, result: .done(.deleteRemote, conflict: false))
             case .deleteLocal:
                 try applyRemote(key, context, trash: .deleted) { writer in
-                    try writer.deleteClip(id: key.id)
+                    try writer.deleteClip(id: key.id, audioPath: library.audioPath(clipID: key.id))
                     try writer.saveExtras(key, [:])
                 }
                 library.removeAudio(clipID: key.id)
@@ -250,6 +251,8 @@ extension SyncEngine {
             try library.applyingRemoteChanges { writer in
                 guard try writer.updatedAt(key) == expected else { throw SyncFailure.changedDuringSync }
                 let before = context.keepsTrash ? try writer.trashable(key) : nil
+                // The MP3 the download replaces stays in the history, named by the versions it belongs to.
+                if staged != nil { try writer.keepAudioInHistory(clipID: key.id, audioPath: audioPath) }
                 try write(writer)
                 if let before {
                     let after = try writer.trashable(key)

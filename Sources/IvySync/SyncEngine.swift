@@ -192,6 +192,7 @@ package final class SyncEngine: Sendable {
         try await settle(plan, context, into: &report, stopping: options.stopping, tally: tally)
         report.orphanClips = try library.orphanClipCount()
         purgeTrash(keepingDays: trashDays)
+        pruneHistory()
         try finish(&report, started: started)
         try record(report, knownSkips: options.knownSkips)
         return report
@@ -423,6 +424,17 @@ package final class SyncEngine: Sendable {
             if purged > 0 { logger.info("purged the local trash", metadata: ["entries": "\(purged)"]) }
         } catch {
             logger.warning("purging the local trash failed", metadata: ["error": "\(error.localizedDescription)"])
+        }
+    }
+
+    /// Prunes the history as `history_days` says (all of it at 0). A failure only delays that,
+    /// so it is logged, not reported.
+    private func pruneHistory() {
+        do {
+            let pruned = try library.pruneHistoryIfDue(days: try library.number(.historyDays))
+            if pruned > 0 { logger.info("pruned the history", metadata: ["versions": "\(pruned)"]) }
+        } catch {
+            logger.warning("pruning the history failed", metadata: ["error": "\(error.localizedDescription)"])
         }
     }
 

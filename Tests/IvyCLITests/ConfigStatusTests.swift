@@ -190,7 +190,7 @@ struct HelpTests {
         ["clip", "update"], ["clip", "delete"], ["config"], ["config", "list"], ["config", "get"], ["config", "set"],
         ["config", "unset"], ["status"], ["login"], ["logout"], ["sync"], ["queue"], ["retry-failed"],
         ["reset-manifest"], ["check"], ["doctor"], ["trash"], ["trash", "list"], ["trash", "restore"],
-        ["trash", "empty"],
+        ["trash", "empty"], ["history"], ["restore"],
     ]
 
     @Test("every command has --help", arguments: commands)

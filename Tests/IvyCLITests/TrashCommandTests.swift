@@ -59,6 +59,21 @@ struct TrashCommandTests {
         }
     }
 
+    @Test("trash restore takes the clip's id for its newest entry, and the history records it as a restore")
+    func restoreByEntityID() async throws {
+        try await withEmulator { emulator in
+            let (_, b, clip) = try await clipDeletedElsewhere(emulator)
+            let restored = try await b.ivy.run("trash", "restore", clip)
+            #expect(restored.status == 0, "\(restored.stderr)")
+            #expect(restored.stdout.contains("Restored clip \(clip) from trash entry"))
+            let versions = try #require(try await b.ivy.run("history", clip, "--json").json() as? [[String: Any]])
+            #expect(versions.prefix(2).map { $0["source"] as? String } == ["restore", "drive"])
+            #expect(versions.first?["deleted"] as? Bool == false)
+            let missing = try await b.ivy.run("trash", "restore", clip)
+            #expect(missing.status == 64 && missing.stderr.contains("no trash entry for \(clip)"), "\(missing.stderr)")
+        }
+    }
+
     @Test("trash restore over a clip made again since refuses without --yes (exit 64); --yes keeps what it replaces")
     func restoreOverNewer() async throws {
         try await withEmulator { emulator in

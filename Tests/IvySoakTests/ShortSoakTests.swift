@@ -15,7 +15,8 @@ struct ShortSoakTests {
         #expect(status == 0, "\(output)")
         let summary = output.split(separator: "\n").last.map(String.init) ?? ""
         #expect(
-            summary.hasPrefix("soak: 20 rounds, ") && summary.hasSuffix("lost=0, dupes=0, diverged=0, lost_edits=0"),
+            summary.hasPrefix("soak: 20 rounds, ")
+                && summary.hasSuffix("lost=0, dupes=0, diverged=0, lost_edits=0, restore_mismatches=0"),
             "\(output)")
         // Some rounds' syncs overlap (the third always does): `…, 4 overlaps, lost=…`.
         let overlaps = summary.split(separator: ", ").first { $0.hasSuffix(" overlaps") }

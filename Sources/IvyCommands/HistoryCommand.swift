@@ -1,0 +1,208 @@
+import ArgumentParser
+import Foundation
+import IvyCore
+import IvyStore
+
+/// Parses a `WHEN` (`History.moment`), or says what is accepted.
+func moment(_ text: String, option: String, home: Home) throws -> Milliseconds {
+    let zone = home.environment["TZ"].flatMap { TimeZone(identifier: $0) } ?? .current
+    guard let value = History.moment(text, now: home.clock.now(), timeZone: zone) else {
+        throw ValidationError("invalid \(option) '\(text)': give \(History.momentForms)")
+    }
+    return value
+}
+
+/// What an id names: a book or a clip of this library or its history.
+func entityKey(_ id: String, in library: LibraryDatabase) throws -> EntityKey {
+    guard EntityID.isValid(id) else {
+        throw ValidationError(
+            "'\(id)' is not a book or clip id: ids are lowercase UUIDs such as 3f2a9c1e-…; `ivy history` shows them")
+    }
+    if try library.book(id: id) != nil { return EntityKey(.book, id) }
+    if try library.clip(id: id) != nil { return EntityKey(.clip, id) }
+    for kind in EntityKind.allCases where try !library.history(of: EntityKey(kind, id)).isEmpty {
+        return EntityKey(kind, id)
+    }
+    throw ValidationError("no book or clip \(id) in this library or its history")
+}
+
+struct HistoryCommand: ContextCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "history",
+        abstract: "Show the versions of a book or clip, or the library's changes in a period.",
+        discussion: """
+            Every change to a book or clip is kept as a version, whoever made it: ivy's commands (source here), \
+            a sync applying Drive's changes or a merge (drive), a restore (restore), or another program writing \
+            library.db (here). Versions are kept staggered: all of the last hour, one an hour for a day, one a day \
+            for 30 days, one a week up to history_days (default 365; 0 turns history off). WHEN is \
+            \(History.momentForms).
+            """)
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "A book or clip id: its versions, newest first. Without one: every change, newest first.")
+    var id: String?
+    @Option(help: ArgumentHelp("Only versions recorded at or after WHEN.", valueName: "WHEN")) var since: String?
+    @Option(help: ArgumentHelp("Only versions recorded at or before WHEN.", valueName: "WHEN")) var until: String?
+    @Flag(help: "Print one JSON array.") var json = false
+
+    /// One version as `ivy history --json` prints it.
+    struct Item: Encodable {
+        let version: HistoryVersion
+
+        enum Keys: String, CodingKey {
+            case version, time, source, deleted, changed, entity
+            case entityType = "entity_type"
+            case entityID = "entity_id"
+            case audioMD5 = "audio_md5"
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(version.id, forKey: .version)
+            try container.encode(Display.date(version.recordedAt), forKey: .time)
+            try container.encode(version.key.kind.rawValue, forKey: .entityType)
+            try container.encode(version.key.id, forKey: .entityID)
+            try container.encode(version.source.rawValue, forKey: .source)
+            try container.encode(version.deleted, forKey: .deleted)
+            try container.encode(version.changed, forKey: .changed)
+            try container.encode(version.object.map(JSONValue.object), forKey: .entity)
+            try container.encode(version.audioMD5, forKey: .audioMD5)
+        }
+    }
+
+    func run(_ context: Context) async throws {
+        let home = try global.home(context)
+        let since = try since.map { try moment($0, option: "--since", home: home) }
+        let until = try until.map { try moment($0, option: "--until", home: home) }
+        let library = try home.library(readOnly: true)
+        let key = try id.map { try entityKey($0, in: library) }
+        let versions = try library.history(of: key, since: since, until: until)
+        if json { return try home.output.json(versions.map(Item.init)) }
+        guard !versions.isEmpty else {
+            return home.output.line(key.map { "No versions of \($0) kept." } ?? "No changes in that period.")
+        }
+        if key != nil {
+            home.output.table(
+                ["TIME", "SOURCE", "CHANGE"],
+                versions.map { [Display.date($0.recordedAt), $0.source.rawValue, Self.change($0)] })
+        } else {
+            home.output.table(
+                ["TIME", "SOURCE", "KIND", "ID", "CHANGE"],
+                versions.map {
+                    [
+                        Display.date($0.recordedAt), $0.source.rawValue, $0.key.kind.rawValue, $0.key.id,
+                        Self.change($0),
+                    ]
+                })
+        }
+    }
+
+    /// `deleted`, or the fields changed with their new values (`position=120 title="Dune"`),
+    /// after `created` for a first version.
+    static func change(_ version: HistoryVersion) -> String {
+        guard let object = version.object else { return version.deleted ? "deleted" : "unreadable" }
+        let shown = version.changed.filter { $0 != "created_at" && $0 != "id" }.map { field in
+            field == "audio" ? "new audio" : "\(field)=\(value(object[field] ?? .null))"
+        }
+        let created = version.changed.contains("id") ? ["created"] : []
+        let text = (created + shown).joined(separator: " ")
+        return text.isEmpty ? "no field changed" : Display.cell(text, limit: 100)
+    }
+
+    private static func value(_ value: JSONValue) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "?"
+    }
+}
+
+struct RestoreCommand: ContextCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Put the library, or some books and clips, back to how they were at a moment.",
+        discussion: """
+            Fields, existence and clip audio go back to the version each book or clip had at WHEN \
+            (\(History.momentForms)), as a change made now: it is queued, with an updated_at later than what it \
+            replaces, so the next sync carries it to every device. A whole-library restore also deletes the books \
+            (hidden, as book delete does) and clips made after WHEN; it asks first on a terminal and needs --yes \
+            elsewhere. It is one transaction and is itself kept in the history: restoring to a moment before it \
+            undoes it. It waits for a running sync.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+    @Option(help: ArgumentHelp("The moment to go back to.", valueName: "WHEN")) var at: String
+    @Argument(help: "Books and clips to restore (by id); without any, the whole library.") var ids: [String] = []
+    @Flag(help: "Print what would change, and change nothing.") var dryRun = false
+    @Flag(help: "Do not ask for confirmation of a whole-library restore.") var yes = false
+
+    func run(_ context: Context) async throws {
+        let home = try global.home(context)
+        let moment = try moment(at, option: "--at", home: home)
+        if ids.isEmpty, !dryRun, !yes, !home.terminal.input {
+            throw ValidationError(
+                "restoring the whole library needs confirmation; run it on a terminal or pass --yes (or name the "
+                    + "books and clips to restore)")
+        }
+        let library = try home.library(readOnly: dryRun)
+        let keys = ids.isEmpty ? nil : try Self.unique(ids.map { try entityKey($0, in: library) })
+        if dryRun {
+            return report(try library.restore(at: moment, keys: keys, dryRun: true), home: home, dryRun: true)
+        }
+        if ids.isEmpty, !yes {
+            let planned = try library.restore(at: moment, keys: nil, dryRun: true)
+            guard !planned.changes.isEmpty else { return report(planned, home: home, dryRun: false) }
+            let count = planned.changes.count
+            let question =
+                "Put the whole library back to how it was at \(Display.date(moment))? That changes \(count) "
+                + (count == 1 ? "book or clip" : "books and clips") + " (`--dry-run` lists them)."
+            guard home.agrees(question) else { return home.output.line("Nothing changed.") }
+        }
+        // A running sync writes the rows a restore reads and replaces: wait for it.
+        let lock = try await home.waitForSyncLock()
+        defer { withExtendedLifetime(lock) {} }
+        let stop = home.environment["IVY_TEST_KILL"] == "restore-before-commit"
+        let result = try library.restore(at: moment, keys: keys) {
+            // Tests prove a kill inside the transaction leaves the library as it was.
+            if stop { kill(getpid(), SIGKILL) }
+        }
+        report(result, home: home, dryRun: false)
+    }
+
+    private static func unique(_ keys: [EntityKey]) -> [EntityKey] {
+        var seen: Set<EntityKey> = []
+        return keys.filter { seen.insert($0).inserted }
+    }
+
+    private func report(_ result: RestoreResult, home: Home, dryRun: Bool) {
+        let when = Display.date(result.at)
+        for change in result.changes {
+            let what = "\(change.key.kind.rawValue) \(change.key.id)"
+            let label = change.label.map { " (" + Display.cell($0) + ")" } ?? ""
+            let line: String
+            switch change.action {
+            case .create: line = (dryRun ? "would make again " : "made again ") + what + label
+            case .delete: line = (dryRun ? "would delete " : "deleted ") + what + label + ": made after \(when)"
+            case .update:
+                line =
+                    (dryRun ? "would restore " : "restored ") + what + label + ": "
+                    + change.fields.joined(separator: ", ")
+            }
+            home.output.line(line)
+        }
+        for (key, reason) in result.skipped where !ids.isEmpty {
+            home.output.line("left \(key): \(reason)")
+        }
+        let count = result.changes.count
+        let things = count == 1 ? "1 book or clip" : "\(count) books and clips"
+        let was = count == 1 ? "how it was" : "how they were"
+        if count == 0 {
+            home.output.line("Nothing to restore: it is as it was at \(when).")
+        } else if dryRun {
+            home.output.line("Would restore \(things) to \(was) at \(when); nothing changed.")
+        } else {
+            home.output.line(
+                "Restored \(things) to \(was) at \(when); the next `ivy sync` sends \(count == 1 ? "it" : "them") "
+                    + "to Drive.")
+        }
+    }
+}

@@ -1,0 +1,690 @@
+import Foundation
+import GRDB
+import IvyCore
+import IvySystem
+
+/// One version of a book or clip: the state it had after a change, as its backup JSON.
+package struct HistoryVersion: Sendable, Equatable {
+    package let id: Int64
+    package let key: EntityKey
+    package let recordedAt: Milliseconds
+    package let source: HistorySource
+    /// The backup JSON after the change; nil for a delete.
+    package let json: Data?
+    /// The MP3 the clip had then, kept in the history directory; nil while it is the clip's
+    /// audio now (never replaced since).
+    package let audioMD5: String?
+    /// The fields that differ from the version before it (all of them for a first version).
+    package let changed: [String]
+
+    package var deleted: Bool { json == nil }
+
+    /// The JSON as an object (nil for a delete or JSON that no longer reads).
+    package var object: [String: JSONValue]? { json.flatMap(History.object) }
+}
+
+extension TrashedEntity {
+    var updatedAt: Milliseconds {
+        switch self {
+        case .book(let book): book.updatedAt
+        case .clip(let clip): clip.updatedAt
+        }
+    }
+}
+
+extension History {
+    static func object(_ json: Data) -> [String: JSONValue]? {
+        guard case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: json) else { return nil }
+        return object
+    }
+}
+
+/// What `ivy status` says of the history.
+package struct HistorySummary: Sendable, Equatable {
+    package let versions: Int
+    package let since: Milliseconds?
+    /// The rows' JSON and the kept MP3s.
+    package let bytes: Int64
+}
+
+/// What a restore changes for one book or clip.
+package struct RestoreChange: Sendable, Equatable {
+    package enum Action: String, Sendable {
+        /// It did not exist: it is made again as it was.
+        case create
+        /// Its fields (or its MP3) go back to what they were.
+        case update
+        /// It was made after the moment: deleted (a book hidden and its uri cleared).
+        case delete
+    }
+
+    package let key: EntityKey
+    package let action: Action
+    /// The fields that change (`audio` for the MP3).
+    package let fields: [String]
+    /// A book's title or a clip's note, to recognise it by.
+    package let label: String?
+}
+
+/// What a restore did or would do.
+package struct RestoreResult: Sendable, Equatable {
+    package let at: Milliseconds
+    package var changes: [RestoreChange] = []
+    /// Named books and clips left as they are, with why.
+    package var skipped: [(key: EntityKey, reason: String)] = []
+
+    package static func == (lhs: RestoreResult, rhs: RestoreResult) -> Bool {
+        lhs.at == rhs.at && lhs.changes == rhs.changes
+            && lhs.skipped.map(\.key) == rhs.skipped.map(\.key)
+            && lhs.skipped.map(\.reason) == rhs.skipped.map(\.reason)
+    }
+}
+
+/// Why a restore cannot be done.
+package enum HistoryError: LocalizedError, Equatable {
+    case bookMissing(clipID: String, bookID: String)
+    case audioMissing(clipID: String)
+    case unreadable(key: EntityKey, versionID: Int64)
+    case changedMeanwhile
+
+    package var errorDescription: String? {
+        switch self {
+        case .bookMissing(let clipID, let bookID):
+            "clip \(clipID) belongs to book \(bookID), which is not in this library and is not restored with it; "
+                + "restore the book too (name both ids), or the whole library"
+        case .audioMissing(let clipID):
+            "the MP3 clip \(clipID) had then is no longer kept, so it cannot be restored"
+        case .unreadable(let key, let versionID):
+            "the version of \(key) kept then (history row \(versionID)) no longer reads as a \(key.kind.rawValue)"
+        case .changedMeanwhile:
+            "the library changed while the restore was prepared; run it again"
+        }
+    }
+}
+
+/// The history's MP3s: one file per content, `<md5>.mp3`, in the private history directory.
+enum HistoryAudio {
+    /// Keeps the MP3 at `path` (when there is one) by its md5: a hard link when the file
+    /// system allows (instant; ivy replaces audio by rename, never in place), else a copy.
+    /// Returns the md5, nil when there is no file.
+    static func keep(_ path: String, in directory: String) throws -> String? {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        let md5 = try LocalFile.md5(of: URL(fileURLWithPath: path))
+        let destination = directory + "/" + md5 + ".mp3"
+        if lstat(destination, &info) == 0 { return md5 }
+        _ = try TrashFiles.keep(path, as: destination, in: directory)
+        return md5
+    }
+
+    /// Versions of the clip recorded so far had the audio now at `path`: they name it by
+    /// `md5`, since it is about to be replaced or deleted. In the transaction that does so.
+    static func stamp(clipID: String, md5: String, in db: Database) throws {
+        try db.execute(
+            sql: """
+                UPDATE history SET audio_md5 = ?
+                WHERE entity_type = 'clip' AND entity_id = ? AND audio_md5 IS NULL AND json IS NOT NULL
+                """,
+            arguments: [md5, clipID])
+    }
+
+    static func enabled(_ db: Database) throws -> Bool {
+        guard try db.tableExists("history") else { return false }
+        let days = try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = 'history_days'")
+        return days != "0"
+    }
+}
+
+extension EngineWriter {
+    /// Keeps the clip's current MP3 in the history before this transaction replaces or
+    /// deletes it, and names it in the versions it belongs to.
+    package func keepAudioInHistory(clipID: String, audioPath: String) throws {
+        guard try HistoryAudio.enabled(db), let md5 = try HistoryAudio.keep(audioPath, in: historyDirectory) else {
+            return
+        }
+        try HistoryAudio.stamp(clipID: clipID, md5: md5, in: db)
+    }
+}
+
+extension LibraryDatabase {
+    /// Keeps the clips' MP3s in the history before they are replaced or deleted; returns
+    /// the md5 of each that had one, to stamp inside the transaction (`HistoryAudio.stamp`).
+    func keepAudioInHistory(clipIDs: [String]) throws -> [String: String] {
+        guard try read({ db in try HistoryAudio.enabled(db) }) else { return [:] }
+        var kept: [String: String] = [:]
+        for clipID in clipIDs {
+            if let md5 = try HistoryAudio.keep(audioPath(clipID: clipID), in: paths.historyDirectory) {
+                kept[clipID] = md5
+            }
+        }
+        return kept
+    }
+
+    /// Where the history keeps the MP3 of that md5.
+    package func historyAudioPath(md5: String) -> String {
+        paths.historyDirectory + "/" + md5 + ".mp3"
+    }
+
+    /// Versions, newest first: of one entity (`key`), or of the whole library; only those
+    /// recorded in `since...until` when given. Each says what it changed from the version
+    /// before it, whenever that was recorded.
+    package func history(
+        of key: EntityKey? = nil, since: Milliseconds? = nil, until: Milliseconds? = nil
+    ) throws -> [HistoryVersion] {
+        try read { db in
+            guard try db.tableExists("history") else { return [] }
+            var conditions: [String] = []
+            var arguments: StatementArguments = []
+            if let key {
+                conditions.append("h.entity_type = ? AND h.entity_id = ?")
+                _ = arguments.append(contentsOf: [key.kind.rawValue, key.id])
+            }
+            if let since {
+                conditions.append("h.recorded_at >= ?")
+                _ = arguments.append(contentsOf: [since])
+            }
+            if let until {
+                conditions.append("h.recorded_at <= ?")
+                _ = arguments.append(contentsOf: [until])
+            }
+            let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT h.*, p.json AS previous_json, p.audio_md5 AS previous_md5, p.id AS previous_id
+                    FROM history h
+                    LEFT JOIN history p ON p.id = (
+                        SELECT max(id) FROM history q
+                        WHERE q.entity_type = h.entity_type AND q.entity_id = h.entity_id AND q.id < h.id)
+                    \(filter)
+                    ORDER BY h.recorded_at DESC, h.id DESC
+                    """,
+                arguments: arguments)
+            return try rows.map { row in
+                let json = (row["json"] as String?).map { Data($0.utf8) }
+                let previous = (row["previous_json"] as String?).flatMap { History.object(Data($0.utf8)) }
+                let hadPrevious = (row["previous_id"] as Int64?) != nil
+                let md5: String? = row["audio_md5"]
+                let previousMD5: String? = row["previous_md5"]
+                let audioChanged = json != nil && hadPrevious && previous != nil && md5 != previousMD5
+                return HistoryVersion(
+                    id: try row.decode(forColumn: "id"),
+                    key: EntityKey(
+                        EntityKind(rawValue: try row.decode(forColumn: "entity_type")) ?? .clip,
+                        try row.decode(forColumn: "entity_id")),
+                    recordedAt: try row.decode(forColumn: "recorded_at"),
+                    source: HistorySource(rawValue: try row.decode(forColumn: "source")) ?? .here,
+                    json: json, audioMD5: md5,
+                    changed: History.changedFields(
+                        from: hadPrevious ? previous ?? [:] : nil, to: json.flatMap(History.object),
+                        audioChanged: audioChanged))
+            }
+        }
+    }
+
+    /// How many versions the history keeps, since when, and the bytes they and their MP3s
+    /// take. A library an older ivy wrote last has none.
+    package func historySummary() throws -> HistorySummary {
+        let (count, since, bytes) = try read { db -> (Int, Milliseconds?, Int64) in
+            guard try db.tableExists("history") else { return (0, nil, 0) }
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*) AS n, min(recorded_at) AS since,
+                        coalesce(sum(length(json) + length(entity_id) + 40), 0) AS bytes
+                    FROM history
+                    """)
+            return (row?["n"] ?? 0, row?["since"], row?["bytes"] ?? 0)
+        }
+        var total = bytes
+        let directory = paths.historyDirectory
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+            var info = stat()
+            if lstat(directory + "/" + file, &info) == 0 { total += Int64(info.st_size) }
+        }
+        return HistorySummary(versions: count, since: since, bytes: total)
+    }
+
+    // MARK: retention
+
+    /// Prunes the history at the end of a sync when it is due: at once when `days` is 0 and
+    /// anything is kept, else when the last pruning is an hour old (a watch syncs every few
+    /// seconds; retention's smallest step is an hour). Returns how many versions went.
+    @discardableResult
+    package func pruneHistoryIfDue(days: Int) throws -> Int {
+        let now = clock.now()
+        if days <= 0 {
+            let kept = try read { db in
+                try db.tableExists("history")
+                    && (try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM history)") ?? false)
+            }
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: paths.historyDirectory)) ?? []
+            guard kept || !files.isEmpty else { return 0 }
+            return try pruneHistory(days: 0)
+        }
+        let last = try internalSetting(.historyPrunedAt).flatMap { Milliseconds($0) } ?? 0
+        guard now - last >= 3_600_000 || now < last else { return 0 }
+        let removed = try pruneHistory(days: days)
+        try setInternalSetting(.historyPrunedAt, String(now))
+        return removed
+    }
+
+    /// Prunes the history as `History.prunable` says for `days` (`history_days`), and removes
+    /// the MP3s no kept version names once they are an hour old (a younger one may belong to
+    /// a change not committed yet). Only under the sync lock. Returns how many versions went.
+    @discardableResult
+    package func pruneHistory(days: Int) throws -> Int {
+        let now = clock.now()
+        let removed: Int = try write { db in
+            guard try db.tableExists("history") else { return 0 }
+            if days <= 0 {
+                try db.execute(sql: "DELETE FROM history")
+                return db.changesCount
+            }
+            // Only entities with a version old enough to be pruned are looked at.
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, entity_type, entity_id, recorded_at, json IS NULL AS deleted FROM history
+                    WHERE (entity_type, entity_id) IN
+                        (SELECT entity_type, entity_id FROM history WHERE recorded_at < ?)
+                    ORDER BY entity_type, entity_id
+                    """,
+                arguments: [now - 3_600_000])
+            var prunable: [Int64] = []
+            var current: [History.Version] = []
+            var currentKey: String?
+            func flush() {
+                prunable += History.prunable(current, now: now, days: days)
+                current = []
+            }
+            for row in rows {
+                let key = (row["entity_type"] as String? ?? "") + "/" + (row["entity_id"] as String? ?? "")
+                if key != currentKey {
+                    flush()
+                    currentKey = key
+                }
+                current.append(
+                    History.Version(
+                        id: try row.decode(forColumn: "id"), recordedAt: try row.decode(forColumn: "recorded_at"),
+                        deleted: try row.decode(forColumn: "deleted")))
+            }
+            flush()
+            let statement = try db.makeStatement(sql: "DELETE FROM history WHERE id = ?")
+            for id in prunable { try statement.execute(arguments: [id]) }
+            return prunable.count
+        }
+        try removeUnnamedHistoryAudio(olderThan: now - 3_600_000, all: days <= 0)
+        return removed
+    }
+
+    private func removeUnnamedHistoryAudio(olderThan limit: Milliseconds, all: Bool) throws {
+        let directory = paths.historyDirectory
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        guard !files.isEmpty else { return }
+        let named = try read { db in
+            Set(try String.fetchAll(db, sql: "SELECT DISTINCT audio_md5 FROM history WHERE audio_md5 IS NOT NULL"))
+        }
+        for file in files where !named.contains(String(file.prefix { $0 != "." })) {
+            var info = stat()
+            let path = directory + "/" + file
+            guard lstat(path, &info) == 0 else { continue }
+            // The time it was linked or copied here: the inode's change time.
+            if all || Milliseconds(info.st_ctim.tv_sec) * 1000 <= limit { unlink(path) }
+        }
+    }
+
+    // MARK: restore
+
+    /// Puts the library (or only the books and clips of `keys`) back to how it was at `at`:
+    /// fields, existence and clip audio, as one change made now. Each entity written gets an
+    /// `updated_at` later than the one it replaces; the triggers queue it, and record it as
+    /// a version from `restore`. A whole-library restore also deletes the books (hidden, uri
+    /// cleared) and clips made after `at`. One transaction, its MP3s placed with it
+    /// (`AudioJournal`): a kill leaves the library as it was or fully restored.
+    /// `beforeCommit` runs inside the transaction after every write (tests stop it there).
+    @discardableResult
+    package func restore(
+        at moment: Milliseconds, keys: [EntityKey]? = nil, dryRun: Bool = false,
+        beforeCommit: () throws -> Void = {}
+    ) throws -> RestoreResult {
+        let planned = try read { db in
+            // A library an older ivy wrote last, read without migrating it, has no history.
+            guard try db.tableExists("history") else { return RestorePlanner.Plan(result: RestoreResult(at: moment)) }
+            return try RestorePlanner(db: db, library: self, at: moment, keys: keys).plan()
+        }
+        if dryRun || planned.result.changes.isEmpty { return planned.result }
+        // MP3s to put back are linked in beside the audio first, and those to replace or
+        // delete kept in the history, outside the transaction.
+        var staged: [(clipID: String, staged: String)] = []
+        defer { for item in staged { AudioFiles.remove(item.staged) } }
+        for (clipID, source) in planned.audio.sorted(by: { $0.key < $1.key }) {
+            staged.append((clipID, try Self.stageLinked(source, in: paths.audioDirectory)))
+        }
+        // Clips it deletes keep their MP3 in the history (`writeReplacingAudios` does the same
+        // for the MP3s it replaces).
+        let deleted = planned.result.changes.filter { $0.key.kind == .clip && $0.action == .delete }.map(\.key.id)
+        let kept = try keepAudioInHistory(clipIDs: deleted)
+        let now = clock.now()
+        let result = try writeReplacingAudios(staged, beforeCommit: beforeCommit) { db in
+            let again = try RestorePlanner(db: db, library: self, at: moment, keys: keys).plan()
+            guard again.result == planned.result, again.audio == planned.audio else {
+                throw HistoryError.changedMeanwhile
+            }
+            try db.execute(sql: "INSERT INTO history_restoring (restore) VALUES (1)")
+            for (clipID, md5) in kept { try HistoryAudio.stamp(clipID: clipID, md5: md5, in: db) }
+            try again.apply(in: db, now: now, library: self)
+            try db.execute(sql: "DELETE FROM history_restoring")
+            return again.result
+        }
+        for change in result.changes where change.key.kind == .clip && change.action == .delete {
+            removeAudio(clipID: change.key.id)
+        }
+        return result
+    }
+
+    /// A hidden name beside the audio for `source`: a hard link, else a copy.
+    static func stageLinked(_ source: String, in directory: String) throws -> String {
+        try Directories.ensurePrivate(directory)
+        let path = AudioFiles.stagingPath(in: directory)
+        if link(source, path) == 0 { return path }
+        return try AudioFiles.stage(source, in: directory)
+    }
+}
+
+/// Works out what a restore changes, reading one transaction's view of the library.
+private struct RestorePlanner {
+    let db: Database
+    let library: LibraryDatabase
+    let at: Milliseconds
+    let keys: [EntityKey]?
+
+    struct Target {
+        let version: HistoryVersion?
+        let entity: TrashedEntity?
+    }
+
+    struct Plan {
+        var result: RestoreResult
+        /// The clips whose MP3 is put back, with the file it comes from.
+        var audio: [String: String] = [:]
+        /// The entities to write, by key (nil: delete).
+        var writes: [(key: EntityKey, entity: TrashedEntity?, current: TrashedEntity?)] = []
+
+        func apply(in db: Database, now: Milliseconds, library: LibraryDatabase) throws {
+            let writer = EngineWriter(
+                db: db, trashDirectory: library.paths.trashDirectory, historyDirectory: library.paths.historyDirectory)
+            // Books first: a clip made again needs its book.
+            let ordered = writes.sorted { ($0.key.kind == .book ? 0 : 1) < ($1.key.kind == .book ? 0 : 1) }
+            for write in ordered {
+                switch (write.key.kind, write.entity) {
+                case (.book, .book(let backup)?):
+                    var book = backup.book(uri: nil)
+                    let synced = try Self.synced(.book(backup), audioMD5: nil, in: db)
+                    book.updatedAt =
+                        synced
+                        ?? Timestamp.next(now: now, previous: max(write.current?.updatedAt ?? 0, backup.updatedAt))
+                    if write.current?.extras != backup.extras { try writer.saveExtras(write.key, backup.extras) }
+                    // Cached statements: a whole-library restore writes thousands of rows. The
+                    // book's uri (this device's own) stays as it is.
+                    if write.current == nil {
+                        try db.cachedStatement(sql: Book.upsertSQL).execute(arguments: book.arguments)
+                    } else {
+                        try db.cachedStatement(
+                            sql: """
+                                UPDATE books SET title = :title, artist = :artist, artwork = :artwork,
+                                    position = :position, hidden = :hidden, created_at = :created_at,
+                                    updated_at = :updated_at
+                                WHERE id = :id
+                                """
+                        ).execute(arguments: book.arguments)
+                    }
+                    if synced != nil { try Self.unqueue(write.key, in: db) }
+                case (.clip, .clip(let backup)?):
+                    guard try LibraryDatabase.book(id: backup.bookID, in: db) != nil else {
+                        throw HistoryError.bookMissing(clipID: backup.id, bookID: backup.bookID)
+                    }
+                    var clip = backup.clip
+                    // The MP3 it gets back is named by its md5 in the history; else it keeps its own.
+                    let md5 =
+                        try audio[backup.id].map {
+                            (($0 as NSString).lastPathComponent as NSString).deletingPathExtension
+                        }
+                        ?? library.audioMD5(clipID: backup.id)
+                    let synced = try Self.synced(.clip(backup), audioMD5: md5, in: db)
+                    clip.updatedAt =
+                        synced
+                        ?? Timestamp.next(now: now, previous: max(write.current?.updatedAt ?? 0, backup.updatedAt))
+                    if write.current?.extras != backup.extras { try writer.saveExtras(write.key, backup.extras) }
+                    try db.cachedStatement(sql: Clip.upsertSQL).execute(arguments: clip.arguments)
+                    if synced != nil { try Self.unqueue(write.key, in: db) }
+                case (.book, nil):
+                    guard var book = try LibraryDatabase.book(id: write.key.id, in: db) else { continue }
+                    book.hidden = true
+                    book.uri = nil
+                    book.updatedAt = Timestamp.next(now: now, previous: book.updatedAt)
+                    try db.execute(sql: Book.upsertSQL, arguments: book.arguments)
+                case (.clip, nil):
+                    try db.execute(sql: "DELETE FROM clips WHERE id = ?", arguments: [write.key.id])
+                    try writer.saveExtras(write.key, [:])
+                default:
+                    continue
+                }
+            }
+        }
+
+        /// When `entity` (with that MP3) is what this device and Drive last agreed on, the
+        /// `updated_at` the manifest knows it by: written back with it and no queue row, it is
+        /// unchanged here, so the next sync uploads nothing for it (and downloads what Drive
+        /// has, if Drive moved on since). A change here that never reached Drive is so undone
+        /// at no cost; anything else is a change made now.
+        static func synced(_ entity: TrashedEntity, audioMD5: String?, in db: Database) throws -> Milliseconds? {
+            let key = entity.key
+            guard
+                let row = try Row.fetchOne(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT local_updated_at, base_json, base_audio_md5 FROM sync_manifest
+                            WHERE entity_type = ? AND entity_id = ?
+                            """),
+                    arguments: [key.kind.rawValue, key.id]),
+                let updatedAt = row["local_updated_at"] as Milliseconds?,
+                let json = row["base_json"] as String?,
+                let base = try? TrashedEntity.decode(Data(json.utf8), key: key)
+            else { return nil }
+            switch (entity, base) {
+            case (.book(let a), .book(let b)) where a.sameContent(as: b): return updatedAt
+            case (.clip(let a), .clip(let b)) where a.sameContent(as: b):
+                return audioMD5 != nil && audioMD5 == row["base_audio_md5"] ? updatedAt : nil
+            default: return nil
+            }
+        }
+
+        static func unqueue(_ key: EntityKey, in db: Database) throws {
+            try db.cachedStatement(sql: "DELETE FROM sync_queue WHERE entity_type = ? AND entity_id = ?")
+                .execute(arguments: [key.kind.rawValue, key.id])
+        }
+    }
+
+    func plan() throws -> Plan {
+        var plan = Plan(result: RestoreResult(at: at))
+        let targets = try versionsAt()
+        let wanted: [EntityKey]
+        // The whole library is read in three queries, not two per entity.
+        var library: [EntityKey: TrashedEntity] = [:]
+        if let keys {
+            wanted = keys
+        } else {
+            library = try everything()
+            wanted = Set(targets.keys).union(library.keys).sorted()
+        }
+        for key in wanted {
+            let current =
+                keys == nil
+                ? library[key] : try EngineWriter(db: db, trashDirectory: "", historyDirectory: "").trashable(key)
+            if let version = targets[key], !version.deleted {
+                guard let json = version.json, let entity = try? TrashedEntity.decode(json, key: key) else {
+                    throw HistoryError.unreadable(key: key, versionID: version.id)
+                }
+                try restoreVersion(version, entity, over: current, into: &plan)
+                continue
+            }
+            // Deleted at that moment, or made after it: only a whole-library restore removes it.
+            let madeAfter: Bool
+            if let version = targets[key] {
+                madeAfter = version.deleted
+            } else {
+                // Its first version is its insert: made after the moment. A first version that
+                // the migration recorded says nothing of before; with no version at all (history
+                // was off), its created_at is all there is to go by.
+                switch try firstOperation(key) {
+                case "insert"?: madeAfter = true
+                case nil: madeAfter = (createdAt(current) ?? .max) > at
+                default: madeAfter = false
+                }
+            }
+            guard let current else {
+                if keys != nil { plan.result.skipped.append((key, "it did not exist then, and does not now")) }
+                continue
+            }
+            guard madeAfter else {
+                plan.result.skipped.append((key, "no version of it was recorded by then; left as it is"))
+                continue
+            }
+            guard keys == nil else {
+                plan.result.skipped.append((key, "it did not exist then; only a whole-library restore deletes it"))
+                continue
+            }
+            if case .book(let book) = current, book.hidden { continue }
+            plan.result.changes.append(
+                RestoreChange(key: key, action: .delete, fields: [], label: label(current)))
+            plan.writes.append((key, nil, current))
+        }
+        return plan
+    }
+
+    private func restoreVersion(
+        _ version: HistoryVersion, _ entity: TrashedEntity, over current: TrashedEntity?, into plan: inout Plan
+    ) throws {
+        let key = version.key
+        var audioSource: String?
+        if key.kind == .clip {
+            if let md5 = version.audioMD5 {
+                let currentMD5 = current == nil ? nil : try library.audioMD5(clipID: key.id)
+                if currentMD5 != md5 {
+                    let kept = library.historyAudioPath(md5: md5)
+                    guard FileManager.default.fileExists(atPath: kept) else {
+                        throw HistoryError.audioMissing(clipID: key.id)
+                    }
+                    audioSource = kept
+                }
+            } else if !library.hasAudio(clipID: key.id) {
+                throw HistoryError.audioMissing(clipID: key.id)
+            }
+        }
+        guard let current else {
+            plan.result.changes.append(
+                RestoreChange(key: key, action: .create, fields: fields(of: entity), label: label(entity)))
+            plan.writes.append((key, entity, nil))
+            if let audioSource { plan.audio[key.id] = audioSource }
+            return
+        }
+        var changed = differing(current, entity)
+        if audioSource != nil { changed.append("audio") }
+        guard !changed.isEmpty else { return }
+        plan.result.changes.append(
+            RestoreChange(key: key, action: .update, fields: changed.sorted(), label: label(entity)))
+        plan.writes.append((key, entity, current))
+        if let audioSource { plan.audio[key.id] = audioSource }
+    }
+
+    /// Every book and clip as it is now, with its unknown keys.
+    private func everything() throws -> [EntityKey: TrashedEntity] {
+        var extras: [EntityKey: [String: JSONValue]] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT entity_type, entity_id, json FROM backup_extras") {
+            guard let kind = EntityKind(rawValue: row["entity_type"] ?? ""), let text = row["json"] as String?,
+                let object = History.object(Data(text.utf8))
+            else { continue }
+            extras[EntityKey(kind, row["entity_id"] ?? "")] = object
+        }
+        var entities: [EntityKey: TrashedEntity] = [:]
+        for book in try Row.fetchAll(db, sql: "SELECT * FROM books").map(Book.init(row:)) {
+            let key = EntityKey(.book, book.id)
+            entities[key] = .book(BookBackup(book, extras: extras[key] ?? [:]))
+        }
+        for clip in try Row.fetchAll(db, sql: "SELECT * FROM clips").map(Clip.init(row:)) {
+            let key = EntityKey(.clip, clip.id)
+            entities[key] = .clip(ClipBackup(clip, extras: extras[key] ?? [:]))
+        }
+        return entities
+    }
+
+    /// The newest version of each entity recorded at or before the moment.
+    private func versionsAt() throws -> [EntityKey: HistoryVersion] {
+        var filter = ""
+        var arguments: StatementArguments = [at]
+        if let keys {
+            filter = "AND entity_id IN (\(keys.map { _ in "?" }.joined(separator: ",")))"
+            _ = arguments.append(contentsOf: StatementArguments(keys.map(\.id)))
+        }
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT h.* FROM history h JOIN (
+                    SELECT max(id) AS id FROM history WHERE recorded_at <= ? \(filter)
+                    GROUP BY entity_type, entity_id) m ON h.id = m.id
+                """,
+            arguments: arguments)
+        var versions: [EntityKey: HistoryVersion] = [:]
+        for row in rows {
+            let key = EntityKey(
+                EntityKind(rawValue: try row.decode(forColumn: "entity_type")) ?? .clip,
+                try row.decode(forColumn: "entity_id"))
+            if let keys, !keys.contains(key) { continue }
+            versions[key] = HistoryVersion(
+                id: try row.decode(forColumn: "id"), key: key, recordedAt: try row.decode(forColumn: "recorded_at"),
+                source: HistorySource(rawValue: try row.decode(forColumn: "source")) ?? .here,
+                json: (row["json"] as String?).map { Data($0.utf8) }, audioMD5: row["audio_md5"], changed: [])
+        }
+        return versions
+    }
+
+    private func firstOperation(_ key: EntityKey) throws -> String? {
+        try String.fetchOne(
+            db, sql: "SELECT operation FROM history WHERE entity_type = ? AND entity_id = ? ORDER BY id LIMIT 1",
+            arguments: [key.kind.rawValue, key.id])
+    }
+
+    private func createdAt(_ entity: TrashedEntity?) -> Milliseconds? {
+        switch entity {
+        case .book(let book)?: book.createdAt
+        case .clip(let clip)?: clip.createdAt
+        case nil: nil
+        }
+    }
+
+    private func label(_ entity: TrashedEntity?) -> String? {
+        switch entity {
+        case .book(let book)?: book.title
+        case .clip(let clip)?: clip.note
+        case nil: nil
+        }
+    }
+
+    private func fields(of entity: TrashedEntity) -> [String] {
+        History.object(entity.encoded()).map { History.changedFields(from: nil, to: $0) } ?? []
+    }
+
+    /// The backup fields that differ, whenever each side was written.
+    private func differing(_ current: TrashedEntity, _ target: TrashedEntity) -> [String] {
+        // Most of a large library is as it was: the cheap comparison settles those.
+        switch (current, target) {
+        case (.book(let a), .book(let b)) where a.sameContent(as: b): return []
+        case (.clip(let a), .clip(let b)) where a.sameContent(as: b): return []
+        default: break
+        }
+        let before = History.object(current.encoded()) ?? [:]
+        let after = History.object(target.encoded()) ?? [:]
+        return History.changedFields(from: before, to: after)
+    }
+}

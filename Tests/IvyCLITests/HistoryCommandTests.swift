@@ -1,0 +1,222 @@
+import Foundation
+import GoogleEmulator
+import IvyTestSupport
+import Testing
+
+@Suite("ivy history and ivy restore")
+struct HistoryCommandTests {
+    /// A moment (RFC 3339, in ms) after every version recorded so far and before whatever is
+    /// recorded next: a millisecond after the newest version, once SQLite's clock (which
+    /// records versions to the millisecond) has moved past it. That wait is for the clock, a
+    /// millisecond or two.
+    func moment(_ ivy: IvyHome) throws -> String {
+        let newest = Int64(try ivy.count("SELECT coalesce(max(recorded_at), 0) FROM history"))
+        while Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) <= newest + 1 {}
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(newest + 1) / 1000))
+    }
+
+    func positions(_ ivy: IvyHome) async throws -> [Double] {
+        let books = try #require(try await ivy.run("book", "list", "--json").json() as? [[String: Any]])
+        return books.compactMap { $0["position"] as? Double }.sorted()
+    }
+
+    @Test("positions wiped by another device come back with `ivy restore --at` and reach that device")
+    func wipedPositions() async throws {
+        try await withEmulator { emulator in
+            let a = try await SignInHarness.signedIn(emulator)
+            let b = try await SignInHarness.signedIn(emulator)
+            for (title, position) in [("Dune", "1:00:00"), ("Emma", "2:00:00")] {
+                _ = try await a.ivy.id("book", "add", "--title", title, "--position", position)
+            }
+            #expect(try await a.ivy.run("sync").status == 0)
+            #expect(try await b.ivy.run("sync").status == 0)
+            let before = try moment(b.ivy)
+            // A bug on `a` resets every position; the sync carries it to `b`.
+            try a.ivy.execute("UPDATE books SET position = 0, updated_at = updated_at + 1")
+            #expect(try await a.ivy.run("sync").status == 0)
+            #expect(try await b.ivy.run("sync").status == 0)
+            #expect(try await positions(b.ivy) == [0, 0])
+            let drive = try #require(
+                try await b.ivy.run("history", "--since", before, "--json").json() as? [[String: Any]])
+            #expect(drive.count == 2 && drive.allSatisfy { $0["source"] as? String == "drive" }, "\(drive)")
+            #expect(drive.allSatisfy { $0["changed"] as? [String] == ["position"] })
+
+            // Without a terminal, a whole-library restore needs --yes.
+            let refused = try await b.ivy.run("restore", "--at", before)
+            #expect(refused.status == 64 && refused.stderr.contains("pass --yes"), "\(refused.stderr)")
+            let preview = try await b.ivy.run("restore", "--at", before, "--dry-run")
+            #expect(preview.status == 0 && preview.stdout.contains("would restore book"), "\(preview.stderr)")
+            #expect(try await positions(b.ivy) == [0, 0])
+
+            let restored = try await b.ivy.runBinaryAsync("restore", "--at", before, "--yes")
+            #expect(restored.status == 0, "\(restored.stderr)")
+            #expect(restored.stdout.contains("Restored 2 books and clips"), "\(restored.stdout)")
+            #expect(restored.stdout.contains("position"))
+            #expect(try await positions(b.ivy) == [3600, 7200])
+            #expect(try await b.ivy.run("sync").status == 0)
+            #expect(try await a.ivy.run("sync").status == 0)
+            #expect(try await positions(a.ivy) == [3600, 7200])
+            // The next sync uploads nothing more.
+            let again = try #require(try await b.ivy.run("sync", "--json").json() as? [String: Any])
+            #expect((again["uploaded"] as? [String: Int])?["books"] == 0, "\(again)")
+        }
+    }
+
+    @Test("a restore that undoes changes never synced uploads only what differs from Drive")
+    func onlyWhatDiffers() async throws {
+        try await withEmulator { emulator in
+            let a = try await SignInHarness.signedIn(emulator)
+            for index in 0..<3 { _ = try await a.ivy.id("book", "add", "--title", "Book \(index)", "--position", "60") }
+            #expect(try await a.ivy.run("sync").status == 0)
+            let before = try moment(a.ivy)
+            // Two positions wiped here, never synced; one book renamed, and that rename synced.
+            let books = try a.ivy.sql("SELECT id FROM books ORDER BY title").map { $0["id"] as String }
+            try a.ivy.execute(
+                "UPDATE books SET title = 'Renamed', updated_at = updated_at + 1 WHERE id = '\(books[2])'")
+            #expect(try await a.ivy.run("sync").status == 0)
+            try a.ivy.execute("UPDATE books SET position = 0, updated_at = updated_at + 1 WHERE id <> '\(books[2])'")
+            let restored = try await a.ivy.run("restore", "--at", before, "--yes")
+            #expect(restored.stdout.contains("Restored 3 books and clips"), "\(restored.stdout)")
+            #expect(try a.ivy.count("SELECT count(*) FROM sync_queue") == 1)
+            let synced = try #require(try await a.ivy.run("sync", "--json").json() as? [String: Any])
+            #expect((synced["uploaded"] as? [String: Int])?["books"] == 1, "\(synced)")
+            #expect(
+                try a.ivy.sql("SELECT title FROM books ORDER BY title").map { $0["title"] as String } == [
+                    "Book 0", "Book 1", "Book 2",
+                ])
+        }
+    }
+
+    @Test("a clip deleted on another device comes back with its MP3 from `restore --at WHEN ID`")
+    func clipDeletedElsewhere() async throws {
+        try await withEmulator { emulator in
+            let a = try await SignInHarness.signedIn(emulator)
+            let b = try await SignInHarness.signedIn(emulator)
+            let book = try await a.ivy.id("book", "add", "--title", "Dune")
+            let audio = try a.ivy.mp3("litany.mp3", size: 5000, header: Array("ID3\u{4}\0fear".utf8))
+            let clip = try await a.ivy.id(
+                "clip", "add", "--book", book, "--start", "10", "--duration", "5", "--audio", audio, "--note", "fear")
+            #expect(try await a.ivy.run("sync").status == 0)
+            #expect(try await b.ivy.run("sync").status == 0)
+            let original = try #require(FileManager.default.contents(atPath: b.ivy.home + "/audio/\(clip).mp3"))
+            let before = try moment(b.ivy)
+            #expect(try await a.ivy.run("clip", "delete", clip).status == 0)
+            #expect(try await a.ivy.run("sync").status == 0)
+            #expect(try await b.ivy.run("sync").status == 0)
+            #expect(!FileManager.default.fileExists(atPath: b.ivy.home + "/audio/\(clip).mp3"))
+            let versions = try #require(try await b.ivy.run("history", clip, "--json").json() as? [[String: Any]])
+            #expect(versions.first?["deleted"] as? Bool == true && versions.first?["source"] as? String == "drive")
+            #expect(versions.first.map { $0["entity"] is NSNull } == true)
+
+            let restored = try await b.ivy.runBinaryAsync("restore", "--at", before, clip)
+            #expect(restored.status == 0, "\(restored.stderr)")
+            #expect(restored.stdout.contains("made again clip \(clip) (fear)"), "\(restored.stdout)")
+            #expect(FileManager.default.contents(atPath: b.ivy.home + "/audio/\(clip).mp3") == original)
+            #expect(try await b.ivy.run("sync").status == 0)
+            #expect(try await a.ivy.run("sync").status == 0)
+            let back = try #require(try await a.ivy.run("clip", "list", "--json").json() as? [[String: Any]])
+            #expect(back.map { $0["id"] as? String } == [clip] && back.first?["note"] as? String == "fear")
+            #expect(FileManager.default.contents(atPath: a.ivy.home + "/audio/\(clip).mp3") == original)
+        }
+    }
+
+    @Test("a change written by sqlite3 appears in `ivy history`, and a restore is undone by restoring before it")
+    func sqliteChangeAndUndo() async throws {
+        let ivy = try IvyHome()
+        let book = try await ivy.id("book", "add", "--title", "Dune", "--position", "600")
+        let before = try moment(ivy)
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") {
+            let sqlite = try await runChild(
+                ChildCommand(
+                    "/usr/bin/sqlite3",
+                    [ivy.home + "/library.db", "UPDATE books SET title = 'Dune (edited)', position = 5;"]
+                ))
+            #expect(sqlite.exit == .exited(0), "\(sqlite.stderr)")
+        } else {
+            try ivy.execute("UPDATE books SET title = 'Dune (edited)', position = 5")
+        }
+        let versions = try #require(try await ivy.run("history", book, "--json").json() as? [[String: Any]])
+        #expect(versions.count == 2)
+        let newest = try #require(versions.first)
+        #expect(newest["source"] as? String == "here" && newest["entity_type"] as? String == "book")
+        #expect(newest["changed"] as? [String] == ["position", "title"] && newest["deleted"] as? Bool == false)
+        #expect((newest["entity"] as? [String: Any])?["title"] as? String == "Dune (edited)")
+        #expect(newest["time"] as? String != nil && newest["entity_id"] as? String == book)
+        let table = try await ivy.run("history", book)
+        #expect(table.lines.first?.hasPrefix("TIME") == true)
+        #expect(table.stdout.contains("position=5 title=\"Dune (edited)\""), "\(table.stdout)")
+        let library = try await ivy.run("history")
+        #expect(library.lines.count == 3 && library.stdout.contains(book))
+
+        // Restore, then undo the restore by restoring to just before it.
+        let beforeRestore = try moment(ivy)
+        let restored = try await ivy.run("restore", "--at", before, "--yes")
+        #expect(restored.status == 0, "\(restored.stderr)")
+        #expect(try ivy.sql("SELECT title FROM books").first?["title"] == "Dune")
+        let undone = try await ivy.run("restore", "--at", beforeRestore, book)
+        #expect(undone.status == 0, "\(undone.stderr)")
+        #expect(try ivy.sql("SELECT title, position FROM books").first?["title"] == "Dune (edited)")
+        let sources = try #require(try await ivy.run("history", book, "--json").json() as? [[String: Any]])
+        #expect(sources.prefix(2).map { $0["source"] as? String } == ["restore", "restore"])
+    }
+
+    @Test("history_days 0 stops the history, and the next sync purges it")
+    func purge() async throws {
+        try await withEmulator { emulator in
+            let a = try await SignInHarness.signedIn(emulator)
+            let book = try await a.ivy.id("book", "add", "--title", "Dune")
+            _ = try await a.ivy.run("book", "update", book, "--position", "30")
+            let status = try #require(try await a.ivy.run("status", "--json").json() as? [String: Any])
+            #expect(status["history_versions"] as? Int == 2 && status["history_since"] is String)
+            #expect((status["history_bytes"] as? Int ?? 0) > 0)
+            #expect(try await a.ivy.run("config", "set", "history_days", "0").status == 0)
+            #expect(try await a.ivy.run("sync").status == 0)
+            #expect(try a.ivy.count("SELECT count(*) FROM history") == 0)
+            let table = try await a.ivy.run("status")
+            #expect(table.stdout.contains("history           none kept"), "\(table.stdout)")
+        }
+    }
+
+    @Test("WHEN that is no time exits 64 and says what is accepted")
+    func badWhen() async throws {
+        let ivy = try IvyHome()
+        let result = try await ivy.run("restore", "--at", "yesterday", "--dry-run")
+        #expect(result.status == 64 && result.stderr.contains("invalid --at 'yesterday'"), "\(result.stderr)")
+        #expect(try await ivy.run("history", "--since", "2h").status == 0)
+    }
+
+    @Test("a restore killed inside its transaction leaves the library whole; run again, it restores")
+    func killedRestore() async throws {
+        let ivy = try IvyHome()
+        let book = try await ivy.id("book", "add", "--title", "Dune")
+        let first = try ivy.mp3("first.mp3", size: 3000, header: Array("ID3\u{4}\0one".utf8))
+        let second = try ivy.mp3("second.mp3", size: 4000, header: Array("ID3\u{4}\0two".utf8))
+        let clip = try await ivy.id(
+            "clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", first, "--note", "one")
+        let before = try moment(ivy)
+        #expect(try await ivy.run("clip", "update", clip, "--audio", second, "--note", "two").status == 0)
+        #expect(try await ivy.run("book", "update", book, "--position", "99").status == 0)
+        let library = try ivy.sql("SELECT * FROM books").description + ivy.sql("SELECT * FROM clips").description
+        let queue = try ivy.sql("SELECT * FROM sync_queue ORDER BY entity_id").description
+        let audio = FileManager.default.contents(atPath: ivy.home + "/audio/\(clip).mp3")
+
+        let killed = try await ivy.runBinaryAsync(
+            ["restore", "--at", before, "--yes"], environment: ["IVY_TEST_KILL": "restore-before-commit"])
+        #expect(killed.status == 128 + SIGKILL, "\(killed.stderr)")
+        #expect(try ivy.sql("SELECT * FROM books").description + ivy.sql("SELECT * FROM clips").description == library)
+        #expect(try ivy.sql("SELECT * FROM sync_queue ORDER BY entity_id").description == queue)
+        // The next opening of the library puts the audio back as it was (the MP3 that the
+        // killed run had moved in goes).
+        #expect(try await ivy.run("config", "set", "concurrency", "8").status == 0)
+        #expect(FileManager.default.contents(atPath: ivy.home + "/audio/\(clip).mp3") == audio)
+
+        let restored = try await ivy.runBinaryAsync("restore", "--at", before, "--yes")
+        #expect(restored.status == 0, "\(restored.stderr) \(restored.stdout)")
+        #expect(try ivy.sql("SELECT note FROM clips").first?["note"] == "one")
+        #expect(
+            FileManager.default.contents(atPath: ivy.home + "/audio/\(clip).mp3")
+                == FileManager.default.contents(atPath: first))
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import IvyCore
+import Testing
+
+@Suite("History rules: retention, moments, changed fields")
+struct HistoryRulesTests {
+    static let minute: Milliseconds = 60_000
+    static let hour: Milliseconds = 3_600_000
+    static let day: Milliseconds = 86_400_000
+    /// A Monday at noon UTC, well after the epoch.
+    static let now: Milliseconds = 1_767_009_600_000
+
+    /// Versions of one entity at these ages (newest first is not required); returns the ages kept.
+    static func kept(ages: [Milliseconds], deletedNewest: Bool = false, days: Int = 365) -> [Milliseconds] {
+        let versions = ages.enumerated().map { index, age in
+            History.Version(
+                id: Int64(ages.count - index), recordedAt: now - age,
+                deleted: deletedNewest && age == ages.min())
+        }
+        let pruned = Set(History.prunable(versions, now: now, days: days))
+        return versions.filter { !pruned.contains($0.id) }.map { now - $0.recordedAt }.sorted()
+    }
+
+    struct Case: Sendable, CustomTestStringConvertible {
+        let name: String
+        let ages: [Milliseconds]
+        let kept: [Milliseconds]
+        var deletedNewest = false
+        var days = 365
+        var testDescription: String { name }
+    }
+
+    static let cases: [Case] = [
+        Case(
+            name: "every version of the last hour stays",
+            ages: (0..<60).map { Milliseconds($0) * minute }, kept: (0..<60).map { Milliseconds($0) * minute }),
+        Case(
+            name: "older than an hour: the newest of each hour",
+            ages: [0, 2 * hour + 10 * minute, 2 * hour + 20 * minute, 2 * hour + 30 * minute],
+            kept: [0, 2 * hour + 10 * minute]),
+        Case(
+            name: "between 1 and 30 days: one a day",
+            ages: [0, 3 * day, 3 * day + hour, 3 * day + 2 * hour, 10 * day],
+            kept: [0, 3 * day, 10 * day]),
+        Case(
+            name: "beyond 30 days: one a week, none older than history_days",
+            ages: [0, 40 * day, 41 * day, 100 * day, 400 * day],
+            kept: [0, 40 * day, 100 * day]),
+        Case(name: "the current state stays whatever its age", ages: [500 * day, 600 * day], kept: [500 * day]),
+        Case(
+            name: "a deleted entity keeps its tombstone and the state before it while young",
+            ages: [2 * day, 200 * day, 300 * day, 300 * day + hour], kept: [2 * day, 200 * day, 300 * day],
+            deletedNewest: true),
+        Case(
+            name: "a deleted entity older than history_days goes entirely",
+            ages: [400 * day, 500 * day], kept: [], deletedNewest: true),
+        Case(name: "history_days 0 removes everything", ages: [0, minute, day], kept: [], days: 0),
+        Case(
+            name: "a short history_days cuts older versions", ages: [0, 3 * day, 9 * day], kept: [0, 3 * day],
+            days: 7),
+    ]
+
+    @Test("staggered retention", arguments: cases)
+    func retention(_ test: Case) {
+        let kept = Self.kept(ages: test.ages, deletedNewest: test.deletedNewest, days: test.days)
+        #expect(kept == test.kept.sorted())
+    }
+
+    @Test("pruning twice removes nothing more: the spans are fixed in time")
+    func idempotent() {
+        let versions = (0..<2000).map {
+            History.Version(id: Int64($0), recordedAt: Self.now - Int64($0) * 10 * Self.minute, deleted: false)
+        }
+        let first = Set(History.prunable(versions, now: Self.now, days: 365))
+        let left = versions.filter { !first.contains($0.id) }
+        #expect(History.prunable(left, now: Self.now, days: 365).isEmpty)
+        #expect(History.prunable(left, now: Self.now + Self.minute, days: 365).count <= 3)
+    }
+
+    @Test("a year of a position changing every 10 s, 2 hours a day, keeps under 500 versions")
+    func yearOfPositions() {
+        var versions: [History.Version] = []
+        var id: Int64 = 0
+        for day in 0..<365 {
+            for step in stride(from: 0, to: 7200, by: 10) {
+                id += 1
+                let at = Self.now - Milliseconds(day) * Self.day - Milliseconds(step) * 1000
+                versions.append(History.Version(id: id, recordedAt: at, deleted: false))
+            }
+        }
+        let pruned = Set(History.prunable(versions, now: Self.now, days: 365))
+        // The last hour's 360 are all kept; then about 2 for the rest of the day, 29 days and 48 weeks.
+        #expect(versions.count - pruned.count < 500, "\(versions.count - pruned.count) kept")
+    }
+
+    @Test("WHEN: RFC 3339, local date and time, or a duration ago")
+    func moments() throws {
+        let utc = try #require(TimeZone(identifier: "UTC"))
+        let paris = try #require(TimeZone(identifier: "Europe/Paris"))
+        let now: Milliseconds = 1_767_009_600_000
+        #expect(History.moment("2h", now: now, timeZone: utc) == now - 2 * Self.hour)
+        #expect(History.moment("90m", now: now, timeZone: utc) == now - 90 * Self.minute)
+        #expect(History.moment("3d", now: now, timeZone: utc) == now - 3 * Self.day)
+        #expect(History.moment("2025-12-29T12:00:00Z", now: now, timeZone: paris) == 1_767_009_600_000)
+        #expect(History.moment("2025-12-29T13:00:00.5+01:00", now: now, timeZone: utc) == 1_767_009_600_500)
+        #expect(History.moment("2025-12-29", now: now, timeZone: utc) == 1_766_966_400_000)
+        #expect(History.moment("2025-12-29 13:00", now: now, timeZone: paris) == 1_767_009_600_000)
+        #expect(History.moment("2025-12-29 12:00:30", now: now, timeZone: utc) == 1_767_009_630_000)
+        for bad in ["", "yesterday", "2h ago", "-2h", "2025-13-01", "12:00"] {
+            #expect(History.moment(bad, now: now, timeZone: utc) == nil, "\(bad)")
+        }
+    }
+
+    @Test("changed fields: every field of a first version, the differing ones after, never updated_at")
+    func changed() {
+        let first: [String: JSONValue] = ["id": .string("a"), "title": .string("A"), "updated_at": .number(1)]
+        var second = first
+        second["title"] = .string("B")
+        second["updated_at"] = .number(2)
+        #expect(History.changedFields(from: nil, to: first) == ["id", "title"])
+        #expect(History.changedFields(from: first, to: second) == ["title"])
+        #expect(History.changedFields(from: first, to: second, audioChanged: true) == ["audio", "title"])
+        #expect(History.changedFields(from: first, to: nil).isEmpty)
+    }
+}

@@ -60,8 +60,9 @@ extension LibraryDatabase {
     /// writes nothing, when the mirror is no longer at `token` (reset, or rebuilt meanwhile):
     /// a page read from an older token must not bring a forgotten mirror back. A page in which
     /// a file the mirror never held came and went forgets since when each synced entity has
-    /// been missing on Drive: that file may have been a newer copy of it, so its absence was
-    /// broken, and a copy here kept since may be older than the one Drive last held.
+    /// been missing on Drive (but for a replace of this device's own cut short): that file may
+    /// have been a newer copy of it, so its absence was broken, and a copy here kept since may
+    /// be older than the one Drive last held.
     @discardableResult
     package func applyDriveMirrorPage(_ update: MirrorUpdate, from token: String) throws -> Bool {
         try write { db in
@@ -74,7 +75,11 @@ extension LibraryDatabase {
             if update.unseenFileGone {
                 // Saved with the page that showed it, so a run killed before it records what
                 // is missing cannot lose it: the absence clocks start again at the next sync.
-                try db.execute(sql: "UPDATE sync_manifest SET missing_since = NULL WHERE missing_since IS NOT NULL")
+                // An absence of this device's own making (since the epoch: a replace of its own
+                // cut short) is no other device's replace and keeps its mark.
+                try db.execute(
+                    sql: "UPDATE sync_manifest SET missing_since = NULL WHERE missing_since IS NOT NULL "
+                        + "AND missing_since != 0")
             }
             try Self.saveToken(update.token, db)
             return true

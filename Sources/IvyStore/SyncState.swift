@@ -76,11 +76,13 @@ extension LibraryDatabase {
         }
     }
 
-    /// An entity whose files this device's own replace deleted on Drive before its create
-    /// failed: no other device's replace is under way to wait for, so it is recorded missing
-    /// since the epoch and the next sync restores it at once, past `replace_grace`. Waiting
-    /// instead let a device that missed this one's edits restore its older copy first, which
-    /// every device then took for a newer edit (ivy-soak seed 133).
+    /// An entity whose files this device's own replace is about to delete on Drive: should
+    /// the replace stop before its create lands (a failed create, or ivy killed between the
+    /// two), no other device's replace is under way to wait for, so it is recorded missing
+    /// since the epoch and the next sync restores it at once, past `replace_grace`. The
+    /// replace's own `recordSynced` clears it. Waiting instead let a device that missed this
+    /// one's edits restore its older copy first, which every device then took for a newer
+    /// edit (ivy-soak seeds 133 and 1).
     package func recordReplaceCutShort(_ key: EntityKey) throws {
         try write { db in
             try db.execute(

@@ -332,8 +332,9 @@ extension SyncEngine {
     private func push(book: BookBackup, replacing remote: RemoteEntity?, _ context: Context) async throws {
         let key = EntityKey(.book, book.id)
         let data = try Self.encoded(book)
-        let uploaded = try await replaceJSON(
-            key, data: data, folder: context.folders.books[0], replacing: remote?.allFiles ?? [])
+        let files = remote?.allFiles ?? []
+        if !files.isEmpty { try library.recordReplaceCutShort(key) }
+        let uploaded = try await replaceJSON(key, data: data, folder: context.folders.books[0], replacing: files)
         try recordPushed(
             Agreement(
                 key, localUpdatedAt: book.updatedAt, jsonID: uploaded.id, jsonModifiedTime: uploaded.modifiedTime,
@@ -368,6 +369,7 @@ extension SyncEngine {
         {
             keptMP3 = current
         }
+        if !files.isEmpty { try library.recordReplaceCutShort(key) }
         let json = try await replaceJSON(
             key, data: data, folder: context.folders.clips[0], replacing: files.filter { $0.name == jsonName })
         let mp3ID: DriveFileID
@@ -397,19 +399,16 @@ extension SyncEngine {
     }
 
     /// Uploads an entity's JSON over the files of its name: those are deleted, then the new
-    /// one is made. A create that fails after the deletes went through leaves the entity
-    /// missing on Drive by this device's own doing, so the next sync puts it back at once
-    /// rather than waiting out the grace meant for other devices' replaces.
+    /// one is made. A replace that stops after its deletes (a failed create, or ivy killed)
+    /// leaves the entity missing on Drive by this device's own doing, so the next sync must
+    /// put it back at once rather than wait out the grace meant for other devices' replaces:
+    /// each push records that before its first delete (`recordReplaceCutShort`), and
+    /// `recordPushed` clears it.
     private func replaceJSON(_ key: EntityKey, data: Data, folder: DriveFileID, replacing files: [RemoteFile])
         async throws -> UploadedFile
     {
         for file in files { try await drive.delete(file.id) }
-        do {
-            return try await drive.uploadJSON(name: key.jsonFileName, data: data, folder: folder, replacing: [])
-        } catch {
-            if !files.isEmpty { try? library.recordReplaceCutShort(key) }
-            throw error
-        }
+        return try await drive.uploadJSON(name: key.jsonFileName, data: data, folder: folder, replacing: [])
     }
 
     /// Deletes a clip JSON whose MP3 did not make it; tried up to three times.

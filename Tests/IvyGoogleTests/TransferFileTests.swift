@@ -34,7 +34,8 @@ private func temporaryTransferFiles() -> Set<String> {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? []
     return Set(
         names.filter { name in
-            name.hasPrefix("ivy-") || name.hasPrefix("CFNetworkDownload")
+            // ivy-soak's device homes (the soak may run meanwhile) are no transfer files.
+            (name.hasPrefix("ivy-") && !name.hasPrefix("ivy-soak-")) || name.hasPrefix("CFNetworkDownload")
                 || (name.hasSuffix(".tmp") && UUID(uuidString: String(name.prefix(36))) != nil)
         })
 }

@@ -101,6 +101,28 @@ struct MirrorTests {
         #expect(try library.driveMirror()?.files.map(\.file.id) == ["f1", "f3"])
     }
 
+    @Test("a file that came and went unseen restarts other absences, not one this device's own replace made")
+    func ownAbsenceKeepsItsMark() throws {
+        let (home, library) = try library()
+        _ = home
+        try library.replaceDriveMirror([], token: "100", folders: Self.folders)
+        let mine = EntityKey(.book, "mine")
+        let theirs = EntityKey(.book, "theirs")
+        for key in [mine, theirs] {
+            try library.recordSynced(
+                ManifestEntry(
+                    key: key, localUpdatedAt: 1, remoteUpdatedAt: 1, remoteFileID: DriveFileID("j-\(key.id)")),
+                base: SyncBase(json: Data("{}".utf8)), queuedAt: nil)
+        }
+        try library.recordMissingOnDrive([theirs], entries: try library.manifestEntries(), at: 5_000)
+        try library.recordReplaceCutShort(mine)
+        let gone = MirrorUpdate(upserts: [], removals: ["f9"], token: "101", unseenFileGone: true)
+        #expect(try library.applyDriveMirrorPage(gone, from: "100"))
+        let since = Dictionary(uniqueKeysWithValues: try library.manifestEntries().map { ($0.key, $0.missingSince) })
+        #expect(since[theirs] == .some(nil), "another device's replace may have made and removed a newer copy")
+        #expect(since[mine] == 0, "this device deleted it itself: the next sync puts it back at once")
+    }
+
     @Test("reset-manifest forgets the mirror and its token")
     func resetManifest() throws {
         let (home, library) = try library()

@@ -22,16 +22,21 @@ struct ReadmeCheckTests {
         return try #require(lines.firstIndex(of: line), "no line \(line)") + 1
     }
 
-    /// Runs the check on `text`, written to a file of a temporary directory.
-    static func check(_ text: String) async throws -> (status: Int32, stderr: String, file: String) {
+    /// Runs the check on `text`, written to a file of a temporary directory, as the README or,
+    /// with `contributing`, as CONTRIBUTING.md.
+    static func check(_ text: String, contributing: Bool = false) async throws -> (
+        status: Int32, stderr: String, file: String
+    ) {
         let directory = try TemporaryHome(prefix: "readme-check-test")
-        let file = directory.file("README.md")
+        let file = directory.file(contributing ? "CONTRIBUTING.md" : "README.md")
         try Data(text.utf8).write(to: URL(fileURLWithPath: file))
         var environment = ProcessInfo.processInfo.environment
         environment["IVY_BINARY"] = BuiltProgram.ivy.path
         environment.removeValue(forKey: "IVY_BUILD_PATH")
         let check = ChildCommand(
-            root.appendingPathComponent("scripts/readme-check").path, ["--readme", file], environment: environment)
+            root.appendingPathComponent("scripts/readme-check").path,
+            [contributing ? "--contributing" : "--readme", file],
+            environment: environment)
         let result = try await runChild(check, within: .seconds(600))
         return (result.status, result.stderr, withExtendedLifetime(directory) { file })
     }
@@ -75,5 +80,18 @@ struct ReadmeCheckTests {
         let line = try Self.number(of: try #require(first), in: misspelt)
         let unknown = try await Self.check(misspelt)
         #expect(unknown.status == 1 && unknown.stderr.contains("\(unknown.file):\(line): unknown"), "\(unknown.stderr)")
+    }
+
+    @Test("CONTRIBUTING.md's commands run too: one that fails stops the check at its line there")
+    func contributing() async throws {
+        let text = try String(contentsOf: Self.root.appendingPathComponent("CONTRIBUTING.md"), encoding: .utf8)
+        let command = "    scripts/google-client-check"
+        let line = try Self.number(of: command, in: text)
+        let broken = text.replacingOccurrences(of: command + "\n", with: "    scripts/google-client-chek\n")
+        let result = try await Self.check(broken, contributing: true)
+        #expect(result.status == 1)
+        #expect(
+            result.stderr.contains("\(result.file):\(line): `scripts/google-client-chek` exited 127"),
+            "\(result.stderr)")
     }
 }

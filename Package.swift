@@ -144,6 +144,8 @@ let package = Package(
                 // Built first too: the emulator walkthrough tests run its binary.
                 "IvyEmulator",
                 "IvyCommands",
+                // Its migrations, to make a library as an older ivy left it.
+                "IvyStore",
                 "GoogleEmulator",
                 "IvyTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -7,15 +7,28 @@ import Testing
 /// knob, over live HTTP (`ivy doctor` compares this machine's clock with it).
 @Suite("The emulator's Date header")
 struct DateHeaderTests {
-    /// Seconds from now to an answer's `Date` header.
-    static func offset(_ header: String?) throws -> TimeInterval {
+    /// An answer's `Date` header.
+    static func date(_ header: String?) throws -> Date {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         let text = try #require(header)
-        let date = try #require(formatter.date(from: text), "\(text)")
-        return date.timeIntervalSinceNow
+        return try #require(formatter.date(from: text), "\(text)")
+    }
+
+    /// Whether the answer `asking` got was dated `offset` seconds off the real time at which it
+    /// was answered, somewhere between the request and the answer (whole seconds, cut down).
+    static func dated(
+        offset: TimeInterval, _ asking: () async throws -> String?, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let before = Date()
+        let header = try await asking()
+        let after = Date()
+        let real = try date(header).addingTimeInterval(-offset)
+        #expect(
+            real > before.addingTimeInterval(-1) && real <= after, "\(real) not in \(before)...\(after)",
+            sourceLocation: sourceLocation)
     }
 
     @Test("every answer is dated by real time, then off it by date_offset; a fault rule's own Date stays")
@@ -24,17 +37,14 @@ struct DateHeaderTests {
             let about = "/drive/v3/about?fields=user"
             let token = try await google.signIn().access
             // The emulator's manual clock (2026-01-01) does not date answers.
-            #expect(abs(try Self.offset(try await google.request("GET", about, token: token).header("Date"))) < 3)
+            try await Self.dated(offset: 0) { try await google.request("GET", about, token: token).header("Date") }
 
             #expect(try await google.json("POST", "/_emulator/config", ["date_offset": -600]).status == 200)
-            for answer in [
-                try await google.request("GET", about, token: token),
-                try await google.request("GET", "/drive/v3/files/nothing", token: token),
-                try await google.request("GET", "/_emulator/seed"),
-            ] {
-                let off = try Self.offset(answer.header("Date"))
-                #expect(off > -603 && off < -597, "\(off)")
+            try await Self.dated(offset: -600) { try await google.request("GET", about, token: token).header("Date") }
+            try await Self.dated(offset: -600) {
+                try await google.request("GET", "/drive/v3/files/nothing", token: token).header("Date")
             }
+            try await Self.dated(offset: -600) { try await google.request("GET", "/_emulator/seed").header("Date") }
             let fixed = "Tue, 03 Nov 2026 10:00:00 GMT"
             await google.state.addFault(FaultRule(method: "GET", pathContains: "/about", headers: ["date": fixed]))
             #expect(try await google.request("GET", about, token: token).header("Date") == fixed)

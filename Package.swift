@@ -65,7 +65,7 @@ let package = Package(
         .target(
             name: "GoogleEmulator",
             dependencies: [
-                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -144,6 +144,8 @@ let package = Package(
                 // Built first too: the emulator walkthrough tests run its binary.
                 "IvyEmulator",
                 "IvyCommands",
+                // Its migrations, to make a library as an older ivy left it.
+                "IvyStore",
                 "GoogleEmulator",
                 "IvyTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -160,6 +160,7 @@ extension EmulatorState {
                     setChangeTokenLifetime(seconds: (lifetime as? NSNumber)?.doubleValue)
                 }
                 if let omits = body["about_omits_email"] as? Bool { setAboutOmitsEmail(omits) }
+                if let offset = (body["date_offset"] as? NSNumber)?.doubleValue { setDateOffset(seconds: offset) }
                 if let limit = body["device_code_limit"] as? Int {
                     setDeviceCodeLimit(perMinute: limit > 0 ? limit : nil)
                 }

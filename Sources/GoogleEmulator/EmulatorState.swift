@@ -167,6 +167,9 @@ package actor EmulatorState {
     /// The most files one list page returns, whatever pageSize asks for.
     package var pageSizeCap: Int = 1000
     package var latencyMilliseconds: Int = 0
+    /// Seconds every answer's `Date` header is off real time: a Google whose clock disagrees
+    /// with the client's, as a machine without time synchronisation sees it (`ivy doctor`).
+    package private(set) var dateOffset: TimeInterval = 0
     /// Pings received at `/health/…`, in order.
     package internal(set) var healthPings: [HealthPing] = []
     package private(set) var writeLimit: RateLimit?
@@ -300,6 +303,7 @@ package actor EmulatorState {
     // MARK: control
 
     package func setLatency(milliseconds: Int) { latencyMilliseconds = max(0, milliseconds) }
+    package func setDateOffset(seconds: TimeInterval) { dateOffset = seconds }
     package func setTokenLifetime(seconds: Int) { tokenLifetime = max(1, seconds) }
     package func setPageSizeCap(_ cap: Int) { pageSizeCap = max(1, cap) }
     package func setDeviceCode(lifetime: Int? = nil, interval: Int? = nil) {

@@ -113,6 +113,12 @@ package struct EmulatorPipeline: Sendable {
         if method == "PUT", path == "/upload/drive/v3/files", let uploadID = query["upload_id"] {
             await state.sessionAnswered(reply, uploadID: uploadID)
         }
+        // Google dates every answer by its own clock. Real time, not the emulator's clock (which
+        // tests stop and move on to expire tokens), put off by the `dateOffset` knob; a fault
+        // rule's own `Date` stays.
+        if !reply.headers.keys.contains(where: { $0.lowercased() == "date" }) {
+            reply.headers["Date"] = HTTPDate.string(Date().addingTimeInterval(await state.dateOffset))
+        }
         let drop = truncated ? 0 : fault?.dropAfterBytes
         // The control API is the test talking, not ivy: it stays out of the log.
         if !isControl {
@@ -247,5 +253,20 @@ extension GoogleEmulator {
     /// refuses connections.
     package func exchange(_ work: @escaping @Sendable () async -> Void) -> Bool {
         inProcess.start(work)
+    }
+}
+
+/// The `Date` header's format (RFC 9110's IMF-fixdate): `Tue, 03 Nov 2026 10:00:00 GMT`.
+package enum HTTPDate {
+    private static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    package static func string(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) "
+            + "\(parts.tm_year + 1900) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 }

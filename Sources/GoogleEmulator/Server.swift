@@ -1,8 +1,10 @@
 import Foundation
 import HTTPTypes
-import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
+import NIOPosix
 
 /// The emulator as a running server on 127.0.0.1: one base URL serves the OAuth
 /// endpoints, Drive, uploads and the control API.
@@ -48,18 +50,33 @@ package final class GoogleEmulator: Sendable {
     ) async throws -> GoogleEmulator {
         let state = existing ?? EmulatorState(accounts: accounts, clients: clients, clock: clock, seed: seed)
         let (listeners, continuation) = AsyncStream<any Channel>.makeStream()
-        let application = Application(
-            responder: EmulatorResponder(state: state),
-            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
+        // HummingbirdCore's HTTP/1 server, not Hummingbird's `Application`: the application
+        // stamps its own `Date` on every answer after the responder has run, and the emulator
+        // dates its answers itself (`EmulatorState.dateOffset` puts Google's clock off).
+        let responder = EmulatorResponder(state: state)
+        let service = try HTTPServerBuilder.http1().buildServer(
+            configuration: ServerConfiguration(address: .hostname(host, port: port), serverName: nil),
+            eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+            logger: Logger(label: "ivy-emulator", factory: { _ in SwiftLogNoOpLogHandler() }),
+            responder: { request, writer, _ in
+                let response: Response
+                do {
+                    response = try await responder.respond(to: request)
+                } catch let error as HTTPParserError {
+                    // The server answers 400 and closes the connection, as the application does.
+                    throw error
+                } catch {
+                    response = Response(status: .internalServerError)
+                }
+                try await writer.write(response: response.head, body: response.body)
+            },
             onServerRunning: { channel in
                 continuation.yield(channel)
                 continuation.finish()
-            },
-            logger: Logger(label: "ivy-emulator", factory: { _ in SwiftLogNoOpLogHandler() })
-        )
+            })
         let server = Task {
             defer { continuation.finish() }
-            try await application.run()
+            try await service.run()
         }
         var listener: (any Channel)?
         for await channel in listeners { listener = channel }
@@ -99,11 +116,10 @@ struct DroppedConnection: Error {}
 
 /// The bridge from Hummingbird to `EmulatorPipeline`: the request's parts and body in, the
 /// answer out as a response (dropped part-way, or endless, when the answer says so).
-struct EmulatorResponder: HTTPResponder {
-    typealias Context = BasicRequestContext
+struct EmulatorResponder: Sendable {
     let state: EmulatorState
 
-    func respond(to request: Request, context: Context) async throws -> Response {
+    func respond(to request: Request) async throws -> Response {
         var headers: [String: String] = [:]
         for field in request.headers { headers[field.name.canonicalName.lowercased()] = field.value }
         let incoming = IncomingRequest(

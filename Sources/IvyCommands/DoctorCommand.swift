@@ -17,47 +17,44 @@ struct DoctorCommand: ContextCommand {
         abstract: "Check the whole setup and name the fix for each problem.",
         discussion: """
             One line per check: ok, warning or problem, what was checked, and the fix. Checks the home's permissions \
-            and free space, the library and its migrations, the OAuth client, the sign-in (one token refresh, under \
-            the sync lock), Drive (about.get), the clock against Google's, held changes, the last success, the \
-            health URL, and how syncs are scheduled (cron or the ivy-watch systemd user unit). Changes nothing \
-            else; exits 0 when nothing is a problem, 1 otherwise.
+            (its directories, library.db and token.json) and free space, the library and its migrations (read only: \
+            it migrates nothing), the OAuth client, the sign-in (one token refresh, under the sync lock), Drive \
+            (about.get), the clock against Google's Date header, that the Ivy folders exist once (twins named, \
+            oldest first), held changes and held deletions, the last success, the health URL, and how syncs are \
+            scheduled (cron or the ivy-watch systemd user unit). Changes nothing else; exits 0 when nothing is a \
+            problem, 1 otherwise.
             """)
 
     @OptionGroup var global: GlobalOptions
     @Flag(help: "Print one JSON array.") var json = false
 
-    /// One check's verdict.
-    struct Finding: Encodable, Equatable {
-        enum Level: String, Encodable { case ok, warning, problem }
-        let level: Level
-        let check: String
-        let detail: String
-        /// What to do about it; nil when nothing need be done.
-        let fix: String?
-    }
+    typealias Finding = DoctorFinding
 
     func run(_ context: Context) async throws {
-        let home = try global.home(context)
+        // Unchecked: a home ivy refuses is a finding here, not an error.
+        let home = try global.home(context, checked: false)
         var findings: [Finding] = []
         func add(_ level: Finding.Level, _ check: String, _ detail: String, fix: String? = nil) {
             findings.append(Finding(level: level, check: check, detail: detail, fix: fix))
         }
-        Self.checkHome(home, add)
+        func note(_ finding: Finding) { findings.append(finding) }
+        guard Self.checkHome(home, note) else {
+            // Every other command refuses this home, and the sign-in check would write in it.
+            add(
+                .warning, "other checks", "not run: ivy uses no home others could tamper with",
+                fix: "fix the home, then run `ivy doctor` again")
+            try report(findings, home)
+            throw ExitCode.failure
+        }
         let library: LibraryDatabase?
         do {
+            // Read-only: nothing migrated, no journal switched, no file created.
             let opened = try home.library(readOnly: true)
-            let pending = try opened.pendingMigrations()
             if let newer = try opened.migratedByNewerIvy() {
                 add(.problem, "library", newer, fix: "run the newer ivy")
-            } else if !pending.isEmpty {
-                add(.warning, "library", "\(pending.count) migrations not applied yet", fix: "run `ivy sync` once")
             } else {
                 let exists = FileManager.default.fileExists(atPath: home.paths.database)
-                add(
-                    .ok, "library",
-                    exists
-                        ? "\(home.paths.database) opens; its migrations are current"
-                        : "none yet: the first command that writes creates it")
+                note(DoctorRules.library(home.paths.database, exists: exists, pending: try opened.pendingMigrations()))
             }
             library = opened
         } catch {
@@ -68,45 +65,63 @@ struct DoctorCommand: ContextCommand {
         await Self.checkSignIn(home, library: library, credentials: credentials, add)
         if let library { try Self.checkLibraryState(home, library, add) }
         await Self.checkSchedule(home, add)
-        if json {
-            try home.output.json(findings)
-        } else {
-            for finding in findings {
-                let fix = finding.fix.map { "; fix: \($0)" } ?? ""
-                home.output.line(
-                    Display.safe(
-                        "\(finding.level.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0))"
-                            + "\(finding.check): \(finding.detail)\(fix)"))
-            }
-        }
+        try report(findings, home)
         if findings.contains(where: { $0.level == .problem }) { throw ExitCode.failure }
     }
 
-    private static func checkHome(_ home: Home, _ add: (Finding.Level, String, String, String?) -> Void) {
-        let directory = home.paths.dataDirectory
-        var info = stat()
-        if stat(directory, &info) != 0 {
-            add(.warning, "home", "\(directory) does not exist yet", "any ivy command that writes creates it")
-            return
+    private func report(_ findings: [Finding], _ home: Home) throws {
+        if json { return try home.output.json(findings) }
+        for finding in findings {
+            let fix = finding.fix.map { "; fix: \($0)" } ?? ""
+            home.output.line(
+                Display.safe(
+                    "\(finding.level.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0))"
+                        + "\(finding.check): \(finding.detail)\(fix)"))
         }
-        let mode = info.st_mode & 0o777
-        if info.st_uid != getuid() || mode & 0o077 != 0 {
+    }
+
+    /// The directories ivy keeps files in and its private files (the library, its journal, the
+    /// sign-in), then the free space where the library is. False when ivy refuses the home.
+    private static func checkHome(_ home: Home, _ add: (Finding) -> Void) -> Bool {
+        let paths = home.paths
+        let directory = paths.dataDirectory
+        guard FileManager.default.fileExists(atPath: directory) else {
             add(
-                .problem, "home", "\(directory) has mode \(String(mode, radix: 8)) or another owner",
-                "chmod 700 \(directory)")
-        } else {
-            add(.ok, "home", "\(directory) is private", nil)
+                Finding(
+                    level: .warning, check: "home", detail: "\(directory) does not exist yet",
+                    fix: "any ivy command that writes creates it"))
+            return true
         }
-        var space = statvfs()
-        if statvfs(directory, &space) == 0 {
-            let free = Int64(space.f_bavail) * Int64(space.f_frsize)
-            let megabytes = free / 1_000_000
-            if free < 100_000_000 {
-                add(.warning, "disk", "\(megabytes) MB free where the library is", "free some disk space")
-            } else {
-                add(.ok, "disk", "\(megabytes) MB free", nil)
+        var wrong: [Finding] = []
+        var refused = false
+        var directories: [String] = []
+        for each in [paths.dataDirectory, paths.configDirectory, paths.stateDirectory]
+        where !directories.contains(each) {
+            directories.append(each)
+            var info = stat()
+            guard stat(each, &info) == 0 else { continue }
+            if let finding = DoctorRules.directory(
+                each, mode: UInt32(info.st_mode), owner: UInt32(info.st_uid), user: UInt32(geteuid()))
+            {
+                wrong.append(finding)
+                // A directory is a problem only when ivy refuses it.
+                refused = refused || finding.level == .problem
             }
         }
+        for file in [paths.database, paths.database + "-wal", paths.database + "-shm", paths.tokenFile] {
+            var info = stat()
+            guard lstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+            if let finding = DoctorRules.file(file, mode: UInt32(info.st_mode)) { wrong.append(finding) }
+        }
+        if wrong.isEmpty {
+            add(Finding(level: .ok, check: "home", detail: "\(directory) and its files are private", fix: nil))
+        }
+        wrong.forEach(add)
+        var space = statvfs()
+        if statvfs(directory, &space) == 0 {
+            add(DoctorRules.disk(freeBytes: Int64(space.f_bavail) * Int64(space.f_frsize)))
+        }
+        return !refused
     }
 
     /// The OAuth client and where it comes from (environment, then settings).
@@ -126,7 +141,9 @@ struct DoctorCommand: ContextCommand {
     }
 
     /// The sign-in refreshed now (one token request, under the sync lock), then Drive's
-    /// `about.get` with it, whose `Date` header says how far this clock is from Google's.
+    /// `about.get` with it, whose `Date` header says how far this clock is from Google's, then
+    /// ivy's folders on Drive (one listing; nothing is created). A 401 there would refresh once
+    /// more, outside the lock: a token seconds old is rejected only when Google revoked it.
     private static func checkSignIn(
         _ home: Home, library: LibraryDatabase?, credentials: ClientCredentials?,
         _ add: (Finding.Level, String, String, String?) -> Void
@@ -143,10 +160,13 @@ struct DoctorCommand: ContextCommand {
         }
         let effects = home.google
         let endpoints: GoogleEndpoints
+        let provider: TokenProvider
         let access: String
         do {
             endpoints = try home.endpoints(for: token)
-            access = try await refresh(home, token, tokens: tokens, endpoints, credentials, effects)
+            provider = try await refresh(home, token, tokens: tokens, endpoints, credentials, effects)
+            // The token just refreshed: no second request.
+            access = try await provider.accessToken()
         } catch {
             let signedOut: Bool
             if case .signedOut? = error as? GoogleError { signedOut = true } else { signedOut = false }
@@ -161,32 +181,48 @@ struct DoctorCommand: ContextCommand {
                 .problem, "sign-in", "\(token.email) did not grant drive.file (granted: \(scope))",
                 "run `ivy login` and allow access to the files ivy creates")
         }
-        await checkDrive(home, endpoints: endpoints, access: access, transport: effects.transport, add)
+        guard await checkDrive(home, endpoints: endpoints, access: access, transport: effects.transport, add) else {
+            return
+        }
+        let drive = DriveClient(
+            drive: endpoints.drive, authorized: AuthorizedTransport(tokens: provider, transport: effects.transport),
+            concurrency: 1, sleep: effects.sleep, now: effects.elapsed)
+        do {
+            let remembered = try library?.rememberedFolders()
+            let found = try await drive.existingFolders(remembered: remembered)
+            let finding = DoctorRules.folders(found, remembered: remembered)
+            add(finding.level, finding.check, finding.detail, finding.fix)
+        } catch {
+            add(.problem, "folders", error.localizedDescription, "check the network, then run `ivy doctor` again")
+        }
     }
 
     /// One token request, under the sync lock (only its holder may write the token file),
-    /// which is let go before Drive is asked anything.
+    /// which is let go before Drive is asked anything. The provider holds the fresh token.
     private static func refresh(
         _ home: Home, _ token: StoredToken, tokens: TokenStore, _ endpoints: GoogleEndpoints,
         _ credentials: ClientCredentials, _ effects: GoogleEffects
-    ) async throws -> String {
+    ) async throws -> TokenProvider {
         let lock = try await home.waitForSyncLock()
         defer { withExtendedLifetime(lock) {} }
         var stale = token
         stale.accessToken = nil
         let provider = TokenProvider(
             token: stale, store: tokens, endpoints: endpoints, credentials: credentials, effects: effects)
-        return try await provider.accessToken()
+        _ = try await provider.accessToken()
+        return provider
     }
 
+    /// Drive's `about.get`, whose `Date` header says how far this clock is from Google's;
+    /// false when Drive did not answer it.
     private static func checkDrive(
         _ home: Home, endpoints: GoogleEndpoints, access: String, transport: any HTTPTransport,
         _ add: (Finding.Level, String, String, String?) -> Void
-    ) async {
+    ) async -> Bool {
         var components = URLComponents(
             url: endpoints.drive.appendingPathComponent("drive/v3/about"), resolvingAgainstBaseURL: false)
         components?.queryItems = [URLQueryItem(name: "fields", value: "user(emailAddress,permissionId)")]
-        guard let url = components?.url else { return }
+        guard let url = components?.url else { return false }
         do {
             let response = try await transport.send(
                 HTTPRequest(method: "GET", url: url, headers: ["Authorization": "Bearer \(access)"]))
@@ -194,10 +230,10 @@ struct DoctorCommand: ContextCommand {
                 add(
                     .problem, "drive", GoogleError.from(response).localizedDescription,
                     "enable the Drive API in the client's Cloud project and grant drive.file at `ivy login`")
-                return
+                return false
             }
             add(.ok, "drive", "Google Drive answers about.get", nil)
-            guard let date = response.headers["date"].flatMap(Self.httpDate) else { return }
+            guard let date = response.headers["date"].flatMap(Self.httpDate) else { return true }
             let skew = abs(home.clock.now() - date) / 1000
             if skew >= 120 {
                 add(
@@ -206,8 +242,10 @@ struct DoctorCommand: ContextCommand {
             } else {
                 add(.ok, "clock", "within \(skew) s of Google's", nil)
             }
+            return true
         } catch {
             add(.problem, "drive", error.localizedDescription, "check the network, then run `ivy doctor` again")
+            return false
         }
     }
 
@@ -230,6 +268,15 @@ struct DoctorCommand: ContextCommand {
                 "fix the cause, then `ivy retry-failed`")
         } else {
             add(.ok, "held changes", "none", nil)
+        }
+        if let held = try library.internalSetting(.deletionsHeld) {
+            // The planner's reason ends with what to do, which is the fix here.
+            let reason = held.components(separatedBy: "; nothing was deleted").first ?? held
+            add(
+                .problem, "held deletions", "the last sync deleted nothing here: \(reason)",
+                "check Drive; if they are really gone there, `ivy sync --allow-deletes` deletes them here")
+        } else {
+            add(.ok, "held deletions", "none", nil)
         }
         let now = home.clock.now()
         if let success = try library.localStatus().lastSuccess {

@@ -148,8 +148,9 @@ struct GlobalOptions: ParsableArguments {
                 + "setting log_format.", valueName: "FORMAT"))
     var logFormat: LogFormat?
 
-    /// The home this run works in, checked.
-    func home(_ context: Context) throws -> Home {
+    /// The home this run works in, checked unless `checked` is false (`ivy doctor`, which
+    /// reports an unsafe home as one of its findings).
+    func home(_ context: Context, checked: Bool = true) throws -> Home {
         let paths: IvyPaths
         do {
             paths = try IvyPaths.resolve(
@@ -159,7 +160,8 @@ struct GlobalOptions: ParsableArguments {
         }
         // Checked up front, so even a command that only reads refuses a home others could
         // tamper with; missing directories are created private when first needed.
-        for directory in Set([paths.configDirectory, paths.dataDirectory, paths.stateDirectory]).sorted() {
+        for directory in Set([paths.configDirectory, paths.dataDirectory, paths.stateDirectory]).sorted()
+        where checked {
             try PrivateDirectory.check(directory)
         }
         return Home(paths: paths, context: context, logFormat: logFormat)

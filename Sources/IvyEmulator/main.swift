@@ -45,6 +45,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Keep the emulated Drive and tokens in FILE across restarts.", valueName: "FILE"))
     var state: String?
     @Option(help: "Delay every Google request by this many milliseconds.") var latency = 0
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "Put the Date header of every answer this many seconds off the real time (negative: behind), "
+                + "as a Google whose clock disagrees with this machine's.", valueName: "SECONDS"))
+    var dateOffset = 0
     @Option(help: "Seconds an access token lives.") var tokenLifetime = 3599
     @Option(help: ArgumentHelp("Add an account (repeatable).", valueName: "EMAIL")) var account: [String] = []
     @Option(help: "The seed of the emulator's random choices (ids, codes, tokens, faults); default: a new one.")
@@ -89,6 +95,7 @@ struct Serve: AsyncParsableCommand {
         }
         for email in account { await emulatorState.addAccount(EmulatedAccount(email: email)) }
         await emulatorState.setLatency(milliseconds: latency)
+        await emulatorState.setDateOffset(seconds: TimeInterval(dateOffset))
         await emulatorState.setTokenLifetime(seconds: tokenLifetime)
 
         let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
@@ -165,7 +172,7 @@ struct Serve: AsyncParsableCommand {
             throw EmulatorFailure("cannot find the ivy-emulator program to start in the background")
         }
         var arguments = ["serve", "--detached", "--port", String(port), "--latency", String(latency)]
-        arguments += ["--token-lifetime", String(tokenLifetime)]
+        arguments += ["--token-lifetime", String(tokenLifetime), "--date-offset", String(dateOffset)]
         for email in account { arguments += ["--account", email] }
         if let seed { arguments += ["--seed", String(seed)] }
         // Relative paths are kept as given: the detached process starts in this directory.

@@ -47,6 +47,12 @@ extension DriveClient {
         try await folderCache.folders { [self] in try await self.resolveFolders(remembered: nil, create: true) }
     }
 
+    /// ivy's folders as Drive lists them now, twins included, oldest first; nothing is created
+    /// (`ivy doctor`). A `remembered` folder the listing leaves out is asked for by id.
+    package func existingFolders(remembered: DriveFolders?) async throws -> DriveFolders {
+        try await resolveFolders(remembered: remembered, create: false)
+    }
+
     /// The folders as Drive lists them; with `create`, the missing ones are made and the
     /// folders listed again, so a twin another device made at the same moment is seen and the
     /// oldest of each is used by both.

@@ -14,6 +14,9 @@ package enum InternalSetting: String, Sendable, CaseIterable {
     /// held by the safety valve: each is said once, not on every run.
     case autoReportedError = "auto_reported_error"
     case autoReportedHold = "auto_reported_hold"
+    /// Why the last sync held local deletions back (the safety valve), for `ivy doctor`;
+    /// none when it held none.
+    case deletionsHeld = "deletions_held"
     /// When the mirror of Drive's listing was last rebuilt from a full listing (milliseconds).
     case mirrorListedAt = "mirror_listed_at"
     /// When the history was last pruned (milliseconds): at most once an hour.
@@ -62,8 +65,10 @@ extension LibraryDatabase {
 
     static func clearManifest(_ db: Database) throws {
         try db.execute(sql: "DELETE FROM sync_manifest")
-        let folders = [InternalSetting.ivyFolderID, .booksFolderID, .clipsFolderID].map(\.rawValue)
-        try db.execute(sql: "DELETE FROM settings WHERE key IN (?, ?, ?)", arguments: StatementArguments(folders))
+        // A hold was about deletions the forgotten manifest implied.
+        let forgotten = [InternalSetting.ivyFolderID, .booksFolderID, .clipsFolderID, .deletionsHeld].map(\.rawValue)
+        try db.execute(
+            sql: "DELETE FROM settings WHERE key IN (?, ?, ?, ?)", arguments: StatementArguments(forgotten))
         try clearMirror(db)
     }
 }

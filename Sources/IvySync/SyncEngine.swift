@@ -446,13 +446,15 @@ package final class SyncEngine: Sendable {
         report.durationMilliseconds = clock.now() - started
     }
 
-    /// Records the sync: its time, its first failure as `last_error` (or none), and every
-    /// failure and skipped file in the log (a skip already logged, as `knownSkips` says, once).
+    /// Records the sync: its time, its first failure as `last_error` (or none), the deletions it
+    /// held back (or none, for `ivy doctor`), and every failure and skipped file in the log (a
+    /// skip already logged, as `knownSkips` says, once).
     private func record(_ report: SyncReport, knownSkips: Set<SyncReport.Problem>) throws {
         let now = clock.now()
         try library.recordSetting(.lastSyncTime, String(now))
         if report.isSuccess { try library.recordSetting(.lastSuccess, String(now)) }
         try library.recordSetting(.lastError, report.failures.first.map { "\($0.entity): \($0.reason)" })
+        try library.setInternalSetting(.deletionsHeld, report.deletionsHeld)
         for failure in report.failures {
             logger.error("sync failure", metadata: ["entity": "\(failure.entity)", "reason": "\(failure.reason)"])
         }

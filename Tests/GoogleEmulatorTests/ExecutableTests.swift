@@ -24,7 +24,7 @@ struct ExecutableTests {
     @Test(
         """
         prints its loopback URL first, then the export line it writes to --env-file; takes --seed, keeps the Drive \
-        in --state, and stops cleanly on SIGTERM
+        in --state, dates its answers --date-offset seconds off, and stops cleanly on SIGTERM
         """)
     func lifecycle() async throws {
         let directory = try TemporaryHome(prefix: "emulator")
@@ -33,7 +33,11 @@ struct ExecutableTests {
         let envFile = directory.file("env")
 
         let emulator = ChildCommand(
-            Self.binary, ["--port", "0", "--state", stateFile, "--seed", "18446744073709551615", "--env-file", envFile])
+            Self.binary,
+            [
+                "--port", "0", "--state", stateFile, "--seed", "18446744073709551615", "--env-file", envFile,
+                "--date-offset", "-600",
+            ])
         try await withChild(emulator) { process in
             let firstLines = try await process.waitUntil("print two lines") { progress in
                 progress.stdout.count(where: { $0 == "\n" }) >= 2 ? progress.stdout : nil
@@ -52,8 +56,13 @@ struct ExecutableTests {
             let (data, _) = try await URLSession.shared.data(
                 from: try #require(URL(string: url + "/_emulator/pending")))
             #expect(String(decoding: data, as: UTF8.self).contains("user_codes"))
-            let (seed, _) = try await URLSession.shared.data(from: try #require(URL(string: url + "/_emulator/seed")))
-            #expect(String(decoding: seed, as: UTF8.self) == #"{"seed":18446744073709551615}"#)
+            try await DateHeaderTests.dated(offset: -600) {
+                let (seed, answer) = try await URLSession.shared.data(
+                    from: try #require(URL(string: url + "/_emulator/seed")))
+                #expect(String(decoding: seed, as: UTF8.self) == #"{"seed":18446744073709551615}"#)
+                // Dated ten minutes behind real time, as --date-offset -600 asks.
+                return (answer as? HTTPURLResponse)?.value(forHTTPHeaderField: "Date")
+            }
 
             process.send(SIGTERM)
             let exit = try await process.wait()

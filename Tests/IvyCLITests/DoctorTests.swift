@@ -1,7 +1,12 @@
 import Foundation
+import GRDB
 import GoogleEmulator
+import IvyCommands
+import IvyCore
 import IvyTestSupport
 import Testing
+
+@testable import IvyStore
 
 /// Issue 30: `ivy doctor` names each problem with its fix, and exits 1 when there is one.
 @Suite("ivy doctor")
@@ -9,6 +14,11 @@ struct DoctorTests {
     private static func findings(_ result: RunResult) throws -> [String: [String: Any]] {
         let array = try #require(try result.json() as? [[String: Any]])
         return Dictionary(array.map { ($0["check"] as? String ?? "", $0) }) { first, _ in first }
+    }
+
+    /// Every finding of one check (`home` can have several), in order.
+    private static func all(_ check: String, _ result: RunResult) throws -> [[String: Any]] {
+        try #require(try result.json() as? [[String: Any]]).filter { $0["check"] as? String == check }
     }
 
     @Test("a healthy setup: sign-in refreshes, Drive answers, the clock agrees; exit 0")
@@ -72,15 +82,193 @@ struct DoctorTests {
         #expect((none?["fix"] as? String)?.contains("crontab -e") == true)
     }
 
-    @Test("a clock 10 minutes off Google's Date header is a problem")
+    @Test("a clock 10 minutes off Google's Date header is a problem whose fix is time synchronisation")
     func clockOff() async throws {
         try await withEmulator { emulator in
             let device = try await SignInHarness.signedIn(emulator)
-            device.ivy.clockOffset = 10 * 60_000
-            let doctor = try await device.ivy.run("doctor")
-            #expect(doctor.status == 1)
-            #expect(doctor.stdout.contains("problem clock: this clock is 10 minutes off Google's"), "\(doctor.stdout)")
-            #expect(doctor.stdout.contains("timedatectl set-ntp true"))
+            // Google's clock ten minutes behind this machine's, over live HTTP to the built ivy.
+            await emulator.state.setDateOffset(seconds: -600)
+            let doctor = try await device.ivy.runBinaryAsync("doctor")
+            #expect(doctor.status == 1, "\(doctor.stdout)\(doctor.stderr)")
+            #expect(
+                doctor.stdout.contains(
+                    "problem clock: this clock is 10 minutes off Google's (merges compare times); "
+                        + "fix: turn on time synchronisation (timedatectl set-ntp true)"), "\(doctor.stdout)")
+            #expect(doctor.stdout.contains("ok      drive: Google Drive answers"), "\(doctor.stdout)")
+
+            await emulator.state.setDateOffset(seconds: 0)
+            let fixed = try await device.ivy.runBinaryAsync("doctor")
+            #expect(fixed.stdout.contains("ok      clock: within"), "\(fixed.stdout)")
         }
+    }
+
+    @Test("twin Ivy folders on Drive are a problem that names them, oldest first, with how to merge them")
+    func folderTwins() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            #expect(try await device.ivy.run("sync").status == 0)
+            let once = try Self.findings(try await device.ivy.run("doctor", "--json"))["folders"]
+            #expect(once?["level"] as? String == "ok", "\(String(describing: once))")
+            #expect((once?["detail"] as? String)?.hasSuffix("exists once") == true)
+
+            // A second device made its own books folder at the same moment.
+            let folders = await emulator.state.dump(email: "alice@example.com").filter {
+                $0.mimeType == DriveFile.folderType
+            }
+            let ivy = try #require(folders.first { $0.name == "Ivy" })
+            let books = try #require(folders.first { $0.name == "books" })
+            await emulator.state.advanceClock(by: 1)
+            let twin = await emulator.state.putFile(
+                email: "alice@example.com", name: "books", parents: [ivy.id], content: Data(),
+                mimeType: DriveFile.folderType)
+            let doctor = try await device.ivy.run("doctor", "--json")
+            #expect(doctor.status == 1)
+            let found = try #require(try Self.findings(doctor)["folders"])
+            #expect(found["level"] as? String == "problem")
+            #expect(
+                found["detail"] as? String == "2 folders Ivy/books: \(books.id), \(twin.id) (oldest first)", "\(found)")
+            #expect((found["fix"] as? String)?.contains("move the files of each newer twin into the oldest") == true)
+        }
+    }
+
+    @Test("deletions the last sync held back are a problem whose fix is sync --allow-deletes; gone once it ran")
+    func heldDeletions() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            let book = try await device.ivy.id("book", "add", "--title", "Dune")
+            let audio = try device.ivy.mp3("a.mp3")
+            for index in 0..<12 {
+                _ = try await device.ivy.id(
+                    "clip", "add", "--book", book, "--start", String(index), "--duration", "1", "--audio", audio)
+            }
+            #expect(try await device.ivy.run("sync").status == 0)
+            #expect(
+                try Self.findings(try await device.ivy.run("doctor", "--json"))["held deletions"]?["level"] as? String
+                    == "ok")
+
+            // Another device deleted every clip on Drive: too many for this library to follow unasked.
+            for file in await emulator.state.dump(email: "alice@example.com") where file.name.hasPrefix("clip_") {
+                try await emulator.state.trash(id: file.id)
+            }
+            let held = try await device.ivy.run("sync")
+            #expect(held.stderr.contains("Held back: 12 of the 12 clips"), "\(held.stderr)")
+            let doctor = try await device.ivy.runBinaryAsync("doctor", "--json")
+            #expect(doctor.status == 1)
+            let deletions = try #require(try Self.findings(doctor)["held deletions"])
+            #expect(deletions["level"] as? String == "problem")
+            #expect(
+                deletions["detail"] as? String
+                    == "the last sync deleted nothing here: 12 of the 12 clips this library synced would be "
+                    + "deleted here",
+                "\(deletions)")
+            #expect((deletions["fix"] as? String)?.contains("`ivy sync --allow-deletes`") == true)
+
+            #expect(try await device.ivy.run("sync", "--allow-deletes").status == 0)
+            let after = try Self.findings(try await device.ivy.run("doctor", "--json"))["held deletions"]
+            #expect(after?["level"] as? String == "ok" && after?["detail"] as? String == "none")
+        }
+    }
+
+    @Test("a home others can list is a warning, one they can write to a problem, a readable library.db a problem")
+    func permissions() async throws {
+        let ivy = try IvyHome()
+        _ = try await ivy.id("book", "add", "--title", "Dune")
+        let database = ivy.home + "/library.db"
+        #expect(
+            try Self.all("home", try await ivy.runBinaryAsync("doctor", "--json")).map { $0["level"] as? String } == [
+                "ok"
+            ])
+
+        chmod(ivy.home, 0o755)
+        chmod(database, 0o644)
+        let loose = try await ivy.runBinaryAsync("doctor", "--json")
+        #expect(loose.status == 1)
+        let found = try Self.all("home", loose)
+        #expect(found.count == 2, "\(found)")
+        #expect(found.first?["level"] as? String == "warning")
+        #expect(found.first?["detail"] as? String == "\(ivy.home) has mode 755: other users can list the files in it")
+        #expect(found.first?["fix"] as? String == "chmod 700 \(ivy.home)")
+        #expect(found.last?["level"] as? String == "problem")
+        #expect(found.last?["detail"] as? String == "\(database) has mode 644: other users can read it")
+        #expect(found.last?["fix"] as? String == "chmod 600 \(database)")
+        // Doctor changes nothing, modes included.
+        #expect(try FileManager.default.attributesOfItem(atPath: database)[.posixPermissions] as? Int == 0o644)
+
+        // (A read-only SQLite connection leaves -wal and -shm files with the database's mode.)
+        for file in [database, database + "-wal", database + "-shm"] { chmod(file, 0o600) }
+        chmod(ivy.home, 0o775)
+        // Every other command refuses this home: doctor says why, and checks nothing that would write in it.
+        let open = try await ivy.runBinaryAsync("doctor")
+        #expect(open.status == 1 && open.stderr.isEmpty, "\(open.stderr)")
+        #expect(
+            open.lines.first
+                == "problem home: \(ivy.home) can be written by others (mode 775): ivy refuses to use it; "
+                + "fix: chmod 700 \(ivy.home)", "\(open.stdout)")
+        #expect(open.lines.dropFirst().first?.hasPrefix("ok      disk: ") == true, "\(open.stdout)")
+        #expect(
+            open.lines.dropFirst(2) == [
+                "warning other checks: not run: ivy uses no home others could tamper with; "
+                    + "fix: fix the home, then run `ivy doctor` again"
+            ], "\(open.stdout)")
+        chmod(ivy.home, 0o700)
+    }
+
+    @Test(
+        "free space under 100 MB is a warning",
+        arguments: [
+            (Int64(5_000_000_000), DoctorFinding.Level.ok, "5000 MB free"),
+            (100_000_000, .ok, "100 MB free"),
+            (99_999_999, .warning, "99 MB free where the library is"),
+            (0, .warning, "0 MB free where the library is"),
+        ])
+    func disk(free: Int64, level: DoctorFinding.Level, detail: String) {
+        let finding = DoctorRules.disk(freeBytes: free)
+        #expect(finding.level == level)
+        #expect(finding.detail.hasPrefix(detail), "\(finding.detail)")
+        #expect(finding.fix == (level == .ok ? nil : "free some disk space"))
+    }
+
+    @Test(
+        "directory modes: what ivy refuses is a problem, what others can only list a warning; readable files a problem")
+    func modes() {
+        let user: UInt32 = 1000
+        #expect(DoctorRules.directory("/h", mode: 0o40700, owner: user, user: user) == nil)
+        #expect(DoctorRules.directory("/h", mode: 0o40750, owner: user, user: user)?.level == .warning)
+        #expect(DoctorRules.directory("/h", mode: 0o40770, owner: user, user: user)?.level == .problem)
+        #expect(DoctorRules.directory("/h", mode: 0o40757, owner: user, user: user)?.level == .problem)
+        let foreign = DoctorRules.directory("/h", mode: 0o40700, owner: 0, user: user)
+        #expect(
+            foreign?.level == .problem && foreign?.detail == "/h belongs to another user (uid 0): ivy refuses to use it"
+        )
+        #expect(DoctorRules.file("/h/token.json", mode: 0o100600) == nil)
+        #expect(DoctorRules.file("/h/token.json", mode: 0o100640)?.fix == "chmod 600 /h/token.json")
+    }
+
+    @Test("a library an older ivy made: doctor says its migrations are pending and applies none (the file unchanged)")
+    func olderLibrary() async throws {
+        let ivy = try IvyHome()
+        try FileManager.default.createDirectory(
+            atPath: ivy.home, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let database = ivy.home + "/library.db"
+        let queue = try DatabaseQueue(path: database)
+        try Schema.migrator.migrate(queue, upTo: "v9: trash keeps what a restore replaces")
+        try queue.close()
+        chmod(database, 0o600)
+        let before = try Data(contentsOf: URL(fileURLWithPath: database))
+
+        let doctor = try await ivy.runBinaryAsync("doctor", "--json")
+        let library = try #require(try Self.findings(doctor)["library"])
+        #expect(library["level"] as? String == "warning")
+        #expect(
+            (library["detail"] as? String)?.contains("of this ivy not applied yet (v10: history") == true, "\(library)")
+        #expect((library["fix"] as? String)?.contains("the next command that changes the library") == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: database)) == before, "doctor migrated nothing")
+        #expect(!FileManager.default.fileExists(atPath: database + "-wal"))
+
+        // What the fix says is true: the next command that writes migrates it.
+        _ = try await ivy.id("book", "add", "--title", "Dune")
+        let current = try Self.findings(try await ivy.runBinaryAsync("doctor", "--json"))["library"]
+        #expect(
+            current?["level"] as? String == "ok" && (current?["detail"] as? String)?.hasSuffix("are current") == true)
     }
 }

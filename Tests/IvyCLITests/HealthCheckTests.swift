@@ -131,6 +131,34 @@ struct HealthCheckTests {
         }
     }
 
+    /// The one test that takes the real 10 s: the built ivy, with no deadline but its own.
+    @Test("the built ivy gives a health service that never answers 10 s in all: the sync ends, its status unchanged")
+    func silentServiceBinary() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.pinging(emulator)
+            _ = try await device.ivy.id("book", "add", "--title", "Dune")
+            // The same sync's own time, the service answering at once.
+            var began = ContinuousClock.now
+            #expect(try await device.ivy.runBinaryAsync("sync").status == 0)
+            let own = ContinuousClock.now - began
+
+            _ = try await device.ivy.id("book", "add", "--title", "Emma")
+            // The service takes the connection and the request, and never answers.
+            await emulator.state.addFault(FaultRule(method: "POST", pathContains: "/health/", hold: true))
+            began = ContinuousClock.now
+            let sync = try await device.ivy.runBinaryAsync("sync")
+            let took = ContinuousClock.now - began
+            #expect(sync.status == 0 && sync.stdout.hasPrefix("Synced: 1 uploaded"), "\(sync.stdout)\(sync.stderr)")
+            #expect(took >= .seconds(10), "\(took)")
+            // 10 s and the sync's own time; a second for the variance of two process runs.
+            #expect(took < .seconds(11) + own, "took \(took); the sync alone \(own)")
+            #expect(await emulator.state.requestsHeldNow == 1, "the /start ping, still held")
+            let log = try String(contentsOfFile: device.ivy.home + "/ivy.log", encoding: .utf8)
+            #expect(log.contains("health ping given up") && log.contains("after_s=10"), "\(log)")
+            #expect(log.contains("health ping not sent"), "\(log)")
+        }
+    }
+
     @Test("a watch pings a success at most once a minute, and /fail once when it starts waiting signed out")
     func watchPings() async throws {
         try await withEmulator { emulator in

@@ -44,8 +44,6 @@ final class IvyHome: @unchecked Sendable {
     static let noWaits: @Sendable (Duration) async throws -> Void = { _ in await Task.yield() }
     /// How long in-process runs give a health-check ping, all in (10 s unless a test shortens it).
     var healthDeadline = Duration.seconds(10)
-    /// How far in-process runs' clock is off the real one (a machine without time sync).
-    var clockOffset: Milliseconds = 0
 
     init() throws {
         directory = try TemporaryHome(prefix: "ivy-cli")
@@ -83,7 +81,7 @@ final class IvyHome: @unchecked Sendable {
         RunningCommand(
             arguments, environment: environment.merging(extra) { $1 }, workingDirectory: path, input: input,
             onTerminal: onTerminal, errorOnTerminal: errorOnTerminal, outputOnTerminal: outputOnTerminal,
-            sleep: sleep, healthDeadline: healthDeadline, clockOffset: clockOffset)
+            sleep: sleep, healthDeadline: healthDeadline)
     }
 
     /// Runs ivy's command in this process with standard input on a terminal, `input`
@@ -157,7 +155,7 @@ final class RunningCommand: Sendable {
         _ arguments: [String], environment: [String: String], workingDirectory: String, input: [String],
         onTerminal: Bool, errorOnTerminal: Bool = false, outputOnTerminal: Bool = false,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-        healthDeadline: Duration = .seconds(10), clockOffset: Milliseconds = 0
+        healthDeadline: Duration = .seconds(10)
     ) {
         let lines = Mutex(input[...])
         var terminal = Terminal.none(environment: environment)
@@ -170,7 +168,7 @@ final class RunningCommand: Sendable {
             environment: environment,
             workingDirectory: workingDirectory,
             readLine: { lines.withLock { $0.popFirst() } },
-            clock: WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) + clockOffset },
+            clock: WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) },
             ids: .uuid,
             interruptions: { [signals] given in signals.handler.withLock { $0 = given } }, sleep: sleep,
             healthDeadline: healthDeadline)

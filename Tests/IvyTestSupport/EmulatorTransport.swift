@@ -129,8 +129,6 @@ package final class EmulatorTransport: HTTPTransport {
             }
             let reply = answer.reply
             var headers = reply.headers
-            // Hummingbird dates every answer.
-            headers["Date"] = httpDate(Date())
             if reply.endless {
                 headers["Transfer-Encoding"] = "chunked"
             } else {
@@ -208,13 +206,4 @@ private struct OutgoingBody: IncomingBody, Sendable {
             return data
         }
     }
-}
-
-/// An HTTP date (RFC 9110), as a Date header carries it.
-private func httpDate(_ date: Date) -> String {
-    let formatter = DateFormatter()
-    formatter.locale = Locale(identifier: "en_US_POSIX")
-    formatter.timeZone = TimeZone(identifier: "GMT")
-    formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-    return formatter.string(from: date)
 }

@@ -1,0 +1,125 @@
+import IvyCore
+import IvySystem
+
+/// One check's verdict in `ivy doctor`: ok, warning or problem, what was found, and the fix.
+package struct DoctorFinding: Encodable, Equatable, Sendable {
+    package enum Level: String, Encodable, Sendable { case ok, warning, problem }
+    package let level: Level
+    package let check: String
+    package let detail: String
+    /// What to do about it; nil when nothing need be done.
+    package let fix: String?
+
+    package init(level: Level, check: String, detail: String, fix: String?) {
+        self.level = level
+        self.check = check
+        self.detail = detail
+        self.fix = fix
+    }
+}
+
+/// What `ivy doctor` makes of what it found, apart from finding it: pure, so every threshold
+/// and wording is tested from a table without filling a disk or breaking a Drive.
+package enum DoctorRules {
+    /// Less free space than this where the library is is a warning: a sync downloads MP3s of
+    /// up to 50 MB, keeps what it replaces in the trash and the history, and SQLite needs room
+    /// for its journal.
+    package static let minimumFreeBytes: Int64 = 100_000_000
+
+    package static func disk(freeBytes: Int64, minimum: Int64 = minimumFreeBytes) -> DoctorFinding {
+        let megabytes = freeBytes / 1_000_000
+        guard freeBytes < minimum else {
+            return DoctorFinding(level: .ok, check: "disk", detail: "\(megabytes) MB free", fix: nil)
+        }
+        return DoctorFinding(
+            level: .warning, check: "disk",
+            detail: "\(megabytes) MB free where the library is (less than \(minimum / 1_000_000) MB: a sync may "
+                + "not find room for what it downloads)",
+            fix: "free some disk space")
+    }
+
+    /// A directory ivy keeps files in, by its mode and owner; nil when it is as ivy makes it
+    /// (0700, the user's). One others can write to, or another user's, ivy refuses to use; one
+    /// others can only read lets them list the library's file names.
+    package static func directory(_ path: String, mode: UInt32, owner: UInt32, user: UInt32) -> DoctorFinding? {
+        let bits = String(mode & 0o7777, radix: 8)
+        if UnsafeDirectoryError.check(path: path, mode: mode, owner: owner, user: user) != nil {
+            let fix =
+                owner != user
+                ? "use a directory of your own with --home or IVY_HOME, or `chown $(id -u) \(path)` and "
+                    + "`chmod 700 \(path)`"
+                : "chmod 700 \(path)"
+            let why =
+                owner != user
+                ? "belongs to another user (uid \(owner))" : "can be written by others (mode \(bits))"
+            return DoctorFinding(
+                level: .problem, check: "home", detail: "\(path) \(why): ivy refuses to use it", fix: fix)
+        }
+        guard mode & 0o077 != 0 else { return nil }
+        return DoctorFinding(
+            level: .warning, check: "home",
+            detail: "\(path) has mode \(bits): other users can list the files in it", fix: "chmod 700 \(path)")
+    }
+
+    /// One of ivy's private files (the library, its journal, the sign-in), by its mode; nil when
+    /// only the user can read it.
+    package static func file(_ path: String, mode: UInt32) -> DoctorFinding? {
+        guard mode & 0o077 != 0 else { return nil }
+        return DoctorFinding(
+            level: .problem, check: "home",
+            detail: "\(path) has mode \(String(mode & 0o7777, radix: 8)): other users can read it",
+            fix: "chmod 600 \(path)")
+    }
+
+    /// The library's migrations. Opened read-only, doctor applies none: the next command that
+    /// writes does, after which an older ivy refuses the library.
+    package static func library(_ path: String, exists: Bool, pending: [String]) -> DoctorFinding {
+        guard exists else {
+            return DoctorFinding(
+                level: .ok, check: "library", detail: "none yet: the first command that writes creates it", fix: nil)
+        }
+        guard let first = pending.first else {
+            return DoctorFinding(
+                level: .ok, check: "library", detail: "\(path) opens; its migrations are current", fix: nil)
+        }
+        let count = pending.count == 1 ? "1 migration" : "\(pending.count) migrations"
+        return DoctorFinding(
+            level: .warning, check: "library",
+            detail: "\(path) opens; \(count) of this ivy not applied yet (\(first)\(pending.count > 1 ? ", …" : ""))",
+            fix: "nothing to do: the next command that changes the library (`ivy sync`, for one) applies them, "
+                + "and an older ivy cannot open it after that")
+    }
+
+    /// ivy's folders on Drive: each should exist once. Twins (made by two devices at once)
+    /// are all read by every sync, new files going to the oldest; they are named, oldest first,
+    /// so a person can merge them.
+    package static func folders(_ found: DriveFolders, remembered: DriveFolders?) -> DoctorFinding {
+        let kinds = [("Ivy", found.ivy), ("Ivy/books", found.books), ("Ivy/clips", found.clips)]
+        let twins = kinds.filter { $0.1.count > 1 }
+        if !twins.isEmpty {
+            let named = twins.map { name, ids in
+                "\(ids.count) folders \(name): \(ids.map(\.rawValue).joined(separator: ", "))"
+            }
+            return DoctorFinding(
+                level: .problem, check: "folders", detail: named.joined(separator: "; ") + " (oldest first)",
+                fix: "in drive.google.com, move the files of each newer twin into the oldest one of its name "
+                    + "(where new files go), then delete the empty twins; until then every sync reads them all")
+        }
+        if found.ivy.isEmpty {
+            guard remembered != nil else {
+                return DoctorFinding(
+                    level: .ok, check: "folders", detail: "no Ivy folder on Drive yet: the first sync makes it",
+                    fix: nil)
+            }
+            return DoctorFinding(
+                level: .warning, check: "folders", detail: "the Ivy folder this library synced with is not on Drive",
+                fix: "restore it from Drive's trash; otherwise the next sync makes a new one and holds local "
+                    + "deletions back")
+        }
+        return DoctorFinding(
+            level: .ok, check: "folders",
+            detail: "Ivy (\(found.ivy[0].rawValue))"
+                + (found.books.isEmpty || found.clips.isEmpty ? ": the next sync makes what it lacks" : " exists once"),
+            fix: nil)
+    }
+}

@@ -290,6 +290,7 @@ struct QueueCommand: ContextCommand {
         commandName: "queue", abstract: "List local changes still to reach Drive, with attempts and the last error.")
 
     @OptionGroup var global: GlobalOptions
+    @Flag(help: "Show whole ids (the table cuts them to the width that keeps them apart).") var fullIds = false
     @Flag(help: "Print one JSON array.") var json = false
 
     /// One queue item as `ivy queue --json` prints it, keys in snake case, `last_error` null when none.
@@ -329,11 +330,13 @@ struct QueueCommand: ContextCommand {
                 })
         }
         guard !items.isEmpty else { return home.output.line("The queue is empty: everything has reached Drive.") }
+        // One width for books and clips alike: the column is one list of ids to tell apart.
+        let shown = IDPrefix.shown(items.map(\.entityID), full: fullIds)
         home.output.table(
             ["KIND", "ID", "OPERATION", "STATE", "ATTEMPTS", "LAST ERROR"],
             items.map {
                 [
-                    $0.kind.rawValue, $0.entityID, $0.operation.rawValue, $0.hasFailed ? "failed" : "pending",
+                    $0.kind.rawValue, shown($0.entityID), $0.operation.rawValue, $0.hasFailed ? "failed" : "pending",
                     String($0.attempts), Display.cell($0.lastError, limit: 60),
                 ]
             })

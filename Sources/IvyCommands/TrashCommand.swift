@@ -23,6 +23,7 @@ extension TrashCommand {
             abstract: "List the trash: id, kind, entity id, title or note, why and when.")
 
         @OptionGroup var global: GlobalOptions
+        @Flag(help: "Show whole ids (the table cuts them to the width that keeps them apart).") var fullIds = false
         @Flag(help: "Print one JSON array.") var json = false
 
         /// One entry as `ivy trash list --json` prints it, keys in snake case.
@@ -60,12 +61,13 @@ extension TrashCommand {
             let entries = try home.library(readOnly: true).trashEntries()
             if json { return try home.output.json(entries.map(Item.init)) }
             guard !entries.isEmpty else { return home.output.line("The trash is empty.") }
+            let shown = IDPrefix.shown(entries.map(\.key.id), full: fullIds)
             home.output.table(
                 ["ID", "KIND", "ENTITY", "TITLE OR NOTE", "WHY", "WHEN"],
                 entries.map { entry in
                     let (title, note) = TrashCommand.described(entry)
                     return [
-                        String(entry.id), entry.key.kind.rawValue, entry.key.id, Display.cell(title ?? note),
+                        String(entry.id), entry.key.kind.rawValue, shown(entry.key.id), Display.cell(title ?? note),
                         entry.reason.description + (entry.audioFile != nil ? " (with MP3)" : ""),
                         Display.date(entry.trashedAt),
                     ]
@@ -84,7 +86,8 @@ extension TrashCommand {
         @OptionGroup var global: GlobalOptions
         @Argument(
             help: ArgumentHelp(
-                "The entry's id, as `ivy trash list` shows it, or a book's or clip's id (its newest entry).",
+                "The entry's id, as `ivy trash list` shows it, or a book's or clip's id or its first 4 or more "
+                    + "characters (its newest entry).",
                 valueName: "ID"))
         var id: String
         @Flag(
@@ -100,12 +103,30 @@ extension TrashCommand {
                     "\(id) is not a trash entry id: ids are whole numbers from 1, as `ivy trash list` shows them, "
                         + "or the id of a book or clip in the trash")
             }
+            guard id.count >= IDPrefix.shortest else {
+                throw ValidationError(
+                    "'\(id)' is too short to name a book or clip in the trash: give at least \(IDPrefix.shortest) "
+                        + "characters of its id (`ivy trash list` shows them)")
+            }
         }
 
-        /// The entry `id` names: itself, or the newest entry of the book or clip of that id.
+        /// The entry `id` names: itself, or the newest entry of the book or clip whose id is `id`
+        /// or starts with it (`ivy trash list` cuts ids short).
         private func entryID(in library: LibraryDatabase) throws -> Int64 {
-            if let number = Int64(id) { return number }
-            guard let entry = try library.trashEntries().last(where: { $0.key.id == id }) else {
+            let entries = try library.trashEntries()
+            let number = Int64(id)
+            // An entry's number wins; digits that are no entry's may start an id (`12345678`).
+            if let number, number >= 1, entries.contains(where: { $0.id == number }) { return number }
+            let named = IDPrefix.isWhole(id) ? [id] : Array(Set(entries.map(\.key.id).filter { $0.hasPrefix(id) }))
+            guard named.count <= 1 else {
+                let listed = entries.filter { named.contains($0.key.id) }.map { "\($0.key.kind.rawValue) \($0.key.id)" }
+                throw ValidationError(
+                    "'\(id)' starts the ids of \(named.count) books and clips in the trash; give more of it:\n"
+                        + Array(Set(listed)).sorted().map { "  " + $0 }.joined(separator: "\n"))
+            }
+            guard let whole = named.first, let entry = entries.last(where: { $0.key.id == whole }) else {
+                // Digits that start no id: the entry number the person meant, which the restore says is gone.
+                if let number { return number }
                 throw ValidationError("no trash entry for \(id); `ivy trash list` shows the entries kept")
             }
             return entry.id

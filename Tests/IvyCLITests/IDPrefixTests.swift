@@ -163,6 +163,69 @@ struct IDPrefixTests {
         let clipJSON = try #require(try await ivy.run("clip", "list", "--json").json() as? [[String: Any]])
         #expect(clipJSON.compactMap { $0["id"] as? String }.sorted() == [PrefixLibrary.litany, PrefixLibrary.spice])
     }
+
+    @Test("ivy queue cuts ids to the width that keeps them apart, books and clips alike; --full-ids and --json do not")
+    func queueWidths() async throws {
+        let library = try await PrefixLibrary()
+        let ivy = library.ivy
+        let queue = try await ivy.run("queue")
+        #expect(queue.status == 0, "\(queue.stderr)")
+        let row = try #require(queue.lines.first { $0.hasPrefix("book  2b48aaaa  ") }, "\(queue.stdout)")
+        #expect(row.contains("pending"), "\(row)")
+        #expect(queue.stdout.contains("clip  fa62bbbb  "), "\(queue.stdout)")
+        #expect(!queue.stdout.contains(PrefixLibrary.dune))
+        try ivy.execute(
+            "INSERT INTO books (id, title, created_at, updated_at) VALUES ('2b48aaaa-0001-4000-8000-0', 'Twin', 1, 1)")
+        let twins = try await ivy.run("queue")
+        #expect(twins.stdout.contains("book  2b48aaaa-0000  "), "\(twins.stdout)")
+        #expect(twins.stdout.contains("book  2b48aaaa-0001  "), "\(twins.stdout)")
+        #expect(twins.stdout.contains("clip  fa62aaaa-0000  "), "\(twins.stdout)")
+        let full = try await ivy.run("queue", "--full-ids")
+        #expect(full.stdout.contains("book  \(PrefixLibrary.dune)  "), "\(full.stdout)")
+        let json = try #require(try await ivy.run("queue", "--json").json() as? [[String: Any]])
+        #expect(json.compactMap { $0["entity_id"] as? String }.contains(PrefixLibrary.dune))
+    }
+
+    /// A book's backup JSON, as the trash keeps it.
+    static func bookJSON(_ id: String, _ title: String) -> String {
+        #"{"created_at":1,"hidden":false,"id":"\#(id)","position":0,"title":"\#(title)","updated_at":1}"#
+    }
+
+    @Test("ivy trash list cuts ids; trash restore takes a prefix, refusing an ambiguous or too short one (exit 64)")
+    func trashPrefixes() async throws {
+        let library = try await PrefixLibrary()
+        let ivy = library.ivy
+        // What a sync's merge would have kept: no trigger watches the trash, so rows are enough.
+        try ivy.execute(
+            """
+            INSERT INTO trash (entity_type, entity_id, reason, trashed_at, json) VALUES
+                ('book', '\(PrefixLibrary.dune)', 'merge', 1000, '\(Self.bookJSON(PrefixLibrary.dune, "Dune"))'),
+                ('book', '\(PrefixLibrary.messiah)', 'merge', 1000,
+                    '\(Self.bookJSON(PrefixLibrary.messiah, "Dune Messiah"))');
+            """)
+        let list = try await ivy.run("trash", "list")
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(list.stdout.contains("  book  2b48aaaa  Dune  "), "\(list.stdout)")
+        #expect(list.stdout.contains("  book  2b48bbbb  Dune Messiah  "), "\(list.stdout)")
+        #expect(!list.stdout.contains(PrefixLibrary.dune))
+        let full = try await ivy.run("trash", "list", "--full-ids")
+        #expect(full.stdout.contains("  book  \(PrefixLibrary.dune)  Dune  "), "\(full.stdout)")
+        let json = try #require(try await ivy.run("trash", "list", "--json").json() as? [[String: Any]])
+        #expect(json.compactMap { $0["entity_id"] as? String }.sorted() == [PrefixLibrary.dune, PrefixLibrary.messiah])
+
+        let ambiguous = try await ivy.run("trash", "restore", "2b48")
+        #expect(ambiguous.status == 64, "\(ambiguous.stderr)")
+        #expect(
+            ambiguous.stderr.contains("'2b48' starts the ids of 2 books and clips in the trash"), "\(ambiguous.stderr)")
+        #expect(
+            ambiguous.stderr.contains("book \(PrefixLibrary.dune)")
+                && ambiguous.stderr.contains("book \(PrefixLibrary.messiah)"), "\(ambiguous.stderr)")
+        let short = try await ivy.run("trash", "restore", "2b4")
+        #expect(short.status == 64 && short.stderr.contains("'2b4' is too short"), "\(short.stderr)")
+        let none = try await ivy.run("trash", "restore", "2b48cccc")
+        #expect(none.status == 64 && none.stderr.contains("no trash entry for 2b48cccc"), "\(none.stderr)")
+        #expect(try await ivy.run("trash", "list", "--json").json() as? [Any] != nil)
+    }
 }
 
 @Suite("list --search")

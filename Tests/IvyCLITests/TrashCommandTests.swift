@@ -74,6 +74,21 @@ struct TrashCommandTests {
         }
     }
 
+    @Test("trash list shows the clip's id cut short, and trash restore takes that prefix")
+    func restoreByPrefix() async throws {
+        try await withEmulator { emulator in
+            let (_, b, clip) = try await clipDeletedElsewhere(emulator)
+            let cut = String(clip.prefix(8))
+            let table = try await b.ivy.run("trash", "list")
+            #expect(table.stdout.contains("  clip  \(cut)  note 0  "), "\(table.stdout)")
+            #expect(!table.stdout.contains(clip))
+            #expect(try await b.ivy.run("trash", "list", "--full-ids").stdout.contains("  clip  \(clip)  "))
+            let restored = try await b.ivy.run("trash", "restore", cut)
+            #expect(restored.status == 0, "\(restored.stderr)")
+            #expect(restored.stdout.contains("Restored clip \(clip) from trash entry"), "\(restored.stdout)")
+        }
+    }
+
     @Test("trash restore over a clip made again since refuses without --yes (exit 64); --yes keeps what it replaces")
     func restoreOverNewer() async throws {
         try await withEmulator { emulator in

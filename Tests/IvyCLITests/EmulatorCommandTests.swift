@@ -108,7 +108,11 @@ struct EmulatorCommandTests {
         let stateFile = directory.file("drive.json")
         let logFile = directory.file("emulator.log")
         var urls: [String] = []
-        for _ in 0..<2 {
+        // A port let go can be taken by anything before the restart: on a machine busy with
+        // tests, the local end of some other connection on 127.0.0.1. The emulator then starts
+        // on another (and records it), so a restart that found its port taken is tried again;
+        // the same port every time is the rule, not a move each time.
+        for _ in 0..<4 {
             let started = try await Background.start(
                 ["--state", stateFile, "--background", "--log", logFile], in: directory)
             defer { started.stop() }
@@ -117,8 +121,9 @@ struct EmulatorCommandTests {
             urls.append(url)
             // Killed, it saves its state (the port with it) and closes its log.
             try await started.stopAndWait(log: logFile)
+            if urls.count >= 2, urls[urls.count - 2] == url { break }
         }
-        #expect(urls.count == 2 && urls[0] == urls[1], "\(urls)")
+        #expect(urls.count < 4 && urls[urls.count - 2] == urls[urls.count - 1], "\(urls)")
     }
 
     @Test("a --background emulator that cannot start says why, prints no export line and exits nonzero")

@@ -114,9 +114,18 @@ struct FailureTests {
             await world.state.addFault(FaultRule(method: "POST", pathContains: "/upload", times: 3, status: 503))
             await world.state.addFault(FaultRule(method: "GET", pathContains: "generateIds", times: 1, status: 503))
 
-            let report = try await a.sync()
+            var report = try await a.sync()
+            var uploaded = report.uploaded.pair
+            if !report.failures.isEmpty {
+                // Eight uploads race for the bucket's refills; on a loaded machine one can lose
+                // every race and run out of attempts. It is then left for the next sync, as the
+                // report says, and that sync finishes it.
+                #expect(report.failures.allSatisfy { $0.reason.contains("rate limiting") }, "\(report.failures)")
+                report = try await a.sync()
+                uploaded = zip(uploaded, report.uploaded.pair).map { $0 + $1 }
+            }
             #expect(report.failures.isEmpty, "\(report.failures)")
-            #expect(report.uploaded.pair == [30, 1])
+            #expect(uploaded == [30, 1])
             let log = await world.requests()
             #expect(log.contains { $0.status == 403 }, "the write limit was reached")
             #expect(log.filter { $0.status == 503 }.count == 4)

@@ -46,6 +46,8 @@ final class IvyHome: @unchecked Sendable {
     var healthDeadline = Duration.seconds(10)
     /// How far in-process runs' clock is off the real one (a machine without time sync).
     var clockOffset: Milliseconds = 0
+    /// What in-process runs take the binary's stamp to be (a release's commit and client).
+    var build = BuildStamp.none
 
     init() throws {
         directory = try TemporaryHome(prefix: "ivy-cli")
@@ -83,7 +85,7 @@ final class IvyHome: @unchecked Sendable {
         RunningCommand(
             arguments, environment: environment.merging(extra) { $1 }, workingDirectory: path, input: input,
             onTerminal: onTerminal, errorOnTerminal: errorOnTerminal, outputOnTerminal: outputOnTerminal,
-            sleep: sleep, healthDeadline: healthDeadline, clockOffset: clockOffset)
+            sleep: sleep, healthDeadline: healthDeadline, clockOffset: clockOffset, build: build)
     }
 
     /// Runs ivy's command in this process with standard input on a terminal, `input`
@@ -157,7 +159,7 @@ final class RunningCommand: Sendable {
         _ arguments: [String], environment: [String: String], workingDirectory: String, input: [String],
         onTerminal: Bool, errorOnTerminal: Bool = false, outputOnTerminal: Bool = false,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-        healthDeadline: Duration = .seconds(10), clockOffset: Milliseconds = 0
+        healthDeadline: Duration = .seconds(10), clockOffset: Milliseconds = 0, build: BuildStamp = .none
     ) {
         let lines = Mutex(input[...])
         var terminal = Terminal.none(environment: environment)
@@ -173,7 +175,7 @@ final class RunningCommand: Sendable {
             clock: WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) + clockOffset },
             ids: .uuid,
             interruptions: { [signals] given in signals.handler.withLock { $0 = given } }, sleep: sleep,
-            healthDeadline: healthDeadline)
+            healthDeadline: healthDeadline, build: build)
         task = Task { [output, error] in
             let status = await IvyCommand.main(arguments, context: context)
             output.close()

@@ -54,6 +54,27 @@ nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
     }
 }
 
+/// What `scripts/package` appended to this binary (see `BuildStamp`), read from its last bytes;
+/// none for a plain `swift build`, or when the binary cannot be read.
+func buildStamp() -> BuildStamp {
+    let descriptor = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return .none }
+    defer { close(descriptor) }
+    func read(_ count: Int, at offset: off_t) -> [UInt8]? {
+        guard count > 0, offset >= 0 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: count)
+        let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, count, offset) }
+        return got == count ? bytes : nil
+    }
+    let size = lseek(descriptor, 0, SEEK_END)
+    let trailerStart = size - off_t(BuildStamp.trailerLength)
+    guard let trailer = read(BuildStamp.trailerLength, at: trailerStart),
+        let length = BuildStamp.payloadLength(trailer: trailer),
+        let payload = read(length, at: trailerStart - off_t(length))
+    else { return .none }
+    return BuildStamp(payload: payload)
+}
+
 let environment = ProcessInfo.processInfo.environment
 // Foundation's shared cookie store, which URLSessionConfiguration.default makes although ivy
 // keeps no cookies, creates ~/.local/share/<the binary's directory> under the XDG data home
@@ -71,5 +92,6 @@ let context = Context(
     readLine: { Swift.readLine() },
     clock: WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) },
     ids: .uuid,
-    interruptions: interruptions)
+    interruptions: interruptions,
+    build: buildStamp())
 exit(await IvyCommand.main(Array(CommandLine.arguments.dropFirst()), context: context))

@@ -12,9 +12,12 @@ struct LoginCommand: ContextCommand {
         discussion: """
             Prints a web address and a code; open the address on a phone or computer, enter the code and allow \
             access. ivy asks only for the drive.file scope: it sees the files it (or the Ivy app) made, nothing \
-            else. Needs an OAuth client of type "TVs and Limited Input devices": give it with --client-id and \
-            --client-secret (or --client-secret-file), once: it signs in with that client, and stores it in the \
-            library's settings (as `ivy config set client_id` and `client_secret` do) only once the sign-in is saved.
+            else. A release of ivy has an OAuth client built in, and then `ivy login` needs nothing more. \
+            Otherwise (or to use another client) give one of type "TVs and Limited Input devices" with --client-id \
+            and --client-secret (or --client-secret-file), once: it signs in with that client, and stores it in the \
+            library's settings (as `ivy config set client_id` and `client_secret` do) only once the sign-in is saved. \
+            The client used is the first given of: these options, IVY_CLIENT_ID and IVY_CLIENT_SECRET, the \
+            settings, the built-in client (`ivy status` names which).
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -85,13 +88,11 @@ struct LoginCommand: ContextCommand {
         // The command line wins over the environment and the settings for this sign-in; what it
         // names is stored only once the sign-in is saved, so a login that fails (a mistyped
         // secret, a denied code, Ctrl-C) leaves the working client and sign-in as they were.
-        let configured = try? home.credentials(library)
-        let id = given.first { $0.0 == .clientID }?.1 ?? configured?.id
-        let secret = given.first { $0.0 == .clientSecret }?.1 ?? configured?.secret
-        guard let id, let secret else { throw GoogleError.missingCredentials }
+        let option = PartialClient(
+            id: given.first { $0.0 == .clientID }?.1, secret: given.first { $0.0 == .clientSecret }?.1)
         try await Self.signIn(
             home, library: library, tokens: home.tokenStore, holdingSyncLock: false,
-            credentials: ClientCredentials(id: id, secret: secret))
+            credentials: try home.client(library, option: option).required())
         for (key, value) in given {
             let stored = try library.setSetting(key, to: value)
             home.output.line("\(key.rawValue) = \(shown(key, stored))")

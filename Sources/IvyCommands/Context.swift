@@ -72,14 +72,18 @@ package struct Context: Sendable {
     /// How long a health-check ping may take, all in: 10 s, or (in tests of a health server
     /// that never answers) less.
     package var healthDeadline: Duration
+    /// What `scripts/package` stamped on the running binary: its commit and built-in OAuth
+    /// client (`BuildStamp.none` for a plain `swift build`, and by default in tests).
+    package var build: BuildStamp
 
     package init(
         streams: Streams, terminal: Terminal, environment: [String: String], workingDirectory: String,
         readLine: @escaping @Sendable () -> String?, clock: WallClock, ids: IDGenerator,
         interruptions: @escaping @Sendable (@escaping @Sendable (Int32) -> Void) -> Void = { _ in },
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-        healthDeadline: Duration = .seconds(10)
+        healthDeadline: Duration = .seconds(10), build: BuildStamp = .none
     ) {
+        self.build = build
         self.healthDeadline = healthDeadline
         self.interruptions = interruptions
         self.sleep = sleep

@@ -124,19 +124,20 @@ struct DoctorCommand: ContextCommand {
         return !refused
     }
 
-    /// The OAuth client and where it comes from (environment, then settings).
+    /// The OAuth client and where it comes from (see `Home.client`).
     private static func checkClient(
         _ home: Home, _ library: LibraryDatabase?, _ add: (Finding.Level, String, String, String?) -> Void
     ) -> ClientCredentials? {
-        let fromEnvironment = !(home.environment["IVY_CLIENT_ID"] ?? "").isEmpty
-        guard let library, let credentials = try? home.credentials(library) else {
+        guard let library, let resolution = try? home.client(library), let credentials = resolution.credentials
+        else {
             add(
-                .problem, "oauth client", "no OAuth client is configured",
-                "`ivy config set client_id ID` and `ivy config set client_secret SECRET` (a \"TVs and Limited "
-                    + "Input devices\" client), or IVY_CLIENT_ID and IVY_CLIENT_SECRET")
+                .problem, "oauth client", "no OAuth client is configured, and this build has none built in",
+                "install a release of ivy (it has a client built in), or `ivy config set client_id ID` and "
+                    + "`ivy config set client_secret SECRET` (a \"TVs and Limited Input devices\" client), or "
+                    + "IVY_CLIENT_ID and IVY_CLIENT_SECRET")
             return nil
         }
-        add(.ok, "oauth client", "\(credentials.id) (from \(fromEnvironment ? "the environment" : "settings"))", nil)
+        add(.ok, "oauth client", "\(credentials.id) (from \(resolution.source.phrase))", nil)
         return credentials
     }
 

@@ -40,6 +40,12 @@ package struct IvyCommand: ParsableCommand {
     /// wait must not hold one of Swift's few cooperative threads (see DESIGN.md §10).
     package static func main(_ arguments: [String], context: Context) async -> Int32 {
         let arguments = negativeLastValue(arguments)
+        // ArgumentParser's --version prints a fixed string; this one names the build's commit,
+        // which only the running binary's stamp knows.
+        if arguments == ["--version"] {
+            context.streams.output(context.build.versionLine(IvyVersion.current) + "\n")
+            return 0
+        }
         if let (error, group) = CommandNames.unknown(in: arguments) {
             return status(for: error, context: context, in: group)
         }
@@ -257,12 +263,21 @@ struct Home {
         try GoogleEndpoints.from(environment: environment, signIn: token)
     }
 
-    /// IVY_CLIENT_ID and IVY_CLIENT_SECRET, else `client_id` and `client_secret` from `ivy config`.
+    /// The OAuth client and its source: `option` (login's), then IVY_CLIENT_ID and
+    /// IVY_CLIENT_SECRET, then `client_id` and `client_secret` from `ivy config`, then the
+    /// client built into this release (see `ClientResolution.resolve`).
+    func client(_ library: LibraryDatabase, option: PartialClient = PartialClient()) throws -> ClientResolution {
+        let builtIn = context.build.clientID.flatMap { id in
+            context.build.clientSecret.map { ClientCredentials(id: id, secret: $0) }
+        }
+        return ClientResolution.resolve(
+            option: option, environment: .from(environment: environment),
+            settings: PartialClient(id: try library.setting(.clientID), secret: try library.setting(.clientSecret)),
+            builtIn: builtIn)
+    }
+
+    /// The OAuth client to sign in and refresh with (see `client`), or the error naming how to give one.
     func credentials(_ library: LibraryDatabase) throws -> ClientCredentials {
-        let id = try environment["IVY_CLIENT_ID"].flatMap { $0.isEmpty ? nil : $0 } ?? library.setting(.clientID)
-        let secret =
-            try environment["IVY_CLIENT_SECRET"].flatMap { $0.isEmpty ? nil : $0 } ?? library.setting(.clientSecret)
-        guard let id, let secret else { throw GoogleError.missingCredentials }
-        return ClientCredentials(id: id, secret: secret)
+        try client(library).required()
     }
 }

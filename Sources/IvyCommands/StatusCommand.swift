@@ -45,6 +45,8 @@ struct StatusCommand: ContextCommand {
         /// Where requests go (the sign-in's servers, else the environment's, else Google's),
         /// or why the sign-in cannot be used with what the environment names.
         let endpoints: Result<GoogleEndpoints, GoogleError>
+        /// The OAuth client a sign-in would use, and where it comes from (never its secret).
+        let client: ClientResolution
 
         struct Held: Encodable {
             let entity: String
@@ -75,6 +77,7 @@ struct StatusCommand: ContextCommand {
             case oauthURL = "oauth_url"
             case driveURL = "drive_url"
             case endpointProblem = "endpoint_problem"
+            case clientSource = "client_source"
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -110,6 +113,7 @@ struct StatusCommand: ContextCommand {
             } else {
                 try container.encodeNil(forKey: .endpointProblem)
             }
+            try container.encode(client.source.rawValue, forKey: .clientSource)
         }
     }
 
@@ -118,14 +122,14 @@ struct StatusCommand: ContextCommand {
         let library = try home.library(readOnly: true)
         let report = try Self.report(
             library: library, tokens: home.tokenStore, paths: home.paths, environment: home.environment,
-            now: home.clock.now())
+            client: try home.client(library), now: home.clock.now())
         if json { return try home.output.json(report) }
         home.output.fields(Self.fields(report))
     }
 
     private static func report(
         library: LibraryDatabase, tokens: TokenStore, paths: IvyPaths, environment: [String: String],
-        now: Milliseconds
+        client: ClientResolution, now: Milliseconds
     ) throws -> Report {
         let running = SyncLock.holder(path: paths.lockFile)
         let local = try library.localStatus()
@@ -158,7 +162,7 @@ struct StatusCommand: ContextCommand {
             tokenFile: paths.tokenFile, logFile: paths.logFile,
             endpoints: Result { () throws(GoogleError) in
                 try GoogleEndpoints.from(environment: environment, signIn: token)
-            })
+            }, client: client)
     }
 
     private static func fields(_ report: Report) -> [(String, String)] {
@@ -168,6 +172,11 @@ struct StatusCommand: ContextCommand {
                 report.authenticated ? "yes" : "no: \(report.signInProblem ?? "not signed in"); run `ivy login`"
             ),
             ("account", Display.optional(report.account)),
+            (
+                "oauth client",
+                report.client.credentials.map { "\(Display.safe($0.id)) (from \(report.client.source.phrase))" }
+                    ?? "none: this build has none built in; see `ivy login --help`"
+            ),
         ]
         switch report.endpoints {
         case .success(let endpoints) where endpoints.isGoogle: break

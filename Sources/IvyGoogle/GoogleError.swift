@@ -36,7 +36,9 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
                 + "unset \(variable) to use it, or run `ivy login` to sign in at \(named)"
         case .missingCredentials:
             """
-            no OAuth client configured. In the Google Cloud project of the Ivy app, create an OAuth client of type \
+            no OAuth client configured, and this build of ivy has none built in (a release of ivy, built with \
+            `scripts/package --client-id`, has one: install that, and `ivy login` needs nothing more). \
+            Otherwise, in the Google Cloud project of the Ivy app, create an OAuth client of type \
             "TVs and Limited Input devices" (APIs & Services > Credentials > Create credentials > OAuth client ID), \
             then give it to ivy: `ivy config set client_id ID` and `ivy config set client_secret SECRET` \
             (or set IVY_CLIENT_ID and IVY_CLIENT_SECRET). It must be the same project as the app: \
@@ -44,7 +46,8 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
             """
         case .clientMismatch(let signedInWith, let configured):
             "the saved sign-in was made with OAuth client \(signedInWith), but the client configured now is "
-                + "\(configured) (settings client_id, or IVY_CLIENT_ID); a sign-in refreshes only with its own client: "
+                + "\(configured) (IVY_CLIENT_ID, the setting client_id, or the one built into this release); "
+                + "a sign-in refreshes only with its own client: "
                 + "configure \(signedInWith) again, or run `ivy login` to sign in with \(configured)"
         case .invalidClient:
             "Google does not accept the OAuth client (invalid_client); check client_id and client_secret, and that "

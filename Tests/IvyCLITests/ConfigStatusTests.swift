@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import IvyCore
 import Testing
 
 @Suite("ivy config and ivy status")
@@ -200,11 +201,21 @@ struct HelpTests {
         #expect(result.stdout.contains("USAGE:"))
     }
 
-    @Test("--version prints the version")
+    @Test("--version prints the version and the commit the binary's stamp names, or that it names none")
     func version() async throws {
-        let result = try await IvyHome().run("--version")
-        #expect(result.status == 0)
-        #expect(result.stdout.range(of: #"^\d+\.\d+\.\d+\n$"#, options: .regularExpression) != nil)
+        let ivy = try IvyHome()
+        let plain = try await ivy.run("--version")
+        #expect(plain.status == 0)
+        #expect(
+            plain.stdout.range(
+                of: #"^ivy \d+\.\d+\.\d+ \(commit unknown: not built by scripts/package\)\n$"#,
+                options: .regularExpression) != nil, "\(plain.stdout)")
+        ivy.build = BuildStamp(commit: "abc1234")
+        #expect(try await ivy.run("--version").stdout.hasSuffix(" (commit abc1234)\n"))
+        ivy.build = BuildStamp(commit: "abc1234", dirty: true)
+        #expect(try await ivy.run("--version").stdout.hasSuffix(" (commit abc1234, with uncommitted changes)\n"))
+        ivy.build = BuildStamp(outsideGit: true)
+        #expect(try await ivy.run("--version").stdout.hasSuffix(" (built outside git: no commit)\n"))
     }
 
     @Test("an unknown command is a usage error")

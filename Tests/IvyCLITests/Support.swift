@@ -44,6 +44,8 @@ final class IvyHome: @unchecked Sendable {
     static let noWaits: @Sendable (Duration) async throws -> Void = { _ in await Task.yield() }
     /// How long in-process runs give a health-check ping, all in (10 s unless a test shortens it).
     var healthDeadline = Duration.seconds(10)
+    /// What in-process runs take the binary's stamp to be (a release's commit and client).
+    var build = BuildStamp.none
 
     init() throws {
         directory = try TemporaryHome(prefix: "ivy-cli")
@@ -81,7 +83,7 @@ final class IvyHome: @unchecked Sendable {
         RunningCommand(
             arguments, environment: environment.merging(extra) { $1 }, workingDirectory: path, input: input,
             onTerminal: onTerminal, errorOnTerminal: errorOnTerminal, outputOnTerminal: outputOnTerminal,
-            sleep: sleep, healthDeadline: healthDeadline)
+            sleep: sleep, healthDeadline: healthDeadline, build: build)
     }
 
     /// Runs ivy's command in this process with standard input on a terminal, `input`
@@ -155,7 +157,7 @@ final class RunningCommand: Sendable {
         _ arguments: [String], environment: [String: String], workingDirectory: String, input: [String],
         onTerminal: Bool, errorOnTerminal: Bool = false, outputOnTerminal: Bool = false,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-        healthDeadline: Duration = .seconds(10)
+        healthDeadline: Duration = .seconds(10), build: BuildStamp = .none
     ) {
         let lines = Mutex(input[...])
         var terminal = Terminal.none(environment: environment)
@@ -171,7 +173,7 @@ final class RunningCommand: Sendable {
             clock: WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) },
             ids: .uuid,
             interruptions: { [signals] given in signals.handler.withLock { $0 = given } }, sleep: sleep,
-            healthDeadline: healthDeadline)
+            healthDeadline: healthDeadline, build: build)
         task = Task { [output, error] in
             let status = await IvyCommand.main(arguments, context: context)
             output.close()

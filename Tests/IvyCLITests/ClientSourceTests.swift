@@ -1,0 +1,96 @@
+import Foundation
+import GoogleEmulator
+import IvyCore
+import IvyProcesses
+import IvyTestSupport
+import Testing
+
+/// Which OAuth client ivy uses and says it uses (issue 31): login's options, then
+/// IVY_CLIENT_ID/IVY_CLIENT_SECRET, then the settings, then the client built into a release.
+@Suite("OAuth client sources: option, environment, settings, built-in")
+struct ClientSourceTests {
+    typealias Setup = SignInEndpointTests
+
+    /// A third client of the Ivy app's project, for the settings.
+    static let settingsClient = EmulatedClient(id: "settings.apps.googleusercontent.com", secret: "settings-secret")
+    static let builtIn = BuildStamp(
+        commit: "abc1234", clientID: GoogleEmulator.defaultClient.id, clientSecret: GoogleEmulator.defaultClient.secret)
+
+    private func status(_ ivy: IvyHome, environment: [String: String] = [:]) async throws -> [String: Any] {
+        let result = try await ivy.run(["status", "--json"], environment: environment)
+        #expect(result.status == 0, "\(result.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+    }
+
+    @Test("status --json says client_source, and status and doctor name it, never the secret")
+    func statusNamesTheSource() async throws {
+        let ivy = try Setup.cronHome()
+        #expect(try await status(ivy)["client_source"] as? String == "none")
+        #expect(try await ivy.run("status").stdout.contains("none: this build has none built in"))
+        ivy.build = Self.builtIn
+        #expect(try await status(ivy)["client_source"] as? String == "built-in")
+        let plain = try await ivy.run("status")
+        #expect(
+            plain.stdout.contains("\(GoogleEmulator.defaultClient.id) (from built into this release)"),
+            "\(plain.stdout)")
+        let doctor = try await ivy.run("doctor")
+        #expect(doctor.stdout.contains("(from built into this release)"), "\(doctor.stdout)")
+        #expect(try await ivy.run("config", "set", "client_id", Self.settingsClient.id).status == 0)
+        #expect(try await ivy.run("config", "set", "client_secret", Self.settingsClient.secret).status == 0)
+        #expect(try await status(ivy)["client_source"] as? String == "settings")
+        let environment = [
+            "IVY_CLIENT_ID": GoogleEmulator.appClient.id, "IVY_CLIENT_SECRET": GoogleEmulator.appClient.secret,
+        ]
+        #expect(try await status(ivy, environment: environment)["client_source"] as? String == "environment")
+        for run in [try await ivy.run("status"), try await ivy.run("status", "--json"), try await ivy.run("doctor")] {
+            #expect(!(run.stdout + run.stderr).contains("secret-"))
+            #expect(!(run.stdout + run.stderr).contains(Self.settingsClient.secret))
+            #expect(!(run.stdout + run.stderr).contains(GoogleEmulator.defaultClient.secret))
+        }
+    }
+
+    @Test("with nothing configured, login signs in with the built-in client and stores nothing in the settings")
+    func builtInSignsIn() async throws {
+        try await withEmulator { emulator in
+            let ivy = try Setup.cronHome()
+            ivy.build = Self.builtIn
+            let login = try await Setup.login(ivy, emulator, [])
+            #expect(login.status == 0, "\(login.stderr)")
+            #expect(try Setup().storedToken(ivy)["client_id"] as? String == GoogleEmulator.defaultClient.id)
+            #expect(try await ivy.run("config", "get", "client_id").stdout != GoogleEmulator.defaultClient.id + "\n")
+            _ = try await ivy.id("book", "add", "--title", "Dune")
+            let sync = try await ivy.run("sync")
+            #expect(sync.status == 0, "\(sync.stderr)")
+        }
+    }
+
+    @Test("the binary: login's option beats the environment, which beats the settings")
+    func binaryOrder() async throws {
+        try await withEmulator { emulator in
+            await emulator.state.addClient(Self.settingsClient)
+            await emulator.state.setDeviceCode(interval: 0)
+            let ivy = try Setup.cronHome()
+            #expect(try await ivy.run("config", "set", "client_id", Self.settingsClient.id).status == 0)
+            #expect(try await ivy.run("config", "set", "client_secret", Self.settingsClient.secret).status == 0)
+            let servers = Setup.servers(emulator)
+            let environment = [
+                "IVY_CLIENT_ID": GoogleEmulator.appClient.id, "IVY_CLIENT_SECRET": GoogleEmulator.appClient.secret,
+            ]
+            let secretFile = ivy.path + "/secret"
+            try GoogleEmulator.defaultClient.secret.write(toFile: secretFile, atomically: true, encoding: .utf8)
+            func signIn(_ arguments: [String], _ extra: [String: String]) async throws -> String? {
+                let login = ivy.command(["login"] + arguments, environment: servers.merging(extra) { $1 })
+                let result = RunResult(try await signInAsAPerson(login, at: emulator.state, as: "alice@example.com"))
+                #expect(result.status == 0, "\(result.stderr)")
+                return try Setup().storedToken(ivy)["client_id"] as? String
+            }
+            #expect(try await signIn([], [:]) == Self.settingsClient.id)
+            #expect(try await signIn([], environment) == GoogleEmulator.appClient.id)
+            let option = ["--client-id", GoogleEmulator.defaultClient.id, "--client-secret-file", secretFile]
+            #expect(try await signIn(option, environment) == GoogleEmulator.defaultClient.id)
+            let json = try await ivy.runBinaryAsync(["status", "--json"], environment: environment)
+            let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+            #expect(object?["client_source"] as? String == "environment", "\(json.stdout)")
+        }
+    }
+}

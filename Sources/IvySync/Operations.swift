@@ -82,7 +82,7 @@ struct Fetched<Backup: EntityBackup> {
     /// Drive's copy adopted as it is.
     func agreement(mp3: RemoteFile? = nil, audioMD5: String? = nil, at now: Milliseconds) -> Agreement {
         Agreement(
-            EntityKey(Backup.kind, backup.id.rawValue), localUpdatedAt: backup.updatedAt, jsonID: json.id,
+            backup.key, localUpdatedAt: backup.updatedAt, jsonID: json.id,
             jsonModifiedTime: json.modifiedTime, mp3ID: mp3?.id, json: data, audioMD5: audioMD5, syncedAt: now)
     }
 }
@@ -124,6 +124,7 @@ protocol EntityBackup: StampedBackup, Sendable {
     associatedtype ID: TextIdentifier
     static var kind: EntityKind { get }
     var id: ID { get }
+    var key: EntityKey { get }
     static func decode(_ data: Data, expectedID: ID) throws(BackupDecodingError) -> Self
     static func encode(_ backup: Self) throws(BackupEncodingError) -> Data
     /// The three-way merge of the two (`Merge.bookMerge`, `Merge.clipMerge`).
@@ -134,6 +135,7 @@ protocol EntityBackup: StampedBackup, Sendable {
 
 extension BookBackup: EntityBackup {
     static var kind: EntityKind { .book }
+    var key: EntityKey { EntityKey(id) }
     static func decode(_ data: Data, expectedID: BookID) throws(BackupDecodingError) -> BookBackup {
         try BackupCodec.decodeBook(data, expectedID: expectedID)
     }
@@ -145,13 +147,14 @@ extension BookBackup: EntityBackup {
     /// The book's file uri never leaves this device: the row's own is kept.
     func save(in writer: EngineWriter) throws {
         // The unknown keys first: the row's history trigger records them with it.
-        try writer.saveExtras(EntityKey(id), extras)
+        try writer.saveExtras(key, extras)
         try writer.save(book(uri: try writer.book(id: id)?.uri))
     }
 }
 
 extension ClipBackup: EntityBackup {
     static var kind: EntityKind { .clip }
+    var key: EntityKey { EntityKey(id) }
     static func decode(_ data: Data, expectedID: ClipID) throws(BackupDecodingError) -> ClipBackup {
         try BackupCodec.decodeClip(data, expectedID: expectedID)
     }
@@ -161,7 +164,7 @@ extension ClipBackup: EntityBackup {
     }
 
     func save(in writer: EngineWriter) throws {
-        try writer.saveExtras(EntityKey(id), extras)
+        try writer.saveExtras(key, extras)
         try writer.save(clip)
     }
 }

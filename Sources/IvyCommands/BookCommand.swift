@@ -60,7 +60,7 @@ extension BookCommand {
                 artist: artist.flatMap { $0.isEmpty ? nil : $0 },
                 artwork: artwork.flatMap { $0.isEmpty ? nil : $0 },
                 position: try seconds(position, option: "--position") ?? 0)
-            home.output.line(book.id)
+            home.output.line(book.id.rawValue)
         }
     }
 
@@ -125,13 +125,13 @@ extension BookCommand {
         func run(_ context: Context) async throws {
             let home = try global.home(context)
             let library = try home.library(readOnly: true)
-            let id = try IDPrefix.resolve(id, kind: .book, in: library)
+            let id = try IDPrefix.book(id, in: library)
             guard let book = try library.book(id: id) else {
                 throw StoreError.bookNotFound(id: id)
             }
             if json { return try home.output.json(BookJSON(book: book)) }
             home.output.fields([
-                ("id", book.id),
+                ("id", book.id.rawValue),
                 ("title", book.title),
                 ("artist", Display.optional(book.artist)),
                 ("artwork", Display.optional(book.artwork)),
@@ -231,7 +231,7 @@ extension BookCommand {
 
 private func change(book id: String, _ changes: BookChanges, home: Home, done: String) throws {
     let library = try home.library()
-    let id = try IDPrefix.resolve(id, kind: .book, in: library)
+    let id = try IDPrefix.book(id, in: library)
     let result = try library.updateBook(id: id, changes)
     home.output.line(result.changed ? "\(done) \(id)" : "unchanged \(id)")
 }

@@ -60,13 +60,13 @@ extension ClipCommand {
             let home = try global.home(context)
             let library = try home.library()
             let clip = try library.addClip(
-                id: home.ids.next(), bookID: try IDPrefix.resolve(book, kind: .book, in: library),
+                id: home.ids.next(), bookID: try IDPrefix.book(book, in: library),
                 start: try seconds(start, option: "--start") ?? 0,
                 duration: try seconds(duration, option: "--duration") ?? 0,
                 note: note.flatMap { $0.isEmpty ? nil : $0 },
                 transcription: transcription.flatMap { $0.isEmpty ? nil : $0 },
                 audio: context.userPath(audio))
-            home.output.line(clip.id)
+            home.output.line(clip.id.rawValue)
         }
     }
 
@@ -89,7 +89,7 @@ extension ClipCommand {
         func run(_ context: Context) async throws {
             let home = try global.home(context)
             let library = try home.library(readOnly: true)
-            let book = try book.map { try IDPrefix.resolve($0, kind: .book, in: library) }
+            let book = try book.map { try IDPrefix.book($0, in: library) }
             if let book, try library.book(id: book) == nil { throw StoreError.bookNotFound(id: book) }
             let clips = try library.clips(bookID: book, search: search)
             let output = home.output
@@ -130,12 +130,12 @@ extension ClipCommand {
         func run(_ context: Context) async throws {
             let home = try global.home(context)
             let library = try home.library(readOnly: true)
-            let id = try IDPrefix.resolve(id, kind: .clip, in: library)
+            let id = try IDPrefix.clip(id, in: library)
             guard let clip = try library.clip(id: id) else { throw StoreError.clipNotFound(id: id) }
             if json { return try home.output.json(ClipJSON(clip: clip)) }
             home.output.fields([
-                ("id", clip.id),
-                ("book", clip.bookID),
+                ("id", clip.id.rawValue),
+                ("book", clip.bookID.rawValue),
                 ("start", TimeText.clock(clip.start)),
                 ("duration", TimeText.clock(clip.duration)),
                 ("note", Display.optional(clip.note)),
@@ -178,7 +178,7 @@ extension ClipCommand {
                 duration: try seconds(duration, option: "--duration"),
                 note: clearable(note), transcription: clearable(transcription))
             let library = try home.library()
-            let id = try IDPrefix.resolve(id, kind: .clip, in: library)
+            let id = try IDPrefix.clip(id, in: library)
             let result = try library.updateClip(id: id, changes, audio: audio.map(context.userPath))
             home.output.line(result.changed ? "updated \(id)" : "unchanged \(id)")
         }
@@ -196,7 +196,7 @@ extension ClipCommand {
         func run(_ context: Context) async throws {
             let home = try global.home(context)
             let library = try home.library()
-            let id = try IDPrefix.resolve(id, kind: .clip, in: library)
+            let id = try IDPrefix.clip(id, in: library)
             try library.deleteClip(id: id)
             home.output.line("deleted \(id)")
         }

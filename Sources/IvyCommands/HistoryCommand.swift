@@ -18,8 +18,8 @@ func entityKey(_ id: String, in library: LibraryDatabase) throws -> EntityKey {
         throw ValidationError(
             "'\(id)' is not a book or clip id: ids are lowercase UUIDs such as 3f2a9c1e-…; `ivy history` shows them")
     }
-    if try library.book(id: id) != nil { return EntityKey(.book, id) }
-    if try library.clip(id: id) != nil { return EntityKey(.clip, id) }
+    if try library.book(id: BookID(id)) != nil { return EntityKey(.book, id) }
+    if try library.clip(id: ClipID(id)) != nil { return EntityKey(.clip, id) }
     for kind in EntityKind.allCases where try !library.history(of: EntityKey(kind, id)).isEmpty {
         return EntityKey(kind, id)
     }

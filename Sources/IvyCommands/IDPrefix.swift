@@ -32,9 +32,19 @@ enum IDPrefix {
         return text
     }
 
+    /// The whole book id `text` names (`resolve(_:kind:in:)`).
+    static func book(_ text: String, in library: LibraryDatabase) throws -> BookID {
+        BookID(try resolve(text, kind: .book, in: library))
+    }
+
+    /// The whole clip id `text` names (`resolve(_:kind:in:)`).
+    static func clip(_ text: String, in library: LibraryDatabase) throws -> ClipID {
+        ClipID(try resolve(text, kind: .clip, in: library))
+    }
+
     /// The whole id `text` names: `text` itself when it is a whole id (whether the library has
     /// it is the command's to say, as before prefixes), else the one id starting with it.
-    static func resolve(_ text: String, kind: EntityKind, in library: LibraryDatabase) throws -> String {
+    private static func resolve(_ text: String, kind: EntityKind, in library: LibraryDatabase) throws -> String {
         try check(text, kind: kind)
         if isWhole(text) { return text }
         let matches = try library.matches(kind, idPrefix: text, limit: listed + 1)
@@ -65,6 +75,11 @@ enum IDPrefix {
         guard !full else { return { $0 } }
         let width = width(ids)
         return { String($0.prefix(width)) }
+    }
+
+    static func shown<ID: TextIdentifier>(_ ids: [ID], full: Bool) -> (ID) -> String {
+        let cut = shown(ids.map(\.rawValue), full: full)
+        return { cut($0.rawValue) }
     }
 }
 

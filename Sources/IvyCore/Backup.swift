@@ -23,7 +23,7 @@ extension StampedBackup {
 /// A book as stored on Drive in `book_<id>.json`: the entity's synced fields with
 /// timestamps in ms and the position in seconds, plus any keys ivy does not know.
 package struct BookBackup: Sendable, StampedBackup {
-    package var id: String
+    package var id: BookID
     package var title: String
     package var artist: String?
     package var artwork: String?
@@ -35,7 +35,7 @@ package struct BookBackup: Sendable, StampedBackup {
     package var extras: [String: JSONValue]
 
     package init(
-        id: String, title: String, artist: String? = nil, artwork: String? = nil, position: Double = 0,
+        id: BookID, title: String, artist: String? = nil, artwork: String? = nil, position: Double = 0,
         hidden: Bool = false, createdAt: Milliseconds, updatedAt: Milliseconds, extras: [String: JSONValue] = [:]
     ) {
         self.id = id
@@ -70,8 +70,8 @@ package struct BookBackup: Sendable, StampedBackup {
 
 /// A clip as stored on Drive in `clip_<id>.json` (its audio is `clip_<id>.mp3`).
 package struct ClipBackup: Sendable, StampedBackup {
-    package var id: String
-    package var bookID: String
+    package var id: ClipID
+    package var bookID: BookID
     package var start: Double
     package var duration: Double
     package var note: String?
@@ -81,7 +81,7 @@ package struct ClipBackup: Sendable, StampedBackup {
     package var extras: [String: JSONValue]
 
     package init(
-        id: String, bookID: String, start: Double, duration: Double, note: String? = nil, transcription: String? = nil,
+        id: ClipID, bookID: BookID, start: Double, duration: Double, note: String? = nil, transcription: String? = nil,
         createdAt: Milliseconds, updatedAt: Milliseconds, extras: [String: JSONValue] = [:]
     ) {
         self.id = id
@@ -139,7 +139,7 @@ package enum BackupCodec {
 
     package static func encode(_ book: BookBackup) throws(BackupEncodingError) -> Data {
         var object = book.extras
-        object["id"] = .string(book.id)
+        object["id"] = .string(book.id.rawValue)
         object["title"] = .string(book.title)
         object["artist"] = book.artist.map(JSONValue.string) ?? .null
         object["artwork"] = book.artwork.map(JSONValue.string) ?? .null
@@ -152,8 +152,8 @@ package enum BackupCodec {
 
     package static func encode(_ clip: ClipBackup) throws(BackupEncodingError) -> Data {
         var object = clip.extras
-        object["id"] = .string(clip.id)
-        object["book_id"] = .string(clip.bookID)
+        object["id"] = .string(clip.id.rawValue)
+        object["book_id"] = .string(clip.bookID.rawValue)
         object["start"] = .number(clip.start)
         object["duration"] = .number(clip.duration)
         object["note"] = clip.note.map(JSONValue.string) ?? .null
@@ -165,17 +165,17 @@ package enum BackupCodec {
 
     /// Decodes `book_<expectedID>.json`. A missing `hidden` means false; a missing
     /// `created_at` means `updated_at`.
-    package static func decodeBook(_ data: Data, expectedID: String) throws(BackupDecodingError) -> BookBackup {
+    package static func decodeBook(_ data: Data, expectedID: BookID) throws(BackupDecodingError) -> BookBackup {
         let file = "book_\(expectedID).json"
         let fields = try Fields(data, file: file)
         let id = try fields.string("id")
-        guard id == expectedID else {
+        guard id == expectedID.rawValue else {
             throw BackupDecodingError(fileName: file, reason: "its id \(id) does not match the file name")
         }
         let title = try fields.string("title")
         let updatedAt = try fields.milliseconds("updated_at")
         let book = BookBackup(
-            id: id, title: title, artist: try fields.optionalString("artist"),
+            id: expectedID, title: title, artist: try fields.optionalString("artist"),
             artwork: try fields.optionalString("artwork"),
             position: try fields.optionalSeconds("position") ?? 0, hidden: try fields.optionalBool("hidden") ?? false,
             createdAt: try fields.optionalMilliseconds("created_at") ?? updatedAt, updatedAt: updatedAt,
@@ -183,11 +183,11 @@ package enum BackupCodec {
         return book
     }
 
-    package static func decodeClip(_ data: Data, expectedID: String) throws(BackupDecodingError) -> ClipBackup {
+    package static func decodeClip(_ data: Data, expectedID: ClipID) throws(BackupDecodingError) -> ClipBackup {
         let file = "clip_\(expectedID).json"
         let fields = try Fields(data, file: file)
         let id = try fields.string("id")
-        guard id == expectedID else {
+        guard id == expectedID.rawValue else {
             throw BackupDecodingError(fileName: file, reason: "its id \(id) does not match the file name")
         }
         let bookID = try fields.string("book_id")
@@ -196,7 +196,8 @@ package enum BackupCodec {
         }
         let updatedAt = try fields.milliseconds("updated_at")
         return ClipBackup(
-            id: id, bookID: bookID, start: try fields.seconds("start"), duration: try fields.seconds("duration"),
+            id: expectedID, bookID: BookID(bookID), start: try fields.seconds("start"),
+            duration: try fields.seconds("duration"),
             note: try fields.optionalString("note"), transcription: try fields.optionalString("transcription"),
             createdAt: try fields.optionalMilliseconds("created_at") ?? updatedAt, updatedAt: updatedAt,
             extras: fields.unknown(known: ClipBackup.knownKeys))

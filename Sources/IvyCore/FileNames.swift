@@ -37,14 +37,50 @@ extension EntityKey {
     package var mp3FileName: String { EntityFileName(key: self, format: .mp3).name }
 }
 
-/// One entity: its kind and id.
-package struct EntityKey: Sendable, Hashable, Comparable, CustomStringConvertible {
-    package var kind: EntityKind
-    package var id: String
+/// One entity: a book or a clip, by its id.
+///
+/// The queue, manifest, trash and history tables keep both kinds in one `entity_id` column,
+/// and Drive names both `<kind>_<id>`; `init(_:_:)`, `kind` and `id` are for those edges.
+/// Code that holds a typed id makes the key from it, so it cannot pair a clip's id with the
+/// book kind, and takes it back out with `case` or `bookID`/`clipID`.
+package enum EntityKey: Sendable, Hashable, Comparable, CustomStringConvertible {
+    case book(BookID)
+    case clip(ClipID)
 
     package init(_ kind: EntityKind, _ id: String) {
-        self.kind = kind
-        self.id = id
+        switch kind {
+        case .book: self = .book(BookID(id))
+        case .clip: self = .clip(ClipID(id))
+        }
+    }
+
+    package init(_ id: BookID) { self = .book(id) }
+
+    package init(_ id: ClipID) { self = .clip(id) }
+
+    package var kind: EntityKind {
+        switch self {
+        case .book: .book
+        case .clip: .clip
+        }
+    }
+
+    /// The id as the tables and Drive's file names hold it.
+    package var id: String {
+        switch self {
+        case .book(let id): id.rawValue
+        case .clip(let id): id.rawValue
+        }
+    }
+
+    /// The book's id when this is a book.
+    package var bookID: BookID? {
+        if case .book(let id) = self { id } else { nil }
+    }
+
+    /// The clip's id when this is a clip.
+    package var clipID: ClipID? {
+        if case .clip(let id) = self { id } else { nil }
     }
 
     package static func < (lhs: EntityKey, rhs: EntityKey) -> Bool {

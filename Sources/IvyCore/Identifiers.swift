@@ -30,7 +30,7 @@ package struct IDGenerator: Sendable {
     /// Lowercase UUIDs: Foundation's `uuidString` is upper case, which the id rule rejects.
     package static let uuid = IDGenerator { UUIDText.random() }
 
-    package func next() -> String { make() }
+    package func next<ID: TextIdentifier>() -> ID { ID(make()) }
 }
 
 /// A random version-4 UUID in lowercase text, without Foundation.

@@ -51,7 +51,7 @@ package enum Merge {
         local: ClipBackup, remote: ClipBackup, base: ClipBackup?, now: Milliseconds
     ) -> Merged<ClipBackup> {
         var fields = ThreeWay(local: local, remote: remote, base: base, extras: \.extras) {
-            [$0.bookID, "\($0.start)", "\($0.duration)", $0.transcription ?? ""]
+            [$0.bookID.rawValue, "\($0.start)", "\($0.duration)", $0.transcription ?? ""]
         }
         let localWins = fields.localWins
         let merged = ClipBackup(

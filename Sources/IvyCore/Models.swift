@@ -1,6 +1,6 @@
 /// A book as stored in the `books` table. `position` is in seconds.
 package struct Book: Sendable, Equatable {
-    package var id: String
+    package var id: BookID
     package var title: String
     package var artist: String?
     package var artwork: String?
@@ -11,7 +11,7 @@ package struct Book: Sendable, Equatable {
     package var updatedAt: Milliseconds
 
     package init(
-        id: String, title: String, artist: String? = nil, artwork: String? = nil,
+        id: BookID, title: String, artist: String? = nil, artwork: String? = nil,
         position: Double = 0, hidden: Bool = false, uri: String? = nil,
         createdAt: Milliseconds, updatedAt: Milliseconds
     ) {
@@ -30,8 +30,8 @@ package struct Book: Sendable, Equatable {
 /// A clip (a bookmark with a note and an MP3 snippet) as stored in the `clips` table.
 /// `start` and `duration` are in seconds; the audio lives at `audio/<id>.mp3`.
 package struct Clip: Sendable, Equatable {
-    package var id: String
-    package var bookID: String
+    package var id: ClipID
+    package var bookID: BookID
     package var start: Double
     package var duration: Double
     package var note: String?
@@ -40,7 +40,7 @@ package struct Clip: Sendable, Equatable {
     package var updatedAt: Milliseconds
 
     package init(
-        id: String, bookID: String, start: Double, duration: Double,
+        id: ClipID, bookID: BookID, start: Double, duration: Double,
         note: String? = nil, transcription: String? = nil,
         createdAt: Milliseconds, updatedAt: Milliseconds
     ) {

@@ -169,8 +169,8 @@ package struct RemoteListing: Sendable, Equatable {
 
 /// The local entities a plan is made from.
 package struct LocalSnapshot: Sendable, Equatable {
-    package var books: [String: Book]
-    package var clips: [String: Clip]
+    package var books: [BookID: Book]
+    package var clips: [ClipID: Clip]
 
     package init(books: [Book] = [], clips: [Clip] = []) {
         self.books = Dictionary(books.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
@@ -178,13 +178,13 @@ package struct LocalSnapshot: Sendable, Equatable {
     }
 
     package func updatedAt(_ key: EntityKey) -> Milliseconds? {
-        switch key.kind {
-        case .book: books[key.id]?.updatedAt
-        case .clip: clips[key.id]?.updatedAt
+        switch key {
+        case .book(let id): books[id]?.updatedAt
+        case .clip(let id): clips[id]?.updatedAt
         }
     }
 
     package var keys: [EntityKey] {
-        books.keys.map { EntityKey(.book, $0) } + clips.keys.map { EntityKey(.clip, $0) }
+        books.keys.map { EntityKey($0) } + clips.keys.map { EntityKey($0) }
     }
 }

@@ -83,7 +83,7 @@ extension LibraryDatabase {
     }
 
     /// Removes a clip's audio, after its row is gone.
-    package func removeAudio(clipID: String) {
+    package func removeAudio(clipID: ClipID) {
         AudioFiles.remove(audioPath(clipID: clipID))
     }
 
@@ -94,12 +94,12 @@ extension LibraryDatabase {
     }
 
     /// Whether the clip's audio is on disk.
-    package func hasAudio(clipID: String) -> Bool {
+    package func hasAudio(clipID: ClipID) -> Bool {
         FileManager.default.fileExists(atPath: audioPath(clipID: clipID))
     }
 
     /// The md5 of the clip's audio, or nil when there is no file.
-    package func audioMD5(clipID: String) throws -> String? {
+    package func audioMD5(clipID: ClipID) throws -> String? {
         guard hasAudio(clipID: clipID) else { return nil }
         return try LocalFile.md5(of: URL(fileURLWithPath: audioPath(clipID: clipID)))
     }
@@ -114,7 +114,7 @@ extension LibraryDatabase {
 /// library next finishes a replacement that committed and undoes one that did not. The copy
 /// aside is held with `flock` while its replacement runs, so no other process undoes it.
 struct AudioJournal {
-    let clipID: String
+    let clipID: ClipID
     let audioPath: String
     let asidePath: String
     let existed: Bool
@@ -123,10 +123,10 @@ struct AudioJournal {
     static let prefix = ".replacing-"
 
     /// Keeps the clip's current audio aside before it is replaced.
-    static func begin(clipID: String, audioPath: String, audioDirectory: String) throws -> AudioJournal {
+    static func begin(clipID: ClipID, audioPath: String, audioDirectory: String) throws -> AudioJournal {
         try Directories.ensurePrivate(audioDirectory)
         let existed = FileManager.default.fileExists(atPath: audioPath)
-        let aside = audioDirectory + "/" + prefix + clipID + (existed ? ".mp3" : ".absent")
+        let aside = audioDirectory + "/" + prefix + clipID.rawValue + (existed ? ".mp3" : ".absent")
         if existed {
             guard link(audioPath, aside) == 0 else {
                 let code = errno
@@ -173,7 +173,7 @@ struct AudioJournal {
 extension LibraryDatabase {
     /// Runs `body` (which changes the clip's row) and puts `staged` in place as the clip's
     /// audio: both happen or neither, even across a kill (`AudioJournal`).
-    func writeReplacingAudio<T>(clipID: String, staged: String, _ body: (Database) throws -> T) throws -> T {
+    func writeReplacingAudio<T>(clipID: ClipID, staged: String, _ body: (Database) throws -> T) throws -> T {
         try writeReplacingAudios([(clipID, staged)], body)
     }
 
@@ -182,7 +182,7 @@ extension LibraryDatabase {
     /// the same `audio_replacements` rows). The MP3s replaced are kept in the history first.
     /// `beforeCommit` runs last inside the transaction, after the MP3s are in place.
     func writeReplacingAudios<T>(
-        _ replacements: [(clipID: String, staged: String)], beforeCommit: () throws -> Void = {},
+        _ replacements: [(clipID: ClipID, staged: String)], beforeCommit: () throws -> Void = {},
         _ body: (Database) throws -> T
     ) throws -> T {
         let kept = try keepAudioInHistory(clipIDs: replacements.map(\.clipID))
@@ -234,13 +234,13 @@ extension LibraryDatabase {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter {
             $0.hasPrefix(AudioJournal.prefix)
         }
-        let pending = try read { db in try String.fetchAll(db, sql: "SELECT clip_id FROM audio_replacements") }
+        let pending = try read { db in try ClipID.fetchAll(db, sql: "SELECT clip_id FROM audio_replacements") }
         guard !names.isEmpty || !pending.isEmpty else { return }
         let committed = Set(pending)
-        var running: Set<String> = []
+        var running: Set<ClipID> = []
         for name in names {
             let path = directory + "/" + name
-            let clipID = String(name.dropFirst(AudioJournal.prefix.count).prefix { $0 != "." })
+            let clipID = ClipID(String(name.dropFirst(AudioJournal.prefix.count).prefix { $0 != "." }))
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else { continue }
             defer { close(descriptor) }

@@ -17,18 +17,18 @@ extension LibraryDatabase {
         return books.filter { query.matches($0.title) || query.matches($0.artist) }
     }
 
-    package func book(id: String) throws -> Book? {
+    package func book(id: BookID) throws -> Book? {
         try read { db in try Self.book(id: id, in: db) }
     }
 
-    static func book(id: String, in db: Database) throws -> Book? {
+    static func book(id: BookID, in db: Database) throws -> Book? {
         try Row.fetchOne(db, sql: "SELECT * FROM books WHERE id = ?", arguments: [id]).map(Book.init(row:))
     }
 
     /// Adds a book with a fresh id; the trigger queues its upload.
     @discardableResult
     package func addBook(
-        id: String, title: String, artist: String?, artwork: String?, position: Double
+        id: BookID, title: String, artist: String?, artwork: String?, position: Double
     ) throws -> Book {
         try Self.checkTitle(title)
         try Self.checkTime(position, field: "position")
@@ -43,7 +43,7 @@ extension LibraryDatabase {
     /// Applies `changes`. When they leave the book as it was, nothing is written
     /// (so nothing is queued) and `changed` is false.
     @discardableResult
-    package func updateBook(id: String, _ changes: BookChanges) throws -> (book: Book, changed: Bool) {
+    package func updateBook(id: BookID, _ changes: BookChanges) throws -> (book: Book, changed: Bool) {
         if let title = changes.title { try Self.checkTitle(title) }
         if let position = changes.position { try Self.checkTime(position, field: "position") }
         return try write { db in

@@ -4,7 +4,7 @@ import IvyCore
 extension LibraryDatabase {
     /// Clips of one book, or of all books, in book and start order; with `search`, only those
     /// whose note or transcription contains it, in any case (`TextSearch`).
-    package func clips(bookID: String? = nil, search: String?) throws -> [Clip] {
+    package func clips(bookID: BookID? = nil, search: String?) throws -> [Clip] {
         let clips = try self.clips(bookID: bookID)
         guard let search else { return clips }
         let query = TextSearch(search)
@@ -12,7 +12,7 @@ extension LibraryDatabase {
     }
 
     /// Clips of one book, or of all books, in book and start order.
-    package func clips(bookID: String? = nil) throws -> [Clip] {
+    package func clips(bookID: BookID? = nil) throws -> [Clip] {
         try read { db in
             if let bookID {
                 return try Row.fetchAll(
@@ -24,11 +24,11 @@ extension LibraryDatabase {
         }
     }
 
-    package func clip(id: String) throws -> Clip? {
+    package func clip(id: ClipID) throws -> Clip? {
         try read { db in try Self.clip(id: id, in: db) }
     }
 
-    static func clip(id: String, in db: Database) throws -> Clip? {
+    static func clip(id: ClipID, in db: Database) throws -> Clip? {
         try Row.fetchOne(db, sql: "SELECT * FROM clips WHERE id = ?", arguments: [id]).map(Clip.init(row:))
     }
 
@@ -36,7 +36,7 @@ extension LibraryDatabase {
     /// is written; the audio is in place exactly when the row is committed.
     @discardableResult
     package func addClip(
-        id: String, bookID: String, start: Double, duration: Double,
+        id: ClipID, bookID: BookID, start: Double, duration: Double,
         note: String?, transcription: String?, audio source: String
     ) throws -> Clip {
         try Self.checkTime(start, field: "start")
@@ -60,7 +60,7 @@ extension LibraryDatabase {
     /// Applies `changes` and, with `audio`, replaces the clip's MP3. Unchanged fields and no
     /// new audio write nothing; new audio always counts as a change.
     @discardableResult
-    package func updateClip(id: String, _ changes: ClipChanges, audio source: String? = nil) throws -> (
+    package func updateClip(id: ClipID, _ changes: ClipChanges, audio source: String? = nil) throws -> (
         clip: Clip, changed: Bool
     ) {
         if let start = changes.start { try Self.checkTime(start, field: "start") }
@@ -89,7 +89,7 @@ extension LibraryDatabase {
     /// Refuses a clip whose backup JSON would be over the cap ivy accepts from Drive, so
     /// nothing is written that no sync could upload.
     private func checkBackupSize(_ clip: Clip) throws {
-        let key = EntityKey(.clip, clip.id)
+        let key = EntityKey(clip.id)
         let backup = ClipBackup(clip, extras: try extras(key))
         do {
             _ = try BackupCodec.encode(backup)
@@ -99,7 +99,7 @@ extension LibraryDatabase {
     }
 
     /// Deletes a clip and its audio; the trigger queues the remote delete.
-    package func deleteClip(id: String) throws {
+    package func deleteClip(id: ClipID) throws {
         let kept = try keepAudioInHistory(clipIDs: [id])
         let deleted = try write { db in
             for (clipID, md5) in kept { try HistoryAudio.stamp(clipID: clipID, md5: md5, in: db) }

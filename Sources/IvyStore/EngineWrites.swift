@@ -22,15 +22,15 @@ package struct EngineWriter {
 
     /// The row's `updated_at` as this transaction sees it; nil when there is no row.
     package func updatedAt(_ key: EntityKey) throws -> Milliseconds? {
-        switch key.kind {
-        case .book: try book(id: key.id)?.updatedAt
-        case .clip: try clip(id: key.id)?.updatedAt
+        switch key {
+        case .book(let id): try book(id: id)?.updatedAt
+        case .clip(let id): try clip(id: id)?.updatedAt
         }
     }
 
     /// Deletes the clip's row; its MP3 (removed by the caller after the commit) is kept in the
     /// history first.
-    package func deleteClip(id: String, audioPath: String? = nil) throws {
+    package func deleteClip(id: ClipID, audioPath: String? = nil) throws {
         if let audioPath { try keepAudioInHistory(clipID: id, audioPath: audioPath) }
         try db.execute(sql: "DELETE FROM clips WHERE id = ?", arguments: [id])
     }

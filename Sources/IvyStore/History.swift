@@ -82,8 +82,8 @@ package struct RestoreResult: Sendable, Equatable {
 
 /// Why a restore cannot be done.
 package enum HistoryError: LocalizedError, Equatable {
-    case bookMissing(clipID: String, bookID: String)
-    case audioMissing(clipID: String)
+    case bookMissing(clipID: ClipID, bookID: BookID)
+    case audioMissing(clipID: ClipID)
     case unreadable(key: EntityKey, versionID: Int64)
     case changedMeanwhile
 
@@ -119,7 +119,7 @@ enum HistoryAudio {
 
     /// Versions of the clip recorded so far had the audio now at `path`: they name it by
     /// `md5`, since it is about to be replaced or deleted. In the transaction that does so.
-    static func stamp(clipID: String, md5: String, in db: Database) throws {
+    static func stamp(clipID: ClipID, md5: String, in db: Database) throws {
         try db.execute(
             sql: """
                 UPDATE history SET audio_md5 = ?
@@ -138,7 +138,7 @@ enum HistoryAudio {
 extension EngineWriter {
     /// Keeps the clip's current MP3 in the history before this transaction replaces or
     /// deletes it, and names it in the versions it belongs to.
-    package func keepAudioInHistory(clipID: String, audioPath: String) throws {
+    package func keepAudioInHistory(clipID: ClipID, audioPath: String) throws {
         guard try HistoryAudio.enabled(db), let md5 = try HistoryAudio.keep(audioPath, in: historyDirectory) else {
             return
         }
@@ -149,9 +149,9 @@ extension EngineWriter {
 extension LibraryDatabase {
     /// Keeps the clips' MP3s in the history before they are replaced or deleted; returns
     /// the md5 of each that had one, to stamp inside the transaction (`HistoryAudio.stamp`).
-    func keepAudioInHistory(clipIDs: [String]) throws -> [String: String] {
+    func keepAudioInHistory(clipIDs: [ClipID]) throws -> [ClipID: String] {
         guard try read({ db in try HistoryAudio.enabled(db) }) else { return [:] }
-        var kept: [String: String] = [:]
+        var kept: [ClipID: String] = [:]
         for clipID in clipIDs {
             if let md5 = try HistoryAudio.keep(audioPath(clipID: clipID), in: paths.historyDirectory) {
                 kept[clipID] = md5
@@ -356,14 +356,14 @@ extension LibraryDatabase {
         if dryRun || planned.result.changes.isEmpty { return planned.result }
         // MP3s to put back are linked in beside the audio first, and those to replace or
         // delete kept in the history, outside the transaction.
-        var staged: [(clipID: String, staged: String)] = []
+        var staged: [(clipID: ClipID, staged: String)] = []
         defer { for item in staged { AudioFiles.remove(item.staged) } }
         for (clipID, source) in planned.audio.sorted(by: { $0.key < $1.key }) {
             staged.append((clipID, try Self.stageLinked(source, in: paths.audioDirectory)))
         }
         // Clips it deletes keep their MP3 in the history (`writeReplacingAudios` does the same
         // for the MP3s it replaces).
-        let deleted = planned.result.changes.filter { $0.key.kind == .clip && $0.action == .delete }.map(\.key.id)
+        let deleted = planned.result.changes.filter { $0.action == .delete }.compactMap(\.key.clipID)
         let kept = try keepAudioInHistory(clipIDs: deleted)
         let now = clock.now()
         let result = try writeReplacingAudios(staged, beforeCommit: beforeCommit) { db in
@@ -377,8 +377,8 @@ extension LibraryDatabase {
             try db.execute(sql: "DELETE FROM history_restoring")
             return again.result
         }
-        for change in result.changes where change.key.kind == .clip && change.action == .delete {
-            removeAudio(clipID: change.key.id)
+        for change in result.changes where change.action == .delete {
+            if let clipID = change.key.clipID { removeAudio(clipID: clipID) }
         }
         return result
     }
@@ -407,7 +407,7 @@ private struct RestorePlanner {
     struct Plan {
         var result: RestoreResult
         /// The clips whose MP3 is put back, with the file it comes from.
-        var audio: [String: String] = [:]
+        var audio: [ClipID: String] = [:]
         /// The entities to write, by key (nil: delete).
         var writes: [(key: EntityKey, entity: TrashedEntity?, current: TrashedEntity?)] = []
 
@@ -459,7 +459,9 @@ private struct RestorePlanner {
                     try db.cachedStatement(sql: Clip.upsertSQL).execute(arguments: clip.arguments)
                     if synced != nil { try Self.unqueue(write.key, in: db) }
                 case (.book, nil):
-                    guard var book = try LibraryDatabase.book(id: write.key.id, in: db) else { continue }
+                    guard let id = write.key.bookID, var book = try LibraryDatabase.book(id: id, in: db) else {
+                        continue
+                    }
                     book.hidden = true
                     book.uri = nil
                     book.updatedAt = Timestamp.next(now: now, previous: book.updatedAt)
@@ -568,25 +570,25 @@ private struct RestorePlanner {
     ) throws {
         let key = version.key
         var audioSource: String?
-        if key.kind == .clip {
+        if let clipID = key.clipID {
             if let md5 = version.audioMD5 {
-                let currentMD5 = current == nil ? nil : try library.audioMD5(clipID: key.id)
+                let currentMD5 = current == nil ? nil : try library.audioMD5(clipID: clipID)
                 if currentMD5 != md5 {
                     let kept = library.historyAudioPath(md5: md5)
                     guard FileManager.default.fileExists(atPath: kept) else {
-                        throw HistoryError.audioMissing(clipID: key.id)
+                        throw HistoryError.audioMissing(clipID: clipID)
                     }
                     audioSource = kept
                 }
-            } else if !library.hasAudio(clipID: key.id) {
-                throw HistoryError.audioMissing(clipID: key.id)
+            } else if !library.hasAudio(clipID: clipID) {
+                throw HistoryError.audioMissing(clipID: clipID)
             }
         }
         guard let current else {
             plan.result.changes.append(
                 RestoreChange(key: key, action: .create, fields: fields(of: entity), label: label(entity)))
             plan.writes.append((key, entity, nil))
-            if let audioSource { plan.audio[key.id] = audioSource }
+            if let audioSource, let clipID = key.clipID { plan.audio[clipID] = audioSource }
             return
         }
         var changed = differing(current, entity)
@@ -595,7 +597,7 @@ private struct RestorePlanner {
         plan.result.changes.append(
             RestoreChange(key: key, action: .update, fields: changed.sorted(), label: label(entity)))
         plan.writes.append((key, entity, current))
-        if let audioSource { plan.audio[key.id] = audioSource }
+        if let audioSource, let clipID = key.clipID { plan.audio[clipID] = audioSource }
     }
 
     /// Every book and clip as it is now, with its unknown keys.
@@ -609,11 +611,11 @@ private struct RestorePlanner {
         }
         var entities: [EntityKey: TrashedEntity] = [:]
         for book in try Row.fetchAll(db, sql: "SELECT * FROM books").map(Book.init(row:)) {
-            let key = EntityKey(.book, book.id)
+            let key = EntityKey(book.id)
             entities[key] = .book(BookBackup(book, extras: extras[key] ?? [:]))
         }
         for clip in try Row.fetchAll(db, sql: "SELECT * FROM clips").map(Clip.init(row:)) {
-            let key = EntityKey(.clip, clip.id)
+            let key = EntityKey(clip.id)
             entities[key] = .clip(ClipBackup(clip, extras: extras[key] ?? [:]))
         }
         return entities

@@ -247,7 +247,7 @@ package final class LibraryDatabase: Sendable {
     }
 
     /// The path of a clip's audio.
-    package func audioPath(clipID: String) -> String {
+    package func audioPath(clipID: ClipID) -> String {
         paths.audioDirectory + "/\(clipID).mp3"
     }
 }

@@ -11,8 +11,8 @@ package enum StoreError: LocalizedError, Equatable {
     case unsafeDirectory(UnsafeDirectoryError)
     case cannotOpen(path: String, reason: String)
     case cannotCreateDirectory(path: String, reason: String)
-    case bookNotFound(id: String)
-    case clipNotFound(id: String)
+    case bookNotFound(id: BookID)
+    case clipNotFound(id: ClipID)
     case emptyTitle
     case invalidTime(field: String, value: Double)
     case storedTimeOutOfRange(kind: EntityKind, field: String, value: Double, option: String)

@@ -256,11 +256,11 @@ extension EngineWriter {
             arguments: [key.kind.rawValue, key.id, text])
     }
 
-    package func book(id: String) throws -> Book? { try LibraryDatabase.book(id: id, in: db) }
+    package func book(id: BookID) throws -> Book? { try LibraryDatabase.book(id: id, in: db) }
 
     /// Records the manifest and base in the same transaction as the change they describe.
     package func recordSynced(_ entry: ManifestEntry, base: SyncBase, queuedAt: Milliseconds?) throws {
         try LibraryDatabase.recordSynced(entry, base: base, queuedAt: queuedAt, db)
     }
-    package func clip(id: String) throws -> Clip? { try LibraryDatabase.clip(id: id, in: db) }
+    package func clip(id: ClipID) throws -> Clip? { try LibraryDatabase.clip(id: id, in: db) }
 }

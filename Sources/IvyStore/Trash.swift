@@ -32,8 +32,8 @@ package enum TrashedEntity: Sendable, Equatable {
 
     package var key: EntityKey {
         switch self {
-        case .book(let book): EntityKey(.book, book.id)
-        case .clip(let clip): EntityKey(.clip, clip.id)
+        case .book(let book): EntityKey(book.id)
+        case .clip(let clip): EntityKey(clip.id)
         }
     }
 
@@ -65,7 +65,7 @@ package enum TrashedEntity: Sendable, Equatable {
             return Self.lenient(
                 book.extras.merging(
                     [
-                        "id": .string(book.id), "title": .string(book.title),
+                        "id": .string(book.id.rawValue), "title": .string(book.title),
                         "artist": book.artist.map(JSONValue.string) ?? .null,
                         "artwork": book.artwork.map(JSONValue.string) ?? .null, "position": Self.number(book.position),
                         "hidden": .bool(book.hidden), "created_at": .number(Double(book.createdAt)),
@@ -76,7 +76,8 @@ package enum TrashedEntity: Sendable, Equatable {
             return Self.lenient(
                 clip.extras.merging(
                     [
-                        "id": .string(clip.id), "book_id": .string(clip.bookID), "start": Self.number(clip.start),
+                        "id": .string(clip.id.rawValue), "book_id": .string(clip.bookID.rawValue),
+                        "start": Self.number(clip.start),
                         "duration": Self.number(clip.duration), "note": clip.note.map(JSONValue.string) ?? .null,
                         "transcription": clip.transcription.map(JSONValue.string) ?? .null,
                         "created_at": .number(Double(clip.createdAt)), "updated_at": .number(Double(clip.updatedAt)),
@@ -95,9 +96,9 @@ package enum TrashedEntity: Sendable, Equatable {
     }
 
     static func decode(_ json: Data, key: EntityKey) throws -> TrashedEntity {
-        switch key.kind {
-        case .book: .book(try BackupCodec.decodeBook(json, expectedID: key.id))
-        case .clip: .clip(try BackupCodec.decodeClip(json, expectedID: key.id))
+        switch key {
+        case .book(let id): .book(try BackupCodec.decodeBook(json, expectedID: id))
+        case .clip(let id): .clip(try BackupCodec.decodeClip(json, expectedID: id))
         }
     }
 }
@@ -211,9 +212,9 @@ extension EngineWriter {
     /// The entity as this transaction sees it, unknown keys included; nil when there is no row.
     package func trashable(_ key: EntityKey) throws -> TrashedEntity? {
         let extras = try LibraryDatabase.readableExtras(key, in: db)
-        switch key.kind {
-        case .book: return try book(id: key.id).map { .book(BookBackup($0, extras: extras)) }
-        case .clip: return try clip(id: key.id).map { .clip(ClipBackup($0, extras: extras)) }
+        switch key {
+        case .book(let id): return try book(id: id).map { .book(BookBackup($0, extras: extras)) }
+        case .clip(let id): return try clip(id: id).map { .clip(ClipBackup($0, extras: extras)) }
         }
     }
 
@@ -249,8 +250,8 @@ extension EngineWriter {
 package enum TrashError: LocalizedError, Equatable {
     case notFound(id: Int64)
     case unreadable(id: Int64)
-    case bookMissing(id: Int64, clipID: String, bookID: String)
-    case audioMissing(id: Int64, clipID: String)
+    case bookMissing(id: Int64, clipID: ClipID, bookID: BookID)
+    case audioMissing(id: Int64, clipID: ClipID)
     /// The entity here changed after the entry was trashed (edited, or made again by another
     /// device): restoring would replace a newer version.
     case newerHere(id: Int64, key: EntityKey, updatedAt: Milliseconds, trashedAt: Milliseconds)
@@ -327,7 +328,7 @@ extension LibraryDatabase {
                         id: id, key: entry.key, updatedAt: updatedAt, trashedAt: entry.trashedAt)
                 }
                 if let restored = entry.entity, !current.sameContent(as: restored) || staged != nil {
-                    let audio = staged != nil && entry.key.kind == .clip ? audioPath(clipID: entry.key.id) : nil
+                    let audio = staged == nil ? nil : entry.key.clipID.map { audioPath(clipID: $0) }
                     kept = try writer.keepInTrash(current, reason: .restore, audio: audio, at: now)
                 }
             }
@@ -354,8 +355,8 @@ extension LibraryDatabase {
             try db.execute(sql: "DELETE FROM trash WHERE id = ?", arguments: [id])
         }
         do {
-            if let staged {
-                try writeReplacingAudio(clipID: entry.key.id, staged: staged, restore)
+            if let staged, let clipID = entry.key.clipID {
+                try writeReplacingAudio(clipID: clipID, staged: staged, restore)
             } else {
                 try write(restore)
             }

@@ -147,12 +147,12 @@ package struct BackupChecker: Sendable {
 
         var local: [EntityKey: LocalEntity] = [:]
         for book in books {
-            local[EntityKey(.book, book.id)] = .book(
-                BookBackup(book, extras: try library.extras(EntityKey(.book, book.id))))
+            local[EntityKey(book.id)] = .book(
+                BookBackup(book, extras: try library.extras(EntityKey(book.id))))
         }
         for clip in clips {
-            local[EntityKey(.clip, clip.id)] = .clip(
-                ClipBackup(clip, extras: try library.extras(EntityKey(.clip, clip.id))))
+            local[EntityKey(clip.id)] = .clip(
+                ClipBackup(clip, extras: try library.extras(EntityKey(clip.id))))
         }
 
         for key in Set(local.keys).union(remote.entities.keys).sorted() {
@@ -276,8 +276,8 @@ package struct BackupChecker: Sendable {
         } else {
             compareChecksum(key, mine, json, entry, fix, problem)
         }
-        guard case .clip = mine else { return }
-        let audio = library.audioPath(clipID: key.id)
+        guard case .clip(let clip) = mine else { return }
+        let audio = library.audioPath(clipID: clip.id)
         guard let mp3 = remote?.mp3 else {
             problem(
                 .missingMP3, "\(key.jsonFileName) is on Drive without \(key.mp3FileName)",
@@ -285,7 +285,7 @@ package struct BackupChecker: Sendable {
                     + "`ivy sync` sends the MP3 from here")
             return
         }
-        guard let localMD5 = try library.audioMD5(clipID: key.id) else {
+        guard let localMD5 = try library.audioMD5(clipID: clip.id) else {
             problem(
                 .audioMissingHere, "the clip's audio \(audio) is missing here",
                 "run `ivy clip update \(key.id) --audio FILE` with the recording")
@@ -346,8 +346,10 @@ package struct BackupChecker: Sendable {
         let theirs: Data
         do {
             switch mine {
-            case .book: theirs = try BackupCodec.encode(try BackupCodec.decodeBook(data, expectedID: key.id))
-            case .clip: theirs = try BackupCodec.encode(try BackupCodec.decodeClip(data, expectedID: key.id))
+            case .book(let book):
+                theirs = try BackupCodec.encode(try BackupCodec.decodeBook(data, expectedID: book.id))
+            case .clip(let clip):
+                theirs = try BackupCodec.encode(try BackupCodec.decodeClip(data, expectedID: clip.id))
             }
         } catch {
             problem(

@@ -82,7 +82,7 @@ struct Fetched<Backup: EntityBackup> {
     /// Drive's copy adopted as it is.
     func agreement(mp3: RemoteFile? = nil, audioMD5: String? = nil, at now: Milliseconds) -> Agreement {
         Agreement(
-            EntityKey(Backup.kind, backup.id), localUpdatedAt: backup.updatedAt, jsonID: json.id,
+            backup.key, localUpdatedAt: backup.updatedAt, jsonID: json.id,
             jsonModifiedTime: json.modifiedTime, mp3ID: mp3?.id, json: data, audioMD5: audioMD5, syncedAt: now)
     }
 }
@@ -121,9 +121,11 @@ struct StagedAudio {
 
 /// What the engine does the same way for books and clips.
 protocol EntityBackup: StampedBackup, Sendable {
+    associatedtype ID: TextIdentifier
     static var kind: EntityKind { get }
-    var id: String { get }
-    static func decode(_ data: Data, expectedID: String) throws(BackupDecodingError) -> Self
+    var id: ID { get }
+    var key: EntityKey { get }
+    static func decode(_ data: Data, expectedID: ID) throws(BackupDecodingError) -> Self
     static func encode(_ backup: Self) throws(BackupEncodingError) -> Data
     /// The three-way merge of the two (`Merge.bookMerge`, `Merge.clipMerge`).
     static func merged(local: Self, remote: Self, base: Self?, now: Milliseconds) -> Merge.Merged<Self>
@@ -133,7 +135,8 @@ protocol EntityBackup: StampedBackup, Sendable {
 
 extension BookBackup: EntityBackup {
     static var kind: EntityKind { .book }
-    static func decode(_ data: Data, expectedID: String) throws(BackupDecodingError) -> BookBackup {
+    var key: EntityKey { EntityKey(id) }
+    static func decode(_ data: Data, expectedID: BookID) throws(BackupDecodingError) -> BookBackup {
         try BackupCodec.decodeBook(data, expectedID: expectedID)
     }
     static func encode(_ backup: BookBackup) throws(BackupEncodingError) -> Data { try BackupCodec.encode(backup) }
@@ -144,14 +147,15 @@ extension BookBackup: EntityBackup {
     /// The book's file uri never leaves this device: the row's own is kept.
     func save(in writer: EngineWriter) throws {
         // The unknown keys first: the row's history trigger records them with it.
-        try writer.saveExtras(EntityKey(.book, id), extras)
+        try writer.saveExtras(key, extras)
         try writer.save(book(uri: try writer.book(id: id)?.uri))
     }
 }
 
 extension ClipBackup: EntityBackup {
     static var kind: EntityKind { .clip }
-    static func decode(_ data: Data, expectedID: String) throws(BackupDecodingError) -> ClipBackup {
+    var key: EntityKey { EntityKey(id) }
+    static func decode(_ data: Data, expectedID: ClipID) throws(BackupDecodingError) -> ClipBackup {
         try BackupCodec.decodeClip(data, expectedID: expectedID)
     }
     static func encode(_ backup: ClipBackup) throws(BackupEncodingError) -> Data { try BackupCodec.encode(backup) }
@@ -160,7 +164,7 @@ extension ClipBackup: EntityBackup {
     }
 
     func save(in writer: EngineWriter) throws {
-        try writer.saveExtras(EntityKey(.clip, id), extras)
+        try writer.saveExtras(key, extras)
         try writer.save(clip)
     }
 }
@@ -182,11 +186,13 @@ extension SyncEngine {
                 try library.forgetSynced(key, queuedAt: context.queuedAt(key))
                 return Outcome(key: key, result: .done(.deleteRemote, conflict: false))
             case .deleteLocal:
+                // Only clips are deleted here: books are archived, never deleted (`SyncPlanner`).
+                guard case .clip(let clipID) = key else { return Outcome(key: key, result: .nothing) }
                 try applyRemote(key, context, trash: .deleted) { writer in
-                    try writer.deleteClip(id: key.id, audioPath: library.audioPath(clipID: key.id))
+                    try writer.deleteClip(id: clipID, audioPath: library.audioPath(clipID: clipID))
                     try writer.saveExtras(key, [:])
                 }
-                library.removeAudio(clipID: key.id)
+                library.removeAudio(clipID: clipID)
                 try library.forgetSynced(key, queuedAt: nil)
                 return Outcome(key: key, result: .done(.deleteLocal, conflict: false))
             }
@@ -242,7 +248,8 @@ extension SyncEngine {
         audio staged: StagedAudio? = nil, trash reason: TrashReason, _ write: (EngineWriter) throws -> Void
     ) throws {
         let expected = context.snapshot.updatedAt(key)
-        let audioPath = library.audioPath(clipID: key.id)
+        // A book has no audio: none is kept, replaced or placed for it.
+        let audioPath = key.clipID.map { library.audioPath(clipID: $0) }
         var replacesAudio = false
         if context.keepsTrash, let staged { replacesAudio = try replacesOtherAudio(key, with: staged) }
         var kept: String?
@@ -252,7 +259,9 @@ extension SyncEngine {
                 guard try writer.updatedAt(key) == expected else { throw SyncFailure.changedDuringSync }
                 let before = context.keepsTrash ? try writer.trashable(key) : nil
                 // The MP3 the download replaces stays in the history, named by the versions it belongs to.
-                if staged != nil { try writer.keepAudioInHistory(clipID: key.id, audioPath: audioPath) }
+                if staged != nil, let clipID = key.clipID, let audioPath {
+                    try writer.keepAudioInHistory(clipID: clipID, audioPath: audioPath)
+                }
                 try write(writer)
                 if let before {
                     let after = try writer.trashable(key)
@@ -266,7 +275,7 @@ extension SyncEngine {
                     try writer.recordSynced(
                         agreement.entry, base: agreement.base, queuedAt: settling ? context.queuedAt(key) : nil)
                 }
-                if let staged {
+                if let staged, let audioPath {
                     try writer.placeAudio(staged.path, at: audioPath)
                     placed = true
                 }
@@ -282,7 +291,7 @@ extension SyncEngine {
 
     /// Whether placing `staged` would replace a clip's MP3 here with other bytes.
     private func replacesOtherAudio(_ key: EntityKey, with staged: StagedAudio) throws -> Bool {
-        guard let local = try library.audioMD5(clipID: key.id) else { return false }
+        guard let clipID = key.clipID, let local = try library.audioMD5(clipID: clipID) else { return false }
         return try LocalFile.md5(of: URL(fileURLWithPath: staged.path)) != local
     }
 
@@ -295,13 +304,13 @@ extension SyncEngine {
 
     private func upload(_ action: PlannedAction, _ context: Context, _ moved: Moved?) async throws -> Outcome {
         let key = action.key
-        switch key.kind {
-        case .book:
-            guard let book = try library.book(id: key.id) else { return Outcome(key: key, result: .nothing) }
+        switch key {
+        case .book(let id):
+            guard let book = try library.book(id: id) else { return Outcome(key: key, result: .nothing) }
             let backup = BookBackup(book, extras: try localExtras(key))
             try await push(book: backup, replacing: action.remote, context)
-        case .clip:
-            guard let clip = try library.clip(id: key.id) else { return Outcome(key: key, result: .nothing) }
+        case .clip(let id):
+            guard let clip = try library.clip(id: id) else { return Outcome(key: key, result: .nothing) }
             let backup = ClipBackup(clip, extras: try localExtras(key))
             let bytes = try await push(clip: backup, replacing: action.remote, context, moved)
             return Outcome(key: key, result: .done(.upload, conflict: false), bytes: bytes, bytesUp: bytes)
@@ -330,7 +339,7 @@ extension SyncEngine {
 
     /// Uploads a book's JSON over whatever files of its name exist, and records it.
     private func push(book: BookBackup, replacing remote: RemoteEntity?, _ context: Context) async throws {
-        let key = EntityKey(.book, book.id)
+        let key = EntityKey(book.id)
         let data = try Self.encoded(book)
         let files = remote?.allFiles ?? []
         if !files.isEmpty { try library.recordReplaceCutShort(key) }
@@ -348,7 +357,7 @@ extension SyncEngine {
     private func push(
         clip: ClipBackup, replacing remote: RemoteEntity?, _ context: Context, _ moved: Moved?
     ) async throws -> Int64 {
-        let key = EntityKey(.clip, clip.id)
+        let key = EntityKey(clip.id)
         let audio = URL(fileURLWithPath: library.audioPath(clipID: clip.id))
         guard library.hasAudio(clipID: clip.id) else {
             throw SyncFailure.permanent(
@@ -430,7 +439,7 @@ extension SyncEngine {
     /// A backup JSON from Drive, decoded: over the size cap, unreadable or malformed, it is
     /// unusable (skipped and reported, never applied, not a failure that repeats every run).
     private func fetch<Backup: EntityBackup>(_ json: RemoteFile) async throws -> Fetched<Backup> {
-        guard let id = EntityFileName(parsing: json.name)?.key.id else {
+        guard let id = (EntityFileName(parsing: json.name)?.key.id).map(Backup.ID.init) else {
             throw SyncFailure.unusableRemote(file: json.name, reason: "not a \(Backup.kind.rawValue) file")
         }
         if let size = json.size, size > BackupCodec.maximumBytes {
@@ -461,7 +470,7 @@ extension SyncEngine {
         let files = ([remote?.json].compactMap { $0 } + (remote?.jsonTwins ?? [])).map(\.id)
         if let recorded = context.manifest[key]?.remoteFileID, files.contains(recorded), files.count > 1 {
             guard let prior = try? library.priorBase(key) else { return nil }
-            return try? Backup.decode(prior, expectedID: key.id)
+            return try? Backup.decode(prior, expectedID: Backup.ID(key.id))
         }
         return base(key).backup
     }
@@ -543,7 +552,7 @@ extension SyncEngine {
     private func download(_ action: PlannedAction, _ context: Context, _ moved: Moved?) async throws -> Outcome {
         let key = action.key
         let now = clock.now()
-        switch key.kind {
+        switch key {
         case .book:
             let resolved: Resolved<BookBackup> = try await fetchResolved(
                 action.remote, key, context, now: now)
@@ -557,16 +566,16 @@ extension SyncEngine {
                 try await push(book: value, replacing: resolved.replacing(action.remote), context)
             }
             return Outcome(key: key, result: .done(.download, conflict: false))
-        case .clip:
+        case .clip(let clipID):
             let resolved: Resolved<ClipBackup> = try await fetchResolved(
                 action.remote, key, context, now: now)
             let mp3 = try usableMP3(action.remote)
             let adopt = resolved.adoptable
             let value = adopt ? resolved.chosen.backup : try Self.pushable(resolved.value)
-            let audioKept = context.manifest[key]?.remoteMP3FileID == mp3.id && library.hasAudio(clipID: key.id)
+            let audioKept = context.manifest[key]?.remoteMP3FileID == mp3.id && library.hasAudio(clipID: clipID)
             let staged = audioKept ? nil : try await stageAudio(mp3, moved)
             defer { if let staged { library.discardStagedAudio(staged.path) } }
-            let audioFile = URL(fileURLWithPath: staged?.path ?? library.audioPath(clipID: key.id))
+            let audioFile = URL(fileURLWithPath: staged?.path ?? library.audioPath(clipID: clipID))
             let audioMD5 = try mp3.md5 ?? LocalFile.md5(of: audioFile)
             let agreement = adopt ? resolved.chosen.agreement(mp3: mp3, audioMD5: audioMD5, at: now) : nil
             try applyRemote(key, context, recording: agreement, audio: staged, trash: .download) {
@@ -601,7 +610,7 @@ extension SyncEngine {
     /// or it cannot be read.
     private func base<Backup: EntityBackup>(_ key: EntityKey) -> (backup: Backup?, audioMD5: String?) {
         guard let base = try? library.base(key) else { return (nil, nil) }
-        return (try? Backup.decode(base.json, expectedID: key.id), base.audioMD5)
+        return (try? Backup.decode(base.json, expectedID: Backup.ID(key.id)), base.audioMD5)
     }
 
     /// Merges both sides' changes. When the merge changes nothing of Drive's copy it is
@@ -629,7 +638,9 @@ extension SyncEngine {
         let base: BookBackup? = base(key).backup
         let resolved: Resolved<BookBackup> = try await fetchResolved(action.remote, key, context, now: now)
         let remote = resolved.chosen
-        guard let local = try library.book(id: key.id), local.updatedAt == context.snapshot.updatedAt(key) else {
+        guard let id = key.bookID, let local = try library.book(id: id),
+            local.updatedAt == context.snapshot.updatedAt(key)
+        else {
             return Outcome(key: key, result: .nothing)
         }
         let mine = BookBackup(local, extras: try localExtras(key))
@@ -665,12 +676,14 @@ extension SyncEngine {
         let resolved: Resolved<ClipBackup> = try await fetchResolved(action.remote, key, context, now: now)
         let remote = resolved.chosen
         let mp3 = action.remote?.mp3 == nil ? nil : try usableMP3(action.remote)
-        guard let local = try library.clip(id: key.id), local.updatedAt == context.snapshot.updatedAt(key) else {
+        guard let clipID = key.clipID, let local = try library.clip(id: clipID),
+            local.updatedAt == context.snapshot.updatedAt(key)
+        else {
             return Outcome(key: key, result: .nothing)
         }
         let mine = ClipBackup(local, extras: try localExtras(key))
         let combined = Merge.clipMerge(local: mine, remote: resolved.value, base: base.backup, now: now)
-        let localMD5 = try library.audioMD5(clipID: key.id)
+        let localMD5 = try library.audioMD5(clipID: clipID)
         let audio = mp3.map { mp3 in
             Merge.audio(
                 Merge.AudioState(

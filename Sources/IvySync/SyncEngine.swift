@@ -330,15 +330,15 @@ package final class SyncEngine: Sendable {
     /// counted as it moves; each action's figure is set right when it finishes.
     private func expectedBytes(_ action: PlannedAction, _ context: Context) -> Int64 {
         let key = action.key
-        guard key.kind == .clip else { return 0 }
+        guard case .clip(let clipID) = key else { return 0 }
         switch action.action {
         case .upload:
-            let audio = URL(fileURLWithPath: library.audioPath(clipID: key.id))
+            let audio = URL(fileURLWithPath: library.audioPath(clipID: clipID))
             guard let size = try? LocalFile.size(of: audio), action.remote?.mp3?.size != size else { return 0 }
             return size
         case .download:
             guard let mp3 = action.remote?.mp3 else { return 0 }
-            let kept = context.manifest[key]?.remoteMP3FileID == mp3.id && library.hasAudio(clipID: key.id)
+            let kept = context.manifest[key]?.remoteMP3FileID == mp3.id && library.hasAudio(clipID: clipID)
             return kept ? 0 : mp3.size ?? 0
         case .merge, .deleteRemote, .deleteLocal:
             return 0
@@ -412,7 +412,7 @@ package final class SyncEngine: Sendable {
         }
         let key = outcome.key
         // A clip has no title of its own; its id says which.
-        let title = key.kind == .book ? ((try? library.book(id: key.id)) ?? snapshot.books[key.id])?.title : nil
+        let title = key.bookID.flatMap { id in ((try? library.book(id: id)) ?? snapshot.books[id])?.title }
         steps(SyncStep(entity: "\(key)", title: title, result: result))
     }
 

@@ -21,4 +21,15 @@ struct IdentifierTests {
         #expect("\(id)" == "1AbC" && id.description == "1AbC" && String(describing: id) == "1AbC")
         #expect([DriveFileID("b"), "a", "c"].sorted() == ["a", "b", "c"])
     }
+
+    @Test("an entity key made from a typed id is the one the tables' kind and id make, and gives it back typed")
+    func entityKey() {
+        let book = EntityKey(BookID("0a"))
+        let clip = EntityKey(ClipID("0a"))
+        #expect(book == EntityKey(.book, "0a") && clip == EntityKey(.clip, "0a") && book != clip)
+        #expect(book.kind == .book && book.id == "0a" && book.bookID == "0a" && book.clipID == nil)
+        #expect(clip.kind == .clip && clip.clipID == "0a" && clip.bookID == nil)
+        #expect("\(clip)" == "clip 0a" && clip.jsonFileName == "clip_0a.json")
+        #expect([clip, EntityKey(.book, "0b"), book].sorted() == [book, EntityKey(.book, "0b"), clip])
+    }
 }

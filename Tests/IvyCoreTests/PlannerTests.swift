@@ -3,11 +3,11 @@ import Testing
 
 /// Builders for planner inputs: ids are short hex strings, times small numbers.
 enum Fixture {
-    static func book(_ id: String, updated: Milliseconds = 100) -> Book {
+    static func book(_ id: BookID, updated: Milliseconds = 100) -> Book {
         Book(id: id, title: "Book \(id)", createdAt: 1, updatedAt: updated)
     }
 
-    static func clip(_ id: String, updated: Milliseconds = 100) -> Clip {
+    static func clip(_ id: ClipID, updated: Milliseconds = 100) -> Clip {
         Clip(id: id, bookID: "b0", start: 0, duration: 1, createdAt: 1, updatedAt: updated)
     }
 
@@ -16,7 +16,7 @@ enum Fixture {
             id: id ?? DriveFileID("j-\(key.id)"), name: "\(key.kind.rawValue)_\(key.id).json", modifiedTime: modified)
     }
 
-    static func mp3(_ id: String, fileID: DriveFileID? = nil, modified: Milliseconds = 501) -> RemoteFile {
+    static func mp3(_ id: ClipID, fileID: DriveFileID? = nil, modified: Milliseconds = 501) -> RemoteFile {
         RemoteFile(id: fileID ?? DriveFileID("m-\(id)"), name: "clip_\(id).mp3", modifiedTime: modified)
     }
 
@@ -351,7 +351,7 @@ struct PlannerRuleTests {
     func safetyValve() {
         func clips(_ count: Int) -> (local: [Clip], manifest: [ManifestEntry]) {
             let ids = (0..<count).map { String(format: "c%02x", $0) }
-            return (ids.map { F.clip($0) }, ids.map { F.synced(EntityKey(.clip, $0)) })
+            return (ids.map { F.clip(ClipID($0)) }, ids.map { F.synced(EntityKey(.clip, $0)) })
         }
         let many = clips(20)
         let held = plan(clips: many.local, manifest: many.manifest)
@@ -364,7 +364,7 @@ struct PlannerRuleTests {
             plan(clips: few.local, manifest: few.manifest).actions(.deleteLocal).count == 10, "10 is not more than 10")
         // 11 deletions of 30 known clips: not more than half.
         let known = clips(30)
-        let files = known.local.dropFirst(11).flatMap { [F.json(EntityKey(.clip, $0.id)), F.mp3($0.id)] }
+        let files = known.local.dropFirst(11).flatMap { [F.json(EntityKey($0.id)), F.mp3($0.id)] }
         #expect(
             plan(clips: known.local, files: Array(files), manifest: known.manifest).actions(.deleteLocal).count == 11)
     }
@@ -383,7 +383,7 @@ struct PlannerRuleTests {
     func shortListing() {
         let books = (0..<12).map { String(format: "b%02x", $0) }
         let manifest = books.map { F.synced(EntityKey(.book, $0), missingSince: 0) } + [F.synced(clipKey)]
-        let local = books.map { F.book($0) }
+        let local = books.map { F.book(BookID($0)) }
         // Drive lists the clip but none of the books.
         let files = [F.json(clipKey), F.mp3("c1")]
         let result = plan(books: local, clips: [F.clip("c1")], files: files, manifest: manifest)

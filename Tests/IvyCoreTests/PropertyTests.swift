@@ -104,16 +104,16 @@ struct PropertyTests {
         let drive = SimulatedDrive()
         let devices = (0..<count).map { SimulatedDevice("d\($0)", clock: Milliseconds(1_000 * ($0 + 1))) }
         var nextID = 0
-        var everyBook: Set<String> = []
-        var deletedSomewhere: Set<String> = []
-        var everyClip: Set<String> = []
+        var everyBook: Set<BookID> = []
+        var deletedSomewhere: Set<ClipID> = []
+        var everyClip: Set<ClipID> = []
         // Text appended to a clip's note, counted once it reached a sync on its device.
-        var pendingTokens: [String: [String: [String]]] = [:]  // device → clip → tokens
-        var publishedTokens: [String: Set<String>] = [:]  // clip → tokens
+        var pendingTokens: [String: [ClipID: [String]]] = [:]  // device → clip → tokens
+        var publishedTokens: [ClipID: Set<String>] = [:]  // clip → tokens
 
-        func newID() -> String {
+        func newID<ID: TextIdentifier>() -> ID {
             nextID += 1
-            return String(nextID, radix: 16) + "-aa"
+            return ID(String(nextID, radix: 16) + "-aa")
         }
 
         for step in 0..<Int.random(in: 10...40, using: &random) {
@@ -122,7 +122,7 @@ struct PropertyTests {
             let clips = device.clips.keys.sorted()
             switch Int.random(in: 0..<10, using: &random) {
             case 0:
-                let id = newID()
+                let id: BookID = newID()
                 device.addBook(id, title: "t\(step)", position: Double(Int.random(in: 0...100, using: &random)))
                 everyBook.insert(id)
             case 1 where !books.isEmpty:
@@ -135,7 +135,7 @@ struct PropertyTests {
             case 2 where !books.isEmpty:
                 device.editBook(books[Int.random(in: 0..<books.count, using: &random)]) { $0.hidden = true }
             case 3 where !books.isEmpty:
-                let id = newID()
+                let id: ClipID = newID()
                 device.addClip(id, book: books[Int.random(in: 0..<books.count, using: &random)], note: "n\(step)")
                 everyClip.insert(id)
             case 4...5 where !clips.isEmpty:

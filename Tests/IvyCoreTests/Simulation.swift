@@ -39,9 +39,9 @@ final class SimulatedDrive {
 /// database triggers queue them, and a sync that carries out plans as the engine does.
 final class SimulatedDevice {
     let name: String
-    var books: [String: Book] = [:]
-    var clips: [String: Clip] = [:]
-    var audio: [String: String] = [:]
+    var books: [BookID: Book] = [:]
+    var clips: [ClipID: Clip] = [:]
+    var audio: [ClipID: String] = [:]
     var extras: [EntityKey: [String: JSONValue]] = [:]
     var manifest: [EntityKey: ManifestEntry] = [:]
     /// What each entity looked like when both sides last agreed: the merge's base.
@@ -66,43 +66,43 @@ final class SimulatedDevice {
 
     // MARK: the user's edits
 
-    func addBook(_ id: String, title: String, position: Double = 0) {
+    func addBook(_ id: BookID, title: String, position: Double = 0) {
         let at = now()
         books[id] = Book(id: id, title: title, position: position, createdAt: at, updatedAt: at)
-        enqueue(EntityKey(.book, id), .upsert)
+        enqueue(EntityKey(id), .upsert)
     }
 
-    func editBook(_ id: String, _ change: (inout Book) -> Void) {
+    func editBook(_ id: BookID, _ change: (inout Book) -> Void) {
         guard var book = books[id] else { return }
         let before = book
         change(&book)
         guard book != before else { return }
         book.updatedAt = Timestamp.next(now: now(), previous: before.updatedAt)
         books[id] = book
-        enqueue(EntityKey(.book, id), .upsert)
+        enqueue(EntityKey(id), .upsert)
     }
 
-    func addClip(_ id: String, book: String, note: String? = nil, start: Double = 0) {
+    func addClip(_ id: ClipID, book: BookID, note: String? = nil, start: Double = 0) {
         let at = now()
         clips[id] = Clip(id: id, bookID: book, start: start, duration: 5, note: note, createdAt: at, updatedAt: at)
         audio[id] = "audio of \(id) from \(name)"
-        enqueue(EntityKey(.clip, id), .upsert)
+        enqueue(EntityKey(id), .upsert)
     }
 
-    func editClip(_ id: String, _ change: (inout Clip) -> Void) {
+    func editClip(_ id: ClipID, _ change: (inout Clip) -> Void) {
         guard var clip = clips[id] else { return }
         let before = clip
         change(&clip)
         guard clip != before else { return }
         clip.updatedAt = Timestamp.next(now: now(), previous: before.updatedAt)
         clips[id] = clip
-        enqueue(EntityKey(.clip, id), .upsert)
+        enqueue(EntityKey(id), .upsert)
     }
 
-    func deleteClip(_ id: String) {
+    func deleteClip(_ id: ClipID) {
         guard clips.removeValue(forKey: id) != nil else { return }
         audio[id] = nil
-        enqueue(EntityKey(.clip, id), .delete)
+        enqueue(EntityKey(id), .delete)
     }
 
     // MARK: sync
@@ -137,8 +137,7 @@ final class SimulatedDevice {
                 manifest[key] = nil
                 queue[key] = nil
             case .deleteLocal:
-                clips[key.id] = nil
-                audio[key.id] = nil
+                if let id = key.clipID { (clips[id], audio[id]) = (nil, nil) }
                 manifest[key] = nil
             }
         }
@@ -152,21 +151,21 @@ final class SimulatedDevice {
         _ key: EntityKey, replacing remote: RemoteEntity?, drive: SimulatedDrive, at syncedAt: Milliseconds
     ) {
         for file in remote?.allFiles ?? [] { drive.delete(file.id) }
-        switch key.kind {
-        case .book:
-            guard let book = books[key.id] else { return }
+        switch key {
+        case .book(let id):
+            guard let book = books[id] else { return }
             guard let data = try? BackupCodec.encode(BookBackup(book, extras: extras[key] ?? [:])) else { return }
             let json = drive.create(name: "book_\(key.id).json", content: data)
             bases[key] = SyncBase(json: data)
             manifest[key] = ManifestEntry(
                 key: key, localUpdatedAt: book.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
                 syncedAt: syncedAt)
-        case .clip:
-            guard let clip = clips[key.id] else { return }
+        case .clip(let id):
+            guard let clip = clips[id] else { return }
             guard let data = try? BackupCodec.encode(ClipBackup(clip, extras: extras[key] ?? [:])) else { return }
             let json = drive.create(name: "clip_\(key.id).json", content: data)
-            bases[key] = SyncBase(json: data, audioMD5: audio[key.id] ?? "")
-            let mp3 = drive.create(name: "clip_\(key.id).mp3", content: Data((audio[key.id] ?? "").utf8))
+            bases[key] = SyncBase(json: data, audioMD5: audio[id] ?? "")
+            let mp3 = drive.create(name: "clip_\(key.id).mp3", content: Data((audio[id] ?? "").utf8))
             manifest[key] = ManifestEntry(
                 key: key, localUpdatedAt: clip.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
                 remoteMP3FileID: mp3.id, syncedAt: syncedAt)
@@ -178,23 +177,23 @@ final class SimulatedDevice {
         _ key: EntityKey, from remote: RemoteEntity?, drive: SimulatedDrive, at syncedAt: Milliseconds
     ) {
         guard let json = remote?.json, let data = drive.content(json.id) else { return }
-        switch key.kind {
-        case .book:
-            guard let backup = try? BackupCodec.decodeBook(data, expectedID: key.id) else { return }
-            books[key.id] = backup.book(uri: books[key.id]?.uri)
+        switch key {
+        case .book(let id):
+            guard let backup = try? BackupCodec.decodeBook(data, expectedID: id) else { return }
+            books[id] = backup.book(uri: books[id]?.uri)
             extras[key] = backup.extras
             bases[key] = SyncBase(json: data)
             manifest[key] = ManifestEntry(
                 key: key, localUpdatedAt: backup.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
                 syncedAt: syncedAt)
-        case .clip:
-            guard let backup = try? BackupCodec.decodeClip(data, expectedID: key.id), let mp3 = remote?.mp3,
+        case .clip(let id):
+            guard let backup = try? BackupCodec.decodeClip(data, expectedID: id), let mp3 = remote?.mp3,
                 let sound = drive.content(mp3.id)
             else { return }
-            clips[key.id] = backup.clip
-            audio[key.id] = String(decoding: sound, as: UTF8.self)
+            clips[id] = backup.clip
+            audio[id] = String(decoding: sound, as: UTF8.self)
             extras[key] = backup.extras
-            bases[key] = SyncBase(json: data, audioMD5: audio[key.id])
+            bases[key] = SyncBase(json: data, audioMD5: audio[id])
             manifest[key] = ManifestEntry(
                 key: key, localUpdatedAt: backup.updatedAt, remoteUpdatedAt: json.modifiedTime, remoteFileID: json.id,
                 remoteMP3FileID: mp3.id, syncedAt: syncedAt)
@@ -204,32 +203,32 @@ final class SimulatedDevice {
     private func merge(_ key: EntityKey, remote: RemoteEntity?, drive: SimulatedDrive, at syncedAt: Milliseconds) {
         guard let json = remote?.json, let data = drive.content(json.id) else { return }
         let mergedAt = now()
-        switch key.kind {
-        case .book:
-            guard let local = books[key.id], let theirs = try? BackupCodec.decodeBook(data, expectedID: key.id) else {
+        switch key {
+        case .book(let id):
+            guard let local = books[id], let theirs = try? BackupCodec.decodeBook(data, expectedID: id) else {
                 return
             }
-            let base = bases[key].flatMap { try? BackupCodec.decodeBook($0.json, expectedID: key.id) }
+            let base = bases[key].flatMap { try? BackupCodec.decodeBook($0.json, expectedID: id) }
             let merged = Merge.book(
                 local: BookBackup(local, extras: extras[key] ?? [:]), remote: theirs, base: base, now: mergedAt)
-            books[key.id] = merged.book(uri: local.uri)
+            books[id] = merged.book(uri: local.uri)
             extras[key] = merged.extras
-        case .clip:
-            guard let local = clips[key.id], let theirs = try? BackupCodec.decodeClip(data, expectedID: key.id),
+        case .clip(let id):
+            guard let local = clips[id], let theirs = try? BackupCodec.decodeClip(data, expectedID: id),
                 let mp3 = remote?.mp3, let sound = drive.content(mp3.id)
             else { return }
-            let base = bases[key].flatMap { try? BackupCodec.decodeClip($0.json, expectedID: key.id) }
+            let base = bases[key].flatMap { try? BackupCodec.decodeClip($0.json, expectedID: id) }
             let merged = Merge.clip(
                 local: ClipBackup(local, extras: extras[key] ?? [:]), remote: theirs, base: base, now: mergedAt)
             let remoteAudio = String(decoding: sound, as: UTF8.self)
             let audioChoice = Merge.audio(
                 Merge.AudioState(
-                    localMD5: audio[key.id], localUpdatedAt: local.updatedAt, remoteMD5: remoteAudio,
+                    localMD5: audio[id], localUpdatedAt: local.updatedAt, remoteMD5: remoteAudio,
                     remoteFileID: mp3.id,
                     remoteUpdatedAt: theirs.updatedAt, baseMD5: bases[key]?.audioMD5,
                     baseFileID: manifest[key]?.remoteMP3FileID))
-            if audioChoice.choice == .remote { audio[key.id] = remoteAudio }
-            clips[key.id] = merged.clip
+            if audioChoice.choice == .remote { audio[id] = remoteAudio }
+            clips[id] = merged.clip
             extras[key] = merged.extras
         }
         upload(key, replacing: remote, drive: drive, at: syncedAt)

@@ -53,7 +53,7 @@ struct TimeRulesTests {
     func remoteBookPosition(position: String) {
         let json = #"{"id":"\#(Self.id)","title":"T","position":\#(position),"updated_at":1700000000000}"#
         #expect {
-            try BackupCodec.decodeBook(Data(json.utf8), expectedID: Self.id)
+            try BackupCodec.decodeBook(Data(json.utf8), expectedID: BookID(Self.id))
         } throws: { error in
             (error as? BackupDecodingError)?.reason.contains("10,000,000") == true
         }
@@ -69,13 +69,15 @@ struct TimeRulesTests {
             {"id":"\#(Self.id)","book_id":"\#(Self.id)","start":\#(start),\#
             "duration":\#(duration),"updated_at":1700000000000}
             """#
-        #expect(throws: BackupDecodingError.self) { try BackupCodec.decodeClip(Data(json.utf8), expectedID: Self.id) }
+        #expect(throws: BackupDecodingError.self) {
+            try BackupCodec.decodeClip(Data(json.utf8), expectedID: ClipID(Self.id))
+        }
     }
 
     @Test("times at the limit come down from Drive")
     func remoteAtTheLimit() throws {
         let json = #"{"id":"\#(Self.id)","book_id":"\#(Self.id)","start":10000000,"duration":0,"updated_at":1}"#
-        let clip = try BackupCodec.decodeClip(Data(json.utf8), expectedID: Self.id)
+        let clip = try BackupCodec.decodeClip(Data(json.utf8), expectedID: ClipID(Self.id))
         #expect(clip.start == 10_000_000)
     }
 }

@@ -57,7 +57,7 @@ struct EntityIDTests {
 
     @Test("new ids are lowercase version-4 UUIDs and do not repeat")
     func generated() {
-        let ids = (0..<500).map { _ in IDGenerator.uuid.next() }
+        let ids = (0..<500).map { _ in (IDGenerator.uuid.next() as BookID).rawValue }
         #expect(Set(ids).count == ids.count)
         for id in ids {
             #expect(EntityID.isValid(id))

@@ -103,7 +103,7 @@ struct AudioReplacementTests {
 
     @Test("killed while a new clip's audio was placed but not committed: no audio without a row is left")
     func newClipKilled() throws {
-        let id = testID(3)
+        let id: ClipID = testID(3)
         let journal = try AudioJournal.begin(
             clipID: id, audioPath: library.audioPath(clipID: id), audioDirectory: home.paths.audioDirectory)
         let staged = try AudioFiles.stage(try source(new), in: home.paths.audioDirectory)

@@ -11,8 +11,8 @@ struct HistoryStoreTests {
     let home: TemporaryHome
     let clock = TestClock.ticking()
     let library: LibraryDatabase
-    let book: String = testID(1)
-    let clip: String = testID(2)
+    let book: BookID = testID(1)
+    let clip: ClipID = testID(2)
     let audio: String
 
     init() throws {
@@ -58,7 +58,7 @@ struct HistoryStoreTests {
         }
         // The sync engine: its writes are Drive's.
         try library.applyingRemoteChanges { writer in
-            try writer.saveExtras(EntityKey(.book, book), ["app_key": .string("kept")])
+            try writer.saveExtras(EntityKey(book), ["app_key": .string("kept")])
             var updated = try #require(try writer.book(id: book))
             updated.position = 300
             try writer.save(updated)
@@ -103,11 +103,11 @@ struct HistoryStoreTests {
         try library.updateClip(id: clip, ClipChanges(), audio: other)
         // Three replacements, two contents.
         #expect(files(home.paths.historyDirectory) == [firstMD5, secondMD5].sorted().map { $0 + ".mp3" })
-        let versions = try library.history(of: EntityKey(.clip, clip))
+        let versions = try library.history(of: EntityKey(clip))
         #expect(versions.map(\.audioMD5) == [nil, firstMD5, secondMD5, firstMD5])
         #expect(versions.dropLast().allSatisfy { $0.changed == ["audio"] })
         try library.deleteClip(id: clip)
-        let afterDelete = try library.history(of: EntityKey(.clip, clip))
+        let afterDelete = try library.history(of: EntityKey(clip))
         #expect(afterDelete.map(\.audioMD5) == [nil, secondMD5, firstMD5, secondMD5, firstMD5])
         var info = stat()
         #expect(stat(home.paths.historyDirectory, &info) == 0 && info.st_mode & 0o777 == 0o700)
@@ -141,7 +141,7 @@ struct HistoryStoreTests {
         #expect(try library.book(id: testID(3))?.hidden == true)
         // Queued as local changes, recorded as a restore.
         let queued = try library.queueItems().map(\.key).sorted()
-        #expect(queued == [EntityKey(.book, book), EntityKey(.book, testID(3)), EntityKey(.clip, clip)].sorted())
+        #expect(queued == [EntityKey(book), EntityKey(.book, testID(3)), EntityKey(clip)].sorted())
         #expect(try library.history().prefix(3).allSatisfy { $0.source == .restore })
         // Once more changes nothing.
         #expect(try library.restore(at: moment).changes.isEmpty)
@@ -165,8 +165,8 @@ struct HistoryStoreTests {
         try library.updateBook(id: book, BookChanges(position: 50))
         try library.updateClip(id: clip, ClipChanges(note: .some("changed")))
         try library.addBook(id: testID(3), title: "Later", artist: nil, artwork: nil, position: 0)
-        let result = try library.restore(at: moment, keys: [EntityKey(.clip, clip), EntityKey(.book, testID(3))])
-        #expect(result.changes.map(\.key) == [EntityKey(.clip, clip)])
+        let result = try library.restore(at: moment, keys: [EntityKey(clip), EntityKey(.book, testID(3))])
+        #expect(result.changes.map(\.key) == [EntityKey(clip)])
         #expect(result.skipped.map(\.key) == [EntityKey(.book, testID(3))])
         #expect(try library.clip(id: clip)?.note == "kept")
         #expect(try library.book(id: book)?.position == 50)
@@ -190,7 +190,7 @@ struct HistoryStoreTests {
         #expect(try library.books(includeHidden: true) == books && library.clips() == clips)
         #expect(try library.queueItems() == queue && rows().count == versions)
         #expect(try library.audioMD5(clipID: clip) == newMD5)
-        #expect(files(home.paths.audioDirectory) == [clip + ".mp3"])
+        #expect(files(home.paths.audioDirectory) == [clip.rawValue + ".mp3"])
     }
 
     @Test("history_days 0 stops recording, and pruning then removes every version and MP3")

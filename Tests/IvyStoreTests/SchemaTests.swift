@@ -111,7 +111,7 @@ struct SchemaTests {
             (error as? DatabaseError)?.message?.contains("^[a-f0-9-]+$") == true
         }
         #expect(throws: StoreError.self) {
-            try library.addBook(id: id, title: "T", artist: nil, artwork: nil, position: 0)
+            try library.addBook(id: BookID(id), title: "T", artist: nil, artwork: nil, position: 0)
         }
         #expect(try library.books(includeHidden: true).isEmpty)
     }

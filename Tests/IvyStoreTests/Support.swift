@@ -10,6 +10,9 @@ func testID(_ n: Int) -> String {
     return String(repeating: "0", count: max(0, 8 - hex.count)) + hex + "-0000-4000-8000-000000000000"
 }
 
+/// The same ids, typed, where a `BookID` or `ClipID` is wanted.
+func testID<ID: TextIdentifier>(_ n: Int) -> ID { ID(testID(n)) }
+
 extension LibraryDatabase {
     /// A second, independent connection, as another program would open the file.
     func externalConnection() throws -> DatabaseQueue {

@@ -23,7 +23,7 @@ struct TrashStoreTests {
             id: testID(2), bookID: testID(1), start: 1, duration: 2, note: "kept", transcription: nil, audio: source)
     }
 
-    var key: EntityKey { EntityKey(.clip, clip.id) }
+    var key: EntityKey { EntityKey(clip.id) }
 
     func trashFiles() -> [String] {
         (try? FileManager.default.contentsOfDirectory(atPath: home.paths.trashDirectory)) ?? []

@@ -243,7 +243,7 @@ struct ChangeFeedSyncTests {
             // Another device's book in the twin: Dune's backup under a new id.
             let id = UUID().uuidString.lowercased()
             let content = String(decoding: try await world.file("book_\(dune.id).json").content, as: UTF8.self)
-                .replacingOccurrences(of: dune.id, with: id)
+                .replacingOccurrences(of: dune.id.rawValue, with: id)
             await world.state.putFile(
                 email: alice, name: "book_\(id).json", parents: [twin.id], content: Data(content.utf8),
                 mimeType: "application/json")

@@ -17,7 +17,7 @@ struct FailureTests {
         try await withWorld { world in
             let a = try await world.device("a")
             let book = try a.addBook("Offline book")
-            let key = EntityKey(.book, book.id)
+            let key = EntityKey(book.id)
             #expect(try a.library.queueItems().map(\.key) == [key])
             await world.state.addFault(FaultRule(method: "POST", pathContains: "/upload", status: 500))
 
@@ -82,7 +82,7 @@ struct FailureTests {
             #expect(log.contains { $0.method == "DELETE" }, "and deleted again when the MP3 failed")
             #expect(log.filter { $0.method == "PUT" }.count == 1, "a full Drive is not retried")
 
-            let item = try #require(try a.library.queueItems().first { $0.key == EntityKey(.clip, clip.id) })
+            let item = try #require(try a.library.queueItems().first { $0.key == EntityKey(clip.id) })
             #expect(item.attempts == 1, "an answer from Drive is one attempt: \(item.attempts)")
             #expect(item.lastError?.contains("Drive is full") == true)
             #expect(try a.clip(clip.id) != nil && a.audio(clip.id) != nil, "nothing local is lost")

@@ -9,7 +9,7 @@ import Testing
 struct MergeBaseTests {
     /// The app's edit of a clip's JSON on Drive, by delete-then-create as the Ivy app does:
     /// read, change, stamp its own `updated_at`.
-    private func appEdits(clip id: String, note: String, _ world: World) async throws {
+    private func appEdits(clip id: ClipID, note: String, _ world: World) async throws {
         let name = "clip_\(id).json"
         let live = await world.files().filter { $0.name == name && !$0.explicitlyTrashed }
         #expect(live.count == 1, "\(live.count) live files called \(name)")

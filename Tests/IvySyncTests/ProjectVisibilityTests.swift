@@ -67,8 +67,8 @@ struct ProjectVisibilityTests {
             let report = try await laptop.sync()
             #expect(report.failures.isEmpty && report.skipped.isEmpty, "\(report.failures) \(report.skipped)")
             #expect(report.downloaded.pair == [1, 0])
-            #expect(try laptop.book(fromApp)?.title == "Emma")
-            #expect(try laptop.book(fromOther) == nil && laptop.book(byHand) == nil)
+            #expect(try laptop.book(BookID(fromApp))?.title == "Emma")
+            #expect(try laptop.book(BookID(fromOther)) == nil && laptop.book(BookID(byHand)) == nil)
             #expect(try laptop.library.books(includeHidden: true).map(\.title).sorted() == ["Dune", "Emma"])
             let ivyFolders = await world.state.dump(email: alice).filter { $0.isFolder && $0.name == "Ivy" }
             #expect(ivyFolders.count == 2, "ivy's tree and the other app's, neither seeing the other")

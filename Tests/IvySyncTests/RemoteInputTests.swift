@@ -61,7 +61,9 @@ struct RemoteInputTests {
             #expect(b.audio(goodClip.id) == a.audio(goodClip.id))
             // Nothing bad was applied, and what B had is as it was.
             #expect(try b.book(pair.book.id) == a.book(pair.book.id))
-            #expect(try b.book(broken) == nil && b.book(mismatched) == nil && b.clip(halfClip) == nil)
+            #expect(
+                try b.book(BookID(broken)) == nil && b.book(BookID(mismatched)) == nil
+                    && b.clip(ClipID(halfClip)) == nil)
             #expect(try b.library.books(includeHidden: true).count == 2)
             #expect(try b.library.queueItems().isEmpty, "skipping is not a local change")
 
@@ -137,7 +139,7 @@ struct RemoteInputTests {
             #expect(report.failures.isEmpty, "\(report.failures)")
             #expect(report.skipReason("book_\(far).json")?.contains("10,000,000") == true, "\(report.skipped)")
             #expect(report.skipReason("clip_\(long).json")?.contains("10,000,000") == true, "\(report.skipped)")
-            #expect(try b.book(far) == nil && b.clip(long) == nil)
+            #expect(try b.book(BookID(far)) == nil && b.clip(ClipID(long)) == nil)
             #expect(try b.book(good.id)?.title == "Emma")
         }
     }

@@ -101,7 +101,7 @@ func withWorld(_ route: EmulatorRoute = .standard, _ body: (World) async throws 
 struct LibrarySnapshot: Equatable {
     var books: [Book]
     var clips: [Clip]
-    var audio: [String: Data]
+    var audio: [ClipID: Data]
 }
 
 /// One machine running ivy: its own IVY_HOME and library, signed in to the shared emulator.
@@ -197,7 +197,7 @@ final class Device: Sendable {
     @discardableResult
     func addBook(_ title: String, position: Double = 0) throws -> Book {
         try library.addBook(
-            id: UUID().uuidString.lowercased(), title: title, artist: nil, artwork: nil, position: position)
+            id: BookID(UUID().uuidString.lowercased()), title: title, artist: nil, artwork: nil, position: position)
     }
 
     /// A clip with its own audio: a small file starting with an ID3 tag, unique bytes.
@@ -211,27 +211,27 @@ final class Device: Sendable {
         try bytes.write(to: URL(fileURLWithPath: source))
         defer { try? FileManager.default.removeItem(atPath: source) }
         return try library.addClip(
-            id: id, bookID: book.id, start: start, duration: 30, note: note, transcription: nil, audio: source)
+            id: ClipID(id), bookID: book.id, start: start, duration: 30, note: note, transcription: nil, audio: source)
     }
 
-    func book(_ id: String) throws -> Book? { try library.book(id: id) }
-    func clip(_ id: String) throws -> Clip? { try library.clip(id: id) }
+    func book(_ id: BookID) throws -> Book? { try library.book(id: id) }
+    func clip(_ id: ClipID) throws -> Clip? { try library.clip(id: id) }
 
     @discardableResult
-    func edit(book id: String, _ changes: BookChanges) throws -> Book {
+    func edit(book id: BookID, _ changes: BookChanges) throws -> Book {
         let result = try library.updateBook(id: id, changes)
         #expect(result.changed)
         return result.book
     }
 
     @discardableResult
-    func edit(clip id: String, _ changes: ClipChanges) throws -> Clip {
+    func edit(clip id: ClipID, _ changes: ClipChanges) throws -> Clip {
         let result = try library.updateClip(id: id, changes)
         #expect(result.changed)
         return result.clip
     }
 
-    func audio(_ clipID: String) -> Data? {
+    func audio(_ clipID: ClipID) -> Data? {
         FileManager.default.contents(atPath: library.audioPath(clipID: clipID))
     }
 

@@ -39,7 +39,7 @@ import Testing
             let entries = try b.library.trashEntries()
             #expect(entries.count == 1)
             let entry = try #require(entries.first)
-            #expect(entry.key == EntityKey(.clip, pair.clip.id) && entry.reason == .deleted)
+            #expect(entry.key == EntityKey(pair.clip.id) && entry.reason == .deleted)
             #expect(entry.entity == .clip(ClipBackup(original)))
             let kept = try #require(b.library.trashAudioPath(entry))
             #expect(FileManager.default.contents(atPath: kept) == originalAudio)
@@ -78,7 +78,7 @@ import Testing
             #expect(b.audio(pair.clip.id) == a.audio(pair.clip.id))
 
             let entry = try #require(try b.library.trashEntries().first)
-            #expect(entry.reason == .download && entry.key == EntityKey(.clip, pair.clip.id))
+            #expect(entry.reason == .download && entry.key == EntityKey(pair.clip.id))
             let kept = try #require(b.library.trashAudioPath(entry))
             #expect(FileManager.default.contents(atPath: kept) == before)
             #expect(mode(kept) == 0o600)

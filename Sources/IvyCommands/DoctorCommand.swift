@@ -128,8 +128,14 @@ struct DoctorCommand: ContextCommand {
     private static func checkClient(
         _ home: Home, _ library: LibraryDatabase?, _ add: (Finding.Level, String, String, String?) -> Void
     ) -> ClientCredentials? {
-        guard let library, let resolution = try? home.client(library), let credentials = resolution.credentials
-        else {
+        let resolution = library.flatMap { try? home.client($0) }
+        if let incomplete = resolution?.incomplete {
+            add(
+                .problem, "oauth client", incomplete,
+                "give the other half too, or unset the half that is given to use a release's built-in client")
+            return nil
+        }
+        guard let resolution, let credentials = resolution.credentials else {
             add(
                 .problem, "oauth client", "no OAuth client is configured, and this build has none built in",
                 "install a release of ivy (it has a client built in), or `ivy config set client_id ID` and "

@@ -11,6 +11,15 @@ package enum ClientSource: String, Sendable, CaseIterable {
     /// No usable client.
     case none
 
+    /// Where one half of a client comes from, as a person sets it.
+    package func halfName(_ half: String) -> String {
+        switch self {
+        case .option: "--client-\(half)"
+        case .environment: "IVY_CLIENT_\(half.uppercased())"
+        default: "the setting client_\(half)"
+        }
+    }
+
     /// The source for people: "(from …)".
     package var phrase: String {
         switch self {
@@ -43,10 +52,14 @@ package struct PartialClient: Sendable, Equatable {
 package struct ClientResolution: Sendable, Equatable {
     package var credentials: ClientCredentials?
     package var source: ClientSource
+    /// Which half of a client is given, and where, when the other is given nowhere: such a
+    /// half also keeps a release's built-in client from being used, so it is what to fix.
+    package var incomplete: String?
 
-    package init(credentials: ClientCredentials?, source: ClientSource) {
+    package init(credentials: ClientCredentials?, source: ClientSource, incomplete: String? = nil) {
         self.credentials = credentials
         self.source = source
+        self.incomplete = incomplete
     }
 
     /// Each half from the first of the command line, the environment and the settings that
@@ -61,23 +74,32 @@ package struct ClientResolution: Sendable, Equatable {
         ]
         func given(_ value: String?) -> String? { value.flatMap { $0.isEmpty ? nil : $0 } }
         let id = layers.lazy.compactMap { source, client in given(client.id).map { (source, $0) } }.first
-        let secret = layers.lazy.compactMap { given($0.1.secret) }.first
+        let secret = layers.lazy.compactMap { source, client in given(client.secret).map { (source, $0) } }.first
         switch (id, secret) {
-        case (let (source, id)?, let secret?):
+        case (let (source, id)?, let (_, secret)?):
             return ClientResolution(credentials: ClientCredentials(id: id, secret: secret), source: source)
         case (nil, nil):
             if let builtIn, !builtIn.id.isEmpty, !builtIn.secret.isEmpty {
                 return ClientResolution(credentials: builtIn, source: .builtIn)
             }
             return ClientResolution(credentials: nil, source: .none)
-        default:
-            return ClientResolution(credentials: nil, source: .none)
+        case (let (source, _)?, nil):
+            return ClientResolution(
+                credentials: nil, source: .none,
+                incomplete: "a client id is given (\(source.halfName("id"))) but no client secret")
+        case (nil, let (source, _)?):
+            return ClientResolution(
+                credentials: nil, source: .none,
+                incomplete: "a client secret is given (\(source.halfName("secret"))) but no client id")
         }
     }
 
     /// The client, or the error that says how to give one.
     package func required() throws(GoogleError) -> ClientCredentials {
-        guard let credentials else { throw GoogleError.missingCredentials }
+        guard let credentials else {
+            if let incomplete { throw GoogleError.incompleteCredentials(incomplete) }
+            throw GoogleError.missingCredentials
+        }
         return credentials
     }
 }

@@ -57,16 +57,31 @@ extension LibraryDatabase {
     }
 
     private func storeSetting(_ key: String, _ value: String?) throws {
+        try write { db in try Self.store(key, value, db) }
+    }
+
+    /// What a sync that ran to its end leaves for `status` and `doctor`, in one transaction, so
+    /// a kill between them never pairs one sync's time with another's error or held deletions.
+    package func recordSyncOutcome(at time: Milliseconds, succeeded: Bool, lastError: String?, deletionsHeld: String?)
+        throws
+    {
         try write { db in
-            if let value {
-                try db.execute(
-                    sql:
-                        "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
-                        + "excluded.value",
-                    arguments: [key, value])
-            } else {
-                try db.execute(sql: "DELETE FROM settings WHERE key = ?", arguments: [key])
-            }
+            try Self.store(SettingKey.lastSyncTime.rawValue, String(time), db)
+            if succeeded { try Self.store(SettingKey.lastSuccess.rawValue, String(time), db) }
+            try Self.store(SettingKey.lastError.rawValue, lastError, db)
+            try Self.store(InternalSetting.deletionsHeld.rawValue, deletionsHeld, db)
+        }
+    }
+
+    private static func store(_ key: String, _ value: String?, _ db: Database) throws {
+        if let value {
+            try db.execute(
+                sql:
+                    "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
+                    + "excluded.value",
+                arguments: [key, value])
+        } else {
+            try db.execute(sql: "DELETE FROM settings WHERE key = ?", arguments: [key])
         }
     }
 }

@@ -91,6 +91,18 @@ extension LibraryDatabase {
         }
     }
 
+    /// Takes back `recordReplaceCutShort` when the replace deleted nothing after all (its first
+    /// delete failed): the entity's absence clock goes back to what it was. Only a mark still
+    /// in place is taken back.
+    package func withdrawReplaceMark(_ key: EntityKey, restoring previous: Milliseconds?) throws {
+        try write { db in
+            try db.execute(
+                sql: "UPDATE sync_manifest SET missing_since = ? WHERE entity_type = ? AND entity_id = ? "
+                    + "AND missing_since = 0",
+                arguments: [previous, key.kind.rawValue, key.id])
+        }
+    }
+
     /// The content both sides last agreed on, or nil where none was recorded (a library
     /// synced by an older ivy, or never synced).
     package func base(_ key: EntityKey) throws -> SyncBase? {

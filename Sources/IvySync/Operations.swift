@@ -343,7 +343,8 @@ extension SyncEngine {
         let data = try Self.encoded(book)
         let files = remote?.allFiles ?? []
         if !files.isEmpty { try library.recordReplaceCutShort(key) }
-        let uploaded = try await replaceJSON(key, data: data, folder: context.folders.books[0], replacing: files)
+        let uploaded = try await replaceJSON(
+            key, data: data, folder: context.folders.books[0], replacing: files, context)
         try recordPushed(
             Agreement(
                 key, localUpdatedAt: book.updatedAt, jsonID: uploaded.id, jsonModifiedTime: uploaded.modifiedTime,
@@ -380,7 +381,7 @@ extension SyncEngine {
         }
         if !files.isEmpty { try library.recordReplaceCutShort(key) }
         let json = try await replaceJSON(
-            key, data: data, folder: context.folders.clips[0], replacing: files.filter { $0.name == jsonName })
+            key, data: data, folder: context.folders.clips[0], replacing: files.filter { $0.name == jsonName }, context)
         let mp3ID: DriveFileID
         if let keptMP3 {
             mp3ID = keptMP3.id
@@ -413,10 +414,23 @@ extension SyncEngine {
     /// put it back at once rather than wait out the grace meant for other devices' replaces:
     /// each push records that before its first delete (`recordReplaceCutShort`), and
     /// `recordPushed` clears it.
-    private func replaceJSON(_ key: EntityKey, data: Data, folder: DriveFileID, replacing files: [RemoteFile])
-        async throws -> UploadedFile
-    {
-        for file in files { try await drive.delete(file.id) }
+    private func replaceJSON(
+        _ key: EntityKey, data: Data, folder: DriveFileID, replacing files: [RemoteFile], _ context: Context
+    ) async throws -> UploadedFile {
+        var deleted = 0
+        do {
+            for file in files {
+                try await drive.delete(file.id)
+                deleted += 1
+            }
+        } catch {
+            // Nothing deleted, nothing of this device's own making is missing: the mark goes, or
+            // another device's replace seen later would not get its grace.
+            if deleted == 0, !files.isEmpty {
+                try? library.withdrawReplaceMark(key, restoring: context.manifest[key]?.missingSince)
+            }
+            throw error
+        }
         return try await drive.uploadJSON(name: key.jsonFileName, data: data, folder: folder, replacing: [])
     }
 

@@ -450,11 +450,9 @@ package final class SyncEngine: Sendable {
     /// held back (or none, for `ivy doctor`), and every failure and skipped file in the log (a
     /// skip already logged, as `knownSkips` says, once).
     private func record(_ report: SyncReport, knownSkips: Set<SyncReport.Problem>) throws {
-        let now = clock.now()
-        try library.recordSetting(.lastSyncTime, String(now))
-        if report.isSuccess { try library.recordSetting(.lastSuccess, String(now)) }
-        try library.recordSetting(.lastError, report.failures.first.map { "\($0.entity): \($0.reason)" })
-        try library.setInternalSetting(.deletionsHeld, report.deletionsHeld)
+        try library.recordSyncOutcome(
+            at: clock.now(), succeeded: report.isSuccess,
+            lastError: report.failures.first.map { "\($0.entity): \($0.reason)" }, deletionsHeld: report.deletionsHeld)
         for failure in report.failures {
             logger.error("sync failure", metadata: ["entity": "\(failure.entity)", "reason": "\(failure.reason)"])
         }

@@ -55,11 +55,16 @@ struct ClientResolutionTests {
         Case(
             name: "half a client given: the built-in secret never goes with another id", option: nothing,
             environment: nothing, settings: PartialClient(id: "settings.apps"), builtIn: builtIn,
-            expected: ClientResolution(credentials: nil, source: .none)),
+            expected: ClientResolution(
+                credentials: nil, source: .none,
+                incomplete: "a client id is given (the setting client_id) but no client secret")),
         Case(
             name: "a secret alone: none, not the built-in id with it", option: PartialClient(secret: "s"),
             environment: nothing, settings: nothing, builtIn: builtIn,
-            expected: ClientResolution(credentials: nil, source: .none)),
+            expected: ClientResolution(
+                credentials: nil, source: .none,
+                incomplete: "a client secret is given (--client-secret) but no client id"
+            )),
     ]
 
     @Test("the first source that gives a client wins", arguments: cases)
@@ -67,6 +72,18 @@ struct ClientResolutionTests {
         let resolution = ClientResolution.resolve(
             option: given.option, environment: given.environment, settings: given.settings, builtIn: given.builtIn)
         #expect(resolution == given.expected)
+    }
+
+    @Test("half a client is an error that names the half and where it is given, not a missing client")
+    func incomplete() {
+        let resolution = ClientResolution.resolve(
+            option: PartialClient(), environment: PartialClient(id: "stray.apps"), settings: PartialClient(),
+            builtIn: ClientCredentials(id: "built-in.apps", secret: "built-in-secret"))
+        let error = #expect(throws: GoogleError.self) { try resolution.required() }
+        let text = error?.localizedDescription ?? ""
+        #expect(text.hasPrefix("a client id is given (IVY_CLIENT_ID) but no client secret"), "\(text)")
+        #expect(text.contains("unset the half that is given"), "\(text)")
+        #expect(!text.contains("built-in-secret"))
     }
 
     @Test("no client is an error that says a release has one and how to give another")

@@ -90,6 +90,24 @@ struct MergeBaseTests {
         }
     }
 
+    /// The mark that puts a replace of this device's own back at once is written before the
+    /// delete; a delete that never happened takes it back, or a later replace by another device,
+    /// listed in its gap, would be undone at once instead of after the grace.
+    @Test("a replace whose first delete fails leaves no mark: the absence of another's replace still gets its grace")
+    func failedDeleteLeavesNoMark() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let id = pair.book.id
+            _ = try pair.a.edit(book: id, BookChanges(artist: "Stanisław Lem"))
+            await world.state.addFault(FaultRule(method: "DELETE", status: 400, reason: "badRequest"))
+            let failed = try await pair.a.sync()
+            #expect(failed.failures.count == 1, "\(failed.summary)")
+            await world.state.clearFaults()
+            let entry = try #require(try pair.a.library.manifestEntries().first { $0.key == EntityKey(id) })
+            #expect(entry.missingSince == nil, "nothing was deleted: no absence of this device's own")
+        }
+    }
+
     /// ivy-soak seed 133 once ended with a book's artist back at "Toni Morrison" on every device:
     /// device c's replace of the book deleted Drive's file and its create failed, c's next
     /// syncs waited out the grace as for another device's replace, and a device that had

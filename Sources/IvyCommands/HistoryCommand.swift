@@ -33,9 +33,10 @@ struct HistoryCommand: ContextCommand {
         discussion: """
             Every change to a book or clip is kept as a version, whoever made it: ivy's commands (source here), \
             a sync applying Drive's changes or a merge (drive), a restore (restore), or another program writing \
-            library.db (here). Versions are kept staggered: all of the last hour, one an hour for a day, one a day \
-            for 30 days, one a week up to history_days (default 365; 0 turns history off). WHEN is \
-            \(History.momentForms).
+            library.db (here). Newest first is the order the changes were written, whatever the clock said. \
+            Versions are kept staggered, counted back from the newest version: all of the last hour, one an hour \
+            for a day, one a day for 30 days, one a week up to history_days (default 365; 0 turns history off). \
+            WHEN is \(History.momentForms).
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -124,9 +125,12 @@ struct RestoreCommand: ContextCommand {
             Fields, existence and clip audio go back to the version each book or clip had at WHEN \
             (\(History.momentForms)), as a change made now: it is queued, with an updated_at later than what it \
             replaces, so the next sync carries it to every device. A whole-library restore also deletes the books \
-            (hidden, as book delete does) and clips made after WHEN; it asks first on a terminal and needs --yes \
-            elsewhere. It is one transaction and is itself kept in the history: restoring to a moment before it \
-            undoes it. It waits for a running sync.
+            (hidden, as book delete does, their uri kept) and clips made after WHEN, by when they were made \
+            (created_at), never by when they reached this device: what this device knew nothing of at WHEN (it \
+            joined later, or was offline) is left as it is, and --dry-run lists it. It asks first on a terminal and \
+            needs --yes elsewhere. A clip whose MP3 of then is no longer kept, or is missing here, is left as it is \
+            and said, the rest is restored, and the exit status is 5. It is one transaction and is itself kept in \
+            the history: restoring to a moment before it undoes it. It waits for a running sync.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -146,7 +150,10 @@ struct RestoreCommand: ContextCommand {
         let library = try home.library(readOnly: dryRun)
         let keys = ids.isEmpty ? nil : try Self.unique(ids.map { try entityKey($0, in: library) })
         if dryRun {
-            return report(try library.restore(at: moment, keys: keys, dryRun: true), home: home, dryRun: true)
+            let planned = try library.restore(at: moment, keys: keys, dryRun: true)
+            report(planned, home: home, dryRun: true)
+            if !planned.failed.isEmpty { throw ExitCode(IvyExit.partialFailure) }
+            return
         }
         if ids.isEmpty, !yes {
             let planned = try library.restore(at: moment, keys: nil, dryRun: true)
@@ -166,6 +173,9 @@ struct RestoreCommand: ContextCommand {
             if stop { kill(getpid(), SIGKILL) }
         }
         report(result, home: home, dryRun: false)
+        // Something that should have changed could not (an MP3 no longer kept): the rest is
+        // restored, and the exit status says it is incomplete.
+        if !result.failed.isEmpty { throw ExitCode(IvyExit.partialFailure) }
     }
 
     private static func unique(_ keys: [EntityKey]) -> [EntityKey] {
@@ -189,20 +199,51 @@ struct RestoreCommand: ContextCommand {
             }
             home.output.line(line)
         }
-        for (key, reason) in result.skipped where !ids.isEmpty {
-            home.output.line("left \(key): \(reason)")
+        let unknown = result.skipped.filter { $0.reason == RestoreResult.unknownThen }
+        for (key, reason) in result.skipped {
+            let failed = result.failed.contains(key)
+            // Named ids, and what could not be restored, are always said; what this library
+            // did not know then is listed by a dry run and counted otherwise.
+            guard !ids.isEmpty || failed || dryRun else { continue }
+            let text = reason.replacingOccurrences(of: "WHEN", with: when)
+            home.output.line((failed ? "could not restore " : "left ") + "\(key): " + Display.cell(text))
+        }
+        if ids.isEmpty, !dryRun, !unknown.isEmpty {
+            let things = unknown.count == 1 ? "1 book or clip" : "\(unknown.count) books and clips"
+            home.output.line(
+                "Left \(things) as they are: this library has no version of them at \(when), and they were made "
+                    + "before it (`--dry-run` lists them).")
         }
         let count = result.changes.count
         let things = count == 1 ? "1 book or clip" : "\(count) books and clips"
         let was = count == 1 ? "how it was" : "how they were"
+        let failures = result.failed.count
+        let incomplete =
+            failures == 0
+            ? "" : " \(failures == 1 ? "1 book or clip" : "\(failures) books and clips") could not be restored (above)."
         if count == 0 {
-            home.output.line("Nothing to restore: it is as it was at \(when).")
-        } else if dryRun {
-            home.output.line("Would restore \(things) to \(was) at \(when); nothing changed.")
-        } else {
             home.output.line(
-                "Restored \(things) to \(was) at \(when); the next `ivy sync` sends \(count == 1 ? "it" : "them") "
-                    + "to Drive.")
+                failures == 0 ? "Nothing to restore: it is as it was at \(when)." : "Nothing restored." + incomplete)
+        } else if dryRun {
+            home.output.line("Would restore \(things) to \(was) at \(when); nothing changed." + incomplete)
+        } else {
+            let sent = result.changes.filter(\.sends).count
+            let next: String
+            switch sent {
+            case count: next = "the next `ivy sync` sends \(count == 1 ? "it" : "them") to Drive."
+            case 0:
+                next =
+                    (count == 1 ? "it is" : "they are")
+                    + " as this device and Drive last agreed, so the next `ivy sync` "
+                    + "sends nothing for \(count == 1 ? "it" : "them") "
+                    + "(and takes Drive's copy where Drive changed since)."
+            default:
+                next =
+                    "the next `ivy sync` sends \(sent) of them to Drive; the other \(count - sent) are as this device "
+                    + "and Drive last agreed, so it sends nothing for those (and takes Drive's copy where Drive "
+                    + "changed since)."
+            }
+            home.output.line("Restored \(things) to \(was) at \(when); " + next + incomplete)
         }
     }
 }

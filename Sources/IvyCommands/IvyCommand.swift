@@ -192,7 +192,20 @@ struct Home {
     /// The library; `readOnly` for commands that only read: they change nothing on disk, work
     /// on a read-only file or directory, and never wait for another program's write.
     func library(readOnly: Bool = false) throws -> LibraryDatabase {
-        try LibraryDatabase(paths: paths, clock: clock, access: readOnly ? .readOnly : .readWrite)
+        let library = try LibraryDatabase(paths: paths, clock: clock, access: readOnly ? .readOnly : .readWrite)
+        if !readOnly { pruneHistoryWhenDue(library) }
+        return library
+    }
+
+    /// Prunes the history at most once a day when a command opens the library to write, so a
+    /// device that no longer syncs (signed out for months, or `history_days` set to 0) still
+    /// keeps only what `history_days` says. Only when no sync runs: the lock is tried, never
+    /// waited for. A failure only delays it.
+    private func pruneHistoryWhenDue(_ library: LibraryDatabase) {
+        guard case .acquired(let lock)? = try? SyncLock.acquire(path: paths.lockFile) else { return }
+        defer { withExtendedLifetime(lock) {} }
+        let days = (try? library.number(.historyDays)) ?? History.defaultDays
+        _ = try? library.pruneHistoryIfDue(days: days, every: 86_400_000)
     }
 
     var google: GoogleEffects {

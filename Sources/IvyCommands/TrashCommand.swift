@@ -142,15 +142,14 @@ extension TrashCommand {
             let entry: TrashEntry
             do {
                 entry = try library.restoreFromTrash(id: id, replacingNewer: yes)
-            } catch TrashError.newerHere(let id, let key, let updatedAt, let trashedAt) {
+            } catch TrashError.newerHere(let id, let key, let trashedAt) {
                 guard home.terminal.input, home.terminal.output else {
                     throw ValidationError(
-                        TrashError.newerHere(id: id, key: key, updatedAt: updatedAt, trashedAt: trashedAt)
-                            .localizedDescription)
+                        TrashError.newerHere(id: id, key: key, trashedAt: trashedAt).localizedDescription)
                 }
                 let question =
-                    "\(key) here changed on \(Display.date(updatedAt)), after trash entry \(id) was kept on "
-                    + "\(Display.date(trashedAt)). Restore the entry over it? (The version here is kept in the trash.)"
+                    "\(key) here changed after trash entry \(id) was kept on \(Display.date(trashedAt)). "
+                    + "Restore the entry over it? (The version here is kept in the trash.)"
                 guard home.agrees(question) else { return home.output.line("Nothing changed.") }
                 entry = try library.restoreFromTrash(id: id, replacingNewer: true)
             }

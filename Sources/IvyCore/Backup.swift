@@ -18,6 +18,22 @@ extension StampedBackup {
     package func sameContent(as other: Self) -> Bool {
         unstamped == other.unstamped
     }
+
+    /// How far ahead of this device's clock a time written elsewhere may be before it is taken
+    /// for a wrong clock: a day, beyond any time zone mistake or drift between syncs.
+    package static var futureAllowance: Milliseconds { 86_400_000 }
+
+    /// The entity with a time more than `futureAllowance` ahead of `now` brought back to `now`
+    /// (a device whose clock was years ahead would otherwise win every later conflict), or
+    /// nil when neither time is that far ahead. Times from elsewhere are evidence, not law.
+    package func clampedToNow(_ now: Milliseconds) -> Self? {
+        let limit = now + Self.futureAllowance
+        guard updatedAt > limit || createdAt > limit else { return nil }
+        var copy = self
+        if copy.updatedAt > limit { copy.updatedAt = now }
+        if copy.createdAt > limit { copy.createdAt = min(now, copy.updatedAt) }
+        return copy
+    }
 }
 
 /// A book as stored on Drive in `book_<id>.json`: the entity's synced fields with

@@ -48,18 +48,26 @@ package enum History {
 
     /// Staggered retention, as Syncthing's versioning: every version of the last hour, then
     /// the newest of each hour for a day, of each day for 30 days, of each week up to `days`;
-    /// none older. The newest version of an entity that exists (its current state) is always
-    /// kept; so is the newest version of a deleted one (its tombstone) and the state before
-    /// it while the tombstone is younger than `days`. At 0 days history is off: everything
-    /// goes. `versions` are one entity's; returns the ids to remove.
-    package static func prunable(_ versions: [Version], now: Milliseconds, days: Int) -> [Int64] {
+    /// none older. Ages count back from `newest`, the time of the library's newest version,
+    /// not from the clock (restic's rule: an idle machine, or one whose clock stepped, keeps
+    /// its past). "Newest" among one entity's versions is the order they were written in (their
+    /// ids), never their recorded times. The newest version of an entity that exists (its
+    /// current state) is always kept; so is the newest version of a deleted one (its
+    /// tombstone) and the state before it while the tombstone is younger than `days`. At 0
+    /// days history is off: everything goes. `versions` are one entity's; returns the ids to
+    /// remove.
+    package static func prunable(_ versions: [Version], newest reference: Milliseconds, days: Int) -> [Int64] {
         guard days > 0 else { return versions.map(\.id) }
-        let newestFirst = versions.sorted { ($0.recordedAt, $0.id) > ($1.recordedAt, $1.id) }
+        let newestFirst = versions.sorted { $0.id > $1.id }
         guard let newest = newestFirst.first else { return [] }
         let limit = Milliseconds(days) * day
+        // Recorded times never go backwards in id order (the triggers clamp them), but a
+        // library written before they did may hold one that does: a version's age is never
+        // less than that of a version written after it.
+        var floorTime = Milliseconds.max
         var keep: Set<Int64> = [newest.id]
         if newest.deleted {
-            if now - newest.recordedAt < limit {
+            if reference - newest.recordedAt < limit {
                 if let last = newestFirst.dropFirst().first(where: { !$0.deleted }) { keep.insert(last.id) }
             } else {
                 keep = []
@@ -67,7 +75,8 @@ package enum History {
         }
         var buckets: Set<[Int64]> = []
         for version in newestFirst {
-            let age = now - version.recordedAt
+            floorTime = min(floorTime, version.recordedAt)
+            let age = reference - floorTime
             if age < hour {
                 keep.insert(version.id)
                 continue
@@ -77,7 +86,7 @@ package enum History {
                 if age < day { hour } else if age < 30 * day { day } else { 7 * day }
             // The newest version in each hour, day or week (of UTC, counted from the epoch) stays:
             // spans fixed in time keep the same version from one pruning to the next.
-            if buckets.insert([width, version.recordedAt / width]).inserted { keep.insert(version.id) }
+            if buckets.insert([width, floorTime / width]).inserted { keep.insert(version.id) }
         }
         return newestFirst.filter { !keep.contains($0.id) }.map(\.id)
     }

@@ -64,27 +64,36 @@ package struct RestoreChange: Sendable, Equatable {
     package let fields: [String]
     /// A book's title or a clip's note, to recognise it by.
     package let label: String?
+    /// Whether the next sync sends it to Drive: false when it goes back to exactly what this
+    /// device and Drive last agreed on (then it is unchanged here, and the next sync takes
+    /// Drive's copy if Drive changed since).
+    package var sends = true
 }
 
 /// What a restore did or would do.
 package struct RestoreResult: Sendable, Equatable {
     package let at: Milliseconds
     package var changes: [RestoreChange] = []
-    /// Named books and clips left as they are, with why.
+    /// Books and clips left as they are, with why: those named that need nothing, those this
+    /// library knew nothing of at the moment, and those that could not be restored.
     package var skipped: [(key: EntityKey, reason: String)] = []
+    /// Why an entity is left as it is when this library has no version of it at the moment
+    /// and it was made before then (`WHEN` stands for the moment).
+    package static let unknownThen = "unknown here at WHEN: left as is"
+    /// The books and clips that should have changed and could not (an MP3 no longer kept, a
+    /// version that no longer reads): the restore is incomplete.
+    package var failed: [EntityKey] = []
 
     package static func == (lhs: RestoreResult, rhs: RestoreResult) -> Bool {
         lhs.at == rhs.at && lhs.changes == rhs.changes
             && lhs.skipped.map(\.key) == rhs.skipped.map(\.key)
-            && lhs.skipped.map(\.reason) == rhs.skipped.map(\.reason)
+            && lhs.skipped.map(\.reason) == rhs.skipped.map(\.reason) && lhs.failed == rhs.failed
     }
 }
 
 /// Why a restore cannot be done.
 package enum HistoryError: LocalizedError, Equatable {
     case bookMissing(clipID: ClipID, bookID: BookID)
-    case audioMissing(clipID: ClipID)
-    case unreadable(key: EntityKey, versionID: Int64)
     case changedMeanwhile
 
     package var errorDescription: String? {
@@ -92,10 +101,6 @@ package enum HistoryError: LocalizedError, Equatable {
         case .bookMissing(let clipID, let bookID):
             "clip \(clipID) belongs to book \(bookID), which is not in this library and is not restored with it; "
                 + "restore the book too (name both ids), or the whole library"
-        case .audioMissing(let clipID):
-            "the MP3 clip \(clipID) had then is no longer kept, so it cannot be restored"
-        case .unreadable(let key, let versionID):
-            "the version of \(key) kept then (history row \(versionID)) no longer reads as a \(key.kind.rawValue)"
         case .changedMeanwhile:
             "the library changed while the restore was prepared; run it again"
         }
@@ -165,7 +170,7 @@ extension LibraryDatabase {
         paths.historyDirectory + "/" + md5 + ".mp3"
     }
 
-    /// Versions, newest first: of one entity (`key`), or of the whole library; only those
+    /// Versions, newest (last written) first: of one entity (`key`), or of the whole library; only those
     /// recorded in `since...until` when given. Each says what it changed from the version
     /// before it, whenever that was recorded.
     package func history(
@@ -197,7 +202,7 @@ extension LibraryDatabase {
                         SELECT max(id) FROM history q
                         WHERE q.entity_type = h.entity_type AND q.entity_id = h.entity_id AND q.id < h.id)
                     \(filter)
-                    ORDER BY h.recorded_at DESC, h.id DESC
+                    ORDER BY h.id DESC
                     """,
                 arguments: arguments)
             return try rows.map { row in
@@ -247,11 +252,14 @@ extension LibraryDatabase {
 
     // MARK: retention
 
-    /// Prunes the history at the end of a sync when it is due: at once when `days` is 0 and
-    /// anything is kept, else when the last pruning is an hour old (a watch syncs every few
-    /// seconds; retention's smallest step is an hour). Returns how many versions went.
+    /// Prunes the history when it is due: at once when `days` is 0 and anything is kept, else
+    /// when the last pruning is `every` old by this clock (or the clock is behind it: it
+    /// stepped back). At the end of a sync it is due hourly (a watch syncs every few seconds;
+    /// retention's smallest step is an hour); when a command opens the library, daily, so a
+    /// device that no longer syncs (signed out for months) prunes too. Returns how many
+    /// versions went.
     @discardableResult
-    package func pruneHistoryIfDue(days: Int) throws -> Int {
+    package func pruneHistoryIfDue(days: Int, every interval: Milliseconds = 3_600_000) throws -> Int {
         let now = clock.now()
         if days <= 0 {
             let kept = try read { db in
@@ -263,15 +271,16 @@ extension LibraryDatabase {
             return try pruneHistory(days: 0)
         }
         let last = try internalSetting(.historyPrunedAt).flatMap { Milliseconds($0) } ?? 0
-        guard now - last >= 3_600_000 || now < last else { return 0 }
+        guard now - last >= interval || now < last else { return 0 }
         let removed = try pruneHistory(days: days)
         try setInternalSetting(.historyPrunedAt, String(now))
         return removed
     }
 
-    /// Prunes the history as `History.prunable` says for `days` (`history_days`), and removes
-    /// the MP3s no kept version names once they are an hour old (a younger one may belong to
-    /// a change not committed yet). Only under the sync lock. Returns how many versions went.
+    /// Prunes the history as `History.prunable` says for `days` (`history_days`), ages counted
+    /// back from the newest version, and removes the MP3s no kept version names once they are
+    /// an hour old (a younger one may belong to a change not committed yet). Returns how many
+    /// versions went.
     @discardableResult
     package func pruneHistory(days: Int) throws -> Int {
         let now = clock.now()
@@ -281,6 +290,7 @@ extension LibraryDatabase {
                 try db.execute(sql: "DELETE FROM history")
                 return db.changesCount
             }
+            let newest = try Milliseconds.fetchOne(db, sql: "SELECT max(recorded_at) FROM history") ?? now
             // Only entities with a version old enough to be pruned are looked at.
             let rows = try Row.fetchAll(
                 db,
@@ -290,12 +300,12 @@ extension LibraryDatabase {
                         (SELECT entity_type, entity_id FROM history WHERE recorded_at < ?)
                     ORDER BY entity_type, entity_id
                     """,
-                arguments: [now - 3_600_000])
+                arguments: [newest - 3_600_000])
             var prunable: [Int64] = []
             var current: [History.Version] = []
             var currentKey: String?
             func flush() {
-                prunable += History.prunable(current, now: now, days: days)
+                prunable += History.prunable(current, newest: newest, days: days)
                 current = []
             }
             for row in rows {
@@ -462,8 +472,9 @@ private struct RestorePlanner {
                     guard let id = write.key.bookID, var book = try LibraryDatabase.book(id: id, in: db) else {
                         continue
                     }
+                    // Hidden as `book delete` does, but its file's uri is kept: undoing the
+                    // restore shows the book again with it.
                     book.hidden = true
-                    book.uri = nil
                     book.updatedAt = Timestamp.next(now: now, previous: book.updatedAt)
                     try db.execute(sql: Book.upsertSQL, arguments: book.arguments)
                 case (.clip, nil):
@@ -520,37 +531,39 @@ private struct RestorePlanner {
             library = try everything()
             wanted = Set(targets.keys).union(library.keys).sorted()
         }
+        var earliest: [EntityKey: Milliseconds]?
         for key in wanted {
             let current =
                 keys == nil
                 ? library[key] : try EngineWriter(db: db, trashDirectory: "", historyDirectory: "").trashable(key)
             if let version = targets[key], !version.deleted {
                 guard let json = version.json, let entity = try? TrashedEntity.decode(json, key: key) else {
-                    throw HistoryError.unreadable(key: key, versionID: version.id)
+                    plan.result.skipped.append(
+                        (key, "its version of then (history row \(version.id)) no longer reads; left as it is"))
+                    plan.result.failed.append(key)
+                    continue
                 }
                 try restoreVersion(version, entity, over: current, into: &plan)
                 continue
-            }
-            // Deleted at that moment, or made after it: only a whole-library restore removes it.
-            let madeAfter: Bool
-            if let version = targets[key] {
-                madeAfter = version.deleted
-            } else {
-                // Its first version is its insert: made after the moment. A first version that
-                // the migration recorded says nothing of before; with no version at all (history
-                // was off), its created_at is all there is to go by.
-                switch try firstOperation(key) {
-                case "insert"?: madeAfter = true
-                case nil: madeAfter = (createdAt(current) ?? .max) > at
-                default: madeAfter = false
-                }
             }
             guard let current else {
                 if keys != nil { plan.result.skipped.append((key, "it did not exist then, and does not now")) }
                 continue
             }
+            // Deleted at that moment, or made after it: only a whole-library restore removes
+            // it. "Made after" is when it was made (the earliest time it or any version of it
+            // carries), never when it reached this library: a device that joined late, or
+            // was offline, has no version of what others made before it heard of them.
+            let madeAfter: Bool
+            if let version = targets[key] {
+                madeAfter = version.deleted
+            } else {
+                if keys != nil || earliest == nil { earliest = try earliestEvidence(keys == nil ? nil : [key]) }
+                let made = min(createdAt(current) ?? .max, earliest?[key] ?? .max)
+                madeAfter = made > at
+            }
             guard madeAfter else {
-                plan.result.skipped.append((key, "no version of it was recorded by then; left as it is"))
+                plan.result.skipped.append((key, RestoreResult.unknownThen))
                 continue
             }
             guard keys == nil else {
@@ -570,34 +583,74 @@ private struct RestorePlanner {
     ) throws {
         let key = version.key
         var audioSource: String?
+        var audioMD5: String?
+        var audioMissing: String?
         if let clipID = key.clipID {
+            let currentMD5 = current == nil ? nil : try library.audioMD5(clipID: clipID)
             if let md5 = version.audioMD5 {
-                let currentMD5 = current == nil ? nil : try library.audioMD5(clipID: clipID)
+                audioMD5 = md5
                 if currentMD5 != md5 {
                     let kept = library.historyAudioPath(md5: md5)
-                    guard FileManager.default.fileExists(atPath: kept) else {
-                        throw HistoryError.audioMissing(clipID: clipID)
+                    if FileManager.default.fileExists(atPath: kept) {
+                        audioSource = kept
+                    } else {
+                        audioMissing = "the MP3 it had then is no longer kept; left as it is"
                     }
-                    audioSource = kept
                 }
-            } else if !library.hasAudio(clipID: clipID) {
-                throw HistoryError.audioMissing(clipID: clipID)
+            } else if currentMD5 == nil {
+                audioMissing = "its MP3 is missing here; left as it is"
+            } else {
+                audioMD5 = currentMD5
             }
         }
-        guard let current else {
-            plan.result.changes.append(
-                RestoreChange(key: key, action: .create, fields: fields(of: entity), label: label(entity)))
-            plan.writes.append((key, entity, nil))
-            if let audioSource, let clipID = key.clipID { plan.audio[clipID] = audioSource }
+        var changed = current.map { differing($0, entity) } ?? fields(of: entity)
+        if audioSource != nil || audioMissing != nil && current != nil && version.audioMD5 != nil {
+            changed.append("audio")
+        }
+        guard current == nil || !changed.isEmpty else { return }
+        // A clip whose MP3 of then cannot be had is left as it is, and the restore says so:
+        // one lost file never stops the rest of the library.
+        if let audioMissing {
+            plan.result.skipped.append((key, audioMissing))
+            plan.result.failed.append(key)
             return
         }
-        var changed = differing(current, entity)
-        if audioSource != nil { changed.append("audio") }
-        guard !changed.isEmpty else { return }
+        let sends = try Plan.synced(entity, audioMD5: audioMD5, in: db) == nil
         plan.result.changes.append(
-            RestoreChange(key: key, action: .update, fields: changed.sorted(), label: label(entity)))
+            RestoreChange(
+                key: key, action: current == nil ? .create : .update, fields: changed.sorted(), label: label(entity),
+                sends: sends))
         plan.writes.append((key, entity, current))
         if let audioSource, let clipID = key.clipID { plan.audio[clipID] = audioSource }
+    }
+
+    /// The earliest time each entity (of `keys`, or all) is known to have existed by: the
+    /// least `created_at` or `updated_at` any of its versions carries.
+    private func earliestEvidence(_ keys: [EntityKey]?) throws -> [EntityKey: Milliseconds] {
+        var filter = ""
+        var arguments: StatementArguments = []
+        if let keys {
+            filter = "AND entity_id IN (\(keys.map { _ in "?" }.joined(separator: ",")))"
+            arguments = StatementArguments(keys.map(\.id))
+        }
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT entity_type, entity_id, min(min(
+                    coalesce(json_extract(json, '$.created_at'), 9e18),
+                    coalesce(json_extract(json, '$.updated_at'), 9e18))) AS earliest
+                FROM history WHERE json IS NOT NULL AND json_valid(json) \(filter)
+                GROUP BY entity_type, entity_id
+                """,
+            arguments: arguments)
+        var earliest: [EntityKey: Milliseconds] = [:]
+        for row in rows {
+            guard let kind = EntityKind(rawValue: row["entity_type"] ?? ""), let value = row["earliest"] as Double?,
+                value.isFinite, value < 9e18
+            else { continue }
+            earliest[EntityKey(kind, row["entity_id"] ?? "")] = Milliseconds(value)
+        }
+        return earliest
     }
 
     /// Every book and clip as it is now, with its unknown keys.
@@ -649,12 +702,6 @@ private struct RestorePlanner {
                 json: (row["json"] as String?).map { Data($0.utf8) }, audioMD5: row["audio_md5"], changed: [])
         }
         return versions
-    }
-
-    private func firstOperation(_ key: EntityKey) throws -> String? {
-        try String.fetchOne(
-            db, sql: "SELECT operation FROM history WHERE entity_type = ? AND entity_id = ? ORDER BY id LIMIT 1",
-            arguments: [key.kind.rawValue, key.id])
     }
 
     private func createdAt(_ entity: TrashedEntity?) -> Milliseconds? {

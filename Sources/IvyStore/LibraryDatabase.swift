@@ -12,7 +12,7 @@ package final class LibraryDatabase: Sendable {
     /// A `DatabasePool` when writing; one read-only connection (or an empty in-memory library
     /// when there is no file yet) for the commands that only read.
     let pool: any DatabaseWriter
-    let clock: WallClock
+    package let clock: WallClock
 
     /// How long a write waits for another process that holds the database lock.
     static let busyTimeout: TimeInterval = 10

@@ -46,6 +46,9 @@ enum Schema {
         migrator.registerMigration("v10: history") { db in
             try db.execute(sql: v10)
         }
+        migrator.registerMigration("v11: history in the order of changes") { db in
+            try db.execute(sql: v11)
+        }
         return migrator
     }
 
@@ -353,6 +356,37 @@ enum Schema {
         SELECT 'clip', id, updated_at, 'here', 'existing', \(clipJSON("clips.")) FROM clips ORDER BY updated_at, id;
         """
 
+    /// The time a version is recorded at: the clock's, but never before the newest version's,
+    /// so recorded times follow the order of changes when the clock steps back (NTP after a
+    /// clock that ran ahead). The times only label versions; the order is the rows' ids.
+    private static let clampedNow = "max(\(nowMilliseconds), coalesce((SELECT max(recorded_at) FROM history), 0))"
+
+    /// History in the order of changes (DESIGN.md §11):
+    /// - the triggers record times that never go backwards (`clampedNow`);
+    /// - the versions v10 dated by an entity's `updated_at` (another device's clock, perhaps
+    ///   far ahead) are dated no later than the first version recorded after them, nor now;
+    /// - times already recorded are made to follow the order of the rows (a running maximum);
+    /// - a trash entry marks the newest version when it was kept, so "changed here since" is
+    ///   a version recorded after that mark, not a comparison with another device's clock.
+    private static let v11 = """
+        DROP TRIGGER books_history_insert;
+        DROP TRIGGER books_history_update;
+        DROP TRIGGER books_history_delete;
+        DROP TRIGGER clips_history_insert;
+        DROP TRIGGER clips_history_update;
+        DROP TRIGGER clips_history_delete;
+        \(history(table: "books", kind: "book", columns: bookColumns, json: bookJSON, recordedAt: clampedNow))
+        \(history(table: "clips", kind: "clip", columns: clipColumns, json: clipJSON, recordedAt: clampedNow))
+        UPDATE history SET recorded_at = min(
+            recorded_at, \(nowMilliseconds),
+            coalesce((SELECT min(recorded_at) FROM history WHERE operation != 'existing'), recorded_at))
+        WHERE operation = 'existing';
+        UPDATE history SET recorded_at = running.at
+        FROM (SELECT id, max(recorded_at) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS at FROM history) AS running
+        WHERE running.id = history.id AND history.recorded_at < running.at;
+        ALTER TABLE trash ADD COLUMN history_mark INTEGER;
+        """
+
     private static let historySource = """
         CASE WHEN EXISTS (SELECT 1 FROM history_restoring) THEN 'restore' \
         WHEN EXISTS (SELECT 1 FROM sync_applying) THEN 'drive' ELSE 'here' END
@@ -391,13 +425,14 @@ enum Schema {
     /// History capture: a version after each insert and each update of a synced column, a
     /// tombstone after each delete, in the writer's transaction.
     private static func history(
-        table: String, kind: String, columns: [String], json: (String) -> String
+        table: String, kind: String, columns: [String], json: (String) -> String,
+        recordedAt: String = nowMilliseconds
     ) -> String {
         let changed = columns.map { "OLD.\($0) IS NOT NEW.\($0)" }.joined(separator: " OR ")
         func record(_ id: String, _ operation: String, _ json: String) -> String {
             """
             INSERT INTO history (entity_type, entity_id, recorded_at, source, operation, json)
-                VALUES ('\(kind)', \(id), \(nowMilliseconds), \(historySource), '\(operation)', \(json));
+                VALUES ('\(kind)', \(id), \(recordedAt), \(historySource), '\(operation)', \(json));
             """
         }
         return """

@@ -113,6 +113,10 @@ package struct TrashEntry: Sendable, Equatable {
     package let json: Data
     /// The MP3 kept beside it in the trash directory, by file name.
     package let audioFile: String?
+    /// The newest history version when it was kept (the change that replaced it included):
+    /// a version of the entity after it is a change here since. Nil for an entry an older
+    /// ivy kept.
+    package let historyMark: Int64?
 
     /// The entity, decoded; nil when the JSON no longer reads (another program wrote it).
     package var entity: TrashedEntity? { try? TrashedEntity.decode(json, key: key) }
@@ -127,6 +131,7 @@ package struct TrashEntry: Sendable, Equatable {
         trashedAt = try row.decode(forColumn: "trashed_at")
         json = Data(text.utf8)
         audioFile = try row.decode(forColumn: "audio_file")
+        historyMark = row.hasColumn("history_mark") ? row["history_mark"] : nil
     }
 }
 
@@ -233,10 +238,12 @@ extension EngineWriter {
             let name = UUID().uuidString.lowercased() + ".mp3"
             if try TrashFiles.keep(audio, as: trashDirectory + "/" + name, in: trashDirectory) { audioFile = name }
         }
+        // Kept after the change that replaces it was written, so the mark is that change's
+        // version (or later).
         try db.execute(
             sql: """
-                INSERT INTO trash (entity_type, entity_id, reason, trashed_at, json, audio_file)
-                VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO trash (entity_type, entity_id, reason, trashed_at, json, audio_file, history_mark)
+                VALUES (?, ?, ?, ?, ?, ?, (SELECT coalesce(max(id), 0) FROM history))
                 """,
             arguments: [
                 entity.key.kind.rawValue, entity.key.id, reason.rawValue, now, String(decoding: json, as: UTF8.self),
@@ -253,8 +260,8 @@ package enum TrashError: LocalizedError, Equatable {
     case bookMissing(id: Int64, clipID: ClipID, bookID: BookID)
     case audioMissing(id: Int64, clipID: ClipID)
     /// The entity here changed after the entry was trashed (edited, or made again by another
-    /// device): restoring would replace a newer version.
-    case newerHere(id: Int64, key: EntityKey, updatedAt: Milliseconds, trashedAt: Milliseconds)
+    /// device), by this library's own order of changes: restoring would replace a newer version.
+    case newerHere(id: Int64, key: EntityKey, trashedAt: Milliseconds)
 
     package var errorDescription: String? {
         switch self {
@@ -268,7 +275,7 @@ package enum TrashError: LocalizedError, Equatable {
                 + "to fetch the book (or restore it from the trash first), then restore the clip again"
         case .audioMissing(let id, let clipID):
             "trash entry \(id) kept no MP3 and clip \(clipID) has no audio here, so it cannot be restored"
-        case .newerHere(let id, let key, _, _):
+        case .newerHere(let id, let key, _):
             "\(key) here changed after trash entry \(id) was kept, so restoring it would replace a newer version; "
                 + "pass --yes to restore it anyway (the version it replaces is kept in the trash)"
         }
@@ -317,20 +324,9 @@ extension LibraryDatabase {
             // The restored version is recorded in the history as a restore.
             try db.execute(sql: "INSERT OR IGNORE INTO history_restoring (restore) VALUES (1)")
             defer { _ = try? db.execute(sql: "DELETE FROM history_restoring") }
-            if let current = try writer.trashable(entry.key) {
-                let updatedAt: Milliseconds =
-                    switch current {
-                    case .book(let book): book.updatedAt
-                    case .clip(let clip): clip.updatedAt
-                    }
-                if updatedAt > entry.trashedAt, !replacingNewer {
-                    throw TrashError.newerHere(
-                        id: id, key: entry.key, updatedAt: updatedAt, trashedAt: entry.trashedAt)
-                }
-                if let restored = entry.entity, !current.sameContent(as: restored) || staged != nil {
-                    let audio = staged == nil ? nil : entry.key.clipID.map { audioPath(clipID: $0) }
-                    kept = try writer.keepInTrash(current, reason: .restore, audio: audio, at: now)
-                }
+            let current = try writer.trashable(entry.key)
+            if current != nil, !replacingNewer, try Self.changedHere(since: entry, in: db) {
+                throw TrashError.newerHere(id: id, key: entry.key, trashedAt: entry.trashedAt)
             }
             switch entity {
             case .book(let backup):
@@ -351,6 +347,11 @@ extension LibraryDatabase {
                 clip.updatedAt = Timestamp.next(now: now, previous: max(current?.updatedAt ?? 0, backup.updatedAt))
                 try writer.saveExtras(entry.key, entity.extras)
                 try db.execute(sql: Clip.upsertSQL, arguments: clip.arguments)
+            }
+            // What it replaces is kept after the write, so the entry's mark is past this change.
+            if let current, let restored = entry.entity, !current.sameContent(as: restored) || staged != nil {
+                let audio = staged == nil ? nil : entry.key.clipID.map { audioPath(clipID: $0) }
+                kept = try writer.keepInTrash(current, reason: .restore, audio: audio, at: now)
             }
             try db.execute(sql: "DELETE FROM trash WHERE id = ?", arguments: [id])
         }
@@ -420,6 +421,28 @@ extension LibraryDatabase {
             TrashFiles.remove(file, in: paths.trashDirectory)
         }
         return removed.count
+    }
+
+    /// Whether the entity changed here after the entry was kept: a version of it recorded
+    /// after the entry's mark, by this library's own order of changes. Without a mark (an
+    /// entry an older ivy kept) or with the history off, the times are all there is: the
+    /// entity's `updated_at` against when the entry was kept.
+    static func changedHere(since entry: TrashEntry, in db: Database) throws -> Bool {
+        if let mark = entry.historyMark, try HistoryAudio.enabled(db) {
+            return try Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM history WHERE entity_type = ? AND entity_id = ? AND id > ?)
+                    """,
+                arguments: [entry.key.kind.rawValue, entry.key.id, mark]) ?? false
+        }
+        let updatedAt: Milliseconds? =
+            switch try EngineWriter(db: db, trashDirectory: "", historyDirectory: "").trashable(entry.key) {
+            case .book(let book)?: book.updatedAt
+            case .clip(let clip)?: clip.updatedAt
+            case nil: nil
+            }
+        return (updatedAt ?? 0) > entry.trashedAt
     }
 
     static func trashEntry(id: Int64, in db: Database) throws -> TrashEntry? {

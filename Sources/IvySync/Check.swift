@@ -327,6 +327,17 @@ package struct BackupChecker: Sendable {
         }
     }
 
+    /// Drive's copy as a sync takes it: a time more than a day ahead of this clock was taken as
+    /// the time it was downloaded (`clampedToNow`), so this library's own time there is no
+    /// difference.
+    private func asSynced<Backup: StampedBackup>(_ theirs: Backup, _ ours: Backup) -> Backup {
+        let limit = library.clock.now() + Backup.futureAllowance
+        var copy = theirs
+        if copy.updatedAt > limit { copy.updatedAt = ours.updatedAt }
+        if copy.createdAt > limit { copy.createdAt = ours.createdAt }
+        return copy
+    }
+
     /// The full check: Drive's JSON downloaded and compared field by field with what this
     /// library would upload.
     private func compareContent(
@@ -347,9 +358,9 @@ package struct BackupChecker: Sendable {
         do {
             switch mine {
             case .book(let book):
-                theirs = try BackupCodec.encode(try BackupCodec.decodeBook(data, expectedID: book.id))
+                theirs = try BackupCodec.encode(asSynced(try BackupCodec.decodeBook(data, expectedID: book.id), book))
             case .clip(let clip):
-                theirs = try BackupCodec.encode(try BackupCodec.decodeClip(data, expectedID: clip.id))
+                theirs = try BackupCodec.encode(asSynced(try BackupCodec.decodeClip(data, expectedID: clip.id), clip))
             }
         } catch {
             problem(

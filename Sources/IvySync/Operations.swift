@@ -468,11 +468,21 @@ extension SyncEngine {
         } catch let error as DriveError where error.kind == .fileTooLarge {
             throw SyncFailure.unusableRemote(file: json.name, reason: error.localizedDescription)
         }
+        let backup: Backup
         do {
-            return Fetched(json: json, data: data, backup: try Backup.decode(data, expectedID: id))
+            backup = try Backup.decode(data, expectedID: id)
         } catch {
             throw SyncFailure.unusableRemote(file: json.name, reason: error.reason)
         }
+        guard let clamped = backup.clampedToNow(clock.now()) else {
+            return Fetched(json: json, data: data, backup: backup)
+        }
+        logger.warning(
+            "a time on Drive is more than a day ahead of this clock; taken as now",
+            metadata: [
+                "file": "\(json.name)", "updated_at": "\(backup.updatedAt)", "created_at": "\(backup.createdAt)",
+            ])
+        return Fetched(json: json, data: data, backup: clamped)
     }
 
     /// What the copies of an entity on Drive were made from, to merge them against: the base,

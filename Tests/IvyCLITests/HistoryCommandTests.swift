@@ -79,6 +79,10 @@ struct HistoryCommandTests {
             try a.ivy.execute("UPDATE books SET position = 0, updated_at = updated_at + 1 WHERE id <> '\(books[2])'")
             let restored = try await a.ivy.run("restore", "--at", before, "--yes")
             #expect(restored.stdout.contains("Restored 3 books and clips"), "\(restored.stdout)")
+            // The message says what the next sync does: two are back to what Drive has, one is sent.
+            #expect(
+                restored.stdout.contains("the next `ivy sync` sends 1 of them to Drive; the other 2 are as this device"),
+                "\(restored.stdout)")
             #expect(try a.ivy.count("SELECT count(*) FROM sync_queue") == 1)
             let synced = try #require(try await a.ivy.run("sync", "--json").json() as? [String: Any])
             #expect((synced["uploaded"] as? [String: Int])?["books"] == 1, "\(synced)")

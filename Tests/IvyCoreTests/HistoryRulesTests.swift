@@ -17,7 +17,7 @@ struct HistoryRulesTests {
                 id: Int64(ages.count - index), recordedAt: now - age,
                 deleted: deletedNewest && age == ages.min())
         }
-        let pruned = Set(History.prunable(versions, now: now, days: days))
+        let pruned = Set(History.prunable(versions, newest: now, days: days))
         return versions.filter { !pruned.contains($0.id) }.map { now - $0.recordedAt }.sorted()
     }
 
@@ -69,12 +69,12 @@ struct HistoryRulesTests {
     @Test("pruning twice removes nothing more: the spans are fixed in time")
     func idempotent() {
         let versions = (0..<2000).map {
-            History.Version(id: Int64($0), recordedAt: Self.now - Int64($0) * 10 * Self.minute, deleted: false)
+            History.Version(id: Int64(2000 - $0), recordedAt: Self.now - Int64($0) * 10 * Self.minute, deleted: false)
         }
-        let first = Set(History.prunable(versions, now: Self.now, days: 365))
+        let first = Set(History.prunable(versions, newest: Self.now, days: 365))
         let left = versions.filter { !first.contains($0.id) }
-        #expect(History.prunable(left, now: Self.now, days: 365).isEmpty)
-        #expect(History.prunable(left, now: Self.now + Self.minute, days: 365).count <= 3)
+        #expect(History.prunable(left, newest: Self.now, days: 365).isEmpty)
+        #expect(History.prunable(left, newest: Self.now + Self.minute, days: 365).count <= 3)
     }
 
     @Test("a year of a position changing every 10 s, 2 hours a day, keeps under 500 versions")
@@ -88,9 +88,28 @@ struct HistoryRulesTests {
                 versions.append(History.Version(id: id, recordedAt: at, deleted: false))
             }
         }
-        let pruned = Set(History.prunable(versions, now: Self.now, days: 365))
+        let pruned = Set(History.prunable(versions, newest: Self.now, days: 365))
         // The last hour's 360 are all kept; then about 2 for the rest of the day, 29 days and 48 weeks.
         #expect(versions.count - pruned.count < 500, "\(versions.count - pruned.count) kept")
+    }
+
+    @Test("the version written last is the current state, whatever the clock said when it was written")
+    func orderOfChanges() {
+        // Written while the clock ran two hours ahead, then after NTP stepped it back: the older
+        // change carries the later time. Five days on, both fall in one day's span.
+        let ahead = History.Version(id: 1, recordedAt: Self.now + 2 * Self.hour + 50 * Self.minute, deleted: false)
+        let current = History.Version(id: 2, recordedAt: Self.now + 2 * Self.hour + 10 * Self.minute, deleted: false)
+        let pruned = History.prunable([ahead, current], newest: Self.now + 5 * Self.day, days: 365)
+        #expect(pruned == [1])
+    }
+
+    @Test("ages count back from the library's newest version: an idle year prunes nothing more")
+    func idleMachineKeepsItsPast() {
+        let versions = (0..<10).map {
+            History.Version(id: Int64(10 - $0), recordedAt: Self.now - Int64($0) * 5 * Self.minute, deleted: false)
+        }
+        // A year of no change: the newest version is still the one of a year ago.
+        #expect(History.prunable(versions, newest: Self.now, days: 365).isEmpty)
     }
 
     @Test("WHEN: RFC 3339, local date and time, or a duration ago")

@@ -123,6 +123,8 @@ struct HistoryStoreTests {
         let moment = try age()
         try library.updateBook(id: book, BookChanges(title: "Wiped", position: 0))
         try library.deleteClip(id: clip)
+        // Made after the moment, by the clock that stamps created_at.
+        clock.set(max(clock.now, moment + 1000))
         try library.addBook(id: testID(3), title: "Later", artist: nil, artwork: nil, position: 0)
         let beforeRestore = try #require(try library.book(id: book))
         try library.externalConnection().write { db in try db.execute(sql: "DELETE FROM sync_queue") }

@@ -147,7 +147,7 @@ struct TrashStoreTests {
             audio: source)
         let againAudio = FileManager.default.contents(atPath: library.audioPath(clipID: clip.id))
         #expect(
-            throws: TrashError.newerHere(id: entry.id, key: key, updatedAt: again.updatedAt, trashedAt: entry.trashedAt)
+            throws: TrashError.newerHere(id: entry.id, key: key, trashedAt: entry.trashedAt)
         ) {
             try library.restoreFromTrash(id: entry.id)
         }

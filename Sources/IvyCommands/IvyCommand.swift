@@ -37,7 +37,7 @@ package struct IvyCommand: ParsableCommand {
     ///
     /// Commands run on `BlockingExecutor`'s threads: they call the library's synchronous
     /// methods, which wait in SQLite's busy handler while another process writes, and that
-    /// wait must not hold one of Swift's few cooperative threads (see DESIGN.md §10).
+    /// wait must not hold one of Swift's few cooperative threads (ARCHITECTURE.md, "What runs where").
     package static func main(_ arguments: [String], context: Context) async -> Int32 {
         let arguments = negativeLastValue(arguments)
         // ArgumentParser's --version prints a fixed string; this one names the build's commit,

@@ -353,6 +353,22 @@ enum Schema {
         SELECT 'clip', id, updated_at, 'here', 'existing', \(clipJSON("clips.")) FROM clips ORDER BY updated_at, id;
         """
 
+    /// A version of one clip (the argument, its id) as its row is now, recorded as the history
+    /// triggers record an update: for a change of its MP3 alone, which no trigger sees
+    /// (`HistoryAudio.recordAudioChanges`).
+    static let clipVersionNow = """
+        INSERT INTO history (entity_type, entity_id, recorded_at, source, operation, json)
+        SELECT 'clip', id, \(nowMilliseconds), \(historySource), 'update', \(clipJSON("clips.")) FROM clips WHERE id = ?
+        """
+
+    /// A version of one clip (arguments: its id, the operation, its backup JSON) whose MP3 is
+    /// the one kept in the history as `<md5>.mp3` (the last argument): another take of its
+    /// audio that lost to a newer one (`EngineWriter.keepOtherTakes`).
+    static let clipVersionWithAudio = """
+        INSERT INTO history (entity_type, entity_id, recorded_at, source, operation, json, audio_md5)
+        VALUES ('clip', ?, \(nowMilliseconds), \(historySource), ?, ?, ?)
+        """
+
     private static let historySource = """
         CASE WHEN EXISTS (SELECT 1 FROM history_restoring) THEN 'restore' \
         WHEN EXISTS (SELECT 1 FROM sync_applying) THEN 'drive' ELSE 'here' END

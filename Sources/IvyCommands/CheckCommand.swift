@@ -14,14 +14,16 @@ extension IvyExit {
 struct CheckCommand: ContextCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
-        abstract: "Check that Drive holds this library's backup, changing nothing here or on Drive.",
+        abstract: "Check that Drive holds this library's backup, changing nothing on Drive.",
         discussion: """
             Lists Drive in full (not the mirror of Drive kept here) and checks that every book and clip here has its \
             files on Drive with the content this library last synced or would upload, that every clip's MP3 has the \
             md5 of the audio here, that no two files share a name, and what is on Drive only. Changes still in the \
             queue are listed as pending: like changes held back after failing, they are not on Drive yet. Without \
             --read-data the JSON files are compared by Drive's md5; with it each is downloaded and compared field by \
-            field. Exit 0 when everything matches, 6 when something differs or is not on Drive yet.
+            field. It also checks that every MP3 kept in the history has the md5 its name says, and removes one \
+            that does not (no restore may use it): the one thing it changes. Exit 0 when everything matches, 6 \
+            when something differs or is not on Drive yet.
             """)
 
     @OptionGroup var global: GlobalOptions

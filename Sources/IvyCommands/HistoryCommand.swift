@@ -33,10 +33,12 @@ struct HistoryCommand: ContextCommand {
         discussion: """
             Every change to a book or clip is kept as a version, whoever made it: ivy's commands (source here), \
             a sync applying Drive's changes or a merge (drive), a restore (restore), or another program writing \
-            library.db (here). Newest first is the order the changes were written, whatever the clock said. \
-            Versions are kept staggered, counted back from the newest version: all of the last hour, one an hour \
-            for a day, one a day for 30 days, one a week up to history_days (default 365; 0 turns history off). \
-            WHEN is \(History.momentForms).
+            library.db (here). A new MP3 is a version too, even with no field changed (a sync downloading one \
+            that another program replaced alone on Drive included); an MP3 replaced or deleted is kept by its md5 \
+            in history/, and one whose content is not that md5 is never restored. Newest first is the order the \
+            changes were written, whatever the clock said. Versions are kept staggered, counted back from the \
+            newest version: all of the last hour, one an hour for a day, one a day for 30 days, one a week up to \
+            history_days (default 365; 0 turns history off). WHEN is \(History.momentForms).
             """)
 
     @OptionGroup var global: GlobalOptions

@@ -186,11 +186,12 @@ package enum SyncPlanner {
                     + "\(action == .merge ? "merged and uploaded" : "uploaded from here") if it is still missing "
                     + "\(input.grace / 1000) s after a sync first saw it so")
         }
-        let twins = remote?.jsonTwins ?? []
+        let jsonTwins = remote?.jsonTwins ?? []
+        let twins = jsonTwins + (remote?.mp3Twins ?? [])
 
         // Stale duplicates go with the entity's upload or remote delete when it has one. Twin
-        // JSON files are never deleted unread: the download or merge that reads them does, and
-        // without one (held back, left alone) they stay.
+        // files (JSON, or MP3s of other content) are never deleted unread: the download or
+        // merge that reads them does, and without one (held back, left alone) they stay.
         defer {
             let mine = plan.actions.last.flatMap { $0.key == key ? $0.action : nil }
             let replaced = mine == .upload || mine == .merge || mine == .deleteRemote
@@ -205,10 +206,19 @@ package enum SyncPlanner {
         // while another was between its delete and its create. The newest upload is not the
         // newest content: every copy is read, and the sync goes by `updated_at` and the merge.
         // A download reads them all too; a clip deleted here goes by the rules below.
+        if !jsonTwins.isEmpty, complete != nil, localUpdatedAt != nil {
+            return act(
+                .merge,
+                "\(jsonTwins.count + 1) files of its name on Drive (written at once from two devices): "
+                    + "all read and merged")
+        }
+        // Several MP3s of one name with other content: new audio from two places at once. Each
+        // is read; the clip's newer take wins and the other is kept in the history here.
         if !twins.isEmpty, complete != nil, localUpdatedAt != nil {
             return act(
                 .merge,
-                "\(twins.count + 1) files of its name on Drive (written at once from two devices): all read and merged")
+                "\(twins.count + 1) MP3 files of its name on Drive (new audio from two places at once): "
+                    + "all read, the newer kept as the clip's and the other in the history")
         }
 
         switch (localUpdatedAt != nil, complete != nil) {

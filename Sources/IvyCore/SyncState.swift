@@ -122,6 +122,15 @@ package struct RemoteEntity: Sendable, Equatable {
 
     /// The other JSON files of the entity's name, besides `json`.
     package var jsonTwins: [RemoteFile] { stale.filter { $0.name == key.jsonFileName } }
+
+    /// The other MP3 files of a clip's name, besides `mp3`, whose content may differ from it
+    /// (Drive's md5 says so, or says nothing): new audio from two places at once. They are
+    /// read and resolved by content, never deleted unread. One with `mp3`'s md5 is a plain
+    /// stale duplicate.
+    package var mp3Twins: [RemoteFile] {
+        guard key.kind == .clip else { return [] }
+        return stale.filter { $0.name == key.mp3FileName && ($0.md5 == nil || $0.md5 != mp3?.md5) }
+    }
 }
 
 /// The remote files grouped by entity, and whether every page was read.

@@ -202,7 +202,10 @@ extension LibraryDatabase {
         do {
             result = try write { db in
                 for (clipID, md5) in kept { try HistoryAudio.stamp(clipID: clipID, md5: md5, in: db) }
+                let newest = try HistoryAudio.newestVersions(replacements.map(\.clipID), in: db)
                 let value = try body(db)
+                // A new MP3 is a new version, even when the write changed no field.
+                try HistoryAudio.recordAudioChanges(since: newest, in: db)
                 for replacement in replacements {
                     try db.execute(
                         sql: "INSERT OR IGNORE INTO audio_replacements (clip_id) VALUES (?)",

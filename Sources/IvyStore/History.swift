@@ -108,18 +108,32 @@ package enum HistoryError: LocalizedError, Equatable {
 }
 
 /// The history's MP3s: one file per content, `<md5>.mp3`, in the private history directory.
+/// A file is trusted only while its content is what its name says (`trusted`): one cut short
+/// or changed in place is never restored.
 enum HistoryAudio {
     /// Keeps the MP3 at `path` (when there is one) by its md5: a hard link when the file
-    /// system allows (instant; ivy replaces audio by rename, never in place), else a copy.
-    /// Returns the md5, nil when there is no file.
+    /// system allows (instant; ivy replaces audio by rename, never in place), else a copy
+    /// written under a temporary name, flushed and renamed (`TrashFiles.keep`). A file of that
+    /// name already kept is kept again unless its content is that md5. Returns the md5, nil
+    /// when there is no file.
     static func keep(_ path: String, in directory: String) throws -> String? {
         var info = stat()
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
         let md5 = try LocalFile.md5(of: URL(fileURLWithPath: path))
         let destination = directory + "/" + md5 + ".mp3"
-        if lstat(destination, &info) == 0 { return md5 }
+        if lstat(destination, &info) == 0 {
+            if trusted(destination, md5: md5) { return md5 }
+            unlink(destination)
+        }
         _ = try TrashFiles.keep(path, as: destination, in: directory)
         return md5
+    }
+
+    /// Whether the kept file at `path` is a regular file whose content has that md5.
+    static func trusted(_ path: String, md5: String) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
+        return (try? LocalFile.md5(of: URL(fileURLWithPath: path))) == md5
     }
 
     /// Versions of the clip recorded so far had the audio now at `path`: they name it by
@@ -133,6 +147,56 @@ enum HistoryAudio {
             arguments: [md5, clipID])
     }
 
+    /// Whether versions of the clip still say "the audio now" (a NULL `audio_md5`): the audio
+    /// about to be replaced must be named in them, history on or off, or a version from
+    /// before a gap would take a later version's audio for its own.
+    static func namesAudioNow(clipID: ClipID, in db: Database) throws -> Bool {
+        guard try db.tableExists("history") else { return false }
+        return try Bool.fetchOne(
+            db,
+            sql: """
+                SELECT EXISTS (SELECT 1 FROM history WHERE entity_type = 'clip' AND entity_id = ?
+                    AND audio_md5 IS NULL AND json IS NOT NULL)
+                """,
+            arguments: [clipID]) ?? false
+    }
+
+    /// The id of the newest version of each clip (0 for none), before a write that replaces
+    /// their audio; `recordAudioChanges` compares after it.
+    static func newestVersions(_ clipIDs: [ClipID], in db: Database) throws -> [ClipID: Int64] {
+        guard try db.tableExists("history") else { return [:] }
+        var newest: [ClipID: Int64] = [:]
+        for clipID in clipIDs {
+            newest[clipID] =
+                try Int64.fetchOne(
+                    db, sql: "SELECT max(id) FROM history WHERE entity_type = 'clip' AND entity_id = ?",
+                    arguments: [clipID]) ?? 0
+        }
+        return newest
+    }
+
+    /// A clip whose MP3 this transaction replaced is a new version even when no field changed
+    /// (another program replaced only the MP3 on Drive, or a restore put back only the audio):
+    /// unless its write already recorded one since `before` (a version of the audio now,
+    /// `audio_md5` NULL), a version is recorded of the row as it is now, naming the audio now,
+    /// from whoever writes (`drive` for a download, `restore` for a restore, else `here`). The
+    /// older versions were named their audio by `stamp` before it was replaced.
+    static func recordAudioChanges(since before: [ClipID: Int64], in db: Database) throws {
+        guard try enabled(db) else { return }
+        for (clipID, newest) in before.sorted(by: { $0.key < $1.key }) {
+            let recorded =
+                try Bool.fetchOne(
+                    db,
+                    sql: """
+                        SELECT EXISTS (SELECT 1 FROM history WHERE entity_type = 'clip' AND entity_id = ?
+                            AND id > ? AND audio_md5 IS NULL AND json IS NOT NULL)
+                        """,
+                    arguments: [clipID, newest]) ?? false
+            guard !recorded else { continue }
+            try db.execute(sql: Schema.clipVersionNow, arguments: [clipID])
+        }
+    }
+
     static func enabled(_ db: Database) throws -> Bool {
         guard try db.tableExists("history") else { return false }
         let days = try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = 'history_days'")
@@ -142,24 +206,51 @@ enum HistoryAudio {
 
 extension EngineWriter {
     /// Keeps the clip's current MP3 in the history before this transaction replaces or
-    /// deletes it, and names it in the versions it belongs to.
+    /// deletes it, and names it in the versions it belongs to. With the history off nothing
+    /// is kept, but versions still waiting to be named are named (their audio is then gone).
     package func keepAudioInHistory(clipID: ClipID, audioPath: String) throws {
-        guard try HistoryAudio.enabled(db), let md5 = try HistoryAudio.keep(audioPath, in: historyDirectory) else {
-            return
+        let md5: String?
+        if try HistoryAudio.enabled(db) {
+            md5 = try HistoryAudio.keep(audioPath, in: historyDirectory)
+        } else if try HistoryAudio.namesAudioNow(clipID: clipID, in: db),
+            FileManager.default.fileExists(atPath: audioPath)
+        {
+            md5 = try LocalFile.md5(of: URL(fileURLWithPath: audioPath))
+        } else {
+            md5 = nil
         }
+        guard let md5 else { return }
         try HistoryAudio.stamp(clipID: clipID, md5: md5, in: db)
+    }
+
+    /// Runs `body`, which gives the clip a new MP3 (other bytes than it had), and records that
+    /// as a version when `body` recorded none (`HistoryAudio.recordAudioChanges`).
+    package func recordingAudioChange<T>(clipID: ClipID, _ body: () throws -> T) throws -> T {
+        let newest = try HistoryAudio.newestVersions([clipID], in: db)
+        let result = try body()
+        try HistoryAudio.recordAudioChanges(since: newest, in: db)
+        return result
     }
 }
 
 extension LibraryDatabase {
     /// Keeps the clips' MP3s in the history before they are replaced or deleted; returns
     /// the md5 of each that had one, to stamp inside the transaction (`HistoryAudio.stamp`).
+    ///
+    /// With the history off nothing is kept, but the md5 of each clip whose versions still
+    /// say "the audio now" is returned all the same, so that they are named their own audio
+    /// (gone) rather than whatever a later version has (`HistoryAudio.namesAudioNow`).
     func keepAudioInHistory(clipIDs: [ClipID]) throws -> [ClipID: String] {
-        guard try read({ db in try HistoryAudio.enabled(db) }) else { return [:] }
+        let enabled = try read { db in try HistoryAudio.enabled(db) }
         var kept: [ClipID: String] = [:]
         for clipID in clipIDs {
-            if let md5 = try HistoryAudio.keep(audioPath(clipID: clipID), in: paths.historyDirectory) {
-                kept[clipID] = md5
+            let path = audioPath(clipID: clipID)
+            if enabled {
+                kept[clipID] = try HistoryAudio.keep(path, in: paths.historyDirectory)
+            } else if try read({ db in try HistoryAudio.namesAudioNow(clipID: clipID, in: db) }),
+                hasAudio(clipID: clipID)
+            {
+                kept[clipID] = try LocalFile.md5(of: URL(fileURLWithPath: path))
             }
         }
         return kept
@@ -383,7 +474,10 @@ extension LibraryDatabase {
             }
             try db.execute(sql: "INSERT INTO history_restoring (restore) VALUES (1)")
             for (clipID, md5) in kept { try HistoryAudio.stamp(clipID: clipID, md5: md5, in: db) }
+            let newest = try HistoryAudio.newestVersions(staged.map(\.clipID), in: db)
             try again.apply(in: db, now: now, library: self)
+            // Only the audio put back is still a version, from `restore`.
+            try HistoryAudio.recordAudioChanges(since: newest, in: db)
             try db.execute(sql: "DELETE FROM history_restoring")
             return again.result
         }
@@ -591,7 +685,8 @@ private struct RestorePlanner {
                 audioMD5 = md5
                 if currentMD5 != md5 {
                     let kept = library.historyAudioPath(md5: md5)
-                    if FileManager.default.fileExists(atPath: kept) {
+                    // A kept file is used only when it is what its name says.
+                    if HistoryAudio.trusted(kept, md5: md5) {
                         audioSource = kept
                     } else {
                         audioMissing = "the MP3 it had then is no longer kept; left as it is"

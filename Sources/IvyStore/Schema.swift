@@ -361,7 +361,7 @@ enum Schema {
     /// clock that ran ahead). The times only label versions; the order is the rows' ids.
     private static let clampedNow = "max(\(nowMilliseconds), coalesce((SELECT max(recorded_at) FROM history), 0))"
 
-    /// History in the order of changes (DESIGN.md §11):
+    /// History in the order of changes (ARCHITECTURE.md, "History"):
     /// - the triggers record times that never go backwards (`clampedNow`);
     /// - the versions v10 dated by an entity's `updated_at` (another device's clock, perhaps
     ///   far ahead) are dated no later than the first version recorded after them, nor now;
@@ -385,6 +385,22 @@ enum Schema {
         FROM (SELECT id, max(recorded_at) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS at FROM history) AS running
         WHERE running.id = history.id AND history.recorded_at < running.at;
         ALTER TABLE trash ADD COLUMN history_mark INTEGER;
+        """
+
+    /// A version of one clip (the argument, its id) as its row is now, recorded as the history
+    /// triggers record an update: for a change of its MP3 alone, which no trigger sees
+    /// (`HistoryAudio.recordAudioChanges`).
+    static let clipVersionNow = """
+        INSERT INTO history (entity_type, entity_id, recorded_at, source, operation, json)
+        SELECT 'clip', id, \(clampedNow), \(historySource), 'update', \(clipJSON("clips.")) FROM clips WHERE id = ?
+        """
+
+    /// A version of one clip (arguments: its id, the operation, its backup JSON) whose MP3 is
+    /// the one kept in the history as `<md5>.mp3` (the last argument): another take of its
+    /// audio that lost to a newer one (`EngineWriter.keepOtherTakes`).
+    static let clipVersionWithAudio = """
+        INSERT INTO history (entity_type, entity_id, recorded_at, source, operation, json, audio_md5)
+        VALUES ('clip', ?, \(clampedNow), \(historySource), ?, ?, ?)
         """
 
     private static let historySource = """

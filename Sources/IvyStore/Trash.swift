@@ -140,7 +140,10 @@ package struct TrashEntry: Sendable, Equatable {
 enum TrashFiles {
     /// Keeps the regular file at `source` as `destination`: a hard link when the file system
     /// allows one (instant, and the audio's later replacement by rename or removal leaves it
-    /// alone), else a copy. Returns false when there is no regular file to keep.
+    /// alone), else a copy. The copy is written to a hidden temporary name (`.keeping-*`),
+    /// flushed, and only then renamed to `destination`: a kill mid-copy leaves a leftover the
+    /// purge removes, never a short file under a name that vouches for it. Returns false when
+    /// there is no regular file to keep.
     static func keep(_ source: String, as destination: String, in directory: String) throws -> Bool {
         var info = stat()
         guard lstat(source, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
@@ -149,11 +152,21 @@ enum TrashFiles {
             // The audio file and the trash copy are one inode: both become private.
             chmod(destination, 0o600)
         } else {
-            try copy(source, to: destination)
+            let temporary = directory + "/" + keepingPrefix + UUID().uuidString.lowercased() + ".mp3"
+            try copy(source, to: temporary)
+            guard rename(temporary, destination) == 0 else {
+                let code = errno
+                unlink(temporary)
+                if let storage = StorageError(path: directory, errno: code) { throw storage }
+                throw StoreError.audioCopyFailed(path: destination, reason: String(cString: strerror(code)))
+            }
         }
         syncDirectory(directory)
         return true
     }
+
+    /// The hidden name a copy has until it is whole and flushed.
+    static let keepingPrefix = ".keeping-"
 
     private static func copy(_ source: String, to destination: String) throws {
         guard let input = FileHandle(forReadingAtPath: source) else {
@@ -416,8 +429,10 @@ extension LibraryDatabase {
         for file in files where !named.contains(file) {
             var info = stat()
             let path = (paths.trashDirectory as NSString).appendingPathComponent(file)
-            // The time it was linked or copied here: the inode's change time.
-            guard lstat(path, &info) == 0, Milliseconds(info.st_ctim.tv_sec) * 1000 <= strayLimit else { continue }
+            // The time it was linked or copied here: the inode's change time. A copy a killed run
+            // left half-written under its temporary name is no one's only copy: gone after an hour.
+            let limit = file.hasPrefix(TrashFiles.keepingPrefix) ? clock.now() - 3_600_000 : strayLimit
+            guard lstat(path, &info) == 0, Milliseconds(info.st_ctim.tv_sec) * 1000 <= limit else { continue }
             TrashFiles.remove(file, in: paths.trashDirectory)
         }
         return removed.count

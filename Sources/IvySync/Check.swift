@@ -40,6 +40,8 @@ package struct BackupCheck: Sendable, Encodable {
         case remoteOnly = "remote_only"
         /// Changed here since the last sync, yet not in the queue.
         case notQueued = "not_queued"
+        /// An MP3 kept in the history whose content is not what its name says: removed.
+        case damagedKeptAudio = "damaged_kept_audio"
     }
 
     /// A queue item, as `ivy check` lists it.
@@ -106,7 +108,8 @@ package struct BackupCheck: Sendable, Encodable {
     }
 }
 
-/// Reads Drive in full and this library, and compares them; writes nothing anywhere. The
+/// Reads Drive in full and this library, and compares them; writes nothing anywhere but for
+/// removing kept MP3s that are not what their names say (`removeDamagedHistoryAudio`). The
 /// listing is Drive's own (never the mirror kept here), so the check does not trust what it
 /// checks.
 package struct BackupChecker: Sendable {
@@ -165,7 +168,8 @@ package struct BackupChecker: Sendable {
                         fix: name.hasSuffix(".json")
                             ? "the next `ivy sync` reads them all, keeps the newest content with what the others add, "
                                 + "and deletes the rest"
-                            : "the next `ivy sync` keeps the newest and deletes the others"))
+                            : "the next `ivy sync` reads them all, keeps the clip's newer take, keeps any other "
+                                + "take in the history here, and deletes the rest"))
             }
             // A change still in the queue is what `pending` (or `failed`) reports.
             if queue[key] != nil { continue }
@@ -179,6 +183,13 @@ package struct BackupChecker: Sendable {
             try await compare(key, mine, entity, manifest[key], readData: readData, into: &check)
         }
         try await adviseFullListing(remote, into: &check)
+        for file in library.removeDamagedHistoryAudio() {
+            check.problems.append(
+                .init(
+                    kind: .damagedKeptAudio, entity: "history/\(file.name)",
+                    detail: "holds \(file.bytes) bytes whose md5 is \(file.md5 ?? "unreadable"), not its name's",
+                    fix: "removed: no restore uses it (a version that names it restores without that MP3)"))
+        }
         return check
     }
 

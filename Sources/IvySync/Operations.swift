@@ -99,6 +99,8 @@ struct Resolved<Backup: EntityBackup> {
     let others: [RemoteFile]
     /// Files of the name that could not be read: never deleted unread, not even by an upload.
     var unreadable: [RemoteFile] = []
+    /// The `updated_at` of each file read, by file: which MP3 take is newer (`AudioTwins`).
+    var stamps: [DriveFileID: Milliseconds] = [:]
 
     /// Whether `chosen` holds all there is, so it can be kept as it is on Drive.
     var adoptable: Bool { value.sameContent(as: chosen.backup) }
@@ -252,6 +254,8 @@ extension SyncEngine {
         let audioPath = key.clipID.map { library.audioPath(clipID: $0) }
         var replacesAudio = false
         if context.keepsTrash, let staged { replacesAudio = try replacesOtherAudio(key, with: staged) }
+        // New bytes for the clip's MP3 are a version of the clip, even under the same JSON.
+        let newAudio = try staged.map { try replacesAudio || bringsOtherAudio(key, with: $0) } ?? false
         var kept: String?
         var placed = false
         do {
@@ -262,7 +266,11 @@ extension SyncEngine {
                 if staged != nil, let clipID = key.clipID, let audioPath {
                     try writer.keepAudioInHistory(clipID: clipID, audioPath: audioPath)
                 }
-                try write(writer)
+                if newAudio, let clipID = key.clipID {
+                    try writer.recordingAudioChange(clipID: clipID) { try write(writer) }
+                } else {
+                    try write(writer)
+                }
                 if let before {
                     let after = try writer.trashable(key)
                     let deleted = after == nil
@@ -292,6 +300,12 @@ extension SyncEngine {
     /// Whether placing `staged` would replace a clip's MP3 here with other bytes.
     private func replacesOtherAudio(_ key: EntityKey, with staged: StagedAudio) throws -> Bool {
         guard let clipID = key.clipID, let local = try library.audioMD5(clipID: clipID) else { return false }
+        return try LocalFile.md5(of: URL(fileURLWithPath: staged.path)) != local
+    }
+
+    /// Whether placing `staged` gives the clip here other audio than it has (or audio it lacks).
+    private func bringsOtherAudio(_ key: EntityKey, with staged: StagedAudio) throws -> Bool {
+        guard let clipID = key.clipID, let local = try library.audioMD5(clipID: clipID) else { return true }
         return try LocalFile.md5(of: URL(fileURLWithPath: staged.path)) != local
     }
 
@@ -512,7 +526,8 @@ extension SyncEngine {
         let twins = remote?.jsonTwins ?? []
         guard !twins.isEmpty else {
             let fetched: Fetched<Backup> = try await fetch(json)
-            return Resolved(chosen: fetched, value: fetched.backup, others: [])
+            return Resolved(
+                chosen: fetched, value: fetched.backup, others: [], stamps: [json.id: fetched.backup.updatedAt])
         }
         let base: Backup? = twinBase(key, remote, context)
         var copies: [Fetched<Backup>] = []
@@ -543,7 +558,9 @@ extension SyncEngine {
             // A copy that adds nothing keeps the chosen one's stamps, so it can be adopted as it is.
             if !merged.sameContent(as: value) { value = merged }
         }
-        return Resolved(chosen: chosen, value: value, others: copies.dropFirst().map(\.json), unreadable: unreadable)
+        return Resolved(
+            chosen: chosen, value: value, others: copies.dropFirst().map(\.json), unreadable: unreadable,
+            stamps: Dictionary(copies.map { ($0.json.id, $0.backup.updatedAt) }, uniquingKeysWith: max))
     }
 
     /// Deletes the other files of an entity's name once one of them is recorded as Drive's
@@ -593,7 +610,10 @@ extension SyncEngine {
         case .clip(let clipID):
             let resolved: Resolved<ClipBackup> = try await fetchResolved(
                 action.remote, key, context, now: now)
-            let mp3 = try usableMP3(action.remote)
+            let twins = try await resolveAudio(action.remote, key, context, stamps: resolved.stamps, moved)
+            defer { discard(twins) }
+            let remote = twins.remote
+            let mp3 = try usableMP3(remote)
             let adopt = resolved.adoptable
             let value = adopt ? resolved.chosen.backup : try Self.pushable(resolved.value)
             let audioKept = context.manifest[key]?.remoteMP3FileID == mp3.id && library.hasAudio(clipID: clipID)
@@ -602,22 +622,23 @@ extension SyncEngine {
             let audioFile = URL(fileURLWithPath: staged?.path ?? library.audioPath(clipID: clipID))
             let audioMD5 = try mp3.md5 ?? LocalFile.md5(of: audioFile)
             let agreement = adopt ? resolved.chosen.agreement(mp3: mp3, audioMD5: audioMD5, at: now) : nil
-            try applyRemote(key, context, recording: agreement, audio: staged, trash: .download) {
-                try value.save(in: $0)
+            try applyRemote(key, context, recording: agreement, audio: staged, trash: .download) { writer in
+                try keepLosingTakes(twins, of: clipID, json: resolved.chosen.data, in: writer)
+                try value.save(in: writer)
             }
             if adopt {
-                await deleteTwins(resolved.others)
+                await deleteTwins(resolved.others + twins.obsolete)
             } else {
-                _ = try await push(clip: value, replacing: resolved.replacing(action.remote), context, nil)
+                _ = try await push(clip: value, replacing: resolved.replacing(remote), context, nil)
             }
-            let bytes = staged?.bytes ?? 0
-            return Outcome(key: key, result: .done(.download, conflict: false), bytes: bytes, bytesDown: bytes)
+            let bytes = (staged?.bytes ?? 0) + twins.losers.reduce(0) { $0 + $1.staged.bytes }
+            return Outcome(key: key, result: .done(.download, conflict: twins.conflict), bytes: bytes, bytesDown: bytes)
         }
     }
 
     /// Downloads an MP3 (checked against Drive's size and md5) to a staging file beside the
     /// audio; it is moved into place only inside the transaction that checks its row.
-    private func stageAudio(_ mp3: RemoteFile, _ moved: Moved?) async throws -> StagedAudio {
+    func stageAudio(_ mp3: RemoteFile, _ moved: Moved?) async throws -> StagedAudio {
         let staged = try library.downloadStagingPath()
         do {
             try await drive.downloadFile(mp3, to: URL(fileURLWithPath: staged), progress: moved)
@@ -699,7 +720,10 @@ extension SyncEngine {
         let base: (backup: ClipBackup?, audioMD5: String?) = base(key)
         let resolved: Resolved<ClipBackup> = try await fetchResolved(action.remote, key, context, now: now)
         let remote = resolved.chosen
-        let mp3 = action.remote?.mp3 == nil ? nil : try usableMP3(action.remote)
+        let twins = try await resolveAudio(action.remote, key, context, stamps: resolved.stamps, moved)
+        defer { discard(twins) }
+        let files = twins.remote
+        let mp3 = files?.mp3 == nil ? nil : try usableMP3(files)
         guard let clipID = key.clipID, let local = try library.clip(id: clipID),
             local.updatedAt == context.snapshot.updatedAt(key)
         else {
@@ -720,22 +744,25 @@ extension SyncEngine {
             resolved.adoptable && combined.value.sameContent(as: remote.backup)
             && (audio?.choice == .remote || (mp3 != nil && localMD5 == mp3?.md5))
         let merged = adopt ? remote.backup : try Self.pushable(combined.value)
-        let staged = takesRemoteAudio ? try await stageAudio(try usableMP3(action.remote), moved) : nil
+        let staged = takesRemoteAudio ? try await stageAudio(try usableMP3(files), moved) : nil
         defer { if let staged { library.discardStagedAudio(staged.path) } }
         // Drive's copy is the base from here on, even before a merge is uploaded (see mergeBook).
         let agreement = mp3.flatMap { mp3 in
             adopt || resolved.others.isEmpty
                 ? remote.agreement(mp3: mp3, audioMD5: adopt ? mp3.md5 ?? localMD5 : mp3.md5, at: now) : nil
         }
-        try applyRemote(key, context, recording: agreement, settling: adopt, audio: staged, trash: .merge) {
-            try merged.save(in: $0)
+        try applyRemote(key, context, recording: agreement, settling: adopt, audio: staged, trash: .merge) { writer in
+            try keepLosingTakes(twins, of: clipID, json: remote.data, in: writer)
+            try merged.save(in: writer)
         }
-        let down = staged?.bytes ?? 0
-        if adopt { await deleteTwins(resolved.others) }
-        let up = adopt ? 0 : try await push(clip: merged, replacing: resolved.replacing(action.remote), context, moved)
-        let conflict = !combined.conflicts.isEmpty || audio?.conflict == true
+        let down = (staged?.bytes ?? 0) + twins.losers.reduce(0) { $0 + $1.staged.bytes }
+        if adopt { await deleteTwins(resolved.others + twins.obsolete) }
+        let up = adopt ? 0 : try await push(clip: merged, replacing: resolved.replacing(files), context, moved)
+        let conflict = !combined.conflicts.isEmpty || audio?.conflict == true || twins.conflict
         // As for a book: both sides held this clip and its audio already; only the record was missing.
-        if adopt && resolved.others.isEmpty && mine.sameContent(as: remote.backup) && localMD5 == mp3?.md5 {
+        if adopt && resolved.others.isEmpty && mine.sameContent(as: remote.backup) && localMD5 == mp3?.md5
+            && !twins.conflict
+        {
             return Outcome(key: key, result: .nothing)
         }
         return Outcome(

@@ -223,4 +223,107 @@ struct HistoryCommandTests {
             FileManager.default.contents(atPath: ivy.home + "/audio/\(clip).mp3")
                 == FileManager.default.contents(atPath: first))
     }
+
+    /// Another program (the Ivy app) replaces only the clip's MP3 on Drive, as it does: the
+    /// old file deleted, the new one created under the same JSON.
+    func replaceMP3OnDrive(_ emulator: GoogleEmulator, clip: String, with content: Data) async throws {
+        let old = try #require(
+            await emulator.state.dump().first { $0.name == "clip_\(clip).mp3" && !$0.explicitlyTrashed })
+        try await emulator.state.trash(id: old.id)
+        await emulator.state.putFile(
+            email: "alice@example.com", name: old.name, parents: old.parents, content: content, mimeType: "audio/mpeg")
+    }
+
+    @Test("an MP3 replaced alone on Drive is a version: `restore --at` a moment after the download gives it back")
+    func mp3ReplacedAloneOnDrive() async throws {
+        try await withEmulator { emulator in
+            let a = try await SignInHarness.signedIn(emulator)
+            let book = try await a.ivy.id("book", "add", "--title", "Dune")
+            let first = try a.ivy.mp3("first.mp3", size: 3000, header: Array("ID3\u{4}\0first take".utf8))
+            let clip = try await a.ivy.id(
+                "clip", "add", "--book", book, "--start", "10", "--duration", "5", "--audio", first, "--note", "fear")
+            #expect(try await a.ivy.run("sync").status == 0)
+            let second = Data("ID3\u{4}\0second take, from the app".utf8) + Data(repeating: 7, count: 4000)
+            try await replaceMP3OnDrive(emulator, clip: clip, with: second)
+            #expect(try await a.ivy.run("sync").status == 0)
+            let audio = a.ivy.home + "/audio/\(clip).mp3"
+            #expect(FileManager.default.contents(atPath: audio) == second)
+            let versions = try #require(try await a.ivy.run("history", clip, "--json").json() as? [[String: Any]])
+            #expect(versions.first?["source"] as? String == "drive", "the download is a version: \(versions)")
+            #expect(versions.first?["changed"] as? [String] == ["audio"], "\(versions)")
+            let afterDownload = try moment(a.ivy)
+            #expect(try await a.ivy.run("clip", "update", clip, "--note", "later").status == 0)
+
+            let restored = try await a.ivy.runBinaryAsync("restore", "--at", afterDownload, clip)
+            #expect(restored.status == 0, "\(restored.stderr)")
+            #expect(try a.ivy.sql("SELECT note FROM clips").first?["note"] == "fear")
+            #expect(FileManager.default.contents(atPath: audio) == second, "the MP3 it had then, byte for byte")
+            // So the next sync sends the note, never the old MP3 over Drive's.
+            #expect(try await a.ivy.run("sync").status == 0)
+            let onDrive = try #require(
+                await emulator.state.dump().first { $0.name == "clip_\(clip).mp3" && !$0.explicitlyTrashed })
+            #expect(onDrive.content == second)
+        }
+    }
+
+    @Test("a kept MP3 cut short is never restored, and `ivy check` removes it and says so")
+    func keptFileCutShort() async throws {
+        try await withEmulator { emulator in
+            let a = try await SignInHarness.signedIn(emulator)
+            let book = try await a.ivy.id("book", "add", "--title", "Dune")
+            let first = try a.ivy.mp3("first.mp3", size: 30000, header: Array("ID3\u{4}\0first".utf8))
+            let second = try a.ivy.mp3("second.mp3", size: 4000, header: Array("ID3\u{4}\0second".utf8))
+            let clip = try await a.ivy.id(
+                "clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", first, "--note", "one")
+            let before = try moment(a.ivy)
+            #expect(try await a.ivy.run("clip", "update", clip, "--audio", second).status == 0)
+            #expect(try await a.ivy.run("sync").status == 0)
+            // The first take, kept by its md5 when the second replaced it: the only kept MP3.
+            let names = try FileManager.default.contentsOfDirectory(atPath: a.ivy.home + "/history")
+            #expect(names.count == 1, "\(names)")
+            let md5 = String(try #require(names.first).prefix { $0 != "." })
+            let kept = a.ivy.home + "/history/\(md5).mp3"
+            #expect(FileManager.default.contents(atPath: kept) == FileManager.default.contents(atPath: first))
+            // A copy cut short under its final name (a kill mid-copy, before kept files were
+            // written under a temporary name), or changed in place since.
+            let handle = try #require(FileHandle(forWritingAtPath: kept))
+            try handle.truncate(atOffset: 1000)
+            try handle.close()
+            let audio = a.ivy.home + "/audio/\(clip).mp3"
+            let now = FileManager.default.contents(atPath: audio)
+
+            let restore = try await a.ivy.runBinaryAsync("restore", "--at", before, clip)
+            #expect(restore.status != 0, "\(restore.stdout)")
+            #expect(FileManager.default.contents(atPath: audio) == now, "the short copy was restored as the recording")
+
+            let check = try await a.ivy.run("check")
+            #expect(check.status == 6, "\(check.stdout)\(check.stderr)")
+            #expect(
+                check.stdout.contains("damaged_kept_audio: history/\(md5).mp3: holds 1000 bytes"), "\(check.stdout)")
+            #expect(!FileManager.default.fileExists(atPath: kept))
+        }
+    }
+
+    @Test("history turned off and on with no sync between: a version never takes another version's MP3")
+    func historyOffAndOn() async throws {
+        let ivy = try IvyHome()
+        let book = try await ivy.id("book", "add", "--title", "Dune")
+        let takes = try ["one", "two", "three"].map {
+            try ivy.mp3("\($0).mp3", size: 3000, header: Array("ID3\u{4}\0\($0)".utf8))
+        }
+        let clip = try await ivy.id(
+            "clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", takes[0], "--note", "one")
+        let first = try moment(ivy)
+        #expect(try await ivy.run("config", "set", "history_days", "0").status == 0)
+        #expect(try await ivy.run("clip", "update", clip, "--audio", takes[1]).status == 0)
+        #expect(try await ivy.run("config", "set", "history_days", "365").status == 0)
+        #expect(try await ivy.run("clip", "update", clip, "--audio", takes[2]).status == 0)
+
+        // The first version's MP3 was replaced while the history was off, so it is not kept: the
+        // restore puts back no MP3 rather than the second take, which no version of then had.
+        _ = try await ivy.run("restore", "--at", first, clip)
+        let audio = FileManager.default.contents(atPath: ivy.home + "/audio/\(clip).mp3")
+        #expect(audio != FileManager.default.contents(atPath: takes[1]), "the first version took the second take")
+        #expect(audio == FileManager.default.contents(atPath: takes[2]))
+    }
 }

@@ -130,6 +130,48 @@ struct NeverLoseAChangeTests {
         }
     }
 
+    @Test("audio replaced on two devices at once: the newer take wins, the other stays in the history, a conflict")
+    func audioReplacedAtOnce() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let (a, b) = (pair.a, pair.b)
+            let name = "clip_\(pair.clip.id).mp3"
+            try a.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "a-take", byte: 1))
+            let older = try #require(a.audio(pair.clip.id))
+            world.clock.advance(seconds: 1)
+            try b.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "b-take", byte: 2))
+            let newer = try #require(b.audio(pair.clip.id))
+            // A lists and is about to delete the old files; B replaces them meanwhile; then A's
+            // deletes find them gone and A creates its own: two MP3s of one name, A's the last.
+            await world.state.addFault(FaultRule(method: "DELETE", nth: 1, hold: true))
+            async let first = a.sync()
+            await world.state.waitForHeld(count: 1)
+            await world.state.clearFaults()
+            #expect(try await b.sync().uploaded.clips == 1)
+            await world.state.releaseHeld()
+            #expect(try await first.uploaded.clips == 1)
+            #expect(await world.files().filter { $0.name == name && !$0.explicitlyTrashed }.count == 2)
+
+            var conflicts: [String] = []
+            for device in [a, b, a, b] { conflicts += try await device.sync().conflicts }
+            #expect(conflicts.contains("clip \(pair.clip.id)"), "no conflict reported: \(conflicts)")
+            // The newer take by the clip's own updated_at, though Drive's clock says A's came last.
+            #expect(a.audio(pair.clip.id) == newer && b.audio(pair.clip.id) == newer)
+            let live = await world.files().filter { $0.name == name && !$0.explicitlyTrashed }
+            #expect(live.map(\.content) == [newer])
+            // The other take is recoverable: a version in a device's history names it, kept whole.
+            let md5 = MD5.hex(older)
+            var keptBy: [String] = []
+            for device in [a, b] {
+                let named = try device.library.history(of: EntityKey(pair.clip.id)).contains { $0.audioMD5 == md5 }
+                let file = FileManager.default.contents(atPath: device.library.historyAudioPath(md5: md5))
+                if named && file == older { keptBy.append(device.name) }
+            }
+            #expect(!keptBy.isEmpty, "A's take is in no device's history")
+            #expect(try a.snapshot() == b.snapshot())
+        }
+    }
+
     @Test("a download never replaces audio recorded here while the sync ran")
     func downloadChecksBeforeWritingAudio() async throws {
         try await withWorld { world in

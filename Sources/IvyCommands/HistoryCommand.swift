@@ -39,6 +39,12 @@ struct HistoryCommand: ContextCommand {
             changes were written, whatever the clock said. Versions are kept staggered, counted back from the \
             newest version: all of the last hour, one an hour for a day, one a day for 30 days, one a week up to \
             history_days (default 365; 0 turns history off). WHEN is \(History.momentForms).
+
+            --conflicts lists, newest first, each field that a sync's merge settled by a rule because both sides \
+            had changed it: the value kept, whose it was (here, drive, or both for joined notes), the value not \
+            kept, and the rule (later_write, tie_break, furthest_position, hidden_wins, notes_joined, \
+            note_holds_other, non_empty_note, transcription_present). The newest 1,000 are kept. `ivy status` \
+            counts those recorded since --conflicts last ran.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -46,6 +52,8 @@ struct HistoryCommand: ContextCommand {
     var id: String?
     @Option(help: ArgumentHelp("Only versions recorded at or after WHEN.", valueName: "WHEN")) var since: String?
     @Option(help: ArgumentHelp("Only versions recorded at or before WHEN.", valueName: "WHEN")) var until: String?
+    @Flag(help: "List the conflicts merges settled (the value kept and the one not), not the versions.")
+    var conflicts = false
     @Flag(help: "Print one JSON array.") var json = false
 
     /// One version as `ivy history --json` prints it.
@@ -73,10 +81,36 @@ struct HistoryCommand: ContextCommand {
         }
     }
 
+    /// One conflict as `ivy history --conflicts --json` prints it.
+    struct ConflictItem: Encodable {
+        let conflict: ConflictRecord
+
+        enum Keys: String, CodingKey {
+            case id, time, field, kept, lost, winner, rule, version
+            case entityType = "entity_type"
+            case entityID = "entity_id"
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(conflict.id, forKey: .id)
+            try container.encode(Display.date(conflict.recordedAt), forKey: .time)
+            try container.encode(conflict.key.kind.rawValue, forKey: .entityType)
+            try container.encode(conflict.key.id, forKey: .entityID)
+            try container.encode(conflict.field, forKey: .field)
+            try container.encode(conflict.kept, forKey: .kept)
+            try container.encode(conflict.lost ?? .null, forKey: .lost)
+            try container.encode(conflict.winner, forKey: .winner)
+            try container.encode(conflict.rule, forKey: .rule)
+            try container.encode(conflict.version, forKey: .version)
+        }
+    }
+
     func run(_ context: Context) async throws {
         let home = try global.home(context)
         let since = try since.map { try moment($0, option: "--since", home: home) }
         let until = try until.map { try moment($0, option: "--until", home: home) }
+        if conflicts { return try showConflicts(home: home, since: since, until: until) }
         let library = try home.library(readOnly: true)
         let key = try id.map { try entityKey($0, in: library) }
         let versions = try library.history(of: key, since: since, until: until)
@@ -98,6 +132,27 @@ struct HistoryCommand: ContextCommand {
                     ]
                 })
         }
+    }
+
+    /// The conflicts, newest first; looking at them marks them seen for `ivy status`.
+    private func showConflicts(home: Home, since: Milliseconds?, until: Milliseconds?) throws {
+        let library = try home.library()
+        let key = try id.map { try entityKey($0, in: library) }
+        let found = try library.takeConflicts(of: key, since: since, until: until)
+        if json { return try home.output.json(found.map(ConflictItem.init)) }
+        guard !found.isEmpty else {
+            return home.output.line(key.map { "No conflicts of \($0) recorded." } ?? "No conflicts recorded.")
+        }
+        let shown = IDPrefix.shown(found.map(\.key.id), full: false)
+        home.output.table(
+            ["TIME", "KIND", "ID", "FIELD", "KEPT", "WON", "LOST", "RULE"],
+            found.map {
+                [
+                    Display.date($0.recordedAt), $0.key.kind.rawValue, shown($0.key.id), $0.field,
+                    Display.cell(Self.value($0.kept), limit: 30), $0.winner,
+                    Display.cell($0.lost.map(Self.value), limit: 30), $0.rule,
+                ]
+            })
     }
 
     /// `deleted`, or the fields changed with their new values (`position=120 title="Dune"`),

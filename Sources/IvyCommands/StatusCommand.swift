@@ -31,6 +31,8 @@ struct StatusCommand: ContextCommand {
         let nextAutoSync: String?
         let orphanClips: Int
         let history: HistorySummary
+        /// Conflicts recorded since `ivy history --conflicts` last showed them.
+        let newConflicts: Int
         let heldChanges: [Held]
         /// Not printed in JSON: only says why there is no next auto sync.
         let syncEnabled: Bool
@@ -69,6 +71,7 @@ struct StatusCommand: ContextCommand {
             case historyVersions = "history_versions"
             case historySince = "history_since"
             case historyBytes = "history_bytes"
+            case newConflicts = "new_conflicts"
             case syncRunning = "sync_running"
             case syncProcess = "sync_process"
             case library
@@ -100,6 +103,7 @@ struct StatusCommand: ContextCommand {
             try container.encode(history.versions, forKey: .historyVersions)
             try container.encode(history.since.map(Display.date), forKey: .historySince)
             try container.encode(history.bytes, forKey: .historyBytes)
+            try container.encode(newConflicts, forKey: .newConflicts)
             try container.encode(syncRunning, forKey: .syncRunning)
             try container.encode(syncProcess, forKey: .syncProcess)
             try container.encode(library, forKey: .library)
@@ -156,7 +160,8 @@ struct StatusCommand: ContextCommand {
             // Never "-" while a change is held back: its error is the one that matters.
             lastError: local.lastError ?? held.first.map { "\($0.entity): \($0.reason)" },
             manifestEntries: local.manifestEntries, nextAutoSync: next, orphanClips: try library.orphanClipCount(),
-            history: try library.historySummary(), heldChanges: held, syncEnabled: enabled,
+            history: try library.historySummary(), newConflicts: try library.unseenConflicts(), heldChanges: held,
+            syncEnabled: enabled,
             signInProblem: SignInText.problem(signIn),
             syncRunning: running.running, syncProcess: running.pid, library: paths.database,
             tokenFile: paths.tokenFile, logFile: paths.logFile,
@@ -206,6 +211,11 @@ struct StatusCommand: ContextCommand {
             ),
             ("orphan clips", String(report.orphanClips)),
             ("history", Self.history(report.history)),
+            (
+                "conflicts",
+                report.newConflicts == 0
+                    ? "none new" : "\(report.newConflicts) new; see `ivy history --conflicts`"
+            ),
             (
                 "sync running",
                 report.syncRunning ? "yes" + (report.syncProcess.map { " (process \($0))" } ?? "") : "no"

@@ -9,8 +9,53 @@ package enum Merge {
     /// A merged entity and the fields that both sides changed to different values.
     package struct Merged<Value: Sendable & Equatable>: Sendable, Equatable {
         package var value: Value
-        /// Names of the fields resolved by a rule rather than taken from one side.
-        package var conflicts: [String]
+        /// The fields resolved by a rule rather than taken from one side, in field order.
+        package var conflicts: [Conflict]
+    }
+
+    /// A field both sides changed to different values, and how the merge settled it: the value
+    /// it kept, the one it did not, which side won and by which rule.
+    package struct Conflict: Sendable, Equatable {
+        /// The side whose value was kept: this device's, Drive's, or both (notes joined).
+        package enum Winner: String, Sendable, CaseIterable {
+            case here, drive, both
+        }
+
+        /// Why the kept value won. The raw values are what `ivy history --conflicts` shows.
+        package enum Rule: String, Sendable, CaseIterable {
+            /// Position: the furthest.
+            case furthestPosition = "furthest_position"
+            /// Hidden: hidden wins.
+            case hiddenWins = "hidden_wins"
+            /// The later write by `updated_at`.
+            case laterWrite = "later_write"
+            /// Equal `updated_at`: the side with the larger field values, the same on every device.
+            case tieBreak = "tie_break"
+            /// Both notes, under a dated conflict line.
+            case notesJoined = "notes_joined"
+            /// One note already holds the other (an earlier merge): the longer.
+            case noteHoldsOther = "note_holds_other"
+            /// One note emptied, the other edited: the one with text.
+            case nonEmptyNote = "non_empty_note"
+            /// A transcription wins over none.
+            case transcriptionPresent = "transcription_present"
+        }
+
+        /// The backup JSON key (`title`, `book_id`, …), or `audio` for a clip's MP3 (its md5).
+        package var field: String
+        package var kept: JSONValue
+        /// The value not kept; nil when both were kept (`notesJoined`).
+        package var lost: JSONValue?
+        package var winner: Winner
+        package var rule: Rule
+
+        package init(field: String, kept: JSONValue, lost: JSONValue?, winner: Winner, rule: Rule) {
+            self.field = field
+            self.kept = kept
+            self.lost = lost
+            self.winner = winner
+            self.rule = rule
+        }
     }
 
     /// Position: the furthest. Hidden: hidden wins. Title, artist, artwork: the later
@@ -32,8 +77,8 @@ package enum Merge {
             title: fields.pick("title", \.title),
             artist: fields.pick("artist", \.artist),
             artwork: fields.pick("artwork", \.artwork),
-            position: fields.pick("position", \.position, rule: max),
-            hidden: fields.pick("hidden", \.hidden) { $0 || $1 },
+            position: fields.pick("position", \.position) { (max($0, $1), .furthestPosition) },
+            hidden: fields.pick("hidden", \.hidden) { ($0 || $1, .hiddenWins) },
             createdAt: min(local.createdAt, remote.createdAt), updatedAt: now,
             extras: fields.extras)
         return Merged(value: merged, conflicts: fields.conflicts)
@@ -53,17 +98,28 @@ package enum Merge {
         var fields = ThreeWay(local: local, remote: remote, base: base, extras: \.extras) {
             [$0.bookID.rawValue, "\($0.start)", "\($0.duration)", $0.transcription ?? ""]
         }
-        let localWins = fields.localWins
+        let (localWins, laterRule) = (fields.localWins, fields.laterRule)
         let merged = ClipBackup(
             id: local.id,
             bookID: fields.pick("book_id", \.bookID),
             start: fields.pick("start", \.start),
             duration: fields.pick("duration", \.duration),
-            note: fields.pick("note", \.note) { note(local: $0, remote: $1, now: now) },
+            note: fields.pick("note", \.note) { mine, theirs in
+                let joined = note(local: mine, remote: theirs, now: now)
+                let rule: Conflict.Rule =
+                    if joined != mine && joined != theirs {
+                        .notesJoined
+                    } else if (joined == mine ? theirs : mine)?.isEmpty ?? true {
+                        .nonEmptyNote
+                    } else {
+                        .noteHoldsOther
+                    }
+                return (joined, rule)
+            },
             transcription: fields.pick("transcription", \.transcription) { mine, theirs in
                 switch (mine, theirs) {
-                case (nil, let other), (let other, nil): other
-                case (let mine?, let theirs?): localWins ? mine : theirs
+                case (nil, let other), (let other, nil): (other, .transcriptionPresent)
+                case (let mine?, let theirs?): (localWins ? mine : theirs, laterRule)
                 }
             },
             createdAt: min(local.createdAt, remote.createdAt), updatedAt: now,
@@ -127,8 +183,14 @@ package enum Merge {
     /// (or unknowable, without a base): the newer `updated_at` wins and it is a conflict, so a
     /// newer recording made here is never replaced silently.
     package static func audio(_ state: AudioState) -> (choice: AudioChoice, conflict: Bool) {
-        guard let localMD5 = state.localMD5 else { return (.remote, false) }
-        if let remoteMD5 = state.remoteMD5, remoteMD5 == localMD5 { return (.local, false) }
+        let merged = audioMerge(state)
+        return (merged.choice, merged.conflict != nil)
+    }
+
+    /// `audio(_:)`, with the conflict it resolved (field `audio`, the md5s as values).
+    package static func audioMerge(_ state: AudioState) -> (choice: AudioChoice, conflict: Conflict?) {
+        guard let localMD5 = state.localMD5 else { return (.remote, nil) }
+        if let remoteMD5 = state.remoteMD5, remoteMD5 == localMD5 { return (.local, nil) }
         let remoteChanged: Bool = {
             if let base = state.baseMD5, let remote = state.remoteMD5 { return base != remote }
             return state.baseFileID != state.remoteFileID
@@ -140,9 +202,14 @@ package enum Merge {
             let localWins = laterWrite(state.localUpdatedAt, state.remoteUpdatedAt) {
                 localMD5 > (state.remoteMD5 ?? "")
             }
-            return (localWins ? .local : .remote, true)
-        case (false, true): return (.remote, false)
-        case (true, false), (false, false): return (.local, false)
+            let (mine, theirs) = (JSONValue.string(localMD5), state.remoteMD5.map(JSONValue.string) ?? .null)
+            let conflict = Conflict(
+                field: "audio", kept: localWins ? mine : theirs, lost: localWins ? theirs : mine,
+                winner: localWins ? .here : .drive,
+                rule: state.localUpdatedAt == state.remoteUpdatedAt ? .tieBreak : .laterWrite)
+            return (localWins ? .local : .remote, conflict)
+        case (false, true): return (.remote, nil)
+        case (true, false), (false, false): return (.local, nil)
         }
     }
 
@@ -157,8 +224,10 @@ package enum Merge {
         let base: Backup?
         /// Whether the local side is the later write (on a tie: the larger field values).
         let localWins: Bool
-        /// Names of the fields resolved by a rule rather than taken from one side.
-        private(set) var conflicts: [String] = []
+        /// The rule that `localWins` follows: the later write, or on a tie the tie break.
+        var laterRule: Conflict.Rule { local.updatedAt == remote.updatedAt ? .tieBreak : .laterWrite }
+        /// The fields resolved by a rule rather than taken from one side.
+        private(set) var conflicts: [Conflict] = []
         private let extrasPath: KeyPath<Backup, [String: JSONValue]>
 
         /// `order` lists the entity's fields as text, for the tie break between equal
@@ -179,8 +248,11 @@ package enum Merge {
         }
 
         /// Equal sides, or one side unchanged since the base: no rule needed. Otherwise the
-        /// field is a conflict and `rule` decides.
-        mutating func pick<T: Equatable>(_ name: String, _ field: KeyPath<Backup, T>, rule: (T, T) -> T) -> T {
+        /// field is a conflict: `rule` decides, and says by which rule; the conflict records
+        /// the value kept, the one lost and whose it was.
+        mutating func pick<T: FieldValue>(
+            _ name: String, _ field: KeyPath<Backup, T>, rule: (T, T) -> (T, Conflict.Rule)
+        ) -> T {
             let mine = local[keyPath: field]
             let theirs = remote[keyPath: field]
             if mine == theirs { return mine }
@@ -188,14 +260,18 @@ package enum Merge {
                 if mine == base[keyPath: field] { return theirs }
                 if theirs == base[keyPath: field] { return mine }
             }
-            conflicts.append(name)
-            return rule(mine, theirs)
+            let (value, reason) = rule(mine, theirs)
+            let (lost, winner): (T?, Conflict.Winner) =
+                value == mine ? (theirs, .here) : value == theirs ? (mine, .drive) : (nil, .both)
+            conflicts.append(
+                Conflict(field: name, kept: value.jsonValue, lost: lost?.jsonValue, winner: winner, rule: reason))
+            return value
         }
 
         /// `pick` whose rule is the later write's value.
-        mutating func pick<T: Equatable>(_ name: String, _ field: KeyPath<Backup, T>) -> T {
-            let localWins = localWins
-            return pick(name, field) { localWins ? $0 : $1 }
+        mutating func pick<T: FieldValue>(_ name: String, _ field: KeyPath<Backup, T>) -> T {
+            let (localWins, rule) = (localWins, laterRule)
+            return pick(name, field) { (localWins ? $0 : $1, rule) }
         }
 
         /// Unknown keys, three-way per key; a key changed on both sides takes the later
@@ -246,6 +322,31 @@ package enum Merge {
             "{" + fields.keys.sorted().map { "\($0):" + canonical(fields[$0] ?? .null) }.joined(separator: ",") + "}"
         }
     }
+}
+
+/// A field's value as a conflict records it: as its backup JSON says it.
+private protocol FieldValue: Equatable {
+    var jsonValue: JSONValue { get }
+}
+
+extension String: FieldValue {
+    fileprivate var jsonValue: JSONValue { .string(self) }
+}
+
+extension Double: FieldValue {
+    fileprivate var jsonValue: JSONValue { .number(self) }
+}
+
+extension Bool: FieldValue {
+    fileprivate var jsonValue: JSONValue { .bool(self) }
+}
+
+extension BookID: FieldValue {
+    fileprivate var jsonValue: JSONValue { .string(rawValue) }
+}
+
+extension Optional: FieldValue where Wrapped: FieldValue {
+    fileprivate var jsonValue: JSONValue { map(\.jsonValue) ?? .null }
 }
 
 /// A calendar date in UTC, computed without Foundation so the core stays pure.

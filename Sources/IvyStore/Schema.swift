@@ -49,6 +49,9 @@ enum Schema {
         migrator.registerMigration("v11: history in the order of changes") { db in
             try db.execute(sql: v11)
         }
+        migrator.registerMigration("merge conflicts: the values a merge did not keep") { db in
+            try db.execute(sql: mergeConflicts)
+        }
         return migrator
     }
 
@@ -401,6 +404,30 @@ enum Schema {
     static let clipVersionWithAudio = """
         INSERT INTO history (entity_type, entity_id, recorded_at, source, operation, json, audio_md5)
         VALUES ('clip', ?, \(clampedNow), \(historySource), ?, ?, ?)
+        """
+
+    /// The merge conflicts (see `ConflictRecord`): per field a merge settled by a rule, the value
+    /// kept and the one not kept (`lost_json`, NULL when both were kept), as JSON; whose value
+    /// won (`here`, `drive`, `both`), by which rule, when, and the history version the merge
+    /// wrote (`history_id`, NULL when history was off or the write made none). No foreign key:
+    /// a conflict outlives its version's pruning, since it holds both values itself. `seen`
+    /// turns 1 when `ivy history --conflicts` has shown it. AUTOINCREMENT ids, so the order
+    /// rows were written in is their id's even after the oldest are trimmed.
+    private static let mergeConflicts = """
+        CREATE TABLE merge_conflicts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            entity_type TEXT NOT NULL CHECK (entity_type IN ('book','clip')),
+            entity_id TEXT NOT NULL,
+            field TEXT NOT NULL,
+            kept_json TEXT NOT NULL,
+            lost_json TEXT,
+            winner TEXT NOT NULL CHECK (winner IN ('here','drive','both')),
+            rule TEXT NOT NULL,
+            recorded_at INTEGER NOT NULL,
+            history_id INTEGER,
+            seen INTEGER NOT NULL DEFAULT 0 CHECK (seen IN (0, 1))
+        );
+        CREATE INDEX merge_conflicts_unseen ON merge_conflicts(seen) WHERE seen = 0;
         """
 
     private static let historySource = """

@@ -245,9 +245,13 @@ extension SyncEngine {
     /// is renamed over inside the transaction), so that MP3 can be its only copy: the purge
     /// keeps such a file as long as an entry would be kept, and a failed commit after the
     /// rename keeps it too.
+    ///
+    /// The conflicts a merge resolved are recorded in the same transaction, after the write,
+    /// with the history version it made.
     private func applyRemote(
         _ key: EntityKey, _ context: Context, recording agreement: Agreement? = nil, settling: Bool = true,
-        audio staged: StagedAudio? = nil, trash reason: TrashReason, _ write: (EngineWriter) throws -> Void
+        audio staged: StagedAudio? = nil, conflicts: [Merge.Conflict] = [], trash reason: TrashReason,
+        _ write: (EngineWriter) throws -> Void
     ) throws {
         let expected = context.snapshot.updatedAt(key)
         // A book has no audio: none is kept, replaced or placed for it.
@@ -266,11 +270,13 @@ extension SyncEngine {
                 if staged != nil, let clipID = key.clipID, let audioPath {
                     try writer.keepAudioInHistory(clipID: clipID, audioPath: audioPath)
                 }
+                let versionBefore = conflicts.isEmpty ? nil : try writer.latestVersion(key)
                 if newAudio, let clipID = key.clipID {
                     try writer.recordingAudioChange(clipID: clipID) { try write(writer) }
                 } else {
                     try write(writer)
                 }
+                try writer.recordConflicts(conflicts, of: key, at: clock.now(), versionBefore: versionBefore)
                 if let before {
                     let after = try writer.trashable(key)
                     let deleted = after == nil
@@ -695,9 +701,9 @@ extension SyncEngine {
         // Drive's copy is the base from here on, even before the merge is uploaded: a sync
         // killed or failing in between merges Drive's next edit against what this one took.
         let recorded = adopt || resolved.others.isEmpty ? remote.agreement(at: now) : nil
-        try applyRemote(key, context, recording: recorded, settling: adopt, trash: .merge) {
-            try merged.save(in: $0)
-        }
+        try applyRemote(
+            key, context, recording: recorded, settling: adopt, conflicts: combined.conflicts, trash: .merge
+        ) { try merged.save(in: $0) }
         if adopt {
             await deleteTwins(resolved.others)
         } else {
@@ -733,7 +739,7 @@ extension SyncEngine {
         let combined = Merge.clipMerge(local: mine, remote: resolved.value, base: base.backup, now: now)
         let localMD5 = try library.audioMD5(clipID: clipID)
         let audio = mp3.map { mp3 in
-            Merge.audio(
+            Merge.audioMerge(
                 Merge.AudioState(
                     localMD5: localMD5, localUpdatedAt: local.updatedAt, remoteMD5: mp3.md5, remoteFileID: mp3.id,
                     remoteUpdatedAt: remote.backup.updatedAt, baseMD5: base.audioMD5,
@@ -751,14 +757,17 @@ extension SyncEngine {
             adopt || resolved.others.isEmpty
                 ? remote.agreement(mp3: mp3, audioMD5: adopt ? mp3.md5 ?? localMD5 : mp3.md5, at: now) : nil
         }
-        try applyRemote(key, context, recording: agreement, settling: adopt, audio: staged, trash: .merge) { writer in
+        let conflicts = combined.conflicts + [audio?.conflict].compactMap { $0 }
+        try applyRemote(
+            key, context, recording: agreement, settling: adopt, audio: staged, conflicts: conflicts, trash: .merge
+        ) { writer in
             try keepLosingTakes(twins, of: clipID, json: remote.data, in: writer)
             try merged.save(in: writer)
         }
         let down = (staged?.bytes ?? 0) + twins.losers.reduce(0) { $0 + $1.staged.bytes }
         if adopt { await deleteTwins(resolved.others + twins.obsolete) }
         let up = adopt ? 0 : try await push(clip: merged, replacing: resolved.replacing(files), context, moved)
-        let conflict = !combined.conflicts.isEmpty || audio?.conflict == true || twins.conflict
+        let conflict = !conflicts.isEmpty || twins.conflict
         // As for a book: both sides held this clip and its audio already; only the record was missing.
         if adopt && resolved.others.isEmpty && mine.sameContent(as: remote.backup) && localMD5 == mp3?.md5
             && !twins.conflict

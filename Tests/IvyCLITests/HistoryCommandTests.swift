@@ -166,6 +166,58 @@ struct HistoryCommandTests {
         #expect(sources.prefix(2).map { $0["source"] as? String } == ["restore", "restore"])
     }
 
+    @Test("a title changed on two devices: the merging device lists both titles and the rule, status counts it once")
+    func conflictsYouCanSee() async throws {
+        try await withEmulator { emulator in
+            let a = try await SignInHarness.signedIn(emulator)
+            let b = try await SignInHarness.signedIn(emulator)
+            let book = try await a.ivy.id("book", "add", "--title", "Dune")
+            #expect(try await a.ivy.run("sync").status == 0)
+            #expect(try await b.ivy.run("sync").status == 0)
+            // Drive's title is long, and holds a C1 control: the table escapes it and cuts it.
+            let phone = "Dune (phone)\u{9B}31m, the edition with a much longer subtitle"
+            #expect(try await a.ivy.run("book", "update", book, "--title", phone).status == 0)
+            #expect(try await a.ivy.run("sync").status == 0)
+            // Renamed on b after a: b's is the later write, and b's sync merges the two.
+            #expect(try await b.ivy.run("book", "update", book, "--title", "Dune (laptop)").status == 0)
+            #expect(try await b.ivy.run("sync").status == 0)
+
+            let status = try #require(try await b.ivy.run("status", "--json").json() as? [String: Any])
+            #expect(status["new_conflicts"] as? Int == 1, "\(status)")
+            let table = try await b.ivy.run("status").stdout
+            #expect(table.contains("conflicts         1 new; see `ivy history --conflicts`"), "\(table)")
+
+            let listing = try await b.ivy.runBinaryAsync("history", "--conflicts")
+            #expect(listing.status == 0, "\(listing.stderr)")
+            #expect(listing.lines.first?.hasPrefix("TIME") == true && listing.lines.count == 2, "\(listing.stdout)")
+            let row = listing.lines.last ?? ""
+            for shown in ["book", "title", "\"Dune (laptop)\"  here", "\"Dune (phone)\\u{9B}31m", "…", "later_write"] {
+                #expect(row.contains(shown), "\(shown) in \(row)")
+            }
+            #expect(!row.contains("subtitle") && !row.unicodeScalars.contains("\u{9B}"), "\(row)")
+            let listed = try #require(
+                try await b.ivy.runBinaryAsync("history", "--conflicts", "--json").json() as? [[String: Any]])
+            #expect(listed.count == 1)
+            let conflict = try #require(listed.first)
+            #expect(conflict["entity_type"] as? String == "book" && conflict["entity_id"] as? String == book)
+            #expect(conflict["field"] as? String == "title" && conflict["rule"] as? String == "later_write")
+            #expect(conflict["kept"] as? String == "Dune (laptop)" && conflict["lost"] as? String == phone)
+            #expect(conflict["winner"] as? String == "here" && conflict["time"] is String)
+            // Tied to the version the merge wrote, which holds the kept title.
+            let versions = try #require(try await b.ivy.run("history", book, "--json").json() as? [[String: Any]])
+            let version = try #require(versions.first { $0["version"] as? Int == conflict["version"] as? Int })
+            #expect((version["entity"] as? [String: Any])?["title"] as? String == "Dune (laptop)")
+
+            let after = try #require(try await b.ivy.run("status", "--json").json() as? [String: Any])
+            #expect(after["new_conflicts"] as? Int == 0, "\(after)")
+            #expect(try await b.ivy.run("status").stdout.contains("conflicts         none new"))
+            // The device that did not merge has none to show; the merge reached it.
+            #expect(try await a.ivy.run("sync").status == 0)
+            #expect(try await a.ivy.run("history", "--conflicts").stdout == "No conflicts recorded.\n")
+            #expect(try a.ivy.sql("SELECT title FROM books").first?["title"] == "Dune (laptop)")
+        }
+    }
+
     @Test("history_days 0 stops the history, and the next sync purges it")
     func purge() async throws {
         try await withEmulator { emulator in

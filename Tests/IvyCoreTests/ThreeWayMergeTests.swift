@@ -59,7 +59,7 @@ struct ThreeWayMergeTests {
         #expect(merged.value.title == "Mine")  // the later write
         #expect(merged.value.position == 200)  // the furthest
         #expect(merged.value.hidden)  // hidden wins: only their side changed it
-        #expect(merged.conflicts.sorted() == ["position", "title"])
+        #expect(merged.conflicts.map(\.field).sorted() == ["position", "title"])
     }
 
     @Test("a cleared artist on one side stays cleared: a change to nil is a change")

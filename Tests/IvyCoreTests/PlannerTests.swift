@@ -323,11 +323,19 @@ struct PlannerRuleTests {
             books: [F.book("b1")], files: [older, newest], manifest: [F.synced(bookKey, remote: 900, fileID: "newest")])
         #expect(only(quiet) == ["merge book b1"])
         #expect(quiet.staleDuplicates.isEmpty)
-        // New here: the download reads every JSON; an MP3's older twin is a stale duplicate still.
+        // New here: the download reads every JSON, and every MP3 whose content may differ (issue 37);
+        // an MP3's older twin with the same md5 as Drive lists for the current one is a stale duplicate.
         let twinJSON = RemoteFile(id: "j-old", name: "clip_c1.json", modifiedTime: 100)
-        let pulled = plan(files: [F.json(clipKey), twinJSON, F.mp3("c1"), F.mp3("c1", fileID: "m-old", modified: 1)])
+        var sameMP3 = F.mp3("c1")
+        sameMP3.md5 = "aa"
+        var sameTwin = F.mp3("c1", fileID: "m-old", modified: 1)
+        sameTwin.md5 = "aa"
+        let pulled = plan(files: [F.json(clipKey), twinJSON, sameMP3, sameTwin])
         #expect(only(pulled) == ["download clip c1"])
         #expect(pulled.staleDuplicates.map(\.file.id) == ["m-old"])
+        let otherTake = plan(files: [F.json(clipKey), F.mp3("c1"), F.mp3("c1", fileID: "m-old", modified: 1)])
+        #expect(only(otherTake) == ["download clip c1"])
+        #expect(otherTake.staleDuplicates.isEmpty, "an MP3 of unknown content is read before it is deleted")
         let uploading = plan(
             books: [F.book("b1", updated: 300)], files: [older, newest],
             manifest: [F.synced(bookKey, remote: 900, fileID: "newest")])

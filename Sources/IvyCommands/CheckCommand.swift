@@ -21,7 +21,9 @@ struct CheckCommand: ContextCommand {
             md5 of the audio here, that no two files share a name, and what is on Drive only. Changes still in the \
             queue are listed as pending: like changes held back after failing, they are not on Drive yet. Without \
             --read-data the JSON files are compared by Drive's md5; with it each is downloaded and compared field by \
-            field. Exit 0 when everything matches, 6 when something differs or is not on Drive yet.
+            field. A second file of a JSON's name that a sync read and could not use is listed as unreadable_json: \
+            syncs leave it alone (not read again while unchanged, never deleted); delete it in Drive to be rid of \
+            it. Exit 0 when everything matches, 6 when something differs or is not on Drive yet.
             """)
 
     @OptionGroup var global: GlobalOptions

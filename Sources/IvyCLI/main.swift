@@ -93,5 +93,6 @@ let context = Context(
     clock: WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) },
     ids: .uuid,
     interruptions: interruptions,
-    build: buildStamp())
+    build: buildStamp(),
+    localZone: ProcessTimeZone.zone)
 exit(await IvyCommand.main(Array(CommandLine.arguments.dropFirst()), context: context))

@@ -22,8 +22,10 @@ struct CheckCommand: ContextCommand {
             queue are listed as pending: like changes held back after failing, they are not on Drive yet. Without \
             --read-data the JSON files are compared by Drive's md5; with it each is downloaded and compared field by \
             field. It also checks that every MP3 kept in the history has the md5 its name says, and removes one \
-            that does not (no restore may use it): the one thing it changes. Exit 0 when everything matches, 6 \
-            when something differs or is not on Drive yet.
+            that does not (no restore may use it): the one thing it changes. A second file of a JSON's \
+            name that a sync read and could not use is listed as unreadable_json: syncs leave it alone (not read \
+            again while unchanged, never deleted); delete it in Drive to be rid of it. Exit 0 when everything \
+            matches, 6 when something differs or is not on Drive yet.
             """)
 
     @OptionGroup var global: GlobalOptions

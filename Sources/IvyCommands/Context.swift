@@ -75,14 +75,20 @@ package struct Context: Sendable {
     /// What `scripts/package` stamped on the running binary: its commit and built-in OAuth
     /// client (`BuildStamp.none` for a plain `swift build`, and by default in tests).
     package var build: BuildStamp
+    /// The time zone a local `WHEN` (`2026-03-29 02:30`) is read in, given `TZ` (nil when it is
+    /// unset): the binary's is the C library's reading of it, which takes every form glibc
+    /// does; by default (commands run in-process by tests) Foundation's, which knows names.
+    package var localZone: @Sendable (_ tz: String?) throws -> LocalZone
 
     package init(
         streams: Streams, terminal: Terminal, environment: [String: String], workingDirectory: String,
         readLine: @escaping @Sendable () -> String?, clock: WallClock, ids: IDGenerator,
         interruptions: @escaping @Sendable (@escaping @Sendable (Int32) -> Void) -> Void = { _ in },
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-        healthDeadline: Duration = .seconds(10), build: BuildStamp = .none
+        healthDeadline: Duration = .seconds(10), build: BuildStamp = .none,
+        localZone: @escaping @Sendable (_ tz: String?) throws -> LocalZone = LocalZone.named
     ) {
+        self.localZone = localZone
         self.build = build
         self.healthDeadline = healthDeadline
         self.interruptions = interruptions
@@ -101,5 +107,30 @@ package struct Context: Sendable {
     package func userPath(_ path: String) -> String {
         guard !path.hasPrefix("/") else { return path }
         return (workingDirectory as NSString).appendingPathComponent(path)
+    }
+}
+
+/// A `TZ` that names no time zone: refused rather than read as UTC, as the C library would.
+package struct UnknownTimeZone: LocalizedError {
+    package let value: String
+
+    package init(_ value: String) { self.value = value }
+
+    package var errorDescription: String? {
+        "TZ '\(value)' names no time zone: set it to a zone name such as Europe/Berlin (one of "
+            + "/usr/share/zoneinfo), a zone file's path, or a POSIX rule such as CET-1CEST,M3.5.0,M10.5.0/3 — or "
+            + "give WHEN as an RFC 3339 time (2026-03-01T09:30:00Z)"
+    }
+}
+
+extension LocalZone {
+    /// `TZ` as Foundation reads it: a zone name, with or without the leading colon; the
+    /// system's zone when it is unset, UTC when it is empty.
+    package static func named(_ tz: String?) throws -> LocalZone {
+        guard let tz else { return LocalZone(.current, name: "the system's time zone") }
+        let name = tz.hasPrefix(":") ? String(tz.dropFirst()) : tz
+        if name.isEmpty, let utc = TimeZone(secondsFromGMT: 0) { return LocalZone(utc, name: "UTC") }
+        guard let zone = TimeZone(identifier: name) else { throw UnknownTimeZone(tz) }
+        return LocalZone(zone, name: tz)
     }
 }

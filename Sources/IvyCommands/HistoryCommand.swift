@@ -3,27 +3,63 @@ import Foundation
 import IvyCore
 import IvyStore
 
-/// Parses a `WHEN` (`History.moment`), or says what is accepted.
+/// Parses a `WHEN` (`History.moment`) with a local time in `TZ`'s zone, or says what is
+/// accepted. A local time the clocks skipped or passed twice there is refused, the second
+/// with both moments it can be.
 func moment(_ text: String, option: String, home: Home) throws -> Milliseconds {
-    let zone = home.environment["TZ"].flatMap { TimeZone(identifier: $0) } ?? .current
-    guard let value = History.moment(text, now: home.clock.now(), timeZone: zone) else {
-        throw ValidationError("invalid \(option) '\(text)': give \(History.momentForms)")
+    let tz = home.environment["TZ"]
+    let zone = Result { try home.localZone(tz) }
+    let now = home.clock.now()
+    let parsed = Result { () throws(MomentError) -> Milliseconds in
+        try History.moment(text, now: now, zone: try? zone.get())
     }
-    return value
+    let problem: MomentError
+    switch parsed {
+    case .success(let value): return value
+    case .failure(let error): problem = error
+    }
+    let name = (try? zone.get())?.name ?? tz ?? "this time zone"
+    switch problem {
+    case .malformed:
+        throw ValidationError("invalid \(option) '\(text)': give \(History.momentForms)")
+    case .noZone:
+        let why = zone.failure.map { ($0 as? LocalizedError)?.errorDescription ?? $0.localizedDescription }
+        throw ValidationError("\(option) '\(text)' is a local time, and " + (why ?? "no time zone reads it"))
+    case .skipped(let wall):
+        throw ValidationError(
+            "\(option) '\(text)': \(LocalTime.text(wall: wall)) never happened in \(name) (the clocks were put "
+                + "forward over it); give a time outside that gap, or an RFC 3339 time with its offset")
+    case .ambiguous(let wall, let first, let second):
+        throw ValidationError(
+            "\(option) '\(text)': \(LocalTime.text(wall: wall)) happened twice in \(name) (the clocks were put "
+                + "back over it): give \(first.rfc3339) for the first (\(first.utc)) or \(second.rfc3339) for the "
+                + "second (\(second.utc))")
+    }
 }
 
-/// What an id names: a book or a clip of this library or its history.
+/// How a local WHEN is read, for `--help`.
+private let localWhen = """
+    A local WHEN is read in the time zone TZ names, in any form the C library takes (Europe/Berlin, \
+    :Europe/Berlin, a zone file, a POSIX rule such as CET-1CEST,M3.5.0,M10.5.0/3); a TZ that names no zone is \
+    refused, as is a local time the clocks skipped or passed twice (the autumn hour: both moments are shown).
+    """
+
+extension Result {
+    /// The error, when it failed.
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { error } else { nil }
+    }
+}
+
+/// What an id, or its first 4 or more characters, names: a book or a clip of this library or
+/// its history (`IDPrefix.entity`).
 func entityKey(_ id: String, in library: LibraryDatabase) throws -> EntityKey {
     guard EntityID.isValid(id) else {
         throw ValidationError(
-            "'\(id)' is not a book or clip id: ids are lowercase UUIDs such as 3f2a9c1e-…; `ivy history` shows them")
+            "'\(id)' is not a book or clip id: ids are lowercase UUIDs such as 3f2a9c1e-…, or their first "
+                + "\(IDPrefix.shortest) or more characters; `ivy history` shows them")
     }
-    if try library.book(id: BookID(id)) != nil { return EntityKey(.book, id) }
-    if try library.clip(id: ClipID(id)) != nil { return EntityKey(.clip, id) }
-    for kind in EntityKind.allCases where try !library.history(of: EntityKey(kind, id)).isEmpty {
-        return EntityKey(kind, id)
-    }
-    throw ValidationError("no book or clip \(id) in this library or its history")
+    return try IDPrefix.entity(id, in: library)
 }
 
 struct HistoryCommand: ContextCommand {
@@ -38,7 +74,7 @@ struct HistoryCommand: ContextCommand {
             in history/, and one whose content is not that md5 is never restored. Newest first is the order the \
             changes were written, whatever the clock said. Versions are kept staggered, counted back from the \
             newest version: all of the last hour, one an hour for a day, one a day for 30 days, one a week up to \
-            history_days (default 365; 0 turns history off). WHEN is \(History.momentForms).
+            history_days (default 365; 0 turns history off). WHEN is \(History.momentForms). \(localWhen)
 
             --conflicts lists, newest first, each field that a sync's merge settled by a rule because both sides \
             had changed it: the value kept, whose it was (here, drive, or both for joined notes), the value not \
@@ -48,7 +84,10 @@ struct HistoryCommand: ContextCommand {
             """)
 
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "A book or clip id: its versions, newest first. Without one: every change, newest first.")
+    @Argument(
+        help: ArgumentHelp(
+            "A book or clip id, or its first 4 or more characters: its versions, newest first. Without one: every "
+                + "change, newest first."))
     var id: String?
     @Option(help: ArgumentHelp("Only versions recorded at or after WHEN.", valueName: "WHEN")) var since: String?
     @Option(help: ArgumentHelp("Only versions recorded at or before WHEN.", valueName: "WHEN")) var until: String?
@@ -187,12 +226,14 @@ struct RestoreCommand: ContextCommand {
             joined later, or was offline) is left as it is, and --dry-run lists it. It asks first on a terminal and \
             needs --yes elsewhere. A clip whose MP3 of then is no longer kept, or is missing here, is left as it is \
             and said, the rest is restored, and the exit status is 5. It is one transaction and is itself kept in \
-            the history: restoring to a moment before it undoes it. It waits for a running sync.
+            the history: restoring to a moment before it undoes it. It waits for a running sync. \(localWhen)
             """)
 
     @OptionGroup var global: GlobalOptions
     @Option(help: ArgumentHelp("The moment to go back to.", valueName: "WHEN")) var at: String
-    @Argument(help: "Books and clips to restore (by id); without any, the whole library.") var ids: [String] = []
+    @Argument(
+        help: "Books and clips to restore, by id or its first 4 or more characters; without any, the whole library.")
+    var ids: [String] = []
     @Flag(help: "Print what would change, and change nothing.") var dryRun = false
     @Flag(help: "Do not ask for confirmation of a whole-library restore.") var yes = false
 

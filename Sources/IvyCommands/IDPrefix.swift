@@ -42,6 +42,38 @@ enum IDPrefix {
         ClipID(try resolve(text, kind: .clip, in: library))
     }
 
+    /// The book or clip `text` names, of this library or only of its history (a clip deleted
+    /// here): a whole id, or the first `shortest` or more characters of one id alone among
+    /// them all. `ivy history` and `ivy restore` take either kind.
+    static func entity(_ text: String, in library: LibraryDatabase) throws -> EntityKey {
+        if isWhole(text) {
+            if try library.book(id: BookID(text)) != nil { return EntityKey(.book, text) }
+            if try library.clip(id: ClipID(text)) != nil { return EntityKey(.clip, text) }
+            for kind in EntityKind.allCases where try !library.history(of: EntityKey(kind, text)).isEmpty {
+                return EntityKey(kind, text)
+            }
+            throw ValidationError("no book or clip \(text) in this library or its history")
+        }
+        guard text.count >= shortest else {
+            throw ValidationError(
+                "'\(text)' is too short to name a book or clip: give at least \(shortest) characters of its id "
+                    + "(`ivy history` shows them)")
+        }
+        var matches: [(kind: EntityKind, match: IDMatch)] = []
+        for kind in EntityKind.allCases {
+            matches += try library.matches(kind, idPrefix: text, limit: listed + 1).map { (kind, $0) }
+        }
+        let here = Set(matches.map { EntityKey($0.kind, $0.match.id) })
+        matches += try library.historyMatches(idPrefix: text, limit: listed + 1 + here.count)
+            .filter { !here.contains(EntityKey($0.kind, $0.match.id)) }
+        switch matches.count {
+        case 0: throw ValidationError("no book or clip with an id starting \(text) in this library or its history")
+        case 1: return EntityKey(matches[0].kind, matches[0].match.id)
+        default:
+            throw IDPrefixError.ambiguousEntity(prefix: text, matches: matches.sorted { $0.match.id < $1.match.id })
+        }
+    }
+
     /// The whole id `text` names: `text` itself when it is a whole id (whether the library has
     /// it is the command's to say, as before prefixes), else the one id starting with it.
     private static func resolve(_ text: String, kind: EntityKind, in library: LibraryDatabase) throws -> String {
@@ -87,6 +119,8 @@ enum IDPrefix {
 enum IDPrefixError: LocalizedError {
     case unknown(kind: EntityKind, prefix: String)
     case ambiguous(kind: EntityKind, prefix: String, matches: [IDMatch])
+    /// A prefix of `ivy history` or `ivy restore`, which take books and clips alike.
+    case ambiguousEntity(prefix: String, matches: [(kind: EntityKind, match: IDMatch)])
 
     var errorDescription: String? {
         switch self {
@@ -94,22 +128,33 @@ enum IDPrefixError: LocalizedError {
             return "no \(kind.rawValue) with id \(prefix) or an id starting with it; `ivy \(kind.rawValue) list"
                 + (kind == .book ? " --all" : "") + "` shows them"
         case .ambiguous(let kind, let prefix, let matches):
-            let shown = matches.prefix(IDPrefix.listed).map { match in
-                let words =
-                    switch kind {
-                    case .book: Display.cell(match.title, limit: 50)
-                    case .clip: Display.cell(match.title, limit: 30) + "  " + Display.cell(match.note, limit: 30)
-                    }
-                return "  \(match.id)  \(words)"
-            }
+            let shown = matches.prefix(IDPrefix.listed).map { "  \($0.id)  \(Self.words(kind, $0))" }
             let more = matches.count > IDPrefix.listed ? ["  …"] : []
             return (["'\(prefix)' names more than one \(kind.rawValue); give more of the id:"] + shown + more)
                 .joined(separator: "\n")
+        case .ambiguousEntity(let prefix, let matches):
+            let shown = matches.prefix(IDPrefix.listed).map {
+                "  \($0.kind.rawValue) \($0.match.id)  \(Self.words($0.kind, $0.match))"
+            }
+            let more = matches.count > IDPrefix.listed ? ["  …"] : []
+            return (["'\(prefix)' names more than one book or clip; give more of the id:"] + shown + more)
+                .joined(separator: "\n")
+        }
+    }
+
+    /// What tells a match from the others: a book's title, a clip's book title and note.
+    private static func words(_ kind: EntityKind, _ match: IDMatch) -> String {
+        switch kind {
+        case .book: Display.cell(match.title, limit: 50)
+        case .clip: Display.cell(match.title, limit: 30) + "  " + Display.cell(match.note, limit: 30)
         }
     }
 
     /// Which id was meant is the person's to say: a usage error (64), as git's is.
     var isUsage: Bool {
-        if case .ambiguous = self { true } else { false }
+        switch self {
+        case .ambiguous, .ambiguousEntity: true
+        case .unknown: false
+        }
     }
 }

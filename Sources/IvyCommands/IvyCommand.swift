@@ -185,6 +185,8 @@ struct Home {
 
     var environment: [String: String] { context.environment }
     var clock: WallClock { context.clock }
+    /// The time zone `TZ` (nil when unset) names (`Context.localZone`).
+    func localZone(_ tz: String?) throws -> LocalZone { try context.localZone(tz) }
     var ids: IDGenerator { context.ids }
     var terminal: Terminal { context.terminal }
     var output: Output { Output(context) }

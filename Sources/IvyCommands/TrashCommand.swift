@@ -87,7 +87,8 @@ extension TrashCommand {
         @Argument(
             help: ArgumentHelp(
                 "The entry's id, as `ivy trash list` shows it, or a book's or clip's id or its first 4 or more "
-                    + "characters (its newest entry).",
+                    + "characters (its newest entry). Digits that are both an entry's id and the start of an id in "
+                    + "the trash are refused as ambiguous.",
                 valueName: "ID"))
         var id: String
         @Flag(
@@ -115,9 +116,21 @@ extension TrashCommand {
         private func entryID(in library: LibraryDatabase) throws -> Int64 {
             let entries = try library.trashEntries()
             let number = Int64(id)
-            // An entry's number wins; digits that are no entry's may start an id (`12345678`).
-            if let number, number >= 1, entries.contains(where: { $0.id == number }) { return number }
             let named = IDPrefix.isWhole(id) ? [id] : Array(Set(entries.map(\.key.id).filter { $0.hasPrefix(id) }))
+            // Digits may be an entry's number and start an id (`0003`, `12345678`): which one was
+            // meant is the person's to say.
+            if let number, number >= 1, let numbered = entries.first(where: { $0.id == number }) {
+                guard id.count >= IDPrefix.shortest, !named.isEmpty else { return number }
+                let started = entries.filter { named.contains($0.key.id) }.map {
+                    "\($0.key.kind.rawValue) \($0.key.id)"
+                }
+                let entry = TrashCommand.entryWords(numbered)
+                throw ValidationError(
+                    "'\(id)' is both trash entry \(number) (\(entry)) and the start of the id of "
+                        + Array(Set(started)).sorted().joined(separator: ", ") + " in the trash; give "
+                        + "`ivy trash restore \(number)` for the entry, or more of the id for the "
+                        + (named.count == 1 ? "book or clip" : "books and clips"))
+            }
             guard named.count <= 1 else {
                 let listed = entries.filter { named.contains($0.key.id) }.map { "\($0.key.kind.rawValue) \($0.key.id)" }
                 throw ValidationError(
@@ -185,6 +198,13 @@ extension TrashCommand {
             let removed = try library.emptyTrash()
             home.output.line("Removed \(removed) trash entr\(removed == 1 ? "y" : "ies").")
         }
+    }
+
+    /// An entry in words: `clip 5f2e… "note", deleted by sync`.
+    static func entryWords(_ entry: TrashEntry) -> String {
+        let (title, note) = TrashCommand.described(entry)
+        let words = (title ?? note).map { " \"" + Display.cell($0, limit: 30) + "\"" } ?? ""
+        return "\(entry.key.kind.rawValue) \(entry.key.id)\(words), \(entry.reason.description)"
     }
 
     /// A book's title or a clip's note, the entry's JSON decoded once.

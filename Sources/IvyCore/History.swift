@@ -93,8 +93,11 @@ package enum History {
 
     /// Parses a moment as `ivy history` and `ivy restore --at` take it: an RFC 3339 time, a
     /// local `YYYY-MM-DD` (its midnight) or `YYYY-MM-DD HH:MM[:SS]` (also with a `T`), or a
-    /// duration ago (`90s`, `90m`, `2h`, `3d`, `2w`). Nil when it is none of these.
-    package static func moment(_ text: String, now: Milliseconds, timeZone: TimeZone) -> Milliseconds? {
+    /// duration ago (`90s`, `90m`, `2h`, `3d`, `2w`). A local time is read in `zone`: one the
+    /// clocks skipped, or passed twice, names no single moment and is refused.
+    package static func moment(_ text: String, now: Milliseconds, zone: LocalZone?) throws(MomentError)
+        -> Milliseconds
+    {
         let trimmed = text.trimmingSpaces()
         if let unit = trimmed.last, let count = Int64(trimmed.dropLast()), count >= 0, count < 1_000_000 {
             let seconds: Int64? =
@@ -113,17 +116,14 @@ package enum History {
         if let date = rfc.date(from: trimmed) { return Milliseconds((date.timeIntervalSince1970 * 1000).rounded()) }
         rfc.formatOptions = [.withInternetDateTime]
         if let date = rfc.date(from: trimmed) { return Milliseconds((date.timeIntervalSince1970 * 1000).rounded()) }
-        let local = DateFormatter()
-        local.locale = Locale(identifier: "en_US_POSIX")
-        local.timeZone = timeZone
-        local.isLenient = false
-        for format in ["yyyy-MM-dd", "yyyy-MM-dd HH:mm", "yyyy-MM-dd HH:mm:ss", "yyyy-MM-dd'T'HH:mm:ss"] {
-            local.dateFormat = format
-            if let date = local.date(from: trimmed) {
-                return Milliseconds((date.timeIntervalSince1970 * 1000).rounded())
-            }
+        guard let wall = LocalTime.wall(trimmed) else { throw .malformed }
+        guard let zone else { throw .noZone }
+        let instants = zone.instants(wall: wall).map { LocalInstant(utcSeconds: $0.utcSeconds, offset: $0.offset) }
+        switch instants.count {
+        case 0: throw .skipped(wall: wall)
+        case 1: return instants[0].utcSeconds * 1000
+        default: throw .ambiguous(wall: wall, first: instants[0], second: instants[instants.count - 1])
         }
-        return nil
     }
 
     /// What `moment` accepts, for messages.

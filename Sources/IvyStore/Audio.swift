@@ -50,7 +50,7 @@ enum AudioFiles {
 
     /// A fresh hidden name in `directory` for audio on its way in (a copy or a download).
     static func stagingPath(in directory: String) -> String {
-        directory + "/.incoming-\(UUID().uuidString.lowercased()).mp3"
+        directory + "/" + TransferFiles.incomingPrefix + "\(UUID().uuidString.lowercased()).mp3"
     }
 
     /// Atomically puts a staged file at `destination`, replacing any file there.
@@ -88,9 +88,12 @@ extension LibraryDatabase {
     }
 
     /// Removes the transfer files a killed run left beside the audio. Only under the sync
-    /// lock: then no other transfer is using them.
+    /// lock: then no other transfer is using them. An MP3 a command was copying in
+    /// (`.incoming-`) goes once it is an hour old, the rule for the history's unnamed MP3s: a
+    /// younger one may be a running `clip add`'s, which takes no sync lock.
     package func removeTransferLeftovers() {
-        TransferFiles.removeLeftovers(in: paths.audioDirectory)
+        let hourAgo = (clock.now() - 3_600_000) / 1000
+        TransferFiles.removeLeftovers(in: paths.audioDirectory, incomingBefore: hourAgo)
     }
 
     /// Whether the clip's audio is on disk.

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import IvyCore
 
@@ -38,6 +39,36 @@ extension LibraryDatabase {
         return try read { db in
             try Row.fetchAll(db, sql: sql, arguments: [pattern, limit]).map { row in
                 IDMatch(id: row["id"], title: row["title"], note: row["note"])
+            }
+        }
+    }
+}
+
+extension LibraryDatabase {
+    /// The books and clips whose ids start with `prefix` that only the history knows (a clip
+    /// deleted here, say), by kind and id, at most `limit` of them: each with its newest kept
+    /// version's title (a clip's book title is not kept in its JSON, so a clip has its note).
+    package func historyMatches(idPrefix prefix: String, limit: Int) throws -> [(kind: EntityKind, match: IDMatch)] {
+        let pattern = prefix.replacing("\\", with: "\\\\").replacing("%", with: "\\%").replacing("_", with: "\\_") + "%"
+        return try read { db in
+            // A library an older ivy wrote last, read without migrating it, has no history.
+            guard try db.tableExists("history") else { return [] }
+            // SQLite takes a bare column from the row max() chose: the newest version's JSON.
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT entity_type, entity_id, json, max(id) FROM history WHERE entity_id LIKE ? ESCAPE '\\'
+                    GROUP BY entity_type, entity_id ORDER BY entity_id, entity_type LIMIT ?
+                    """,
+                arguments: [pattern, limit])
+            return rows.compactMap { row in
+                guard let kind = EntityKind(rawValue: row["entity_type"] ?? "") else { return nil }
+                let text: String? = row["json"]
+                let object = text.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+                let match = IDMatch(
+                    id: row["entity_id"], title: kind == .book ? object?["title"] as? String : nil,
+                    note: kind == .clip ? object?["note"] as? String : nil)
+                return (kind, match)
             }
         }
     }

@@ -52,6 +52,9 @@ enum Schema {
         migrator.registerMigration("merge conflicts: the values a merge did not keep") { db in
             try db.execute(sql: mergeConflicts)
         }
+        migrator.registerMigration("unreadable drive files") { db in
+            try db.execute(sql: unreadableDriveFiles)
+        }
         return migrator
     }
 
@@ -496,4 +499,20 @@ enum Schema {
             END;
             """
     }
+
+    /// The backup JSON files on Drive a sync read and could not use, as they were then (file
+    /// id, `modified_time`, md5): beside a usable file of the same name they are left alone,
+    /// not read again until they change (`UnreadableDriveFile`).
+    private static let unreadableDriveFiles = """
+        CREATE TABLE unreadable_drive_files (
+            file_id TEXT PRIMARY KEY,
+            entity_type TEXT NOT NULL CHECK (entity_type IN ('book','clip')),
+            entity_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            modified_time INTEGER NOT NULL,
+            md5 TEXT,
+            reason TEXT NOT NULL,
+            read_at INTEGER NOT NULL
+        );
+        """
 }

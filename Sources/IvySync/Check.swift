@@ -132,7 +132,11 @@ package struct BackupChecker: Sendable {
     package func run(readData: Bool) async throws -> BackupCheck {
         let listing = try await drive.listLibrary(remembered: try library.rememberedFolders(), createFolders: false)
         if let reason = listing.incompleteReason { throw IncompleteListing(reason: reason) }
-        let remote = RemoteListing(files: listing.files, isComplete: true)
+        let listed = RemoteListing(files: listing.files, isComplete: true)
+        // Twins a sync read and could not use are left alone by every sync: compared as a sync
+        // sees Drive, and said apart.
+        let unreadable = try library.unreadableDriveFiles()
+        let remote = listed.settingAside(unreadable)
         let queue = Dictionary(try library.queueItems().map { ($0.key, $0) }, uniquingKeysWith: { $1 })
         let manifest = Dictionary(try library.manifestEntries().map { ($0.key, $0) }, uniquingKeysWith: { $1 })
         let books = try library.books(includeHidden: true)
@@ -158,6 +162,7 @@ package struct BackupChecker: Sendable {
                 ClipBackup(clip, extras: try library.extras(EntityKey(clip.id))))
         }
 
+        let setAside = Dictionary(grouping: listed.setAside(unreadable), by: { $0.known.key })
         for key in Set(local.keys).union(remote.entities.keys).sorted() {
             let entity = remote.entities[key]
             for name in Set((entity?.stale ?? []).map(\.name)).sorted() {
@@ -167,9 +172,22 @@ package struct BackupChecker: Sendable {
                         kind: .duplicateName, entity: "\(key)", detail: "\(count) files on Drive are named \(name)",
                         fix: name.hasSuffix(".json")
                             ? "the next `ivy sync` reads them all, keeps the newest content with what the others add, "
-                                + "and deletes the rest"
+                                + "and deletes the rest (a copy it cannot read is left on Drive, and left alone after)"
                             : "the next `ivy sync` reads them all, keeps the clip's newer take, keeps any other "
                                 + "take in the history here, and deletes the rest"))
+            }
+            for (file, known) in setAside[key] ?? [] {
+                check.problems.append(
+                    .init(
+                        kind: .unreadableJSON, entity: "\(key)",
+                        detail: "Drive has another \(file.name) (file \(file.id), modified "
+                            + "\(Self.time(file.modifiedTime))) that is not usable backup JSON (\(known.reason)); "
+                            + "syncs go by the other copy and leave this one alone: they do not read it again while it "
+                            + "is unchanged, and never delete it",
+                        fix: "nothing is lost by leaving it; to be rid of it, delete that copy of \(file.name) in "
+                            + "Drive (My Drive › Ivy › \(key.kind.rawValue)s, the one modified "
+                            + "\(Self.time(file.modifiedTime))); if it holds changes you want, correct it there "
+                            + "instead: the next `ivy sync` reads a changed copy again"))
             }
             // A change still in the queue is what `pending` (or `failed`) reports.
             if queue[key] != nil { continue }
@@ -402,6 +420,13 @@ package struct BackupChecker: Sendable {
             guard left != right else { return nil }
             return "\(field) (here \(Self.text(left)), Drive \(Self.text(right)))"
         }
+    }
+
+    /// A Drive time as RFC 3339, as Drive's web page can be searched for it.
+    private static func time(_ milliseconds: Milliseconds) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
     }
 
     private static func text(_ value: JSONValue) -> String {

@@ -549,6 +549,11 @@ extension SyncEngine {
                 logger.warning(
                     "an unreadable copy among several files of one name, left alone",
                     metadata: ["file": "\(name)", "id": "\(file.id)", "reason": "\(reason)"])
+                // Remembered as it is, so later syncs leave it alone without reading it again.
+                try library.rememberUnreadable(
+                    UnreadableDriveFile(
+                        key: key, fileID: file.id, name: file.name, modifiedTime: file.modifiedTime, md5: file.md5,
+                        reason: reason, readAt: now))
                 firstProblem = firstProblem ?? failure
                 unreadable.append(file)
             }

@@ -256,12 +256,15 @@ package final class SyncEngine: Sendable {
             listing = try await listInFull(remembered: remembered, dryRun: options.dryRun)
         }
         let folderIsRecorded = remembered.map { $0.ivy.first == listing.folders.ivy.first } ?? true
+        if listing.isComplete, !options.dryRun { try library.forgetUnreadable(keeping: listing.files) }
         return Gathered(
             listing: listing, fullListingReason: fullListingReason, folderIsRecorded: folderIsRecorded,
             queue: try library.queueItems(),
             snapshot: LocalSnapshot(books: try library.books(includeHidden: true), clips: try library.clips()),
             manifest: try library.manifestEntries(),
-            remote: RemoteListing(files: listing.files, isComplete: listing.isComplete),
+            // A twin read once and found unusable is left alone, not downloaded at every sync.
+            remote: RemoteListing(files: listing.files, isComplete: listing.isComplete)
+                .settingAside(try library.unreadableDriveFiles()),
             grace: Milliseconds(try library.number(.replaceGrace)) * 1000)
     }
 

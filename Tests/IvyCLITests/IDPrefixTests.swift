@@ -226,6 +226,79 @@ struct IDPrefixTests {
         #expect(none.status == 64 && none.stderr.contains("no trash entry for 2b48cccc"), "\(none.stderr)")
         #expect(try await ivy.run("trash", "list", "--json").json() as? [Any] != nil)
     }
+
+    @Test("trash restore 0003: digits that are entry 3 and the start of an id in the trash are refused with both")
+    func trashDigitsBothWays() async throws {
+        let library = try await PrefixLibrary()
+        let ivy = library.ivy
+        let digits = "0003aaaa-0000-4000-8000-000000000005"
+        try ivy.execute(
+            """
+            INSERT INTO trash (id, entity_type, entity_id, reason, trashed_at, json) VALUES
+                (3, 'book', '\(PrefixLibrary.dune)', 'merge', 1000, '\(Self.bookJSON(PrefixLibrary.dune, "Dune"))'),
+                (4, 'book', '\(digits)', 'deleted', 1000, '\(Self.bookJSON(digits, "Numbered"))');
+            """)
+        let before = try ivy.sql("SELECT * FROM books ORDER BY id").map(\.description)
+        let refused = try await ivy.run("trash", "restore", "0003")
+        #expect(refused.status == 64, "\(refused.stdout)\(refused.stderr)")
+        #expect(refused.stderr.hasPrefix("Error: '0003' is both trash entry 3 (book \(PrefixLibrary.dune) \"Dune\""))
+        #expect(refused.stderr.contains("the start of the id of book \(digits) in the trash"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("`ivy trash restore 3` for the entry"), "\(refused.stderr)")
+        #expect(try ivy.sql("SELECT * FROM books ORDER BY id").map(\.description) == before, "nothing restored")
+        #expect(try ivy.count("SELECT count(*) FROM trash") == 2)
+        // More of the id names the book; the entry's number alone (under 4 digits) is the entry.
+        let book = try await ivy.run("trash", "restore", "0003a")
+        #expect(
+            book.status == 0 && book.stdout.contains("Restored book \(digits) from trash entry 4"), "\(book.stderr)")
+        let entry = try await ivy.run("trash", "restore", "3")
+        #expect(entry.status == 0 && entry.stdout.contains("from trash entry 3"), "\(entry.stderr)")
+    }
+
+    @Test("history and restore take a unique prefix of a book's or clip's id, a deleted clip's too")
+    func historyPrefixes() async throws {
+        let library = try await PrefixLibrary()
+        let ivy = library.ivy
+        let book = try await ivy.run("history", "2b48a")
+        #expect(book.status == 0, "\(book.stderr)")
+        #expect(book.lines.first?.hasPrefix("TIME") == true && book.stdout.contains("created"), "\(book.stdout)")
+        let json = try #require(try await ivy.run("history", "fa62b", "--json").json() as? [[String: Any]])
+        #expect(json.first?["entity_id"] as? String == PrefixLibrary.spice, "\(json)")
+
+        let before = try HistoryCommandTests().moment(ivy)
+        #expect(try await ivy.run("clip", "delete", "fa62b").status == 0)
+        let deleted = try #require(try await ivy.run("history", "fa62b", "--json").json() as? [[String: Any]])
+        #expect(deleted.first?["deleted"] as? Bool == true, "a deleted clip is found in the history by its prefix")
+        let restore = try await ivy.run("restore", "--at", before, "fa62b", "--dry-run")
+        #expect(restore.status == 0, "\(restore.stderr)")
+        #expect(restore.stdout.contains("would make again clip \(PrefixLibrary.spice)"), "\(restore.stdout)")
+        let restored = try await ivy.run("restore", "--at", before, "fa62b")
+        #expect(restored.status == 0 && restored.stdout.contains("made again clip \(PrefixLibrary.spice)"))
+        #expect(try ivy.count("SELECT count(*) FROM clips WHERE id = '\(PrefixLibrary.spice)'") == 1)
+    }
+
+    @Test("history and restore refuse a prefix that several books and clips have, listing them (exit 64)")
+    func historyAmbiguous() async throws {
+        let library = try await PrefixLibrary()
+        let ivy = library.ivy
+        try ivy.execute(
+            """
+            INSERT INTO clips (id, book_id, start, duration, note, created_at, updated_at) VALUES
+                ('2b48cccc-0000-4000-8000-000000000006', '\(PrefixLibrary.dune)', 1, 2, 'Arrakis', 1, 1)
+            """)
+        for arguments in [["history", "2b48"], ["restore", "--at", "1h", "2b48", "--dry-run"]] {
+            let result = try await ivy.run(arguments)
+            #expect(result.status == 64, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.hasPrefix("Error: '2b48' names more than one book or clip; give more of the id:\n"))
+            #expect(result.stderr.contains("  book \(PrefixLibrary.dune)  Dune\n"), "\(result.stderr)")
+            #expect(result.stderr.contains("  book \(PrefixLibrary.messiah)  Dune Messiah\n"), "\(result.stderr)")
+            #expect(
+                result.stderr.contains("  clip 2b48cccc-0000-4000-8000-000000000006  Dune  Arrakis\n"),
+                "\(result.stderr)")
+            #expect(result.stdout.isEmpty)
+        }
+        let short = try await ivy.run("history", "2b4")
+        #expect(short.status == 64 && short.stderr.contains("'2b4' is too short"), "\(short.stderr)")
+    }
 }
 
 @Suite("list --search")

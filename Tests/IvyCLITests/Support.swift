@@ -46,6 +46,8 @@ final class IvyHome: @unchecked Sendable {
     var healthDeadline = Duration.seconds(10)
     /// What in-process runs take the binary's stamp to be (a release's commit and client).
     var build = BuildStamp.none
+    /// The clock in-process runs read: the real one, unless a test moves time on.
+    var clock = RunningCommand.realClock
 
     init() throws {
         directory = try TemporaryHome(prefix: "ivy-cli")
@@ -83,7 +85,7 @@ final class IvyHome: @unchecked Sendable {
         RunningCommand(
             arguments, environment: environment.merging(extra) { $1 }, workingDirectory: path, input: input,
             onTerminal: onTerminal, errorOnTerminal: errorOnTerminal, outputOnTerminal: outputOnTerminal,
-            sleep: sleep, healthDeadline: healthDeadline, build: build)
+            sleep: sleep, healthDeadline: healthDeadline, build: build, clock: clock)
     }
 
     /// Runs ivy's command in this process with standard input on a terminal, `input`
@@ -157,7 +159,7 @@ final class RunningCommand: Sendable {
         _ arguments: [String], environment: [String: String], workingDirectory: String, input: [String],
         onTerminal: Bool, errorOnTerminal: Bool = false, outputOnTerminal: Bool = false,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-        healthDeadline: Duration = .seconds(10), build: BuildStamp = .none
+        healthDeadline: Duration = .seconds(10), build: BuildStamp = .none, clock: WallClock = realClock
     ) {
         let lines = Mutex(input[...])
         var terminal = Terminal.none(environment: environment)
@@ -170,7 +172,7 @@ final class RunningCommand: Sendable {
             environment: environment,
             workingDirectory: workingDirectory,
             readLine: { lines.withLock { $0.popFirst() } },
-            clock: WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) },
+            clock: clock,
             ids: .uuid,
             interruptions: { [signals] given in signals.handler.withLock { $0 = given } }, sleep: sleep,
             healthDeadline: healthDeadline, build: build)
@@ -181,6 +183,8 @@ final class RunningCommand: Sendable {
             return status
         }
     }
+
+    static let realClock = WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) }
 
     /// Sends the command SIGTERM, as the process would get it (only a command that asked for
     /// interruptions hears it).

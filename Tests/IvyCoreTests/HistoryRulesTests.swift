@@ -114,19 +114,57 @@ struct HistoryRulesTests {
 
     @Test("WHEN: RFC 3339, local date and time, or a duration ago")
     func moments() throws {
-        let utc = try #require(TimeZone(identifier: "UTC"))
-        let paris = try #require(TimeZone(identifier: "Europe/Paris"))
+        let utc = LocalZone(try #require(TimeZone(identifier: "UTC")))
+        let paris = LocalZone(try #require(TimeZone(identifier: "Europe/Paris")))
         let now: Milliseconds = 1_767_009_600_000
-        #expect(History.moment("2h", now: now, timeZone: utc) == now - 2 * Self.hour)
-        #expect(History.moment("90m", now: now, timeZone: utc) == now - 90 * Self.minute)
-        #expect(History.moment("3d", now: now, timeZone: utc) == now - 3 * Self.day)
-        #expect(History.moment("2025-12-29T12:00:00Z", now: now, timeZone: paris) == 1_767_009_600_000)
-        #expect(History.moment("2025-12-29T13:00:00.5+01:00", now: now, timeZone: utc) == 1_767_009_600_500)
-        #expect(History.moment("2025-12-29", now: now, timeZone: utc) == 1_766_966_400_000)
-        #expect(History.moment("2025-12-29 13:00", now: now, timeZone: paris) == 1_767_009_600_000)
-        #expect(History.moment("2025-12-29 12:00:30", now: now, timeZone: utc) == 1_767_009_630_000)
-        for bad in ["", "yesterday", "2h ago", "-2h", "2025-13-01", "12:00"] {
-            #expect(History.moment(bad, now: now, timeZone: utc) == nil, "\(bad)")
+        #expect(try History.moment("2h", now: now, zone: utc) == now - 2 * Self.hour)
+        #expect(try History.moment("90m", now: now, zone: utc) == now - 90 * Self.minute)
+        #expect(try History.moment("3d", now: now, zone: nil) == now - 3 * Self.day)
+        #expect(try History.moment("2025-12-29T12:00:00Z", now: now, zone: paris) == 1_767_009_600_000)
+        #expect(try History.moment("2025-12-29T13:00:00.5+01:00", now: now, zone: nil) == 1_767_009_600_500)
+        #expect(try History.moment("2025-12-29", now: now, zone: utc) == 1_766_966_400_000)
+        #expect(try History.moment("2025-12-29 13:00", now: now, zone: paris) == 1_767_009_600_000)
+        #expect(try History.moment("2025-12-29 12:00:30", now: now, zone: utc) == 1_767_009_630_000)
+        for bad in ["", "yesterday", "2h ago", "-2h", "2025-13-01", "2025-02-29", "12:00", "2025-12-29 24:00"] {
+            #expect(throws: MomentError.malformed, "\(bad)") { try History.moment(bad, now: now, zone: utc) }
+        }
+        #expect(throws: MomentError.noZone) { try History.moment("2025-12-29", now: now, zone: nil) }
+    }
+
+    @Test("a local WHEN the clocks skipped is refused; one they passed twice is refused with both instants")
+    func momentsAtClockChanges() throws {
+        let berlin = LocalZone(try #require(TimeZone(identifier: "Europe/Berlin")))
+        // 2026-03-29 02:00 CET the clocks went to 03:00 CEST; 2026-10-25 03:00 CEST back to 02:00 CET.
+        let gap = try #require(LocalTime.wall("2026-03-29 02:30"))
+        #expect(throws: MomentError.skipped(wall: gap)) { try History.moment("2026-03-29 02:30", now: 0, zone: berlin) }
+        let twice = try #require(LocalTime.wall("2026-10-25 02:30"))
+        let first = LocalInstant(utcSeconds: 1_792_888_200, offset: 7200)
+        let second = LocalInstant(utcSeconds: 1_792_891_800, offset: 3600)
+        #expect(throws: MomentError.ambiguous(wall: twice, first: first, second: second)) {
+            try History.moment("2026-10-25 02:30", now: 0, zone: berlin)
+        }
+        #expect(first.rfc3339 == "2026-10-25T02:30:00+02:00" && first.utc == "2026-10-25T00:30:00Z")
+        #expect(second.rfc3339 == "2026-10-25T02:30:00+01:00" && second.utc == "2026-10-25T01:30:00Z")
+        #expect(try History.moment(first.rfc3339, now: 0, zone: nil) == first.utcSeconds * 1000)
+        #expect(try History.moment("2026-10-25 03:30", now: 0, zone: berlin) == (1_792_891_800 + 3600) * 1000)
+        #expect(try History.moment("2026-03-29 03:00", now: 0, zone: berlin) == 1_774_746_000 * 1000)
+    }
+
+    @Test("local dates are civil dates, leap years included; TZ's POSIX rules are told by their text")
+    func localTimeText() {
+        #expect(LocalTime.wall("1970-01-01") == 0)
+        #expect(LocalTime.wall("2024-02-29 23:59:59") == 1_709_251_199)
+        #expect(LocalTime.wall("2024-02-29T12:00") == 1_709_208_000)
+        #expect(LocalTime.wall("1969-12-31 23:00") == -3600)
+        #expect(LocalTime.text(wall: 1_709_251_199) == "2024-02-29 23:59:59")
+        #expect(LocalTime.text(wall: -3600) == "1969-12-31 23:00:00")
+        for rule in [
+            "EST5EDT", "EST5EDT,M3.2.0,M11.1.0", "CET-1CEST,M3.5.0,M10.5.0/3", "<+0330>-3:30", "UTC0", "JST-9",
+        ] {
+            #expect(POSIXTimeZoneRule.matches(rule), "\(rule)")
+        }
+        for other in ["Europe/Berlin", "Mars/Olympus", "EST", "CET-1CEST,M3.5.0", "5EST", ""] {
+            #expect(!POSIXTimeZoneRule.matches(other), "\(other)")
         }
     }
 

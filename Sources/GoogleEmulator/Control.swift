@@ -45,10 +45,17 @@ extension EmulatorState {
                 guard let rate = body["writes_per_second"] as? Double, let burst = body["burst"] as? Double else {
                     return .json(400, ["error": "give writes_per_second and burst"])
                 }
-                setWriteLimit(RateLimit(perSecond: rate, burst: burst, status: body["status"] as? Int ?? 403))
+                setWriteLimit(
+                    RateLimit(
+                        perSecond: rate, burst: burst, status: body["status"] as? Int ?? 403,
+                        quota: (body["quota"] as? String).flatMap(RateLimit.Quota.init(rawValue:))))
                 return ok
             case ("DELETE", ["write-limit"]):
                 setWriteLimit(nil)
+                return ok
+            case ("POST", ["storage-limit"]):
+                // {"bytes": N} sets every account's storage limit; {"bytes": null} makes it unlimited.
+                setStorageLimit((body["bytes"] as? NSNumber)?.int64Value)
                 return ok
             case ("POST", ["read-limit"]):
                 guard let rate = (body["reads_per_second"] as? NSNumber)?.doubleValue,
@@ -56,7 +63,10 @@ extension EmulatorState {
                 else {
                     return .json(400, ["error": "give reads_per_second and burst"])
                 }
-                setReadLimit(RateLimit(perSecond: rate, burst: burst, status: body["status"] as? Int ?? 403))
+                setReadLimit(
+                    RateLimit(
+                        perSecond: rate, burst: burst, status: body["status"] as? Int ?? 403,
+                        quota: (body["quota"] as? String).flatMap(RateLimit.Quota.init(rawValue:))))
                 return ok
             case ("DELETE", ["read-limit"]):
                 setReadLimit(nil)

@@ -71,13 +71,57 @@ extension EmulatorState {
 
     func rateLimited() -> EmulatorReply? {
         guard !admitWrite() else { return nil }
-        return Self.overLimit(status: writeLimit?.status)
+        return overLimit(writeLimit)
     }
 
     /// A read over the read limit: the same answers as for writes.
     func readRateLimited() -> EmulatorReply? {
         guard !admitRead() else { return nil }
-        return Self.overLimit(status: readLimit?.status)
+        return overLimit(readLimit)
+    }
+
+    func overLimit(_ limit: RateLimit?) -> EmulatorReply {
+        if let quota = limit?.quota { return quotaExceeded(quota, status: limit?.status ?? 403) }
+        return Self.overLimit(status: limit?.status)
+    }
+
+    /// Google's newer answer to an exceeded quota (AIP-193; googleapis'
+    /// google/rpc/error_details.proto), as users of other Drive clients reported it in 2026:
+    /// no `errors[]`, the reason only in a `google.rpc.ErrorInfo` detail, whose `quota_limit`
+    /// says whether one user's share or the whole project's quota ran out.
+    func quotaExceeded(_ quota: RateLimit.Quota, status: Int) -> EmulatorReply {
+        // A stable number for the project (Google names consumers by project number).
+        let project = requestProject ?? EmulatedClient.ivyProject
+        let number = project.utf8.reduce(UInt64(17)) { ($0 &* 31 &+ UInt64($1)) % 1_000_000_000_000 }
+        let message =
+            "Quota exceeded for quota metric 'Queries' and limit '\(quota.limitText)' of service "
+            + "'drive.googleapis.com' for consumer 'project_number:\(number)'."
+        let info: [String: Any] = [
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "RATE_LIMIT_EXCEEDED",
+            "domain": "googleapis.com",
+            "metadata": [
+                "quota_limit": quota.limitName, "quota_metric": "drive.googleapis.com/default",
+                "quota_limit_value": String(quota.units), "quota_location": "global",
+                "service": "drive.googleapis.com", "consumer": "projects/\(number)",
+            ],
+        ]
+        let help: [String: Any] = [
+            "@type": "type.googleapis.com/google.rpc.Help",
+            "links": [
+                [
+                    "description": "Request a higher quota limit.",
+                    "url": "https://cloud.google.com/docs/quotas/help/request_increase",
+                ]
+            ],
+        ]
+        return .json(
+            status,
+            [
+                "error": [
+                    "code": status, "message": message,
+                    "status": status == 429 ? "RESOURCE_EXHAUSTED" : "PERMISSION_DENIED", "details": [info, help],
+                ] as [String: Any]
+            ])
     }
 
     static func overLimit(status: Int?) -> EmulatorReply {
@@ -98,7 +142,16 @@ extension EmulatorState {
             "kind": "drive#user", "displayName": account.displayName, "me": true, "permissionId": account.permissionID,
         ]
         if !aboutOmitsEmail { user["emailAddress"] = account.email }
-        let object: [String: Any] = ["kind": "drive#about", "user": user]
+        // about.storageQuota: int64 values as strings, `limit` absent when unlimited (the About
+        // resource's reference); the account's files are all its Drive usage here.
+        let owned = files.values.filter { $0.owner == email }
+        let used = owned.reduce(Int64(0)) { $0 + Int64($1.size) }
+        let trashed = owned.filter(\.explicitlyTrashed).reduce(Int64(0)) { $0 + Int64($1.size) }
+        var quota: [String: Any] = [
+            "usage": String(used), "usageInDrive": String(used), "usageInDriveTrash": String(trashed),
+        ]
+        if let storageLimit { quota["limit"] = String(storageLimit) }
+        let object: [String: Any] = ["kind": "drive#about", "user": user, "storageQuota": quota]
         switch Masking.apply(fields, to: object, schema: .about) {
         case .success(let masked): return .json(200, masked)
         case .failure(let reply): return reply
@@ -591,9 +644,12 @@ extension EmulatorState {
         guard (400..<500).contains(reply.status), reply.status != 401, reply.status != 429, uploads[uploadID] != nil
         else { return }
         let envelope = (try? JSONSerialization.jsonObject(with: reply.body)) as? [String: Any]
+        let error = envelope?["error"] as? [String: Any]
         let reason =
-            ((envelope?["error"] as? [String: Any])?["errors"] as? [[String: Any]])?.first?["reason"] as? String
-        if reply.status == 403, let reason, ["userRateLimitExceeded", "rateLimitExceeded"].contains(reason) { return }
+            (error?["errors"] as? [[String: Any]])?.first?["reason"] as? String
+            ?? (error?["details"] as? [[String: Any]])?.first?["reason"] as? String
+        let limits = ["userRateLimitExceeded", "rateLimitExceeded", "RATE_LIMIT_EXCEEDED"]
+        if reply.status == 403, let reason, limits.contains(reason) { return }
         uploads[uploadID]?.dead = true
     }
 }

@@ -198,6 +198,11 @@ package actor EmulatorState {
     /// Drive's `about` leaves out `emailAddress`, which Google documents it may do when the
     /// user has not made the address visible to the requester.
     package private(set) var aboutOmitsEmail = false
+    /// Each account's storage limit in bytes, as `about.storageQuota.limit` reports it
+    /// (Google's free 15 GB by default); nil: unlimited, and `limit` is left out as Google does.
+    package private(set) var storageLimit: Int64? = 16_106_127_360
+
+    package func setStorageLimit(_ bytes: Int64?) { storageLimit = bytes }
     /// How many device codes one client may ask for per minute; over it Google answers 403
     /// `{"error_code":"rate_limit_exceeded"}`. Nil: no limit.
     package private(set) var deviceCodeLimit: Int?

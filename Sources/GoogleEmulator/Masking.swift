@@ -79,6 +79,9 @@ indirect enum Schema {
     static let about = Schema.object(
         leaves(
             "appInstalled,canCreateDrives,canCreateTeamDrives,driveThemes,exportFormats,folderColorPalette,"
-                + "importFormats,kind,maxImportSizes,maxUploadSize,storageQuota,teamDriveThemes"
-        ).merging(["user": .object(leaves("displayName,emailAddress,kind,me,permissionId,photoLink"))]) { $1 })
+                + "importFormats,kind,maxImportSizes,maxUploadSize,teamDriveThemes"
+        ).merging([
+            "user": .object(leaves("displayName,emailAddress,kind,me,permissionId,photoLink")),
+            "storageQuota": .object(leaves("limit,usage,usageInDrive,usageInDriveTrash")),
+        ]) { $1 })
 }

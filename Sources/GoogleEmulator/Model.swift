@@ -268,11 +268,30 @@ package struct RateLimit: Sendable, Codable, Equatable {
     package var burst: Double
     /// 403 (`userRateLimitExceeded`) or 429 (`rateLimitExceeded`).
     package var status: Int
+    /// Which quota the answer names in Google's newer error shape, or nil for Drive's
+    /// classic `errors[0].reason` body.
+    package var quota: Quota?
 
-    package init(perSecond: Double, burst: Double, status: Int = 403) {
+    /// The quota of a limit answered in Google's newer shape (AIP-193): the reason only in
+    /// a `google.rpc.ErrorInfo` detail, `RATE_LIMIT_EXCEEDED`, whose `metadata.quota_limit`
+    /// names one user's share of the project or the whole project's.
+    package enum Quota: String, Sendable, Codable, Equatable {
+        case user, project
+
+        /// ErrorInfo's `quota_limit`.
+        package var limitName: String { self == .user ? "defaultPerMinutePerUser" : "defaultPerMinutePerProject" }
+        /// The limit as Google's message words it.
+        package var limitText: String { self == .user ? "Queries per minute per user" : "Queries per minute" }
+        /// Drive's per-minute quota in units (the Usage limits page: 325,000 per user per
+        /// project, 1,000,000 per project).
+        package var units: Int { self == .user ? 325_000 : 1_000_000 }
+    }
+
+    package init(perSecond: Double, burst: Double, status: Int = 403, quota: Quota? = nil) {
         self.perSecond = perSecond
         self.burst = burst
         self.status = status
+        self.quota = quota
     }
 
     /// What a limit's bucket holds, and when it was last filled up.

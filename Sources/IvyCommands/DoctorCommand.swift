@@ -19,7 +19,8 @@ struct DoctorCommand: ContextCommand {
             One line per check: ok, warning or problem, what was checked, and the fix. Checks the home's permissions \
             (its directories, library.db and token.json) and free space, the library and its migrations (read only: \
             it migrates nothing), the OAuth client, the sign-in (one token refresh, under the sync lock), Drive \
-            (about.get), the clock against Google's Date header, that the Ivy folders exist once (twins named, \
+            (about.get) and its used and free space (a warning when the library's audio would not fit), the clock \
+            against Google's Date header, that the Ivy folders exist once (twins named, \
             oldest first), held changes and held deletions, the last success, the health URL, and how syncs are \
             scheduled (cron or the ivy-watch systemd user unit). Changes nothing else; exits 0 when nothing is a \
             problem, 1 otherwise.
@@ -228,7 +229,8 @@ struct DoctorCommand: ContextCommand {
     ) async -> Bool {
         var components = URLComponents(
             url: endpoints.drive.appendingPathComponent("drive/v3/about"), resolvingAgainstBaseURL: false)
-        components?.queryItems = [URLQueryItem(name: "fields", value: "user(emailAddress,permissionId)")]
+        // storageQuota rides on the same request: the Drive's space, for the storage check.
+        components?.queryItems = [URLQueryItem(name: "fields", value: "user(emailAddress,permissionId),storageQuota")]
         guard let url = components?.url else { return false }
         do {
             let response = try await transport.send(
@@ -240,6 +242,9 @@ struct DoctorCommand: ContextCommand {
                 return false
             }
             add(.ok, "drive", "Google Drive answers about.get", nil)
+            let storage = DoctorRules.storage(
+                StorageQuota(response), libraryBytes: Self.bytes(under: home.paths.audioDirectory))
+            add(storage.level, storage.check, storage.detail, storage.fix)
             guard let date = response.headers["date"].flatMap(Self.httpDate) else { return true }
             let skew = abs(home.clock.now() - date) / 1000
             if skew >= 120 {
@@ -257,6 +262,17 @@ struct DoctorCommand: ContextCommand {
     }
 
     /// An HTTP `Date` header (`Tue, 03 Nov 2026 10:00:00 GMT`) in ms since the epoch.
+    /// The bytes of the files under `path` (the library's MP3s), 0 when it cannot be read.
+    private static func bytes(under path: String) -> Int64 {
+        guard let files = FileManager.default.enumerator(atPath: path) else { return 0 }
+        var total: Int64 = 0
+        for case let name as String in files {
+            let size = (try? FileManager.default.attributesOfItem(atPath: path + "/" + name))?[.size] as? NSNumber
+            total += size?.int64Value ?? 0
+        }
+        return total
+    }
+
     static func httpDate(_ text: String) -> Milliseconds? {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -377,5 +393,16 @@ struct DoctorCommand: ContextCommand {
             process.waitUntilExit()
             return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
         }
+    }
+}
+
+extension StorageQuota {
+    /// Read from an `about.get` answer; both nil when it has no `storageQuota`.
+    init(_ response: HTTPResponse) {
+        let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
+        let quota = object?["storageQuota"] as? [String: Any]
+        self.init(
+            limit: (quota?["limit"] as? String).flatMap { Int64($0) },
+            usage: (quota?["usage"] as? String).flatMap { Int64($0) })
     }
 }

@@ -18,6 +18,19 @@ package struct DoctorFinding: Encodable, Equatable, Sendable {
     }
 }
 
+/// Drive's `about.storageQuota`: int64 numbers as strings; `limit` absent when the Drive is
+/// unlimited (the About resource's reference).
+package struct StorageQuota: Equatable, Sendable {
+    package var limit: Int64?
+    package var usage: Int64?
+
+    package init(limit: Int64?, usage: Int64?) {
+        self.limit = limit
+        self.usage = usage
+    }
+
+}
+
 /// What `ivy doctor` makes of what it found, apart from finding it: pure, so every threshold
 /// and wording is tested from a table without filling a disk or breaking a Drive.
 package enum DoctorRules {
@@ -121,5 +134,29 @@ package enum DoctorRules {
             detail: "Ivy (\(found.ivy[0].rawValue))"
                 + (found.books.isEmpty || found.clips.isEmpty ? ": the next sync makes what it lacks" : " exists once"),
             fix: nil)
+    }
+
+    /// The Drive's used and free space, and a warning when the library's MP3s here
+    /// (`libraryBytes`) would not fit in what is free: the uploads would be refused with
+    /// `storageQuotaExceeded`.
+    package static func storage(_ quota: StorageQuota, libraryBytes: Int64) -> DoctorFinding {
+        func megabytes(_ bytes: Int64) -> String { AudioRules.grouped(bytes / 1_000_000) + " MB" }
+        guard let usage = quota.usage else {
+            return DoctorFinding(
+                level: .ok, check: "drive storage", detail: "Google Drive did not say how full it is", fix: nil)
+        }
+        guard let limit = quota.limit else {
+            return DoctorFinding(
+                level: .ok, check: "drive storage", detail: "\(megabytes(usage)) used, no limit", fix: nil)
+        }
+        let free = max(0, limit - usage)
+        let detail = "\(megabytes(usage)) used of \(megabytes(limit)), \(megabytes(free)) free"
+        guard libraryBytes <= free else {
+            return DoctorFinding(
+                level: .warning, check: "drive storage",
+                detail: detail + "; the library's audio here (\(megabytes(libraryBytes))) would not fit",
+                fix: "free some space in Google Drive (or buy more) before the next sync")
+        }
+        return DoctorFinding(level: .ok, check: "drive storage", detail: detail, fix: nil)
     }
 }

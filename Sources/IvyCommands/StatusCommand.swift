@@ -33,6 +33,9 @@ struct StatusCommand: ContextCommand {
         let history: HistorySummary
         /// Conflicts recorded since `ivy history --conflicts` last showed them.
         let newConflicts: Int
+        /// Google quota units (and requests) this device's syncs spent in the last 24 hours.
+        let quotaUnits24h: Int
+        let requests24h: Int
         let heldChanges: [Held]
         /// Not printed in JSON: only says why there is no next auto sync.
         let syncEnabled: Bool
@@ -72,6 +75,8 @@ struct StatusCommand: ContextCommand {
             case historySince = "history_since"
             case historyBytes = "history_bytes"
             case newConflicts = "new_conflicts"
+            case quotaUnits24h = "quota_units_24h"
+            case requests24h = "requests_24h"
             case syncRunning = "sync_running"
             case syncProcess = "sync_process"
             case library
@@ -104,6 +109,8 @@ struct StatusCommand: ContextCommand {
             try container.encode(history.since.map(Display.date), forKey: .historySince)
             try container.encode(history.bytes, forKey: .historyBytes)
             try container.encode(newConflicts, forKey: .newConflicts)
+            try container.encode(quotaUnits24h, forKey: .quotaUnits24h)
+            try container.encode(requests24h, forKey: .requests24h)
             try container.encode(syncRunning, forKey: .syncRunning)
             try container.encode(syncProcess, forKey: .syncProcess)
             try container.encode(library, forKey: .library)
@@ -146,6 +153,7 @@ struct StatusCommand: ContextCommand {
             if !enabled || !signedIn { nil } else { Display.date(max(now, (local.lastSyncTime ?? 0) + cooldown)) }
         let (stoppedReason, stoppedSince): (String?, Milliseconds?) =
             if case .stopped(let reason, let since) = signIn { (reason, since) } else { (nil, nil) }
+        let spent = try library.quotaSpent(since: now - 86_400_000)
         let held = try library.heldItems().map {
             Report.Held(entity: "\($0.key)", reason: $0.lastError ?? "no error was recorded")
         }
@@ -160,8 +168,8 @@ struct StatusCommand: ContextCommand {
             // Never "-" while a change is held back: its error is the one that matters.
             lastError: local.lastError ?? held.first.map { "\($0.entity): \($0.reason)" },
             manifestEntries: local.manifestEntries, nextAutoSync: next, orphanClips: try library.orphanClipCount(),
-            history: try library.historySummary(), newConflicts: try library.unseenConflicts(), heldChanges: held,
-            syncEnabled: enabled,
+            history: try library.historySummary(), newConflicts: try library.unseenConflicts(),
+            quotaUnits24h: spent.units, requests24h: spent.requests, heldChanges: held, syncEnabled: enabled,
             signInProblem: SignInText.problem(signIn),
             syncRunning: running.running, syncProcess: running.pid, library: paths.database,
             tokenFile: paths.tokenFile, logFile: paths.logFile,
@@ -215,6 +223,11 @@ struct StatusCommand: ContextCommand {
                 "conflicts",
                 report.newConflicts == 0
                     ? "none new" : "\(report.newConflicts) new; see `ivy history --conflicts`"
+            ),
+            (
+                "google quota",
+                "\(AudioRules.grouped(Int64(report.quotaUnits24h))) units in \(report.requests24h) "
+                    + "request\(report.requests24h == 1 ? "" : "s") in the last 24 hours"
             ),
             (
                 "sync running",

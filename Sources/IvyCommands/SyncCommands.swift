@@ -241,6 +241,8 @@ struct SyncCommand: ContextCommand {
             output.line(Display.safe(report.summary))
         } else if !auto {
             if !quiet { output.line(Display.safe(report.summary)) }
+            if verbose { output.line("Google quota units spent: \(report.quotaUnits)") }
+            if let notice = report.sharedQuotaNotice { output.error(notice) }
             // --verbose said each failure as it happened.
             if !verbose {
                 for failure in report.failures { output.error("failed: \(failure.entity): \(failure.reason)") }

@@ -36,7 +36,8 @@ struct SyncWatch {
         let door = home.syncDoor(library, tokens: home.tokenStore(warn: { logger.warning("\($0)") }), logger: logger)
         let full = full
         let watch = Watch(
-            interval: .seconds(interval), timing: .system(), logger: logger,
+            interval: .seconds(interval), maxInterval: .seconds(try library.number(.watchMaxInterval)),
+            timing: .system(), logger: logger,
             pending: { try probe.pending(since: $0) },
             attempt: { memory, stop in await door.watchSync(memory, full: full, steps: steps, stop: stop) },
             events: { display.show($0) })
@@ -105,7 +106,7 @@ struct WatchDisplay: Sendable {
     func show(_ event: Watch.Event) {
         if json { return line(event) }
         switch event {
-        case .synced(let report, _, let changed, _):
+        case .synced(let report, _, let changed, _, _):
             let text = changed ? Display.safe(report.summary) : "up to date"
             if live { return status("\(time()) \(text) · watching; Ctrl-C stops") }
             guard changed else { return }
@@ -143,11 +144,12 @@ struct WatchDisplay: Sendable {
     private func line(_ event: Watch.Event) {
         var object = WatchLine(time: Display.date(clock.now()))
         switch event {
-        case .synced(let report, let trigger, _, let retry):
+        case .synced(let report, let trigger, _, let retry, let nextPoll):
             object.event = "sync"
             object.trigger = trigger.rawValue
             object.report = report
             object.retryIn = retry?.components.seconds
+            object.nextPollIn = nextPoll.components.seconds
         case .failed(let message, let trigger, let wait):
             object.event = "failed"
             object.trigger = trigger.rawValue
@@ -179,6 +181,8 @@ struct WatchLine: Encodable {
     var report: SyncReport?
     var error: String?
     var retryIn: Int64?
+    /// Seconds until the watch next looks at Drive.
+    var nextPollIn: Int64?
     var reason: String?
 
     init(time: String) { self.time = time }
@@ -186,5 +190,6 @@ struct WatchLine: Encodable {
     enum CodingKeys: String, CodingKey {
         case event, time, trigger, report, error, reason
         case retryIn = "retry_in_s"
+        case nextPollIn = "next_poll_s"
     }
 }

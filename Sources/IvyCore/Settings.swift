@@ -8,6 +8,8 @@ package enum SettingKey: String, Sendable, CaseIterable {
     case trashDays = "trash_days"
     case historyDays = "history_days"
     case replaceGrace = "replace_grace"
+    case quotaUnitsPerMinute = "quota_units_per_minute"
+    case watchMaxInterval = "watch_max_interval"
     case clientID = "client_id"
     case clientSecret = "client_secret"
     case healthURL = "health_url"
@@ -37,6 +39,8 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .trashDays: "30"
         case .historyDays: String(History.defaultDays)
         case .replaceGrace: "60"
+        case .quotaUnitsPerMinute: String(QuotaBudget.perUserPerMinute)
+        case .watchMaxInterval: String(WatchSchedule.defaultMaxInterval)
         case .clientID, .clientSecret, .healthURL, .lastSyncTime, .lastSuccess, .lastError: nil
         }
     }
@@ -55,6 +59,12 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .replaceGrace:
             "seconds a synced file must stay missing on Drive before a sync puts it back (0 to 3600): another device "
                 + "may be between the delete and the create of a replace"
+        case .quotaUnitsPerMinute:
+            "Google Drive quota units ivy may spend a minute (1000 to 10000000; Google's per-user limit is 325000, "
+                + "some Workspace accounts have others)"
+        case .watchMaxInterval:
+            "seconds an idle `ivy sync --watch` lengthens its interval to (1 to 86400; at most --interval keeps it "
+                + "fixed)"
         case .clientID: "OAuth client id of a \"TVs and Limited Input devices\" client"
         case .clientSecret: "OAuth client secret of that client (never printed)"
         case .healthURL:
@@ -112,6 +122,17 @@ package enum SettingKey: String, Sendable, CaseIterable {
                     SettingError(key: self, value: value, expected: "a whole number of seconds from 0 to 3600"))
             }
             return .success(String(seconds))
+        case .quotaUnitsPerMinute:
+            guard let units = Int(trimmed), (1000...10_000_000).contains(units) else {
+                return .failure(SettingError(key: self, value: value, expected: "a whole number from 1000 to 10000000"))
+            }
+            return .success(String(units))
+        case .watchMaxInterval:
+            guard let seconds = Int(trimmed), (1...86_400).contains(seconds) else {
+                return .failure(
+                    SettingError(key: self, value: value, expected: "a whole number of seconds from 1 to 86400"))
+            }
+            return .success(String(seconds))
         case .clientID, .clientSecret:
             guard !trimmed.isEmpty, !trimmed.contains(where: \.isWhitespace) else {
                 let shown = isSecret ? "…" : value
@@ -153,4 +174,15 @@ package struct SettingError: Error, Equatable, Sendable {
             ? "\(key.rawValue) is recorded by ivy and cannot be set"
             : "invalid value '\(value)' for \(key.rawValue): expected \(expected)"
     }
+}
+
+/// Google Drive's per-minute quotas, in quota units (the Drive API's Usage limits page,
+/// developers.google.com/workspace/drive/api/guides/limits, for projects from 1 May 2026).
+package enum QuotaBudget {
+    /// Per minute per user per project: what one person's ivy may spend.
+    package static let perUserPerMinute = 325_000
+    /// Per minute per project: every user of the OAuth client together.
+    package static let perProjectPerMinute = 1_000_000
+    /// The daily billing threshold per project, which cannot be raised.
+    package static let perProjectPerDay = 400_000_000
 }

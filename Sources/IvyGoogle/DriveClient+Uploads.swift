@@ -119,7 +119,7 @@ extension DriveClient {
                 await http.pacer.succeeded()
                 return try http.uploaded(last, context: context)
             case .fail(let error):
-                throw error
+                throw error.escalated
             }
         }
     }

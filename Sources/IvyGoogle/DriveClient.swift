@@ -50,11 +50,13 @@ package final class DriveClient: Sendable {
         drive: URL, authorized: AuthorizedTransport, concurrency: Int = 8, policy: RetryPolicy = RetryPolicy(),
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         now: @escaping @Sendable () -> Duration = Pacer.monotonic(),
-        downloadWindow: Int64 = DriveClient.defaultDownloadWindow
+        downloadWindow: Int64 = DriveClient.defaultDownloadWindow,
+        unitsPerMinute: Int = QuotaBudget.perUserPerMinute
     ) {
         self.downloadWindow = max(1, downloadWindow)
         let http = DriveRequester(
-            base: drive, authorized: authorized, concurrency: concurrency, policy: policy, sleep: sleep, now: now)
+            base: drive, authorized: authorized, concurrency: concurrency, policy: policy, sleep: sleep, now: now,
+            unitsPerMinute: unitsPerMinute)
         self.http = http
         ids = IDPool { count in try await http.generateIDs(count) }
         folderCache = FolderCache()
@@ -63,6 +65,10 @@ package final class DriveClient: Sendable {
     /// Requests sent (retries included), for the sync report and benchmarks.
     package var requestCount: Int { http.requests.withLock { $0 } }
     package var rateLimitCount: Int { http.rateLimitedAnswers.withLock { $0 } }
+    /// Rate limits that named the whole Cloud project's quota rather than this user's.
+    package var sharedQuotaCount: Int { http.sharedQuotaAnswers.withLock { $0 } }
+    /// Google's quota units the requests sent cost (`QuotaUnits`), retries included.
+    package var quotaUnits: Int { http.units.withLock { $0 } }
 
     /// An id from `files.generateIds` for a file or folder about to be created.
     func newFileID() async throws -> DriveFileID { DriveFileID(try await ids.next()) }

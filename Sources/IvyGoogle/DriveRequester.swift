@@ -15,10 +15,18 @@ final class DriveRequester: Sendable {
     let sleep: @Sendable (Duration) async throws -> Void
     let requests = Mutex(0)
     let rateLimitedAnswers = Mutex(0)
+    /// Rate-limit answers that named the whole Cloud project's quota (`quota_limit`
+    /// `…PerProject`), not this user's.
+    let sharedQuotaAnswers = Mutex(0)
+    /// Quota units of every request sent (`QuotaUnits.cost`).
+    let units = Mutex(0)
+    /// Spends units within the per-minute budget, waiting when the minute's are spent.
+    let budget: UnitBudget
 
     init(
         base: URL, authorized: AuthorizedTransport, concurrency: Int, policy: RetryPolicy,
-        sleep: @escaping @Sendable (Duration) async throws -> Void, now: @escaping @Sendable () -> Duration
+        sleep: @escaping @Sendable (Duration) async throws -> Void, now: @escaping @Sendable () -> Duration,
+        unitsPerMinute: Int = QuotaBudget.perUserPerMinute
     ) {
         self.base = base
         self.authorized = authorized
@@ -26,6 +34,7 @@ final class DriveRequester: Sendable {
         self.sleep = sleep
         pacer = Pacer(sleep: sleep, now: now)
         limiter = RequestLimiter(limit: concurrency)
+        budget = UnitBudget(perMinute: unitsPerMinute, sleep: sleep, now: now)
     }
 
     // MARK: requests
@@ -58,8 +67,11 @@ final class DriveRequester: Sendable {
     }
 
     private func paced(_ request: HTTPRequest, download file: (url: URL, offset: Int64)?) async throws -> HTTPResponse {
+        let cost = QuotaUnits.cost(of: request)
+        try await budget.spend(cost)
         let pace = try await pacer.wait()
         requests.withLock { $0 += 1 }
+        units.withLock { $0 += cost }
         do {
             let response: HTTPResponse
             if let file {
@@ -67,8 +79,9 @@ final class DriveRequester: Sendable {
             } else {
                 response = try await authorized.send(request)
             }
-            if Self.isRateLimit(response) {
+            if let limit = Self.rateLimit(response) {
                 rateLimitedAnswers.withLock { $0 += 1 }
+                if limit.sharedQuota { sharedQuotaAnswers.withLock { $0 += 1 } }
                 await pacer.rateLimited(pace: pace)
             }
             return response
@@ -111,14 +124,16 @@ final class DriveRequester: Sendable {
             } catch let error as DriveError {
                 failure = error
             }
-            guard failure.isRetryable else { throw failure }
+            guard failure.isRetryable else { throw failure.escalated }
             return .retry(failure, retryAfter: retryAfter)
         }
     }
 
-    static func isRateLimit(_ response: HTTPResponse) -> Bool {
-        guard response.status == 429 || response.status == 403 else { return false }
-        return DriveError.from(response, context: "").kind == .rateLimited
+    /// The rate limit an answer is, in either of Google's shapes; nil for any other answer.
+    static func rateLimit(_ response: HTTPResponse) -> DriveError? {
+        guard response.status == 429 || response.status == 403 else { return nil }
+        let error = DriveError.from(response, context: "")
+        return error.kind == .rateLimited ? error : nil
     }
 
     /// The answer as `T`, or an error naming `context` when it is not a JSON object.

@@ -29,6 +29,11 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
     case http(status: Int, reason: String?, message: String)
     case network(String)
     case unexpectedResponse(String)
+    /// Drive's per-project rate limit, still hit after the longer back-off: every user of
+    /// the OAuth client's Cloud project draws on one quota, and it is spent for now.
+    case sharedQuotaExhausted
+    /// Drive's 403 `storageQuotaExceeded`: no upload can succeed until space is freed.
+    case driveFull
 
     package var errorDescription: String? {
         switch self {
@@ -77,6 +82,13 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
             "Google answered \(status)\(reason.map { " (\($0))" } ?? ""): \(message)"
         case .network(let message): "cannot reach Google: \(message); check the network and try again"
         case .unexpectedResponse(let message): "unexpected answer from Google: \(message)"
+        case .driveFull:
+            "your Google Drive is full (storageQuotaExceeded), so this sync stopped sending files; your changes are "
+                + "kept: free some space in Google Drive (`ivy doctor` shows how much is free), then run `ivy sync`"
+        case .sharedQuotaExhausted:
+            "Google Drive's quota shared by everyone who uses ivy's OAuth client is used up for now "
+                + "(defaultPerMinutePerProject), so ivy stopped; your changes are kept and the next sync sends them. "
+                + "Your own OAuth client has a quota of its own: `ivy login --client-id ID --client-secret SECRET`"
         }
     }
 

@@ -24,6 +24,16 @@ package struct RetryPolicy: Sendable {
         let ceiling = min(maxDelay, baseDelay * (1 << min(attempt - 1, 20)))
         return ceiling * random
     }
+
+    /// The wait before retry number `attempt` after the whole Cloud project's quota ran out
+    /// (`defaultPerMinutePerProject`): everyone's budget, refilled by the minute, so four
+    /// times the usual backoff (up to twice its ceiling), jittered over its upper half so
+    /// that the many installs sharing the project do not come back together.
+    func sharedQuotaDelay(attempt: Int, retryAfter: Duration?, random: Double) -> Duration {
+        if let retryAfter { return retryAfter }
+        let ceiling = min(maxDelay * 2, baseDelay * 4 * (1 << min(attempt - 1, 20)))
+        return ceiling * (0.5 + random / 2)
+    }
 }
 
 /// What one try of a retried request came to.
@@ -69,11 +79,22 @@ struct RetryBudget {
     /// throws `failure` when no retry is left. Time spent counts by the clock and by the
     /// waits asked for, whichever is more: an injected sleep that returns at once (tests)
     /// still spends the budget, and so does a slow request.
+    ///
+    /// A per-project rate limit waits longer (`sharedQuotaDelay`) and, once its retries are
+    /// spent, ends as `GoogleError.sharedQuotaExhausted`: the whole sync stops, and no item
+    /// counts it as one of its attempts (every change stays queued for the next sync).
     mutating func backOff(after failure: any Error, retryAfter: Duration?) async throws {
         failures += 1
-        let wait = policy.delay(attempt: failures, retryAfter: retryAfter, random: Double.random(in: 0...1))
+        let shared = (failure as? DriveError)?.sharedQuota == true
+        let random = Double.random(in: 0...1)
+        let wait =
+            shared
+            ? policy.sharedQuotaDelay(attempt: failures, retryAfter: retryAfter, random: random)
+            : policy.delay(attempt: failures, retryAfter: retryAfter, random: random)
         let spent = max(ContinuousClock.now - started, waited)
-        guard failures <= retries, !timed || spent + wait < policy.maxTotal else { throw failure }
+        guard failures <= retries, !timed || spent + wait < policy.maxTotal else {
+            throw shared ? GoogleError.sharedQuotaExhausted : failure
+        }
         try await sleep(wait)
         waited += wait
     }

@@ -131,6 +131,10 @@ struct GoogleErrorAnswer: Decodable {
         /// The first entry's reason; nil when `errors` is not a list of objects.
         var reason: String?
 
+        /// ErrorInfo's `metadata.quota_limit` (`defaultPerMinutePerUser`,
+        /// `defaultPerMinutePerProject`): whose quota a rate limit is.
+        var quotaLimit: String?
+
         struct Entry: Decodable {
             var reason: String?
 
@@ -139,10 +143,31 @@ struct GoogleErrorAnswer: Decodable {
             }
         }
 
+        /// One of `error.details[]`, read only when it is a `google.rpc.ErrorInfo`: googleapis'
+        /// google/rpc/error_details.proto gives it `reason` (UPPER_SNAKE_CASE, such as
+        /// `RATE_LIMIT_EXCEEDED`), `domain` and a string map `metadata`; AIP-193 says every
+        /// error should carry one. Any other detail (`google.rpc.Help`...) reads as nothing.
+        struct Detail: Decodable {
+            static let errorInfoType = "type.googleapis.com/google.rpc.ErrorInfo"
+            var reason: String?
+            var quotaLimit: String?
+
+            init(from decoder: any Decoder) throws {
+                let fields = try decoder.container(keyedBy: WireKey.self)
+                guard (fields.lenient(WireKey("@type")) as String?) == Self.errorInfoType else { return }
+                reason = fields.lenient(WireKey("reason"))
+                quotaLimit = (fields.lenient(WireKey("metadata")) as [String: String]?)?["quota_limit"]
+            }
+        }
+
         init(from decoder: any Decoder) throws {
             let fields = try decoder.container(keyedBy: WireKey.self)
             message = fields.lenient(WireKey("message"))
-            reason = (fields.lenient(WireKey("errors")) as [Entry]?)?.first?.reason
+            // Drive's classic shape names the reason in `errors[0].reason`; Google's newer
+            // shape (AIP-193) only in an ErrorInfo detail. Whichever is there.
+            let info = (fields.lenient(WireKey("details")) as [Detail]?)?.first { $0.reason != nil }
+            reason = (fields.lenient(WireKey("errors")) as [Entry]?)?.first?.reason ?? info?.reason
+            quotaLimit = info?.quotaLimit
         }
     }
 

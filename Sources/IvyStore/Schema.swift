@@ -55,6 +55,20 @@ enum Schema {
         migrator.registerMigration("unreadable drive files") { db in
             try db.execute(sql: unreadableDriveFiles)
         }
+        migrator.registerMigration("quota: units spent") { db in
+            // What each sync (each look of a watch) cost in Google's quota units, for
+            // `ivy status`'s last 24 hours; rows older than a week are dropped as new ones come.
+            try db.execute(
+                sql: """
+                    CREATE TABLE quota_spent (
+                        id INTEGER PRIMARY KEY,
+                        spent_at INTEGER NOT NULL,
+                        units INTEGER NOT NULL CHECK (units >= 0),
+                        requests INTEGER NOT NULL CHECK (requests >= 0)
+                    );
+                    CREATE INDEX quota_spent_at ON quota_spent (spent_at);
+                    """)
+        }
         return migrator
     }
 

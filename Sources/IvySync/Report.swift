@@ -45,6 +45,11 @@ package struct SyncReport: Sendable, Encodable {
     package var bytesUploaded: Int64 = 0
     package var bytesDownloaded: Int64 = 0
     package var requests = 0
+    /// Google's quota units those requests cost (IvyGoogle's `QuotaUnits`).
+    package var quotaUnits = 0
+    /// Answers that said the whole Cloud project's quota (every user of the OAuth client)
+    /// was spent for now, which ivy waited out.
+    package var sharedQuotaWaits = 0
     /// Planned operations not started because the sync was asked to stop (a watch ending);
     /// the next sync plans them again.
     package var leftForNextSync = 0
@@ -74,6 +79,8 @@ package struct SyncReport: Sendable, Encodable {
         case bytesUploaded = "bytes_uploaded"
         case bytesDownloaded = "bytes_downloaded"
         case requests
+        case quotaUnits = "quota_units"
+        case sharedQuotaWaits = "shared_quota_waits"
         case leftForNextSync = "left_for_next_sync"
         case fullListing = "full_listing"
         case durationMilliseconds = "duration_ms"
@@ -92,6 +99,14 @@ package struct SyncReport: Sendable, Encodable {
     /// The summary as a health-check ping's body: the deletions held back too.
     package var healthText: String {
         summary + (deletionsHeld.map { "; held back: \($0)" } ?? "")
+    }
+
+    /// Said once when Drive answered that the quota everyone using the OAuth client shares
+    /// was spent (however many requests it refused): whose limit it was, and the way round it.
+    package var sharedQuotaNotice: String? {
+        guard sharedQuotaWaits > 0 else { return nil }
+        return "Google Drive's quota shared by everyone who uses ivy's OAuth client ran out for a while, so this sync "
+            + "waited; your own OAuth client has a quota of its own: `ivy login --client-id ID --client-secret SECRET`"
     }
 
     /// `1 change held back after failing 3 times: book … (reason); run `ivy retry-failed``.

@@ -285,7 +285,8 @@ package final class SyncDoor: Sendable {
             token: token, store: tokens, endpoints: endpoints, credentials: credentials, effects: effects)
         return DriveClient(
             drive: endpoints.drive, authorized: AuthorizedTransport(tokens: provider, transport: effects.transport),
-            concurrency: try library.number(.concurrency), sleep: effects.sleep, now: effects.elapsed)
+            concurrency: try library.number(.concurrency), sleep: effects.sleep, now: effects.elapsed,
+            unitsPerMinute: try library.number(.quotaUnitsPerMinute))
     }
 
     private func currentEffects() -> GoogleEffects {

@@ -446,7 +446,16 @@ package final class SyncEngine: Sendable {
     private func finish(_ report: inout SyncReport, started: Milliseconds) throws {
         report.heldChanges = try heldChanges()
         report.requests = drive.requestCount
+        report.quotaUnits = drive.quotaUnits
+        report.sharedQuotaWaits = drive.sharedQuotaCount
         report.durationMilliseconds = clock.now() - started
+        do {
+            try library.recordQuotaSpent(at: clock.now(), units: report.quotaUnits, requests: report.requests)
+        } catch {
+            // Only `ivy status`'s count of units misses this sync.
+            logger.warning(
+                "recording the quota units spent failed", metadata: ["error": "\(error.localizedDescription)"])
+        }
     }
 
     /// Records the sync: its time, its first failure as `last_error` (or none), the deletions it

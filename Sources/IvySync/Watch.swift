@@ -95,7 +95,8 @@ package final class Watch: Sendable {
     /// What the watch tells whoever shows it.
     package enum Event: Sendable {
         /// `retryIn` when items failed: the next poll backs off (local changes still sync).
-        case synced(SyncReport, WatchSchedule.Trigger, changed: Bool, retryIn: Duration?)
+        /// `nextPoll`: how long until the next look at Drive (longer while the watch idles).
+        case synced(SyncReport, WatchSchedule.Trigger, changed: Bool, retryIn: Duration?, nextPoll: Duration)
         case failed(String, WatchSchedule.Trigger, retryIn: Duration)
         case paused(Pause)
         /// Another sync holds the lock; the watch tries again in a second.
@@ -126,6 +127,8 @@ package final class Watch: Sendable {
     }
 
     let interval: Duration
+    /// The longest an idle watch's interval grows to (`watch_max_interval`).
+    let maxInterval: Duration?
     let timing: Timing
     let logger: Logger
     /// The library's pending changes, as `LocalChangeProbe.pending(since:)` reads them.
@@ -136,12 +139,13 @@ package final class Watch: Sendable {
     private let probeFailed = Mutex(false)
 
     package init(
-        interval: Duration, timing: Timing, logger: Logger,
+        interval: Duration, maxInterval: Duration? = nil, timing: Timing, logger: Logger,
         pending: @escaping @Sendable (LocalChangeProbe.Pending?) throws -> LocalChangeProbe.Pending,
         attempt: @escaping @Sendable (Memory, StopRequest) async -> Attempt,
         events: @escaping @Sendable (Event) -> Void
     ) {
         self.interval = interval
+        self.maxInterval = maxInterval
         self.timing = timing
         self.logger = logger
         self.pending = pending
@@ -152,7 +156,7 @@ package final class Watch: Sendable {
     /// Watches until `stop` is requested (a sync in flight then finishes what it started),
     /// or until it must not go on: then the reason.
     package func run(until stop: StopRequest) async -> String? {
-        var schedule = WatchSchedule(interval: interval)
+        var schedule = WatchSchedule(interval: interval, maxInterval: maxInterval)
         var seen = look(since: nil)
         /// What was left queued after the last clean sync: it is synced again once.
         var leftover: LocalChangeProbe.Pending?
@@ -194,7 +198,7 @@ package final class Watch: Sendable {
                 memory.hold = report.deletionsHeld
                 var retry: Duration?
                 if report.failures.isEmpty {
-                    schedule.synced(at: after)
+                    schedule.synced(at: after, active: changed || trigger == .localChange)
                 } else {
                     retry = schedule.itemsFailed(at: after)
                 }
@@ -207,7 +211,9 @@ package final class Watch: Sendable {
                         "watch backing off",
                         metadata: ["retry_in_s": "\(retry.components.seconds)", "failed": "\(report.failures.count)"])
                 }
-                events(.synced(report, trigger, changed: changed, retryIn: retry))
+                events(
+                    .synced(
+                        report, trigger, changed: changed, retryIn: retry, nextPoll: retry ?? schedule.currentInterval))
                 // The sync's own writes are not changes to push; a change queued while it
                 // ran is, once. After failed items (still queued, tried) only a change no sync
                 // tried yet counts: it goes out a second later, not after the back-off.

@@ -300,3 +300,30 @@ def test_refresh_and_revoke(session):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+@pytest.mark.parametrize("quota,limit", [("user", "defaultPerMinutePerUser"), ("project", "defaultPerMinutePerProject")])
+def test_quota_exceeded_in_googles_newer_shape(session, quota, limit):
+    """Over its quota knob the emulator answers as Google's newer APIs do (AIP-193): no
+    errors[], the reason only in a google.rpc.ErrorInfo detail whose quota_limit says whose
+    quota ran out. Google's client reads it as it reads Google's own."""
+    drive, url = session["drive"], session["url"]
+    knob = requests.post(
+        f"{url}/_emulator/read-limit", json={"reads_per_second": 0.0001, "burst": 0, "quota": quota}, timeout=10
+    )
+    assert knob.status_code == 200, knob.text
+    try:
+        with pytest.raises(HttpError) as refused:
+            drive.files().list(fields="files(id)").execute(num_retries=0)
+    finally:
+        requests.delete(f"{url}/_emulator/read-limit", timeout=10)
+    assert refused.value.resp.status == 403
+    body = json.loads(refused.value.content)["error"]
+    assert "errors" not in body and body["status"] == "PERMISSION_DENIED"
+    assert "'drive.googleapis.com'" in body["message"]
+    info = [d for d in body["details"] if d["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"]
+    assert len(info) == 1 and info[0]["reason"] == "RATE_LIMIT_EXCEEDED" and info[0]["domain"] == "googleapis.com"
+    assert info[0]["metadata"]["quota_limit"] == limit
+    assert info[0]["metadata"]["service"] == "drive.googleapis.com"
+    # googleapiclient's HttpError takes the details as Google's: the ErrorInfo among them.
+    assert any(d.get("reason") == "RATE_LIMIT_EXCEEDED" for d in refused.value.error_details)

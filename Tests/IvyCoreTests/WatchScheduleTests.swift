@@ -63,4 +63,34 @@ struct WatchScheduleTests {
         #expect(schedule.due(at: .seconds(4.5)) == nil)
         #expect(schedule.due(at: .seconds(5)) == .localChange)
     }
+
+    @Test("idle, the interval doubles after five quiet ones up to the maximum; a change here or on Drive snaps it back")
+    func adaptive() {
+        var schedule = WatchSchedule(interval: .seconds(10), maxInterval: .seconds(60))
+        var now = Duration.zero
+        var waits: [Duration] = []
+        for _ in 0..<10 {
+            schedule.synced(at: now, active: false)
+            waits.append(schedule.currentInterval)
+            now += schedule.currentInterval
+        }
+        #expect(waits.map { $0.components.seconds } == [10, 10, 10, 10, 10, 20, 40, 60, 60, 60])
+        schedule.synced(at: now, active: true)
+        #expect(schedule.currentInterval == .seconds(10), "a change on Drive")
+        for _ in 0..<8 {
+            now += schedule.currentInterval
+            schedule.synced(at: now, active: false)
+        }
+        #expect(schedule.currentInterval == .seconds(60))
+        schedule.changed(at: now + .seconds(3))
+        #expect(schedule.currentInterval == .seconds(10), "a change here")
+        #expect(schedule.due(at: now + .seconds(4)) == .localChange)
+    }
+
+    @Test("a maximum no longer than the interval keeps it fixed")
+    func fixed() {
+        var schedule = WatchSchedule(interval: .seconds(10), maxInterval: .seconds(5))
+        for step in 0..<20 { schedule.synced(at: .seconds(10 * step), active: false) }
+        #expect(schedule.currentInterval == .seconds(10))
+    }
 }

@@ -249,8 +249,8 @@ struct DriveClientTests {
                 try await drive.uploadJSON(
                     name: "book_c.json", data: Data("{}".utf8), folder: folders.books[0], replacing: [])
             } throws: { error in
-                (error as? DriveError)?.kind == .driveFull && (error as? DriveError)?.isRetryable == false
-                    && error.localizedDescription.contains("Drive is full")
+                // Not retried, and not one file's failure: the sync stops with one message.
+                (error as? GoogleError) == .driveFull && error.localizedDescription.contains("Drive is full")
             }
             #expect(await google.state.requests.filter { $0.path.hasPrefix("/upload") }.count == 1)
             #expect(await google.names(in: folders.books[0].rawValue) == ["book_a.json", "book_b.json"])

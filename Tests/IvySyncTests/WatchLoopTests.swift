@@ -125,7 +125,7 @@ struct WatchLoopTests {
         }
         let (attempts, events) = await watch.run(interval: .seconds(10))
         #expect(attempts.count >= 2 && attempts[1] > .seconds(5) && attempts[1] < .seconds(7), "\(attempts)")
-        guard case .synced(_, _, _, let retry) = events.first else {
+        guard case .synced(_, _, _, let retry, _) = events.first else {
             Issue.record("\(events)")
             return
         }
@@ -176,7 +176,7 @@ struct WatchLoopTests {
         let watch = ScriptedWatch([.synced(held), .synced(held), .synced(held)])
         let (_, events) = await watch.run(interval: .seconds(10))
         let changed = events.compactMap { event -> Bool? in
-            if case .synced(_, _, let changed, _) = event { return changed }
+            if case .synced(_, _, let changed, _, _) = event { return changed }
             return nil
         }
         #expect(Array(changed.prefix(3)) == [true, false, false], "\(changed)")

@@ -1,0 +1,184 @@
+import Foundation
+import GoogleEmulator
+import IvyTestSupport
+import Testing
+
+/// Google's budget (issue 38): rate limits in Google's newer error shape, the quota every
+/// user of the app's OAuth client shares, and the units ivy spends.
+@Suite("Google's quota: error shapes, the shared quota, units spent")
+struct QuotaTests {
+    static let sharedNotice = "quota shared by everyone who uses ivy's OAuth client"
+
+    private static func occurrences(of text: String, in output: String) -> Int {
+        output.components(separatedBy: text).count - 1
+    }
+
+    @Test(
+        """
+        through the binary: a 403 whose reason is only in an ErrorInfo detail (a user's rate limit) is \
+        retried, and every change arrives in the same sync; the units spent are reported and kept for status
+        """
+    )
+    func newerShapeRetried() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            try await device.addLibrary(books: 3, clips: 0)
+            await emulator.state.setWriteLimit(RateLimit(perSecond: 4, burst: 1, quota: .user))
+            let result = try await device.ivy.runBinaryAsync("sync", "--json")
+            #expect(result.status == 0, "\(result.stderr)")
+            let report = try #require(try result.json() as? [String: Any])
+            #expect((report["uploaded"] as? [String: Int])?["books"] == 3, "\(report)")
+            let refused = await emulator.state.requests.filter { $0.status == 403 }
+            #expect(!refused.isEmpty, "the emulator never answered the newer shape")
+            #expect(try device.ivy.count("SELECT count(*) FROM sync_queue") == 0)
+            #expect(!result.stderr.contains(Self.sharedNotice))
+
+            let units = try #require(report["quota_units"] as? Int)
+            #expect(units >= 3 * 50, "3 creates at 50 units each at least: \(units)")
+            let status = try #require(try await device.ivy.run("status", "--json").json() as? [String: Any])
+            #expect(status["quota_units_24h"] as? Int == units, "\(status)")
+            let shown = try await device.ivy.run("status")
+            #expect(shown.stdout.contains("google quota"), "\(shown.stdout)")
+        }
+    }
+
+    @Test(
+        """
+        through the binary: the whole project's quota running short (defaultPerMinutePerProject) is waited out, \
+        every change arrives, and the person is told once that the shared quota ran out and how to avoid it
+        """
+    )
+    func projectLimitSaidOnce() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            try await device.addLibrary(books: 3, clips: 0)
+            await emulator.state.setWriteLimit(RateLimit(perSecond: 2, burst: 1, quota: .project))
+            let result = try await device.ivy.runBinaryAsync("sync")
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains("3 uploaded"), "\(result.stdout)")
+            let refused = await emulator.state.requests.filter { $0.status == 403 }.count
+            #expect(refused > 1, "the emulator refused only \(refused) requests")
+            #expect(Self.occurrences(of: Self.sharedNotice, in: result.stderr) == 1, "\(result.stderr)")
+            #expect(result.stderr.contains("ivy login --client-id"), "\(result.stderr)")
+            #expect(try device.ivy.count("SELECT count(*) FROM sync_queue") == 0)
+        }
+    }
+
+    @Test(
+        """
+        a shared quota that stays spent stops the sync with one plain message, never counts against a change \
+        (no attempt, nothing held back however many syncs), and the change goes out once the quota is back
+        """
+    )
+    func projectLimitNeverBuriesAChange() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            #expect(try await device.ivy.run("sync").status == 0)
+            let id = try await device.ivy.id("book", "add", "--title", "Waits for the quota")
+            // Every retry is spent at once: the test is about what comes after them.
+            device.ivy.sleep = IvyHome.noWaits
+            await emulator.state.setWriteLimit(RateLimit(perSecond: 0.0001, burst: 0, quota: .project))
+            for _ in 0..<4 {
+                let stopped = try await device.ivy.run("sync")
+                #expect(stopped.status != 0)
+                #expect(Self.occurrences(of: Self.sharedNotice, in: stopped.stderr) == 1, "\(stopped.stderr)")
+                #expect(stopped.stderr.contains("ivy login --client-id"), "\(stopped.stderr)")
+                #expect(try device.ivy.count("SELECT count(*) FROM sync_queue WHERE attempts > 0") == 0)
+            }
+            let status = try #require(try await device.ivy.run("status", "--json").json() as? [String: Any])
+            #expect((status["held_changes"] as? [Any])?.isEmpty == true, "\(status)")
+
+            await emulator.state.setWriteLimit(nil)
+            let sent = try await device.ivy.run("sync")
+            #expect(sent.status == 0, "\(sent.stderr)")
+            let names = await emulator.state.dump().map(\.name)
+            #expect(names.contains("book_\(id).json"), "\(names)")
+        }
+    }
+
+    @Test("sync -v ends with the Google quota units the sync spent")
+    func verboseUnits() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            try await device.addLibrary(books: 1, clips: 0)
+            let result = try await device.ivy.runBinaryAsync("sync", "-v")
+            #expect(result.status == 0, "\(result.stderr)")
+            let line = result.lines.last { $0.hasPrefix("Google quota units spent: ") }
+            let units = line.flatMap { Int($0.dropFirst("Google quota units spent: ".count)) } ?? 0
+            #expect(units > 0, "\(result.stdout)")
+        }
+    }
+
+    @Test("through the binary: a full Drive stops the sync's uploads with one message, not one per file")
+    func fullDriveSaidOnce() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            #expect(try await device.ivy.run("sync").status == 0)
+            try await device.addLibrary(books: 4, clips: 0)
+            await emulator.state.addFault(
+                FaultRule(method: "POST", pathContains: "/upload", status: 403, reason: "storageQuotaExceeded"))
+            let result = try await device.ivy.runBinaryAsync("sync")
+            #expect(result.status != 0)
+            #expect(Self.occurrences(of: "Drive is full", in: result.stderr) == 1, "\(result.stderr)")
+            #expect(!result.stderr.contains("failed:"), "\(result.stderr)")
+            #expect(try device.ivy.count("SELECT count(*) FROM sync_queue WHERE attempts > 0") == 0)
+        }
+    }
+
+    @Test("ivy doctor shows the Drive's used and free space, and warns when the library would not fit")
+    func doctorStorage() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            try await device.addLibrary(books: 1, clips: 1, audioBytes: 3_000_000)
+            let roomy = try await device.ivy.run("doctor")
+            let line = roomy.stdout.split(separator: "\n").first { $0.contains("drive storage:") } ?? ""
+            #expect(line.hasPrefix("ok") && line.contains("MB free"), "\(roomy.stdout)")
+            await emulator.state.setStorageLimit(2_000_000)
+            let full = try await device.ivy.run("doctor")
+            let warned = full.stdout.split(separator: "\n").first { $0.contains("drive storage:") } ?? ""
+            #expect(warned.hasPrefix("warning") && warned.contains("would not fit"), "\(full.stdout)")
+        }
+    }
+
+    @Test(
+        """
+        through the binary: an idle watch's polls thin out up to watch_max_interval, and a change here, then one \
+        on Drive, brings it back to --interval
+        """
+    )
+    func idleWatchThinsOut() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            let phone = try await SignInHarness.signedIn(emulator)
+            #expect(try await laptop.ivy.run("config", "set", "watch_max_interval", "8").status == 0)
+            try await WatchProcess.with(laptop.ivy, interval: 2) { watch in
+                try await watch.next("the first sync") { $0.event == "sync" }
+                // Idle: the wait between looks grows 2, ..., 4, 8 and stays at 8.
+                let idle = try await watch.next("a poll 8 s from the next") { $0.nextPoll == 8 }
+                let waits = (idle.passed + [idle.match]).compactMap(\.nextPoll)
+                #expect(waits.first == 2 && waits.contains(4) && waits == waits.sorted(), "\(waits)")
+                // Drive's change feed is read once a look: the emulator counts them.
+                await emulator.state.clearRequests()
+                try await watch.next("the next idle poll") { $0.event == "sync" && $0.trigger == "poll" }
+                let looks = await emulator.state.requests.filter { $0.path.hasSuffix("/changes") }.count
+                #expect(looks == 1, "\(looks) change-feed reads in one idle interval")
+
+                _ = try await laptop.ivy.id("book", "add", "--title", "Typed after an idle spell")
+                let local = try await watch.next("the local change's sync") { $0.trigger == "local change" }.match
+                #expect(local.books("uploaded") == 1 && local.nextPoll == 2, "\(local)")
+
+                try await watch.next("idle again") { $0.nextPoll == 8 }
+                _ = try await phone.ivy.id("book", "add", "--title", "Made on the phone")
+                #expect(try await phone.ivy.run("sync").status == 0)
+                let remote = try await watch.next("the phone's book") { $0.books("downloaded") > 0 }.match
+                #expect(remote.nextPoll == 2, "\(remote)")
+                _ = try await watch.stop()
+            }
+        }
+    }
+}
+
+extension [String: Any] {
+    /// `next_poll_s` of a watch's sync event.
+    var nextPoll: Int? { self["next_poll_s"] as? Int }
+}

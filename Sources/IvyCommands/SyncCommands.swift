@@ -93,7 +93,7 @@ struct SyncCommand: ContextCommand {
         name: [.short, .long],
         help: ArgumentHelp(
             "Print a line for each operation as it finishes (uploaded, downloaded, merged, deleted, failed), "
-                + "then the summary."))
+                + "then the summary, ending with the Google quota units the sync spent."))
     var verbose = false
     @Flag(help: "Allow a sync to delete many clips here (overrides the safety valve).") var allowDeletes = false
     @Flag(
@@ -240,8 +240,9 @@ struct SyncCommand: ContextCommand {
             for entry in report.held { output.line(Display.safe("\(entry.entity): \(entry.reason)")) }
             output.line(Display.safe(report.summary))
         } else if !auto {
-            if !quiet { output.line(Display.safe(report.summary)) }
-            if verbose { output.line("Google quota units spent: \(report.quotaUnits)") }
+            // -v says what the sync cost in Google's quota units too, at the end of the summary.
+            let units = verbose ? "; \(report.quotaUnits) Google quota units" : ""
+            if !quiet { output.line(Display.safe(report.summary) + units) }
             if let notice = report.sharedQuotaNotice { output.error(notice) }
             // --verbose said each failure as it happened.
             if !verbose {

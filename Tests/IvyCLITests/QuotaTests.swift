@@ -96,15 +96,15 @@ struct QuotaTests {
         }
     }
 
-    @Test("sync -v ends with the Google quota units the sync spent")
+    @Test("sync -v ends its summary with the Google quota units the sync spent")
     func verboseUnits() async throws {
         try await withEmulator { emulator in
             let device = try await SignInHarness.signedIn(emulator)
             try await device.addLibrary(books: 1, clips: 0)
             let result = try await device.ivy.runBinaryAsync("sync", "-v")
             #expect(result.status == 0, "\(result.stderr)")
-            let line = result.lines.last { $0.hasPrefix("Google quota units spent: ") }
-            let units = line.flatMap { Int($0.dropFirst("Google quota units spent: ".count)) } ?? 0
+            let summary = result.lines.last ?? ""
+            let units = summary.firstMatch(of: /; (\d+) Google quota units$/).flatMap { Int($0.1) } ?? 0
             #expect(units > 0, "\(result.stdout)")
         }
     }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What the soak knows to have happened, independent of ivy: every entity created, by whom
 /// and when, the clips deleted, the unknown keys the phone app put on Drive, and every field
 /// written, with what its writer had seen (below, `deviceWrote` and on).

@@ -48,11 +48,12 @@ struct Oracles {
                 let changed = version["changed"]?.objects.compactMap(\.string).joined(separator: ",") ?? "?"
                 let kind = version["entity_type"]?.string ?? "?"
                 let source = version["source"]?.string ?? "?"
-                note(
-                    &untouchedWritten, key: "\(device) \(id) \(number)",
-                    "untouched written: \(device) recorded version \(number) of \(kind) \(ledger.tag(id)) "
-                        + "(source \(source), changed \(changed)) by \(label), "
-                        + "though it and Drive held every change of it and nobody changed it since")
+                if fresh("\(device) \(id) \(number)") {
+                    untouchedWritten.append(
+                        "untouched written: \(device) recorded version \(number) of \(kind) \(ledger.tag(id)) "
+                            + "(source \(source), changed \(changed)) by \(label), "
+                            + "though it and Drive held every change of it and nobody changed it since")
+                }
             }
         }
         versions[device] = newest.mapValues(\.number)
@@ -73,10 +74,11 @@ struct Oracles {
                 guard let then = previous[name], then != now else { continue }
                 let id = String(name.dropFirst(5).split(separator: ".").first ?? "")
                 guard driveSettled.contains(id), ledger.lastChange(id) ?? 0 <= driveLookedAt else { continue }
-                note(
-                    &untouchedWritten, key: "Drive \(name) \(now)",
-                    "untouched written: \(name) on Drive changed by \(label) (\(then) -> \(now)), though Drive held "
-                        + "every change of \(ledger.tag(id)) and nobody changed it since")
+                if fresh("Drive \(name) \(now)") {
+                    untouchedWritten.append(
+                        "untouched written: \(name) on Drive changed by \(label) (\(then) -> \(now)), "
+                            + "though Drive held every change of \(ledger.tag(id)) and nobody changed it since")
+                }
             }
         }
         driveFiles = files
@@ -91,25 +93,28 @@ struct Oracles {
                 for id in ledger.ordered(objects.keys) {
                     guard let object = objects[id] else { continue }
                     guard ledger.entries[id] != nil else {
-                        note(
-                            &invented, key: "\(id)",
-                            "invented: \(device) holds \(kind.rawValue) \(id), which no one made")
+                        if fresh("\(id)") {
+                            invented.append("invented: \(device) holds \(kind.rawValue) \(id), which no one made")
+                        }
                         continue
                     }
                     for field in Ledger.fields(kind) {
                         let value = object[field] ?? (field == "hidden" ? .bool(false) : .null)
                         let written = ledger.writtenValues(id, field)
                         guard !written.contains(value.text), !Self.merged(value, of: written) else { continue }
-                        note(
-                            &invented, key: "\(id) \(field) \(value.text)",
-                            ("invented: \(device) holds \(kind.rawValue) \(ledger.tag(id)) \(field)=\(value.text) "
-                                + "(\(label)), which no one wrote to it").replacingOccurrences(of: "\n", with: "\\n"))
+                        if fresh("\(id) \(field) \(value.text)") {
+                            let line =
+                                "invented: \(device) holds \(kind.rawValue) \(ledger.tag(id)) \(field)=\(value.text) "
+                                + "(\(label)), which no one wrote to it"
+                            invented.append(line.replacingOccurrences(of: "\n", with: "\\n"))
+                        }
                     }
                     if kind == .clip, let audio = state.audio[id], ledger.audioWritten[id]?.contains(audio) != true {
-                        note(
-                            &invented, key: "\(id) audio \(audio.count)",
-                            "invented: \(device) holds audio of clip \(ledger.tag(id)) (\(audio.count) B, \(label)) "
-                                + "that no one gave it")
+                        if fresh("\(id) audio \(audio.count)") {
+                            invented.append(
+                                "invented: \(device) holds audio of clip \(ledger.tag(id)) "
+                                    + "(\(audio.count) B, \(label)) that no one gave it")
+                        }
                     }
                 }
             }
@@ -131,8 +136,5 @@ struct Oracles {
     }
 
     /// Each problem once, however many looks find it.
-    private mutating func note(_ list: inout [String], key: String, _ line: String) {
-        guard reported.insert(key).inserted else { return }
-        list.append(line)
-    }
+    private mutating func fresh(_ key: String) -> Bool { reported.insert(key).inserted }
 }

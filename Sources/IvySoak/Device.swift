@@ -55,10 +55,10 @@ final class Device: Sendable {
     /// any of its commands could have read from it (its history's times never go below that).
     private let clock = Mutex<(offset: Int64, high: Int64)>((0, 0))
 
-    /// libfaketime's multi-threaded library, as `faketime -m` preloads it (Debian's package
-    /// `faketime`; `.ci/run` installs it). Preloaded directly rather than through the
-    /// `faketime` wrapper, which forks: a SIGKILL for ivy must reach ivy itself.
-    static let fakeTimeLibrary = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
+    /// Debian's `faketime` (libfaketime; `.ci/run` installs it). It forks ivy as its child
+    /// (preloading the library by hand leaves a Swift program without its arguments), so the
+    /// soak's signals go to the child's whole process group.
+    static let faketime = "/usr/bin/faketime"
 
     /// The real time, ms since the epoch.
     static func realNow() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
@@ -136,14 +136,14 @@ final class Device: Sendable {
             var hung = false
             while running.exit == nil {
                 if !stopped, let stopAfter, ContinuousClock.now - started >= stopAfter {
-                    running.send(SIGTERM)
+                    running.send(SIGTERM, toGroup: true)
                     stopped = true
                 }
                 if !killRequested, let killWhen, await killWhen() {
-                    running.send(SIGKILL)
+                    running.send(SIGKILL, toGroup: true)
                     killRequested = true
                 } else if !hung, ContinuousClock.now > deadline {
-                    running.send(SIGKILL)
+                    running.send(SIGKILL, toGroup: true)
                     hung = true
                 }
                 try? await Task.sleep(for: .milliseconds(2))
@@ -158,13 +158,14 @@ final class Device: Sendable {
 
     /// `ivy arguments` in this device's home.
     private func command(_ arguments: [String]) -> ChildCommand {
-        var environment = environment
         let offset = clockOffset
-        if offset != 0 {
-            environment["LD_PRELOAD"] = Self.fakeTimeLibrary
-            environment["FAKETIME"] = (offset > 0 ? "+" : "-") + String(abs(offset) / 1000)
+        guard offset != 0 else {
+            return ChildCommand(binary.path, arguments, environment: environment, workingDirectory: home)
         }
-        return ChildCommand(binary.path, arguments, environment: environment, workingDirectory: home)
+        let shift = (offset > 0 ? "+" : "-") + String(abs(offset) / 1000)
+        return ChildCommand(
+            Self.faketime, ["-m", "-f", shift, binary.path] + arguments, environment: environment,
+            workingDirectory: home)
     }
 
     /// `ivy login` as a person would do it: the soak plays the browser and approves the code

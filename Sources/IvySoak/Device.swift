@@ -163,6 +163,10 @@ final class Device: Sendable {
             return ChildCommand(binary.path, arguments, environment: environment, workingDirectory: home)
         }
         let shift = (offset > 0 ? "+" : "-") + String(abs(offset) / 1000)
+        // Only the wall clock moves, as when NTP steps it: a monotonic clock moved too would
+        // make every timed wait (a retry's back-off, a request's timeout) last the offset more.
+        var environment = environment
+        environment["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
         return ChildCommand(
             Self.faketime, ["-m", "-f", shift, binary.path] + arguments, environment: environment,
             workingDirectory: home)

@@ -42,11 +42,22 @@ struct Findings {
     var dupeCount = 0
     /// Fields whose last write nothing overwrote but that some device or Drive does not hold.
     var lostEdits: [String] = []
-    /// Books and clips that `ivy restore --at` did not put back as a device held them then.
+    /// Books and clips that `ivy restore --at` did not put back as a device held them then
+    /// (`RestoreCheck`).
     var restoreMismatches: [String] = []
+    /// Books and clips that existed at a restore's moment and that the restore deleted.
+    var restoreDeletedExisting: [String] = []
+    /// The two oracles' findings (`Oracles`).
+    var invented: [String] = []
+    var untouchedWritten: [String] = []
+
+    var all: [String] {
+        lost + dupes + diverged + lostEdits + restoreMismatches + restoreDeletedExisting + invented + untouchedWritten
+    }
 
     var clean: Bool {
         lost.isEmpty && dupeCount == 0 && diverged.isEmpty && lostEdits.isEmpty && restoreMismatches.isEmpty
+            && restoreDeletedExisting.isEmpty && invented.isEmpty && untouchedWritten.isEmpty
     }
 }
 
@@ -209,39 +220,6 @@ enum Checker {
     }
 
     /// The fields compared, as text; a missing `hidden` is false, a missing optional is null.
-    /// How `restored` differs from `recorded`, a device's state at the moment it was restored
-    /// to: every synced field but `updated_at`, and the audio, of each book and clip. A book
-    /// made after that moment may remain, deleted (hidden) as a restore deletes books.
-    static func restoreMismatches(recorded: DeviceState, restored: DeviceState) -> [String] {
-        var problems: [String] = []
-        let bookFields = Self.bookFields.filter { $0 != "updated_at" }
-        let clipFields = Self.clipFields.filter { $0 != "updated_at" }
-        for (id, book) in recorded.books {
-            guard let after = restored.books[id] else {
-                problems.append("restore mismatch: book \(id) is missing")
-                continue
-            }
-            let (want, got) = (canonical(book, fields: bookFields), canonical(after, fields: bookFields))
-            if want != got { problems.append("restore mismatch: book \(id) is \(got), was \(want)") }
-        }
-        for (id, book) in restored.books where recorded.books[id] == nil && book["hidden"] != .bool(true) {
-            problems.append("restore mismatch: book \(id), made later, is not deleted")
-        }
-        for id in Set(recorded.clips.keys).union(restored.clips.keys).sorted() {
-            guard let clip = recorded.clips[id], let after = restored.clips[id] else {
-                let what = recorded.clips[id] == nil ? "made later, is still there" : "is missing"
-                problems.append("restore mismatch: clip \(id) \(what)")
-                continue
-            }
-            let (want, got) = (canonical(clip, fields: clipFields), canonical(after, fields: clipFields))
-            if want != got { problems.append("restore mismatch: clip \(id) is \(got), was \(want)") }
-            if recorded.audio[id] != restored.audio[id] {
-                problems.append("restore mismatch: clip \(id) has other audio than it had")
-            }
-        }
-        return problems.sorted()
-    }
-
     static func canonical(_ object: JSON, fields: [String]) -> [String: String] {
         var result: [String: String] = [:]
         for field in fields {

@@ -1,6 +1,7 @@
 import Foundation
 import GoogleEmulator
 import IvyProcesses
+import Synchronization
 
 /// How one run of `ivy` ended.
 struct Outcome: Sendable {
@@ -50,6 +51,36 @@ final class Device: Sendable {
     let home: String
     let binary: URL
     let environment: [String: String]
+    /// This device's clock: how far it runs ahead of the real one (ms), and the highest time
+    /// any of its commands could have read from it (its history's times never go below that).
+    private let clock = Mutex<(offset: Int64, high: Int64)>((0, 0))
+
+    /// Debian's `faketime` (libfaketime; `.ci/run` installs it). It forks ivy as its child
+    /// (preloading the library by hand leaves a Swift program without its arguments), so the
+    /// soak's signals go to the child's whole process group.
+    static let faketime = "/usr/bin/faketime"
+
+    /// The real time, ms since the epoch.
+    static func realNow() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    /// How far this device's clock is ahead now (ms).
+    var clockOffset: Int64 { clock.withLock { $0.offset } }
+
+    /// The highest time this device's clock has shown any command.
+    var clockHigh: Int64 { clock.withLock { $0.high } }
+
+    /// What this device's clock reads now.
+    var now: Int64 { Self.realNow() + clockOffset }
+
+    /// Sets the clock `offset` ms ahead of the real one (0: right again, a step back when it
+    /// was ahead). Its commands run under libfaketime while it is not 0.
+    func setClock(ahead offset: Int64) { clock.withLock { $0.offset = offset } }
+
+    /// Notes that a command read the clock now.
+    private func clockRead() {
+        let now = Self.realNow()
+        clock.withLock { $0.high = max($0.high, now + $0.offset) }
+    }
 
     init(name: String, root: String, binary: URL, emulator: URL) throws {
         self.name = name
@@ -79,7 +110,10 @@ final class Device: Sendable {
         try FileManager.default.copyItem(atPath: home, toPath: copy)
         var environment = environment
         (environment["IVY_HOME"], environment["HOME"]) = (copy, copy)
-        return Device(name: name, home: copy, binary: binary, environment: environment)
+        let device = Device(name: name, home: copy, binary: binary, environment: environment)
+        let state = clock.withLock { $0 }
+        device.clock.withLock { $0 = state }
+        return device
     }
 
     func audioPath(_ clipID: String) -> String { home + "/audio/\(clipID).mp3" }
@@ -92,7 +126,9 @@ final class Device: Sendable {
         _ arguments: [String], limit: Duration = .seconds(300),
         killWhen: (@Sendable () async -> Bool)? = nil, stopAfter: Duration? = nil
     ) async throws -> Outcome {
-        try await withChild(command(arguments)) { running in
+        clockRead()
+        defer { clockRead() }
+        return try await withChild(command(arguments)) { running in
             let started = ContinuousClock.now
             let deadline = started + limit
             var killRequested = false
@@ -100,14 +136,14 @@ final class Device: Sendable {
             var hung = false
             while running.exit == nil {
                 if !stopped, let stopAfter, ContinuousClock.now - started >= stopAfter {
-                    running.send(SIGTERM)
+                    running.send(SIGTERM, toGroup: true)
                     stopped = true
                 }
                 if !killRequested, let killWhen, await killWhen() {
-                    running.send(SIGKILL)
+                    running.send(SIGKILL, toGroup: true)
                     killRequested = true
                 } else if !hung, ContinuousClock.now > deadline {
-                    running.send(SIGKILL)
+                    running.send(SIGKILL, toGroup: true)
                     hung = true
                 }
                 try? await Task.sleep(for: .milliseconds(2))
@@ -122,7 +158,18 @@ final class Device: Sendable {
 
     /// `ivy arguments` in this device's home.
     private func command(_ arguments: [String]) -> ChildCommand {
-        ChildCommand(binary.path, arguments, environment: environment, workingDirectory: home)
+        let offset = clockOffset
+        guard offset != 0 else {
+            return ChildCommand(binary.path, arguments, environment: environment, workingDirectory: home)
+        }
+        let shift = (offset > 0 ? "+" : "-") + String(abs(offset) / 1000)
+        // Only the wall clock moves, as when NTP steps it: a monotonic clock moved too would
+        // make every timed wait (a retry's back-off, a request's timeout) last the offset more.
+        var environment = environment
+        environment["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
+        return ChildCommand(
+            Self.faketime, ["-m", "-f", shift, binary.path] + arguments, environment: environment,
+            workingDirectory: home)
     }
 
     /// `ivy login` as a person would do it: the soak plays the browser and approves the code

@@ -7,16 +7,23 @@ import IvyProcesses
 struct IvySoakCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ivy-soak",
-        abstract: "Convergence soak: three ivy installs and the phone app edit one Drive under faults and kills.",
+        abstract: "Convergence soak: four ivy installs and the phone app edit one Drive under faults and kills.",
         discussion: """
-            Starts ivy-emulator in-process on 127.0.0.1, signs three homes in through `ivy login`, and for each \
+            Starts ivy-emulator in-process on 127.0.0.1, signs four homes in through `ivy login`, and for each \
             round makes random edits through the CLI on one device (and, sometimes, as the phone app, on Drive), \
-            then syncs that device under random bounded faults or a SIGKILL. In overlapping rounds another \
-            device syncs (or runs `ivy sync --watch`) at the same time while the app writes, leaving a gap \
-            between each delete and create. Then every device syncs until a whole pass changes nothing, and \
-            the checker compares devices, Drive, what was created and what was last written to each field. \
-            Exits 0 only when nothing was lost, duplicated, left diverged or had its last edit lost. The same \
-            seed makes the same edits, faults, kills and overlaps; exactly when a kill lands is racy.
+            then syncs that device under random bounded faults or a SIGKILL. Device d joins late (its first sync \
+            is a quarter of the rounds in); device c's clock runs 20 minutes ahead (libfaketime) for the middle \
+            third of the rounds, then steps back. In overlapping rounds another device syncs (or runs `ivy sync \
+            --watch`) at the same time while the app writes, leaving a gap between each delete and create. Now and \
+            then it records every device's library, and restores a copy of a random device to a random recorded \
+            moment (`ivy restore --at`), comparing it field by field and MP3 by MP3 with what that device held \
+            then (what it did not know then and was made before stays as it is). At each recorded moment two \
+            oracles look: nothing invented (every value a device holds was written by someone) and nothing \
+            untouched written (no new version, upload or replace of an entity every side already held). Then \
+            every device syncs until a whole pass changes nothing, and the checker compares devices, Drive, what \
+            was created and what was last written to each field. Exits 0 only when every count on the summary \
+            line is 0. The same seed makes the same edits, faults, kills and overlaps; exactly when a kill lands \
+            is racy.
             """)
 
     @Option(help: "The seed of the run's random choices.") var seed: UInt64 = 1
@@ -76,16 +83,14 @@ struct IvySoakCommand: AsyncParsableCommand {
         await emulator.stop()
         cleanup.removeFiles()
 
-        for line in findings.lost + findings.dupes + findings.diverged + findings.lostEdits
-            + findings.restoreMismatches
-        {
-            print(line)
-        }
+        for line in findings.all { print(line) }
         if keep { print("homes kept in \(root)") }
         print(
             "soak: \(rounds) rounds, \(soak.faultsFired) faults, \(soak.kills) kills, \(soak.overlaps) overlaps, "
                 + "lost=\(findings.lost.count), dupes=\(findings.dupeCount), diverged=\(findings.diverged.count), "
-                + "lost_edits=\(findings.lostEdits.count), restore_mismatches=\(findings.restoreMismatches.count)")
+                + "lost_edits=\(findings.lostEdits.count), restore_mismatches=\(findings.restoreMismatches.count), "
+                + "restore_deleted_existing=\(findings.restoreDeletedExisting.count), "
+                + "invented=\(findings.invented.count), untouched_written=\(findings.untouchedWritten.count)")
         if !findings.clean { throw ExitCode.failure }
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What the soak knows to have happened, independent of ivy: every entity created, by whom
 /// and when, the clips deleted, the unknown keys the phone app put on Drive, and every field
 /// written, with what its writer had seen (below, `deviceWrote` and on).
@@ -14,10 +16,18 @@ struct Ledger {
 
     private(set) var entries: [String: Entry] = [:]
     private(set) var deleted: Set<String> = []
+    /// When each entity was made (ms): by the clock of whoever made it (the time its
+    /// `created_at` carries) and by the real clock. They differ when the maker's clock was
+    /// off; then either is what "made after WHEN" may go by.
+    private(set) var madeAt: [String: (stamp: Int64, real: Int64)] = [:]
+    /// Every MP3 each clip was given, by the CLI or the app.
+    private(set) var audioWritten: [String: Set<Data>] = [:]
     /// Entities on which the app wrote `app_color`; it must stay on Drive for good.
     private(set) var appKeys: [String: String] = [:]
     /// Every field written, in the order written.
     private(set) var writes: [FieldEdit] = []
+    /// Per "entity field", every value written to it, as text.
+    fileprivate var written: [String: Set<String>] = [:]
     fileprivate var clock = 0
     fileprivate var deviceKnows: [String: Knowledge] = [:]
     fileprivate var driveKnows: Knowledge = [:]
@@ -32,12 +42,24 @@ struct Ledger {
     fileprivate var lastClean: [String: Int] = [:]
     fileprivate var lastUnclean: [String: Int] = [:]
 
-    mutating func created(_ id: String, _ kind: Kind, origin: String) {
+    mutating func created(
+        _ id: String, _ kind: Kind, origin: String, at stamp: Int64, real: Int64 = Device.realNow()
+    ) {
         guard entries[id] == nil else { return }
         entries[id] = Entry(kind: kind, sequence: entries.count, origin: origin)
+        madeAt[id] = (stamp, real)
     }
 
-    mutating func deletedClip(_ id: String) { deleted.insert(id) }
+    mutating func wroteAudio(_ id: String, _ audio: Data) { audioWritten[id, default: []].insert(audio) }
+
+    /// A clip deleted through the CLI on `device`: a change of it, as far as who has seen
+    /// what goes (every other device and Drive have yet to hear of it).
+    mutating func deletedClip(_ id: String, by device: String) {
+        deleted.insert(id)
+        let sequence = tick()
+        deviceKnows[device, default: [:]][id, default: [:]][device] = sequence
+        latest[id, default: [:]][device] = sequence
+    }
 
     mutating func appKey(_ id: String, value: String) { appKeys[id] = value }
 
@@ -161,7 +183,7 @@ extension Ledger {
         let unclean = lastUnclean[device] ?? 0
         let doubt = unclean > clean ? clean..<unclean : nil
         for (field, value) in fields.sorted(by: { $0.key < $1.key }) {
-            writes.append(
+            record(
                 FieldEdit(
                     entity: id, kind: kind, field: field, value: value, writer: device, round: round,
                     sequence: sequence, known: known, creation: creation, ownInDoubt: doubt))
@@ -187,7 +209,7 @@ extension Ledger {
             let meant = creation || changed.contains(field)
             guard meant || !complete else { continue }
             let value = object[field] ?? (field == "hidden" ? .bool(false) : .null)
-            writes.append(
+            record(
                 FieldEdit(
                     entity: id, kind: kind, field: field, value: value, writer: "app", round: round,
                     sequence: sequence, known: known, creation: creation, carried: !meant))
@@ -275,6 +297,36 @@ extension Ledger {
         if let sequence = settled[id] { return sequence }
         if unsettled[id]?.risky == true { return Int.max }
         return nil
+    }
+
+    /// Keeps one write, and its value among the entity's field's values.
+    private mutating func record(_ write: FieldEdit) {
+        writes.append(write)
+        written["\(write.entity) \(write.field)", default: []].insert(write.value.text)
+    }
+
+    /// The order of the latest event so far (writes and sync ends).
+    var now: Int { clock }
+
+    /// The sequence of the latest change of `id` by anyone (a write or a deletion), if any.
+    func lastChange(_ id: String) -> Int? { latest[id]?.values.max() }
+
+    /// Whether Drive and `device` are known to hold every change anyone made to `id`: then
+    /// nothing about it is left to carry either way, and until someone changes it again no
+    /// sync may upload, download or record a version of it (the untouched-written oracle).
+    /// With no device: whether Drive is known to hold every change.
+    func settled(_ id: String, on device: String?) -> Bool {
+        guard let changes = latest[id] else { return false }
+        let drive = driveKnows[id] ?? [:]
+        let local = device.map { deviceKnows[$0]?[id] ?? [:] } ?? drive
+        return changes.allSatisfy { writer, sequence in
+            (drive[writer] ?? -1) >= sequence && (local[writer] ?? -1) >= sequence
+        }
+    }
+
+    /// Every value written to `field` of `id`, by anyone (the nothing-invented oracle).
+    func writtenValues(_ id: String, _ field: String) -> Set<String> {
+        written["\(id) \(field)"] ?? []
     }
 
     private mutating func tick() -> Int {

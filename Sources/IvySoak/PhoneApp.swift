@@ -94,6 +94,7 @@ struct PhoneApp {
                 ledger.appWrote(
                     id, .clip, object: fields, changed: changed, round: round, twins: twins("clip_\(id).json", drive))
                 if let newAudio {
+                    ledger.wroteAudio(id, newAudio)
                     await replace("clip_\(id).mp3", in: clips.id, content: newAudio, drive: drive, gap: gap)
                 }
                 done.append("app: edit clip \(ledger.tag(id)) (\(changed.joined(separator: ", ")))")
@@ -106,7 +107,7 @@ struct PhoneApp {
                     "created_at": .number(Double(now)), "updated_at": .number(Double(now)),
                 ]
                 let extra = decorate(&fields, id: id, random: &random, ledger: &ledger)
-                ledger.created(id, .book, origin: "round \(round) by the app")
+                ledger.created(id, .book, origin: "round \(round) by the app", at: now)
                 await replace("book_\(id).json", in: books.id, content: JSON.object(fields).data, drive: drive)
                 ledger.appWrote(id, .book, object: fields, changed: [], round: round, creation: true)
                 done.append("app: add book \(ledger.tag(id)) \(extra.joined(separator: ", "))")
@@ -121,7 +122,8 @@ struct PhoneApp {
                 ]
                 let extra = decorate(&fields, id: id, random: &random, ledger: &ledger)
                 let audio = mp3(&random)
-                ledger.created(id, .clip, origin: "round \(round) by the app")
+                ledger.created(id, .clip, origin: "round \(round) by the app", at: now)
+                ledger.wroteAudio(id, audio)
                 // The app writes the MP3 first, so no listing ever sees the JSON alone.
                 await replace("clip_\(id).mp3", in: clips.id, content: audio, drive: drive)
                 await replace("clip_\(id).json", in: clips.id, content: JSON.object(fields).data, drive: drive)

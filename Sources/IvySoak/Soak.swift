@@ -32,9 +32,24 @@ final class Soak {
     private(set) var kills = 0
     private(set) var overlaps = 0
     private let started = ContinuousClock.now
-    /// Libraries as devices held them after a sync, with when (ms since the epoch): at the
-    /// end one device's copy is restored to one of these moments.
-    private var moments: [(device: Device, at: Int64, state: DeviceState)] = []
+    /// Moments at which the soak read every device's library: copies of the devices are
+    /// restored to them now and then, and at the end (`RestoreCheck`).
+    private var moments: [Moment] = []
+    /// What the restore checks and the two oracles found so far.
+    private var restoreFindings = RestoreFindings()
+    private var oracles = Oracles()
+    /// The device whose first sync comes some rounds in (`joinRound`).
+    private var lateJoiner: Device { devices[3] }
+    let joinRound: Int
+    /// The device whose clock runs `clockAhead` ahead for the rounds `aheadRounds`, then
+    /// steps back to the right time.
+    private var steppedClock: Device { devices[2] }
+    let aheadRounds: Range<Int>
+    static let clockAhead: Int64 = 20 * 60 * 1000
+    /// How far back from a device's newest version a moment can be and still be restored
+    /// exactly: history keeps every version of the last hour (counted back from the newest),
+    /// then one an hour; the margin is for the time a round takes.
+    static let exactSpan: Int64 = 50 * 60 * 1000
 
     private var state: EmulatorState { emulator.state }
 
@@ -44,7 +59,10 @@ final class Soak {
         self.root = root
         self.emulator = emulator
         await emulator.state.setDeviceCode(interval: 0)
-        devices = try ["a", "b", "c"].map {
+        joinRound = max(2, options.rounds / 4 + 1)
+        let aheadFrom = max(2, options.rounds / 3)
+        aheadRounds = aheadFrom..<max(aheadFrom + 1, options.rounds * 2 / 3)
+        devices = try ["a", "b", "c", "d"].map {
             try Device(name: $0, root: root, binary: options.ivy, emulator: emulator.baseURL)
         }
         app = PhoneApp(state: emulator.state, email: Self.email)
@@ -69,10 +87,19 @@ final class Soak {
 
     /// The rounds, the final syncs and the checks.
     func run() async throws -> Findings {
+        log(
+            "\(lateJoiner.name) first syncs in round \(joinRound); \(steppedClock.name)'s clock runs "
+                + "\(Self.clockAhead / 60_000) minutes ahead in rounds \(aheadRounds.lowerBound)"
+                + "...\(aheadRounds.upperBound - 1), then steps back")
         for round in 1...max(1, options.rounds) { try await play(round) }
+        if steppedClock.clockOffset != 0 { stepBack() }
         let converged = try await converge()
         var findings = try await check()
-        findings.restoreMismatches = try await checkRestore()
+        try await finalRestores()
+        findings.restoreMismatches = restoreFindings.mismatches
+        findings.restoreDeletedExisting = restoreFindings.deletedExisting
+        findings.invented = oracles.invented
+        findings.untouchedWritten = oracles.untouchedWritten
         if !converged {
             findings.diverged.append("diverged: no pass of \(Self.maximumPasses) syncs on every device was quiet")
         }
@@ -81,7 +108,33 @@ final class Soak {
 
     // MARK: one round
 
+    /// The devices that have joined by `round`.
+    private func joined(_ round: Int) -> [Device] {
+        devices.filter { $0 !== lateJoiner || round >= joinRound }
+    }
+
+    /// The stepped clock goes back to the real time: moments it recorded while ahead now
+    /// name times its clock shows again, so they are no longer one moment (a restore to one
+    /// would take the versions of after the step too); they are not restored to.
+    private func stepBack() {
+        steppedClock.setClock(ahead: 0)
+        let now = Device.realNow()
+        for index in moments.indices where (moments[index].held[steppedClock.name]?.at ?? 0) > now {
+            moments[index].held[steppedClock.name] = nil
+        }
+        log("\(steppedClock.name): clock steps back \(Self.clockAhead / 60_000) minutes to the right time")
+    }
+
     private func play(_ round: Int) async throws {
+        if round == aheadRounds.lowerBound {
+            steppedClock.setClock(ahead: Self.clockAhead)
+            log("r\(round) \(steppedClock.name): clock jumps \(Self.clockAhead / 60_000) minutes ahead")
+        }
+        if round == aheadRounds.upperBound { stepBack() }
+        if round == joinRound {
+            log("r\(round) \(lateJoiner.name): joins: \(describe(try await recordedSync(lateJoiner, kill: nil)))")
+        }
+        let devices = joined(round)
         var edits = SplitMix64.stream(seed: options.seed, round: round, .edits)
         var appRandom = SplitMix64.stream(seed: options.seed, round: round, .app)
         var faultRandom = SplitMix64.stream(seed: options.seed, round: round, .faults)
@@ -122,15 +175,6 @@ final class Soak {
                 device, partner: partner, kill: kill, overlap, round: round, app: &appRandom)
         } else {
             outcome = try await recordedSync(device, kill: kill)
-            var restoreRandom = SplitMix64.stream(seed: options.seed, round: round, .restore)
-            if outcome.clean, restoreRandom.chance(0.3) {
-                // Read after the sync, before anything else writes there: every version the
-                // history holds up to now is of this state, and the next comes later.
-                let held = try await device.state(queue: false)
-                let at = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
-                moments.append((device, at, held))
-                log("r\(round) \(device.name): library recorded for the restore check")
-            }
         }
         let fired = await state.faultsFired
         await state.clearFaults()
@@ -150,6 +194,90 @@ final class Soak {
         if let bystander {
             log("r\(round) \(bystander.name): sync: \(describe(try await recordedSync(bystander, kill: nil)))")
         }
+        // Now and then, once nothing runs, every device's library is recorded (and looked at
+        // by the oracles), and now and then a copy of a device is restored to a moment.
+        var restoreRandom = SplitMix64.stream(seed: options.seed, round: round, .restore)
+        if overlap == nil, restoreRandom.chance(0.3) { try await record(round) }
+        if overlap == nil, restoreRandom.chance(0.15) {
+            let candidates = joined(round)
+            if let device = restoreRandom.pick(candidates) {
+                try await restore(device, random: &restoreRandom, label: "r\(round)")
+            }
+        }
+    }
+
+    /// Reads every device's library now (the devices whose clock shows a time it showed
+    /// before, after a step back, are read for the oracles but not kept as a moment), and
+    /// runs the oracles over them.
+    private func record(_ round: Int) async throws {
+        var moment = Moment(number: moments.count + 1, round: round)
+        var states: [(name: String, state: DeviceState)] = []
+        for device in devices {
+            let held = try await device.state(queue: false)
+            states.append((device.name, held))
+            let at = device.now
+            // Read after the syncs, before anything writes: every version a history holds up
+            // to now is of this state, and the next comes later, at a later time unless the
+            // clock showed this time before.
+            if at >= device.clockHigh {
+                moment.held[device.name] = (held, at, Device.realNow())
+            }
+            if round >= joinRound || device !== lateJoiner {
+                let versions = try await device.list(["history", "--json"])
+                oracles.observe(device.name, versions: versions, ledger: ledger, label: "r\(round)")
+            }
+        }
+        oracles.lookForInvented(states, ledger: ledger, label: "r\(round)")
+        oracles.observeDrive(await DriveView(state: state, email: Self.email), ledger: ledger, label: "r\(round)")
+        moments.append(moment)
+        log("r\(round) libraries recorded (moment \(moments.count)) for the restore checks and the oracles")
+    }
+
+    /// Restores a copy of `device` to a random moment it can be restored to exactly (see
+    /// `RestoreCheck`), and compares.
+    private func restore(_ device: Device, random: inout SplitMix64, label: String, earliest: Bool = false)
+        async throws
+    {
+        let floor = device.clockHigh - Self.exactSpan
+        let usable = moments.filter { moment in moment.held[device.name].map { $0.at >= floor } ?? false }
+        guard let moment = earliest ? usable.first : random.pick(usable), let held = moment.held[device.name] else {
+            return
+        }
+        restoreFindings.checks += 1
+        let copy = try device.copy(as: device.name + "-restored-\(restoreFindings.checks)")
+        defer { try? FileManager.default.removeItem(atPath: copy.home) }
+        let before = try await copy.state(queue: false)
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let when = formatter.string(from: Date(timeIntervalSince1970: Double(held.at) / 1000))
+        let outcome = try await copy.run(["restore", "--at", when, "--yes"], limit: .seconds(120))
+        let joinedThen = moment.round >= joinRound || device !== lateJoiner
+        log(
+            "\(label) restore check: a copy of \(device.name) to moment \(moment.number) "
+                + "(r\(moment.round), \(when)\(joinedThen ? "" : ", before it joined")): \(outcome.brief)")
+        if outcome.status != 0 {
+            // Exit 5 is a clip skipped (its MP3 of then not kept): the rest is still compared.
+            let text = (outcome.stdout + outcome.stderr).replacingOccurrences(of: "\n", with: " | ")
+            restoreFindings.mismatches.append(
+                "restore mismatch: ivy restore --at \(when) on a copy of \(device.name) (\(label)): "
+                    + "\(outcome.brief): \(text.prefix(600))")
+            guard outcome.status == 5 else { return }
+        }
+        let after = try await copy.state(queue: false)
+        let check = RestoreCheck(
+            device: device.name, label: label, when: (held.at, held.real), recorded: held.state, before: before,
+            after: after, ledger: ledger)
+        restoreFindings.mismatches += check.mismatches
+        restoreFindings.deletedExisting += check.deletedExisting
+    }
+
+    /// At the end: a copy of each device to a random moment, and the late joiner to its
+    /// earliest (before it joined, when the soak has one).
+    private func finalRestores() async throws {
+        var random = SplitMix64.stream(seed: options.seed, round: 0, .restore)
+        for device in devices { try await restore(device, random: &random, label: "end") }
+        try await restore(lateJoiner, random: &random, label: "end", earliest: true)
+        log("restore checks: \(restoreFindings.checks)")
     }
 
     /// A round whose syncs overlap: the device's sync (faults and kill as planned) and, most
@@ -248,7 +376,8 @@ final class Soak {
             if random.chance(0.6) { arguments += ["--note", phrase(&random, round: round, by: device.name)] }
             if random.chance(0.2) { arguments += ["--transcription", phrase(&random, round: round, by: "heard")] }
             let id = try await command(device, arguments)
-            ledger.created(id, .clip, origin: "round \(round) on \(device.name)")
+            ledger.created(id, .clip, origin: "round \(round) on \(device.name)", at: device.now)
+            if let data = FileManager.default.contents(atPath: audio) { ledger.wroteAudio(id, data) }
             let fields = Self.written(arguments.dropFirst(2)).merging(["note": .null, "transcription": .null]) {
                 mine, _ in mine
             }
@@ -273,13 +402,14 @@ final class Soak {
             }
             defer { if let audio { try? FileManager.default.removeItem(atPath: audio) } }
             try await command(device, arguments)
+            if let audio, let data = FileManager.default.contents(atPath: audio) { ledger.wroteAudio(id, data) }
             ledger.deviceWrote(device.name, id, .clip, fields: Self.written(arguments.dropFirst(3)), round: round)
             let shown = arguments.dropFirst(3).map { $0.hasPrefix(root) ? "FILE" : $0 }.joined(separator: " ")
             return "clip update \(ledger.tag(id)) " + shown.replacingOccurrences(of: "\n", with: "\\n")
         case 6:
             guard let id = random.pick(clips) else { break }
             try await command(device, ["clip", "delete", id])
-            ledger.deletedClip(id)
+            ledger.deletedClip(id, by: device.name)
             return "clip delete \(ledger.tag(id))"
         default:
             break
@@ -288,7 +418,7 @@ final class Soak {
         if random.chance(0.5) { arguments += ["--artist", random.pick(artists) ?? ""] }
         if random.chance(0.5) { arguments += ["--position", seconds(&random)] }
         let id = try await command(device, arguments)
-        ledger.created(id, .book, origin: "round \(round) on \(device.name)")
+        ledger.created(id, .book, origin: "round \(round) on \(device.name)", at: device.now)
         let defaults: [String: JSON] = [
             "artist": .null, "artwork": .null, "position": .number(0), "hidden": .bool(false),
         ]
@@ -437,31 +567,16 @@ final class Soak {
         return false
     }
 
-    /// Restores a copy of one device's home to one of the recorded moments with `ivy restore
-    /// --at` and compares it with what the device held then.
-    private func checkRestore() async throws -> [String] {
-        var random = SplitMix64.stream(seed: options.seed, round: 0, .restore)
-        guard !moments.isEmpty else {
-            log("restore check: no library was recorded")
-            return []
-        }
-        let moment = moments[random.below(moments.count)]
-        let copy = try moment.device.copy(as: moment.device.name + "-restored")
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        let when = formatter.string(from: Date(timeIntervalSince1970: Double(moment.at) / 1000))
-        let outcome = try await copy.run(["restore", "--at", when, "--yes"], limit: .seconds(120))
-        log("restore check: \(moment.device.name) to \(when): \(outcome.brief)")
-        guard outcome.status == 0 else {
-            return ["restore mismatch: ivy restore --at \(when) on a copy of \(moment.device.name): \(outcome.brief)"]
-        }
-        return Checker.restoreMismatches(recorded: moment.state, restored: try await copy.state(queue: false))
-    }
-
     private func check() async throws -> Findings {
         var states: [(name: String, state: DeviceState)] = []
-        for device in devices { states.append((device.name, try await device.state())) }
+        for device in devices {
+            states.append((device.name, try await device.state()))
+            oracles.observe(
+                device.name, versions: try await device.list(["history", "--json"]), ledger: ledger, label: "end")
+        }
         let drive = await DriveView(state: state, email: Self.email)
+        oracles.lookForInvented(states, ledger: ledger, label: "end")
+        oracles.observeDrive(drive, ledger: ledger, label: "end")
         return Checker.check(devices: states, drive: drive, ledger: ledger)
     }
 

@@ -15,7 +15,7 @@ struct LedgerTests {
     func skippedEntityTeachesNothing() throws {
         func b10399(leftAlone: Set<String>) throws -> (bKnowsOfA: Int, aWrote: Int) {
             var ledger = Ledger()
-            ledger.created("X", .book, origin: "c")
+            ledger.created("X", .book, origin: "c", at: 0)
             ledger.deviceWrote("c", "X", .book, fields: ["position": .number(1)], round: 1, creation: true)
             for device in ["c", "a", "b"] {
                 ledger.syncEnded(ledger.syncStarting(device), clean: true, alone: true)
@@ -41,7 +41,7 @@ struct LedgerTests {
     @Test("a note the app only carried along may give way to the concurrent note it carried it past")
     func carriedNoteGivesWay() throws {
         var ledger = Ledger()
-        ledger.created("X", .clip, origin: "b")
+        ledger.created("X", .clip, origin: "b", at: 0)
         ledger.deviceWrote("b", "X", .clip, fields: ["note": .null], round: 6, creation: true)
         ledger.syncEnded(ledger.syncStarting("b"), clean: true, alone: true)
         let r9 = "app r9: Walden Ulysses Emma"

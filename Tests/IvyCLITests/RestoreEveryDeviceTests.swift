@@ -9,9 +9,10 @@ import Testing
 extension HistoryCommandTests {
     /// Runs the binary with its clock started at `start` (UTC, `YYYY-MM-DD HH:MM:SS`) and
     /// running on: libfaketime's `faketime` (Debian's package; `.ci/run` installs it), which
-    /// moves SQLite's clock, and so the history's, with the process's.
+    /// moves SQLite's clock, and so the history's, with the process's. Only the wall clock,
+    /// as NTP moves it: the monotonic clock that timed waits use runs on.
     static func clock(startingAt start: String) -> [String] {
-        ["/usr/bin/faketime", "-m", "-f", "@" + start]
+        ["/usr/bin/env", "FAKETIME_DONT_FAKE_MONOTONIC=1", "/usr/bin/faketime", "-m", "-f", "@" + start]
     }
 
     func books(_ ivy: IvyHome) throws -> [String: (title: String, hidden: Bool, uri: String?)] {

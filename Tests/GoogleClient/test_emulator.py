@@ -285,23 +285,6 @@ def test_ranged_downloads(session):
     assert out.getvalue() == data
 
 
-def test_refresh_and_revoke(session):
-    url, creds = session["url"], credentials(session["url"], session["tokens"])
-    creds.refresh(Request())
-    assert creds.token != session["tokens"]["access_token"]
-    assert "https://www.googleapis.com/auth/drive.file" in creds.granted_scopes
-    token = session["tokens"]["refresh_token"]
-    assert requests.post(f"{url}/revoke", data={"token": token}, timeout=10).status_code == 200
-    again = requests.post(f"{url}/revoke", data={"token": token}, timeout=10)
-    assert again.status_code == 400 and again.json()["error"] == "invalid_token"
-    with pytest.raises(RefreshError):
-        creds.refresh(Request())
-
-
-if __name__ == "__main__":
-    sys.exit(pytest.main([__file__, "-q"]))
-
-
 @pytest.mark.parametrize("quota,limit", [("user", "defaultPerMinutePerUser"), ("project", "defaultPerMinutePerProject")])
 def test_quota_exceeded_in_googles_newer_shape(session, quota, limit):
     """Over its quota knob the emulator answers as Google's newer APIs do (AIP-193): no
@@ -327,3 +310,20 @@ def test_quota_exceeded_in_googles_newer_shape(session, quota, limit):
     assert info[0]["metadata"]["service"] == "drive.googleapis.com"
     # googleapiclient's HttpError takes the details as Google's: the ErrorInfo among them.
     assert any(d.get("reason") == "RATE_LIMIT_EXCEEDED" for d in refused.value.error_details)
+
+
+def test_refresh_and_revoke(session):
+    url, creds = session["url"], credentials(session["url"], session["tokens"])
+    creds.refresh(Request())
+    assert creds.token != session["tokens"]["access_token"]
+    assert "https://www.googleapis.com/auth/drive.file" in creds.granted_scopes
+    token = session["tokens"]["refresh_token"]
+    assert requests.post(f"{url}/revoke", data={"token": token}, timeout=10).status_code == 200
+    again = requests.post(f"{url}/revoke", data={"token": token}, timeout=10)
+    assert again.status_code == 400 and again.json()["error"] == "invalid_token"
+    with pytest.raises(RefreshError):
+        creds.refresh(Request())
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))

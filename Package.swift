@@ -65,6 +65,7 @@ let package = Package(
         .target(
             name: "GoogleEmulator",
             dependencies: [
+                "IvySystem",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

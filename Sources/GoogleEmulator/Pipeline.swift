@@ -1,4 +1,5 @@
 import Foundation
+import IvySystem
 import Synchronization
 
 /// A request as it reaches the emulator, before its body is read: what the HTTP server and
@@ -223,7 +224,7 @@ final class InProcessExchanges: Sendable {
             guard !book.stopped else { return false }
             let key = book.next
             book.next += 1
-            book.running[key] = Task { [self] in
+            book.running[key] = Task(executorPreference: GoogleEmulator.executor) { [self] in
                 await work()
                 _ = self.book.withLock { $0.running.removeValue(forKey: key) }
             }

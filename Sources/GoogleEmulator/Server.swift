@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HummingbirdCore
+import IvySystem
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -24,6 +25,12 @@ package final class GoogleEmulator: Sendable {
     package static let otherProjectClient = EmulatedClient(
         id: "other-app.apps.googleusercontent.com", secret: "other-secret", project: "another-project")
     package static let defaultClients = [defaultClient, appClient, otherProjectClient]
+
+    /// The threads every answer is made on, the server's and the in-process ones'. Not Swift's
+    /// cooperative pool (two threads here): a test or an ivy command blocking both of those
+    /// would stop every emulator in the process, and the requests waiting on it would time out
+    /// together 60 s later, blaming tests that did nothing wrong.
+    package static let executor = BlockingExecutor(name: "ivy-emulator")
 
     package let state: EmulatorState
     /// `http://127.0.0.1:PORT` (or `http://[::1]:PORT`), without a trailing slash.
@@ -74,7 +81,7 @@ package final class GoogleEmulator: Sendable {
                 continuation.yield(channel)
                 continuation.finish()
             })
-        let server = Task {
+        let server = Task(executorPreference: executor) {
             defer { continuation.finish() }
             try await service.run()
         }

@@ -12,7 +12,7 @@ import Foundation
 /// a while end, so a burst leaves none behind.
 package final class BlockingExecutor: TaskExecutor, @unchecked Sendable {
     /// The one pool every ivy module shares.
-    package static let shared = BlockingExecutor()
+    package static let shared = BlockingExecutor(name: "ivy-blocking")
 
     /// How long a thread with nothing to do waits for a job before it ends.
     private static let idleLifetime: TimeInterval = 10
@@ -22,7 +22,14 @@ package final class BlockingExecutor: TaskExecutor, @unchecked Sendable {
     private var jobs: [UnownedJob] = []
     private var idle = 0
 
-    private init() {}
+    /// What its threads are called (in gdb, `top -H`, a watchdog's report).
+    private let name: String
+
+    /// A pool of its own, for a part that must answer whatever blocks the others: the
+    /// emulator, whose answers every test and every blocked call in the process wait on.
+    package init(name: String) {
+        self.name = name
+    }
 
     /// Runs `operation`, and every child task it makes, on this pool's threads.
     package static func run<T, Failure: Error>(
@@ -39,14 +46,24 @@ package final class BlockingExecutor: TaskExecutor, @unchecked Sendable {
         // Every waiting thread will take one job; a job beyond those gets a thread of its own.
         if jobs.count > idle {
             let thread = Thread { [self] in work() }
-            thread.name = "ivy-blocking"
+            thread.name = name
             thread.start()
         } else {
             condition.signal()
         }
     }
 
+    /// Whether the calling thread is one of a `BlockingExecutor`'s (any pool's).
+    package static var onOwnThread: Bool { pthread_getspecific(ownThreadKey) != nil }
+
+    private static let ownThreadKey: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key left")
+        return key
+    }()
+
     private func work() {
+        pthread_setspecific(Self.ownThreadKey, UnsafeRawPointer(bitPattern: 1))
         condition.lock()
         while true {
             if jobs.isEmpty {

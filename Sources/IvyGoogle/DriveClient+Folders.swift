@@ -1,5 +1,6 @@
 import Foundation
 import IvyCore
+import IvySystem
 
 /// Concurrent callers of "ensure the folders" await one in-flight lookup-or-creation,
 /// so two parts of one sync never create twin folders.
@@ -7,7 +8,7 @@ actor FolderCache {
     private var task: Task<DriveFolders, any Error>?
 
     func folders(_ resolve: @escaping @Sendable () async throws -> DriveFolders) async throws -> DriveFolders {
-        let current = task ?? Task { try await resolve() }
+        let current = task ?? Task(executorPreference: BlockingExecutor.shared) { try await resolve() }
         task = current
         do {
             return try await current.valueCancellingWithCaller()

@@ -1,5 +1,6 @@
 import Foundation
 import IvyCore
+import IvySystem
 
 /// Spaces out request starts for the whole client. A rate-limit answer widens the gap for
 /// every request (not just the one that got it); each success narrows it a little, so a
@@ -106,7 +107,7 @@ package actor IDPool {
     package func next() async throws -> String {
         while true {
             if !ids.isEmpty { return ids.removeFirst() }
-            let task = fetching ?? Task { try await self.refill() }
+            let task = fetching ?? Task(executorPreference: BlockingExecutor.shared) { try await self.refill() }
             fetching = task
             do {
                 try await task.valueCancellingWithCaller()

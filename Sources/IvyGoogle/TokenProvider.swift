@@ -1,5 +1,6 @@
 import Foundation
 import IvyCore
+import IvySystem
 
 /// Hands out valid access tokens. Refreshes about a minute before expiry, and many
 /// concurrent callers share one refresh (single flight).
@@ -51,7 +52,7 @@ package actor TokenProvider {
 
     private func refreshed() async throws -> String {
         if let inFlight = refreshing { return try await inFlight.valueCancellingWithCaller() }
-        let task = Task { try await self.performRefresh() }
+        let task = Task(executorPreference: BlockingExecutor.shared) { try await self.performRefresh() }
         refreshing = task
         let result = await withTaskCancellationHandler {
             await task.result

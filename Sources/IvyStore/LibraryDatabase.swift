@@ -214,6 +214,7 @@ package final class LibraryDatabase: Sendable {
 
     /// Runs a write transaction, turning SQLite's refusals into messages that name the library.
     func write<T>(_ updates: (Database) throws -> T) throws -> T {
+        BlockingCalls.check("a library write")
         do {
             return try pool.write(updates)
         } catch {
@@ -222,6 +223,7 @@ package final class LibraryDatabase: Sendable {
     }
 
     func read<T>(_ value: (Database) throws -> T) throws -> T {
+        BlockingCalls.check("a library read")
         do {
             return try pool.read(value)
         } catch {

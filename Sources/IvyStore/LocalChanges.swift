@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IvyCore
+import IvySystem
 
 /// Notices, cheaply, that a change waits to reach Drive: another program (or another ivy
 /// command) committed to the library and the sync queue's pending rows are not what they
@@ -47,7 +48,8 @@ package final class LocalChangeProbe: Sendable {
     /// The queue's pending rows as they stand; `last` is returned as it was when nothing was
     /// committed since it was read.
     package func pending(since last: Pending?) throws -> Pending {
-        try connection.read { db in
+        BlockingCalls.check("a look at the queue")
+        return try connection.read { db in
             let version = try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0
             if let last, last.dataVersion == version { return last }
             let row = try Row.fetchOne(

@@ -1,6 +1,7 @@
 import Foundation
 import IvyCore
 import IvyGoogle
+import IvySystem
 import Logging
 import Synchronization
 
@@ -63,7 +64,7 @@ package final class HealthCheck: Sendable {
         }
         let transport = transport
         let started = ContinuousClock.now
-        let sending = Task { try await transport.send(request) }
+        let sending = Task(executorPreference: BlockingExecutor.shared) { try await transport.send(request) }
         let result = await Self.first(of: sending, within: allowed)
         let spent = ContinuousClock.now - started
         left.withLock { $0 -= spent }

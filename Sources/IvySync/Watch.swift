@@ -22,17 +22,35 @@ package final class StopRequest: Sendable {
 
     package var requested: Bool { state.withLock { $0.count > 0 } }
 
-    /// Runs `body` in a task of its own that a second request cancels.
+    /// Runs `body` as a child task that a second request cancels. A child, not an unstructured
+    /// `Task`: only a child inherits the caller's task executor preference (SE-0417), so the
+    /// sync's synchronous library calls stay on ivy's own threads, never the cooperative pool.
     package func cancellable<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T {
-        let task = Task { await body() }
-        let forced = state.withLock { state in
-            state.force = { task.cancel() }
+        let (forced, force) = AsyncStream<Void>.makeStream()
+        let already = state.withLock { state in
+            state.force = { force.finish() }
             return state.count >= 2
         }
-        if forced { task.cancel() }
-        let value = await task.value
-        state.withLock { $0.force = nil }
-        return value
+        if already { force.finish() }
+        defer { state.withLock { $0.force = nil } }
+        return await withTaskGroup(of: Arm<T>.self) { group in
+            group.addTask { .finished(await body()) }
+            // Ends when forced, or when cancelled because the body finished first.
+            group.addTask {
+                for await _ in forced {}
+                return .forced
+            }
+            while let arm = await group.next() {
+                group.cancelAll()
+                if case .finished(let value) = arm { return value }
+            }
+            preconditionFailure("the body's child task always ends with a value")
+        }
+    }
+
+    private enum Arm<T: Sendable>: Sendable {
+        case finished(T)
+        case forced
     }
 }
 

@@ -12,6 +12,7 @@ package enum LocalFile {
     /// The file's MD5 as Drive's `md5Checksum` writes it, read in 1 MiB chunks so an MP3 is
     /// never held whole in memory.
     package static func md5(of file: URL) throws -> String {
+        BlockingCalls.check("hashing \(file.lastPathComponent)")
         let handle = try FileHandle(forReadingFrom: file)
         defer { try? handle.close() }
         var digest = MD5()

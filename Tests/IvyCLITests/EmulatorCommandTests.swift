@@ -13,6 +13,9 @@ import Testing
 @Suite("ivy-emulator --background, approve and deny, through the binaries")
 struct EmulatorCommandTests {
     static let emulator = BuiltProgram.emulator.path
+    /// approve's and deny's `--wait` where a test waits for the sign-in itself: ten minutes, so
+    /// a loaded machine makes the test slower, never red (the default 30 s once ran out).
+    static let patient = "600"
     /// The code `ivy login` shows.
     static var code: Regex<(Substring, Substring)> { /\b([A-Z]{4}-[A-Z]{4})\b/ }
 
@@ -77,7 +80,7 @@ struct EmulatorCommandTests {
             let approveHome = directory.file("approve-home")
             try FileManager.default.createDirectory(atPath: approveHome, withIntermediateDirectories: false)
             environment = ["HOME": approveHome, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url]
-            let approved = try await run(Self.emulator, ["approve"], environment: environment)
+            let approved = try await run(Self.emulator, ["approve", "--wait", Self.patient], environment: environment)
             #expect(approved.status == 0, "\(approved.stderr)")
             #expect(
                 approved.stdout == """
@@ -162,7 +165,7 @@ struct EmulatorCommandTests {
             let directory = try TemporaryHome(prefix: "emulator-wait")
             let approving = Task {
                 try await run(
-                    Self.emulator, ["approve", "--url", url, "--account", "bob@example.com"],
+                    Self.emulator, ["approve", "--url", url, "--account", "bob@example.com", "--wait", Self.patient],
                     environment: ["HOME": directory.path, "PATH": "/usr/bin:/bin"])
             }
             // Asked for once approve has looked, so it is surely a sign-in approve never saw.
@@ -202,7 +205,7 @@ struct EmulatorCommandTests {
             // and only then does the new login ask for its code.
             let approving = Task {
                 try await run(
-                    Self.emulator, ["approve"],
+                    Self.emulator, ["approve", "--wait", Self.patient],
                     environment: ["HOME": directory.path, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url])
             }
             await emulator.state.waitForPendingListings(count: 1)
@@ -253,7 +256,9 @@ struct EmulatorCommandTests {
             let directory = try TemporaryHome(prefix: "emulator-deny")
             let older = try await askForCode(url)
             let denying = Task {
-                try await run(Self.emulator, ["deny"], environment: ["HOME": directory.path, "IVY_OAUTH_URL": url])
+                try await run(
+                    Self.emulator, ["deny", "--wait", Self.patient],
+                    environment: ["HOME": directory.path, "IVY_OAUTH_URL": url])
             }
             await emulator.state.waitForPendingListings(count: 1)
             let newer = try await askForCode(url)

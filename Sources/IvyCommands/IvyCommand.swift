@@ -195,19 +195,19 @@ struct Home {
     /// on a read-only file or directory, and never wait for another program's write.
     func library(readOnly: Bool = false) throws -> LibraryDatabase {
         let library = try LibraryDatabase(paths: paths, clock: clock, access: readOnly ? .readOnly : .readWrite)
-        if !readOnly { purgeHistoryWhenOff(library) }
+        if !readOnly { pruneHistoryWhenDue(library) }
         return library
     }
 
-    /// Purges the history when `history_days` is 0 and a command opens the library to write, so
-    /// a device that no longer syncs does not keep it. Only when no sync runs: the lock is
-    /// tried, never waited for. (A daily pruning at every open stalled the test process's
-    /// cooperative threads; it stays at the end of a sync until it runs off them.)
-    private func purgeHistoryWhenOff(_ library: LibraryDatabase) {
-        guard (try? library.number(.historyDays)) == 0 else { return }
+    /// Prunes the history at most once a day when a command opens the library to write (and
+    /// purges it at once when `history_days` is 0), so a device that no longer syncs, signed
+    /// out for months, still keeps only what `history_days` says. Only when no sync runs: the
+    /// lock is tried, never waited for. A failure only delays it.
+    private func pruneHistoryWhenDue(_ library: LibraryDatabase) {
         guard case .acquired(let lock)? = try? SyncLock.acquire(path: paths.lockFile) else { return }
         defer { withExtendedLifetime(lock) {} }
-        _ = try? library.pruneHistoryIfDue(days: 0)
+        let days = (try? library.number(.historyDays)) ?? History.defaultDays
+        _ = try? library.pruneHistoryIfDue(days: days, every: 86_400_000)
     }
 
     var google: GoogleEffects {

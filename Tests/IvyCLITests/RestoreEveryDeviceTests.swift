@@ -90,6 +90,39 @@ extension HistoryCommandTests {
         #expect(try books(ivy)[book]?.title == "Current")
     }
 
+    @Test("a device that never syncs prunes its history when a command writes, at most once a day")
+    func prunedWithoutSync() async throws {
+        let ivy = try IvyHome()
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd"
+        // Three days ago, within a minute: three versions that one day's bucket keeps one of.
+        let day = formatter.string(from: Date().addingTimeInterval(-3 * 86_400))
+        let made = try await ivy.runBinaryAsync(
+            ["book", "add", "--title", "First"], through: Self.clock(startingAt: day + " 10:00:00"))
+        let book = try #require(made.lines.first, "\(made.stderr)")
+        for (title, time) in [("Second", "10:00:20"), ("Third", "10:00:40")] {
+            let renamed = try await ivy.runBinaryAsync(
+                ["book", "update", book, "--title", title], through: Self.clock(startingAt: day + " " + time))
+            #expect(renamed.status == 0, "\(renamed.stderr)")
+        }
+        #expect(try ivy.count("SELECT count(*) FROM history") == 3, "pruned once that day, when nothing was old")
+
+        // Today a change; ages count back from the newest version, so the prune at today's
+        // first open (before the change) found nothing old. Tomorrow's first command that
+        // writes prunes; no sync ever ran.
+        #expect(try await ivy.runBinaryAsync("book", "update", book, "--title", "Today").status == 0)
+        #expect(try ivy.count("SELECT count(*) FROM history") == 4)
+        let tomorrow = formatter.string(from: Date().addingTimeInterval(86_400))
+        let opened = try await ivy.runBinaryAsync(
+            ["config", "set", "history_days", "365"], through: Self.clock(startingAt: tomorrow + " 12:00:00"))
+        #expect(opened.status == 0, "\(opened.stderr)")
+        let titles = try ivy.sql("SELECT json_extract(json, '$.title') AS title FROM history ORDER BY id")
+            .map { $0["title"] as String }
+        #expect(titles == ["Third", "Today"], "one of that day's versions, and the current one")
+    }
+
     @Test("a clip whose MP3 is missing is skipped and said, the rest is restored, and the exit status is 5")
     func missingAudio() async throws {
         let ivy = try IvyHome()

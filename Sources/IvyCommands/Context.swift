@@ -72,6 +72,9 @@ package struct Context: Sendable {
     /// How long a health-check ping may take, all in: 10 s, or (in tests of a health server
     /// that never answers) less.
     package var healthDeadline: Duration
+    /// How long `ivy doctor`'s network checks may take, all in: 25 s, so the whole doctor
+    /// ends within 30 s against a server that never answers (in tests, less).
+    package var doctorDeadline: Duration = .seconds(25)
     /// What `scripts/package` stamped on the running binary: its commit and built-in OAuth
     /// client (`BuildStamp.none` for a plain `swift build`, and by default in tests).
     package var build: BuildStamp

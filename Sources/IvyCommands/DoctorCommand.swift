@@ -5,6 +5,7 @@ import IvyGoogle
 import IvyStore
 import IvySync
 import IvySystem
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -18,12 +19,12 @@ struct DoctorCommand: ContextCommand {
         discussion: """
             One line per check: ok, warning or problem, what was checked, and the fix. Checks the home's permissions \
             (its directories, library.db and token.json) and free space, the library and its migrations (read only: \
-            it migrates nothing), the OAuth client, the sign-in (one token refresh, under the sync lock), Drive \
-            (about.get) and its used and free space (a warning when the library's audio would not fit), the clock \
-            against Google's Date header, that the Ivy folders exist once (twins named, \
-            oldest first), held changes and held deletions, the last success, the health URL, and how syncs are \
-            scheduled (cron or the ivy-watch systemd user unit). Changes nothing else; exits 0 when nothing is a \
-            problem, 1 otherwise.
+            it migrates nothing), the OAuth client, the sign-in (one token refresh, never holding the sync lock), \
+            Drive (about.get) and its used and free space (a warning when the library's audio would not fit), the \
+            clock against Google's Date header, that the Ivy folders exist once (twins named, oldest first), held \
+            changes and held deletions, the last success, the health URL, and how syncs are scheduled (cron or the \
+            ivy-watch systemd user unit). The network checks get 25 s in all; a server that does not answer by then \
+            is named. Changes nothing else; exits 0 when nothing is a problem, 1 otherwise.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -63,7 +64,7 @@ struct DoctorCommand: ContextCommand {
             library = nil
         }
         let credentials = Self.checkClient(home, library, add)
-        await Self.checkSignIn(home, library: library, credentials: credentials, add)
+        await Self.checkNetwork(home, library: library, credentials: credentials, note)
         if let library { try Self.checkLibraryState(home, library, add) }
         await Self.checkSchedule(home, add)
         try report(findings, home)
@@ -148,7 +149,65 @@ struct DoctorCommand: ContextCommand {
         return credentials
     }
 
-    /// The sign-in refreshed now (one token request, under the sync lock), then Drive's
+    /// The network checks (sign-in, Drive, folders) within `doctorDeadline` (25 s): past it
+    /// they are cancelled and the server that did not answer is named, so a server that takes
+    /// connections and never answers holds doctor half a minute, not minutes.
+    private static func checkNetwork(
+        _ home: Home, library: LibraryDatabase?, credentials: ClientCredentials?, _ note: (Finding) -> Void
+    ) async {
+        let found = Found()
+        let deadline = home.context.doctorDeadline
+        let answered = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await checkSignIn(home, library: library, credentials: credentials) { level, check, detail, fix in
+                    found.add(Finding(level: level, check: check, detail: detail, fix: fix))
+                }
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: deadline)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        for finding in found.all { note(finding) }
+        guard !answered else { return }
+        let server = serverName(home)
+        let seconds = Double(deadline.components.seconds) + Double(deadline.components.attoseconds) / 1e18
+        note(
+            Finding(
+                level: .problem, check: "network",
+                detail:
+                    "\(server) did not answer within \(seconds.formatted(.number.precision(.fractionLength(0...1)))) s",
+                fix: "check the network, then run `ivy doctor` again"))
+    }
+
+    /// Findings made in a task of their own.
+    private final class Found: Sendable {
+        private let findings = Mutex<[Finding]>([])
+        func add(_ finding: Finding) { findings.withLock { $0.append(finding) } }
+        var all: [Finding] { findings.withLock { $0 } }
+    }
+
+    /// "Google", or the server the sign-in was made at (ivy-emulator) with its address.
+    private static func serverName(_ home: Home) -> String {
+        guard let token = home.tokenStore(warn: { _ in }).quietLoad(), let endpoints = try? home.endpoints(for: token),
+            !endpoints.isGoogle
+        else { return "Google" }
+        return "the server this sign-in was made at, \(endpoints.oauth.absoluteString),"
+    }
+
+    /// A network error names the server tried: Google's message says Google.
+    private static func described(_ error: any Error, _ home: Home) -> String {
+        guard case .network(let message)? = error as? GoogleError else { return error.localizedDescription }
+        let server = serverName(home)
+        guard server != "Google" else { return error.localizedDescription }
+        return "cannot reach \(server.dropLast()): \(message)"
+    }
+
+    /// The sign-in refreshed now (one token request, the sync lock not held), then Drive's
     /// `about.get` with it, whose `Date` header says how far this clock is from Google's, then
     /// ivy's folders on Drive (one listing; nothing is created). A 401 there would refresh once
     /// more, outside the lock: a token seconds old is rejected only when Google revoked it.
@@ -179,7 +238,7 @@ struct DoctorCommand: ContextCommand {
             let signedOut: Bool
             if case .signedOut? = error as? GoogleError { signedOut = true } else { signedOut = false }
             add(
-                .problem, "sign-in", "\(token.email): \(error.localizedDescription)",
+                .problem, "sign-in", "\(token.email): \(described(error, home))",
                 signedOut ? "run `ivy login`" : "check the network, then run `ivy doctor` again")
             return
         }
@@ -201,24 +260,46 @@ struct DoctorCommand: ContextCommand {
             let finding = DoctorRules.folders(found, remembered: remembered)
             add(finding.level, finding.check, finding.detail, finding.fix)
         } catch {
-            add(.problem, "folders", error.localizedDescription, "check the network, then run `ivy doctor` again")
+            add(.problem, "folders", described(error, home), "check the network, then run `ivy doctor` again")
         }
     }
 
-    /// One token request, under the sync lock (only its holder may write the token file),
-    /// which is let go before Drive is asked anything. The provider holds the fresh token.
+    /// One token request, made without the sync lock and without writing the token file: the
+    /// provider keeps what Google answers in memory. Only when the answer must outlive doctor
+    /// (a new refresh token, or Google's refusal, which `ivy status` reports) is it written,
+    /// under the lock, a local write with no network wait inside it, and only if the file
+    /// still holds the sign-in doctor started from.
     private static func refresh(
         _ home: Home, _ token: StoredToken, tokens: TokenStore, _ endpoints: GoogleEndpoints,
         _ credentials: ClientCredentials, _ effects: GoogleEffects
     ) async throws -> TokenProvider {
-        let lock = try await home.waitForSyncLock()
-        defer { withExtendedLifetime(lock) {} }
         var stale = token
         stale.accessToken = nil
+        let latest = Latest()
         let provider = TokenProvider(
-            token: stale, store: tokens, endpoints: endpoints, credentials: credentials, effects: effects)
+            token: stale, saving: { latest.set($0) }, endpoints: endpoints, credentials: credentials, effects: effects)
+        defer { keep(latest.value, startedFrom: token, tokens: tokens, home) }
         _ = try await provider.accessToken()
         return provider
+    }
+
+    private final class Latest: Sendable {
+        private let token = Mutex<StoredToken?>(nil)
+        func set(_ answered: StoredToken) { token.withLock { $0 = answered } }
+        var value: StoredToken? { token.withLock { $0 } }
+    }
+
+    /// Writes what Google answered when it must outlive doctor. The lock is tried, never
+    /// waited for: while a sync runs, its own refresh records the same answer.
+    private static func keep(_ answered: StoredToken?, startedFrom token: StoredToken, tokens: TokenStore, _ home: Home)
+    {
+        guard let answered,
+            answered.refreshToken != token.refreshToken || answered.signedOutReason != token.signedOutReason
+        else { return }
+        guard case .acquired(let lock)? = try? SyncLock.acquire(path: home.paths.lockFile) else { return }
+        defer { withExtendedLifetime(lock) {} }
+        guard let current = tokens.quietLoad(), current.refreshToken == token.refreshToken else { return }
+        try? tokens.save(answered)
     }
 
     /// Drive's `about.get`, whose `Date` header says how far this clock is from Google's;
@@ -256,7 +337,7 @@ struct DoctorCommand: ContextCommand {
             }
             return true
         } catch {
-            add(.problem, "drive", error.localizedDescription, "check the network, then run `ivy doctor` again")
+            add(.problem, "drive", described(error, home), "check the network, then run `ivy doctor` again")
             return false
         }
     }

@@ -8,7 +8,8 @@ package actor TokenProvider {
     /// Refresh this long before the access token expires.
     static let margin: Milliseconds = 60_000
 
-    private let store: TokenStore
+    /// Where a refreshed or signed-out token goes: the token file, or (doctor) memory.
+    private let save: @Sendable (StoredToken) throws -> Void
     private let endpoints: GoogleEndpoints
     private let credentials: ClientCredentials
     private let effects: GoogleEffects
@@ -23,8 +24,19 @@ package actor TokenProvider {
         effects: GoogleEffects,
         policy: RetryPolicy = RetryPolicy()
     ) {
+        self.init(
+            token: token, saving: { try store.save($0) }, endpoints: endpoints, credentials: credentials,
+            effects: effects, policy: policy)
+    }
+
+    /// A provider that hands each token it gets to `saving` instead of the token file: for a
+    /// caller that must not write the file while it waits on the network (`ivy doctor`).
+    package init(
+        token: StoredToken, saving: @escaping @Sendable (StoredToken) throws -> Void, endpoints: GoogleEndpoints,
+        credentials: ClientCredentials, effects: GoogleEffects, policy: RetryPolicy = RetryPolicy()
+    ) {
         self.token = token
-        self.store = store
+        self.save = saving
         self.endpoints = endpoints
         self.credentials = credentials
         self.effects = effects
@@ -98,7 +110,7 @@ package actor TokenProvider {
         token.accessToken = granted.accessToken
         token.expiresAt = granted.expiresAt
         if let rotated = granted.refreshToken { token.refreshToken = rotated }
-        try store.save(token)
+        try save(token)
         return granted.accessToken
     }
 
@@ -110,7 +122,7 @@ package actor TokenProvider {
         token.signedOutAt = effects.clock.now()
         token.accessToken = nil
         token.expiresAt = nil
-        try? store.save(token)
+        try? save(token)
         return GoogleError.signedOut(reason: reason)
     }
 

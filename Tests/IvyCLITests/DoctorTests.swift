@@ -271,4 +271,46 @@ struct DoctorTests {
         #expect(
             current?["level"] as? String == "ok" && (current?["detail"] as? String)?.hasSuffix("are current") == true)
     }
+
+    @Test("doctor never holds the sync lock while Google's token endpoint keeps it waiting: a sync runs meanwhile")
+    func noLockAcrossTheNetwork() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            _ = try await device.ivy.id("book", "add", "--title", "Dune")
+            await emulator.state.addFault(FaultRule(method: "POST", pathContains: "/token", hold: true))
+            let doctor = device.ivy.start(["doctor", "--json"])
+            await emulator.state.waitForHeld(count: 1)
+            // The device's access token is fresh: the sync needs no token request of its own.
+            let sync = try await device.ivy.run("sync")
+            #expect(sync.status == 0, "\(sync.stderr)")
+            #expect(sync.stdout.hasPrefix("Synced: 1 uploaded"), "\(sync.stdout)")
+            let status = try #require(try await device.ivy.run("status", "--json").json() as? [String: Any])
+            #expect(status["sync_running"] as? Bool == false, "doctor holds no lock")
+            await emulator.state.clearFaults()
+            await emulator.state.releaseHeld()
+            let done = await doctor.finish()
+            #expect(try Self.findings(done)["sign-in"]?["level"] as? String == "ok", "\(done.stdout)")
+        }
+    }
+
+    @Test(
+        "a server that takes the request and never answers: doctor ends at its deadline and names that server",
+        .timeLimit(.minutes(2)))
+    func silentServer() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            await emulator.state.addFault(FaultRule(method: "GET", pathContains: "/drive/v3/about", hold: true))
+            device.ivy.doctorDeadline = .seconds(1)
+            let doctor = try await device.ivy.run("doctor", "--json")
+            #expect(doctor.status == 1)
+            let network = try #require(try Self.findings(doctor)["network"], "\(doctor.stdout)")
+            #expect(
+                network["detail"] as? String
+                    == "the server this sign-in was made at, \(emulator.baseURL.absoluteString), "
+                    + "did not answer within 1 s")
+            #expect(network["level"] as? String == "problem")
+            #expect(try Self.findings(doctor)["sign-in"]?["level"] as? String == "ok", "found before the deadline")
+            await emulator.state.releaseHeld()
+        }
+    }
 }

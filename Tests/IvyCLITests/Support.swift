@@ -46,6 +46,9 @@ final class IvyHome: @unchecked Sendable {
     /// answer on a loaded machine always comes in time, unless a test shortens it to see the
     /// deadline (the built ivy's own 10 s has a test of its own).
     var healthDeadline = Duration.seconds(600)
+    /// How long in-process `ivy doctor` runs give the network, all in: ten minutes, for the
+    /// same reason, unless a test shortens it to see the deadline.
+    var doctorDeadline = Duration.seconds(600)
     /// What in-process runs take the binary's stamp to be (a release's commit and client).
     var build = BuildStamp.none
     /// The clock in-process runs read: the real one, unless a test moves time on.
@@ -87,7 +90,7 @@ final class IvyHome: @unchecked Sendable {
         RunningCommand(
             arguments, environment: environment.merging(extra) { $1 }, workingDirectory: path, input: input,
             onTerminal: onTerminal, errorOnTerminal: errorOnTerminal, outputOnTerminal: outputOnTerminal,
-            sleep: sleep, healthDeadline: healthDeadline, build: build, clock: clock)
+            sleep: sleep, healthDeadline: healthDeadline, doctorDeadline: doctorDeadline, build: build, clock: clock)
     }
 
     /// Runs ivy's command in this process with standard input on a terminal, `input`
@@ -161,14 +164,15 @@ final class RunningCommand: Sendable {
         _ arguments: [String], environment: [String: String], workingDirectory: String, input: [String],
         onTerminal: Bool, errorOnTerminal: Bool = false, outputOnTerminal: Bool = false,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-        healthDeadline: Duration = .seconds(10), build: BuildStamp = .none, clock: WallClock = realClock
+        healthDeadline: Duration = .seconds(10), doctorDeadline: Duration = .seconds(25), build: BuildStamp = .none,
+        clock: WallClock = realClock
     ) {
         let lines = Mutex(input[...])
         var terminal = Terminal.none(environment: environment)
         terminal.input = onTerminal
         terminal.error = errorOnTerminal
         terminal.output = outputOnTerminal
-        let context = Context(
+        var context = Context(
             streams: Streams(output: { [output] in output.append($0) }, error: { [error] in error.append($0) }),
             terminal: terminal,
             environment: environment,
@@ -178,7 +182,8 @@ final class RunningCommand: Sendable {
             ids: .uuid,
             interruptions: { [signals] given in signals.handler.withLock { $0 = given } }, sleep: sleep,
             healthDeadline: healthDeadline, build: build)
-        task = Task { [output, error] in
+        context.doctorDeadline = doctorDeadline
+        task = Task { [output, error, context] in
             let status = await IvyCommand.main(arguments, context: context)
             output.close()
             error.close()

@@ -633,7 +633,9 @@ extension SyncEngine {
             let audioFile = URL(fileURLWithPath: staged?.path ?? library.audioPath(clipID: clipID))
             let audioMD5 = try mp3.md5 ?? LocalFile.md5(of: audioFile)
             let agreement = adopt ? resolved.chosen.agreement(mp3: mp3, audioMD5: audioMD5, at: now) : nil
-            try applyRemote(key, context, recording: agreement, audio: staged, trash: .download) { writer in
+            try applyRemote(
+                key, context, recording: agreement, audio: staged, conflicts: twins.conflicts, trash: .download
+            ) { writer in
                 try keepLosingTakes(twins, of: clipID, json: resolved.chosen.data, in: writer)
                 try value.save(in: writer)
             }
@@ -762,7 +764,7 @@ extension SyncEngine {
             adopt || resolved.others.isEmpty
                 ? remote.agreement(mp3: mp3, audioMD5: adopt ? mp3.md5 ?? localMD5 : mp3.md5, at: now) : nil
         }
-        let conflicts = combined.conflicts + [audio?.conflict].compactMap { $0 }
+        let conflicts = combined.conflicts + [audio?.conflict].compactMap { $0 } + twins.conflicts
         try applyRemote(
             key, context, recording: agreement, settling: adopt, audio: staged, conflicts: conflicts, trash: .merge
         ) { writer in
@@ -772,7 +774,7 @@ extension SyncEngine {
         let down = (staged?.bytes ?? 0) + twins.losers.reduce(0) { $0 + $1.staged.bytes }
         if adopt { await deleteTwins(resolved.others + twins.obsolete) }
         let up = adopt ? 0 : try await push(clip: merged, replacing: resolved.replacing(files), context, moved)
-        let conflict = !conflicts.isEmpty || twins.conflict
+        let conflict = !conflicts.isEmpty
         // As for a book: both sides held this clip and its audio already; only the record was missing.
         if adopt && resolved.others.isEmpty && mine.sameContent(as: remote.backup) && localMD5 == mp3?.md5
             && !twins.conflict

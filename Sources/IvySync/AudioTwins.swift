@@ -131,8 +131,12 @@ extension SyncEngine {
 
 extension SyncEngine {
     /// Inside the write that applies the winning take: each other take downloaded becomes a
-    /// version of the clip in the history here (`EngineWriter.keepOtherTakes`).
-    func keepLosingTakes(_ twins: AudioTwins, of clipID: ClipID, json: Data, in writer: EngineWriter) throws {
-        try writer.keepOtherTakes(clipID: clipID, json: json, audio: twins.losers.map(\.staged.path))
+    /// version of the clip in the history here (`EngineWriter.keepOtherTakes`), and so does
+    /// Drive's take that a merge's upload is about to replace (`replaced`).
+    func keepLosingTakes(
+        _ twins: AudioTwins, replaced: StagedAudio? = nil, of clipID: ClipID, json: Data, in writer: EngineWriter
+    ) throws {
+        let paths = twins.losers.map(\.staged.path) + [replaced?.path].compactMap { $0 }
+        try writer.keepOtherTakes(clipID: clipID, json: json, audio: paths)
     }
 }

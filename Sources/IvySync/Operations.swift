@@ -759,6 +759,14 @@ extension SyncEngine {
         let merged = adopt ? remote.backup : try Self.pushable(combined.value)
         let staged = takesRemoteAudio ? try await stageAudio(try usableMP3(files), moved) : nil
         defer { if let staged { library.discardStagedAudio(staged.path) } }
+        // Both sides changed the audio and the take here won: the upload will replace Drive's
+        // take, so it is read first and kept in the history here as a version of the clip. A
+        // failed download stops the merge before anything is written or replaced; the next
+        // sync tries again.
+        let replaced =
+            audio?.conflict != nil && audio?.choice == .local && localMD5 != mp3?.md5
+            ? try await stageAudio(try usableMP3(files), moved) : nil
+        defer { if let replaced { library.discardStagedAudio(replaced.path) } }
         // Drive's copy is the base from here on, even before a merge is uploaded (see mergeBook).
         let agreement = mp3.flatMap { mp3 in
             adopt || resolved.others.isEmpty
@@ -768,10 +776,11 @@ extension SyncEngine {
         try applyRemote(
             key, context, recording: agreement, settling: adopt, audio: staged, conflicts: conflicts, trash: .merge
         ) { writer in
-            try keepLosingTakes(twins, of: clipID, json: remote.data, in: writer)
+            try keepLosingTakes(twins, replaced: replaced, of: clipID, json: remote.data, in: writer)
             try merged.save(in: writer)
         }
-        let down = (staged?.bytes ?? 0) + twins.losers.reduce(0) { $0 + $1.staged.bytes }
+        let down =
+            (staged?.bytes ?? 0) + (replaced?.bytes ?? 0) + twins.losers.reduce(0) { $0 + $1.staged.bytes }
         if adopt { await deleteTwins(resolved.others + twins.obsolete) }
         let up = adopt ? 0 : try await push(clip: merged, replacing: resolved.replacing(files), context, moved)
         let conflict = !conflicts.isEmpty

@@ -7,7 +7,7 @@ import Testing
 
 /// Issue 37, items 3 and 4: a clip's audio changed on Drive (by the phone app) and here: the
 /// take here wins by its later `updated_at`, and Drive's take is read before the upload
-/// replaces it and kept in the history.
+/// replaces it, kept in the history, named by the conflict, and restorable by its version.
 @Suite("the take that loses a merge of a clip's audio")
 struct LosingTakeTests {
     /// A synced clip whose JSON and MP3 the app then changed on Drive, its JSON stamped just
@@ -80,6 +80,54 @@ struct LosingTakeTests {
             let again = try await ivy.run("sync")
             #expect(again.status == 0, "\(again.stderr)")
             #expect(FileManager.default.contents(atPath: ivy.home + "/history/\(md5(app.bytes)).mp3") == app.bytes)
+        }
+    }
+
+    @Test("the audio conflict names both takes and the version keeping the lost one; restore --version brings it back")
+    func conflictNamesBothTakes() async throws {
+        try await withEmulator { emulator in
+            let app = try await appTake(emulator)
+            let ivy = app.device.ivy
+            let mine = try ivy.mp3("mine.mp3", size: 4000)
+            let mineBytes = try #require(FileManager.default.contents(atPath: mine))
+            #expect(try await ivy.run("clip", "update", app.clip, "--audio", mine).status == 0)
+            #expect(try await ivy.run("sync").status == 0)
+
+            let listing = try await ivy.run("history", "--conflicts")
+            let header = try #require(listing.lines.first)
+            #expect(header.contains("LOST VERSION"), "\(listing.stdout)")
+            let row = try #require(listing.lines.last)
+            #expect(row.contains(md5(mineBytes)) && row.contains(md5(app.bytes)), "both md5s, whole: \(row)")
+            let conflicts = try #require(
+                try await ivy.run("history", "--conflicts", "--json").json() as? [[String: Any]])
+            let audio = try #require(conflicts.first { $0["field"] as? String == "audio" }, "\(conflicts)")
+            #expect(audio["kept"] as? String == md5(mineBytes) && audio["lost"] as? String == md5(app.bytes))
+            #expect(audio["winner"] as? String == "here" && audio["rule"] as? String == "later_write")
+            let lostVersion = try #require(audio["lost_version"] as? Int, "\(audio)")
+
+            // The versions table shows the number; it is the version just before the winner's.
+            let table = try await ivy.run("history", app.clip)
+            #expect(table.lines.first?.hasPrefix("TIME") == true && table.lines.first?.contains("VERSION") == true)
+            #expect(table.stdout.contains("  \(lostVersion)  "), "\(table.stdout)")
+            let versions = try #require(try await ivy.run("history", app.clip, "--json").json() as? [[String: Any]])
+            let lost = try #require(versions.first { $0["version"] as? Int == lostVersion })
+            #expect(lost["audio_md5"] as? String == md5(app.bytes))
+
+            let preview = try await ivy.run("restore", "--version", "\(lostVersion)", "--dry-run")
+            #expect(preview.status == 0, "\(preview.stderr)")
+            #expect(preview.stdout.contains("would restore clip \(app.clip)"), "\(preview.stdout)")
+            let restored = try await ivy.run("restore", "--version", "\(lostVersion)")
+            #expect(restored.status == 0, "\(restored.stderr)")
+            #expect(restored.stdout.contains("audio"), "\(restored.stdout)")
+            #expect(FileManager.default.contents(atPath: ivy.home + "/audio/\(app.clip).mp3") == app.bytes)
+            #expect(try await ivy.run("sync").status == 0)
+            let live = await emulator.state.dump().filter { $0.name == "clip_\(app.clip).mp3" && !$0.explicitlyTrashed }
+            #expect(live.map(\.content) == [app.bytes], "the restored take goes to Drive")
+
+            let none = try await ivy.run("restore", "--version", "999999")
+            #expect(none.status != 0 && none.stderr.contains("no version 999999"), "\(none.stderr)")
+            let both = try await ivy.run("restore", "--version", "\(lostVersion)", "--at", "1h")
+            #expect(both.status == 64, "\(both.stderr)")
         }
     }
 }

@@ -79,8 +79,11 @@ struct HistoryCommand: ContextCommand {
             --conflicts lists, newest first, each field that a sync's merge settled by a rule because both sides \
             had changed it: the value kept, whose it was (here, drive, or both for joined notes), the value not \
             kept, and the rule (later_write, tie_break, furthest_position, hidden_wins, notes_joined, \
-            note_holds_other, non_empty_note, transcription_present). The newest 1,000 are kept. `ivy status` \
-            counts those recorded since --conflicts last ran.
+            note_holds_other, non_empty_note, transcription_present, drive_time). A clip's audio is shown by the \
+            md5s of both takes: the one kept, and the one not kept with LOST VERSION, the version that keeps it \
+            (`ivy restore --version N` puts it back); that includes two takes found on Drive at once (rule \
+            later_write by the clip's updated_at, or drive_time when its JSON does not tell). The newest 1,000 are \
+            kept. `ivy status` counts those recorded since --conflicts last ran.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -128,6 +131,7 @@ struct HistoryCommand: ContextCommand {
             case id, time, field, kept, lost, winner, rule, version
             case entityType = "entity_type"
             case entityID = "entity_id"
+            case lostVersion = "lost_version"
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -142,6 +146,7 @@ struct HistoryCommand: ContextCommand {
             try container.encode(conflict.winner, forKey: .winner)
             try container.encode(conflict.rule, forKey: .rule)
             try container.encode(conflict.version, forKey: .version)
+            try container.encode(conflict.lostVersion, forKey: .lostVersion)
         }
     }
 
@@ -159,15 +164,15 @@ struct HistoryCommand: ContextCommand {
         }
         if key != nil {
             home.output.table(
-                ["TIME", "SOURCE", "CHANGE"],
-                versions.map { [Display.date($0.recordedAt), $0.source.rawValue, Self.change($0)] })
+                ["TIME", "VERSION", "SOURCE", "CHANGE"],
+                versions.map { [Display.date($0.recordedAt), String($0.id), $0.source.rawValue, Self.change($0)] })
         } else {
             home.output.table(
-                ["TIME", "SOURCE", "KIND", "ID", "CHANGE"],
+                ["TIME", "VERSION", "SOURCE", "KIND", "ID", "CHANGE"],
                 versions.map {
                     [
-                        Display.date($0.recordedAt), $0.source.rawValue, $0.key.kind.rawValue, $0.key.id,
-                        Self.change($0),
+                        Display.date($0.recordedAt), String($0.id), $0.source.rawValue, $0.key.kind.rawValue,
+                        $0.key.id, Self.change($0),
                     ]
                 })
         }
@@ -184,12 +189,15 @@ struct HistoryCommand: ContextCommand {
         }
         let shown = IDPrefix.shown(found.map(\.key.id), full: false)
         home.output.table(
-            ["TIME", "KIND", "ID", "FIELD", "KEPT", "WON", "LOST", "RULE"],
+            ["TIME", "KIND", "ID", "FIELD", "KEPT", "WON", "LOST", "LOST VERSION", "RULE"],
             found.map {
-                [
+                // A take's md5 is shown whole: it is what names the MP3 kept.
+                let limit = $0.field == "audio" ? 34 : 30
+                return [
                     Display.date($0.recordedAt), $0.key.kind.rawValue, shown($0.key.id), $0.field,
-                    Display.cell(Self.value($0.kept), limit: 30), $0.winner,
-                    Display.cell($0.lost.map(Self.value), limit: 30), $0.rule,
+                    Display.cell(Self.value($0.kept), limit: limit), $0.winner,
+                    Display.cell($0.lost.map(Self.value), limit: limit), $0.lostVersion.map { String($0) } ?? "-",
+                    $0.rule,
                 ]
             })
     }
@@ -227,19 +235,43 @@ struct RestoreCommand: ContextCommand {
             needs --yes elsewhere. A clip whose MP3 of then is no longer kept, or is missing here, is left as it is \
             and said, the rest is restored, and the exit status is 5. It is one transaction and is itself kept in \
             the history: restoring to a moment before it undoes it. It waits for a running sync. \(localWhen)
+
+            --version N puts one book or clip back to the version numbered N in `ivy history ID` (or its --json, \
+            or `ivy history --conflicts`), even when another version was recorded in the same second: the take of \
+            a clip's audio that lost a conflict is kept as the version just before the one that won it, and \
+            --conflicts names it (LOST VERSION).
             """)
 
     @OptionGroup var global: GlobalOptions
-    @Option(help: ArgumentHelp("The moment to go back to.", valueName: "WHEN")) var at: String
+    @Option(help: ArgumentHelp("The moment to go back to.", valueName: "WHEN")) var at: String?
+    @Option(
+        help: ArgumentHelp(
+            "The version to put its book or clip back to (a number `ivy history ID` shows), instead of --at.",
+            valueName: "N"))
+    var version: Int64?
     @Argument(
         help: "Books and clips to restore, by id or its first 4 or more characters; without any, the whole library.")
     var ids: [String] = []
     @Flag(help: "Print what would change, and change nothing.") var dryRun = false
     @Flag(help: "Do not ask for confirmation of a whole-library restore.") var yes = false
 
+    func validate() throws {
+        switch (at, version) {
+        case (nil, nil): throw ValidationError("give --at WHEN, or --version N (a version `ivy history ID` shows)")
+        case (_?, _?): throw ValidationError("give --at or --version, not both")
+        case (nil, let version?):
+            if !ids.isEmpty {
+                throw ValidationError("--version names its book or clip already; give no ids with it")
+            }
+            if version < 1 { throw ValidationError("--version takes a version number as `ivy history ID` shows") }
+        default: break
+        }
+    }
+
     func run(_ context: Context) async throws {
         let home = try global.home(context)
-        let moment = try moment(at, option: "--at", home: home)
+        if let version { return try await restore(version: version, home: home) }
+        let moment = try moment(at ?? "", option: "--at", home: home)
         if ids.isEmpty, !dryRun, !yes, !home.terminal.input {
             throw ValidationError(
                 "restoring the whole library needs confirmation; run it on a terminal or pass --yes (or name the "
@@ -276,13 +308,28 @@ struct RestoreCommand: ContextCommand {
         if !result.failed.isEmpty { throw ExitCode(IvyExit.partialFailure) }
     }
 
+    /// `--version N`: one book or clip back to that version; no question, as for named ids.
+    private func restore(version: Int64, home: Home) async throws {
+        let library = try home.library(readOnly: dryRun)
+        let result: RestoreResult
+        if dryRun {
+            result = try library.restore(version: version, dryRun: true)
+        } else {
+            let lock = try await home.waitForSyncLock()
+            defer { withExtendedLifetime(lock) {} }
+            result = try library.restore(version: version)
+        }
+        report(result, home: home, dryRun: dryRun, version: version)
+        if !result.failed.isEmpty { throw ExitCode(IvyExit.partialFailure) }
+    }
+
     private static func unique(_ keys: [EntityKey]) -> [EntityKey] {
         var seen: Set<EntityKey> = []
         return keys.filter { seen.insert($0).inserted }
     }
 
-    private func report(_ result: RestoreResult, home: Home, dryRun: Bool) {
-        let when = Display.date(result.at)
+    private func report(_ result: RestoreResult, home: Home, dryRun: Bool, version: Int64? = nil) {
+        let when = version.map { "version \($0) (\(Display.date(result.at)))" } ?? Display.date(result.at)
         for change in result.changes {
             let what = "\(change.key.kind.rawValue) \(change.key.id)"
             let label = change.label.map { " (" + Display.cell($0) + ")" } ?? ""
@@ -302,11 +349,11 @@ struct RestoreCommand: ContextCommand {
             let failed = result.failed.contains(key)
             // Named ids, and what could not be restored, are always said; what this library
             // did not know then is listed by a dry run and counted otherwise.
-            guard !ids.isEmpty || failed || dryRun else { continue }
+            guard !ids.isEmpty || version != nil || failed || dryRun else { continue }
             let text = reason.replacingOccurrences(of: "WHEN", with: when)
             home.output.line((failed ? "could not restore " : "left ") + "\(key): " + Display.cell(text))
         }
-        if ids.isEmpty, !dryRun, !unknown.isEmpty {
+        if ids.isEmpty, version == nil, !dryRun, !unknown.isEmpty {
             let things = unknown.count == 1 ? "1 book or clip" : "\(unknown.count) books and clips"
             home.output.line(
                 "Left \(things) as they are: this library has no version of them at \(when), and they were made "

@@ -39,6 +39,9 @@ package enum Merge {
             case nonEmptyNote = "non_empty_note"
             /// A transcription wins over none.
             case transcriptionPresent = "transcription_present"
+            /// Two takes of a clip's audio on Drive whose JSON says nothing of which is newer:
+            /// the later Drive `modifiedTime`.
+            case driveTime = "drive_time"
         }
 
         /// The backup JSON key (`title`, `book_id`, …), or `audio` for a clip's MP3 (its md5).
@@ -211,6 +214,36 @@ package enum Merge {
         case (false, true): return (.remote, nil)
         case (true, false), (false, false): return (.local, nil)
         }
+    }
+
+    /// One take of a clip's audio among several MP3s of its name on Drive (`AudioTwins`).
+    package struct Take: Sendable, Equatable {
+        package var md5: String?
+        /// The `updated_at` of the JSON its writer made with it; nil when none was read.
+        package var updatedAt: Milliseconds?
+        /// Drive's `modifiedTime` of the MP3.
+        package var modifiedTime: Milliseconds
+        /// Whether it is the audio this device holds (its own upload).
+        package var here: Bool
+
+        package init(md5: String?, updatedAt: Milliseconds?, modifiedTime: Milliseconds, here: Bool) {
+            self.md5 = md5
+            self.updatedAt = updatedAt
+            self.modifiedTime = modifiedTime
+            self.here = here
+        }
+    }
+
+    /// The conflict of two takes on Drive that both changed the agreed audio, `kept` having
+    /// won (newer by its JSON's `updated_at`, else by Drive's `modifiedTime`, else by the file
+    /// id): field `audio`, both md5s, and the rule that decided.
+    package static func takeConflict(kept: Take, lost: Take) -> Conflict {
+        let rule: Conflict.Rule =
+            kept.updatedAt != lost.updatedAt
+            ? .laterWrite : kept.modifiedTime != lost.modifiedTime ? .driveTime : .tieBreak
+        return Conflict(
+            field: "audio", kept: kept.md5.map(JSONValue.string) ?? .null,
+            lost: lost.md5.map(JSONValue.string) ?? .null, winner: kept.here && !lost.here ? .here : .drive, rule: rule)
     }
 
     // MARK: helpers

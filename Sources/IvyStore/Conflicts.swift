@@ -21,6 +21,10 @@ package struct ConflictRecord: Sendable, Equatable {
     /// The history version the merge wrote; nil when history was off, or once that version
     /// was pruned.
     package let version: Int64?
+    /// For a clip's audio: the newest history version that keeps the take not kept (its MP3
+    /// by md5), which `ivy restore --version` puts back; nil for other fields, when history
+    /// was off, or once that version was pruned.
+    package var lostVersion: Int64? = nil
 }
 
 extension EngineWriter {
@@ -44,18 +48,35 @@ extension EngineWriter {
             try db.execute(
                 sql: """
                     INSERT INTO merge_conflicts (entity_type, entity_id, field, kept_json, lost_json, winner, rule,
-                        recorded_at, history_id)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        recorded_at, history_id, lost_history_id)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     key.kind.rawValue, key.id, conflict.field, try ConflictJSON.text(conflict.kept),
                     try conflict.lost.map(ConflictJSON.text), conflict.winner.rawValue, conflict.rule.rawValue, now,
-                    version,
+                    version, try lostTakeVersion(conflict, of: key),
                 ])
         }
         try db.execute(
             sql: "DELETE FROM merge_conflicts WHERE id <= (SELECT max(id) FROM merge_conflicts) - ?",
             arguments: [ConflictRecord.maximumKept])
+    }
+}
+
+extension EngineWriter {
+    /// The newest version of the clip that names the audio a conflict did not keep by its md5
+    /// (the take kept in the history by this write, or earlier); nil for other fields.
+    private func lostTakeVersion(_ conflict: Merge.Conflict, of key: EntityKey) throws -> Int64? {
+        guard key.kind == .clip, conflict.field == "audio", case .string(let md5)? = conflict.lost,
+            try db.tableExists("history")
+        else { return nil }
+        return try Int64.fetchOne(
+            db,
+            sql: """
+                SELECT max(id) FROM history
+                WHERE entity_type = 'clip' AND entity_id = ? AND audio_md5 = ? AND json IS NOT NULL
+                """,
+            arguments: [key.id, md5])
     }
 }
 
@@ -91,7 +112,8 @@ extension LibraryDatabase {
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT c.*, EXISTS (SELECT 1 FROM history h WHERE h.id = c.history_id) AS version_kept
+                    SELECT c.*, EXISTS (SELECT 1 FROM history h WHERE h.id = c.history_id) AS version_kept,
+                        EXISTS (SELECT 1 FROM history h WHERE h.id = c.lost_history_id) AS lost_version_kept
                     FROM merge_conflicts c \(filter) ORDER BY id DESC
                     """,
                 arguments: arguments)
@@ -99,6 +121,8 @@ extension LibraryDatabase {
             return try rows.map { row in
                 let version: Int64? = row["history_id"]
                 let versionKept: Bool = row["version_kept"] ?? false
+                let lostVersion: Int64? = row["lost_history_id"]
+                let lostVersionKept: Bool = row["lost_version_kept"] ?? false
                 return ConflictRecord(
                     id: try row.decode(forColumn: "id"),
                     key: EntityKey(
@@ -109,7 +133,7 @@ extension LibraryDatabase {
                     lost: (row["lost_json"] as String?).map(ConflictJSON.value),
                     winner: try row.decode(forColumn: "winner"), rule: try row.decode(forColumn: "rule"),
                     recordedAt: try row.decode(forColumn: "recorded_at"),
-                    version: versionKept ? version : nil)
+                    version: versionKept ? version : nil, lostVersion: lostVersionKept ? lostVersion : nil)
             }
         }
     }

@@ -95,6 +95,7 @@ package struct RestoreResult: Sendable, Equatable {
 package enum HistoryError: LocalizedError, Equatable {
     case bookMissing(clipID: ClipID, bookID: BookID)
     case changedMeanwhile
+    case noSuchVersion(Int64)
 
     package var errorDescription: String? {
         switch self {
@@ -103,6 +104,8 @@ package enum HistoryError: LocalizedError, Equatable {
                 + "restore the book too (name both ids), or the whole library"
         case .changedMeanwhile:
             "the library changed while the restore was prepared; run it again"
+        case .noSuchVersion(let id):
+            "the history keeps no version \(id) (pruned, or never recorded); `ivy history ID` lists the versions kept"
         }
     }
 }
@@ -449,10 +452,37 @@ extension LibraryDatabase {
         at moment: Milliseconds, keys: [EntityKey]? = nil, dryRun: Bool = false,
         beforeCommit: () throws -> Void = {}
     ) throws -> RestoreResult {
+        try restore(at: moment, keys: keys, pinned: nil, dryRun: dryRun, beforeCommit: beforeCommit)
+    }
+
+    /// Puts one book or clip back to the version of the history with that id (what
+    /// `ivy history ID` and `--conflicts` show): as `restore(at:keys:)` does for the moment it
+    /// was recorded at, but that very version even when others were recorded at the same
+    /// time (a take that lost to another, kept just before it). Throws `noSuchVersion` when
+    /// none has that id.
+    @discardableResult
+    package func restore(
+        version id: Int64, dryRun: Bool = false, beforeCommit: () throws -> Void = {}
+    ) throws -> RestoreResult {
+        let found = try read { db -> (key: EntityKey, at: Milliseconds)? in
+            guard try db.tableExists("history"),
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT entity_type, entity_id, recorded_at FROM history WHERE id = ?", arguments: [id]),
+                let kind = EntityKind(rawValue: row["entity_type"] ?? "")
+            else { return nil }
+            return (EntityKey(kind, row["entity_id"] ?? ""), row["recorded_at"] ?? 0)
+        }
+        guard let found else { throw HistoryError.noSuchVersion(id) }
+        return try restore(at: found.at, keys: [found.key], pinned: id, dryRun: dryRun, beforeCommit: beforeCommit)
+    }
+
+    private func restore(
+        at moment: Milliseconds, keys: [EntityKey]?, pinned: Int64?, dryRun: Bool, beforeCommit: () throws -> Void
+    ) throws -> RestoreResult {
         let planned = try read { db in
             // A library an older ivy wrote last, read without migrating it, has no history.
             guard try db.tableExists("history") else { return RestorePlanner.Plan(result: RestoreResult(at: moment)) }
-            return try RestorePlanner(db: db, library: self, at: moment, keys: keys).plan()
+            return try RestorePlanner(db: db, library: self, at: moment, keys: keys, pinned: pinned).plan()
         }
         if dryRun || planned.result.changes.isEmpty { return planned.result }
         // MP3s to put back are linked in beside the audio first, and those to replace or
@@ -468,7 +498,7 @@ extension LibraryDatabase {
         let kept = try keepAudioInHistory(clipIDs: deleted)
         let now = clock.now()
         let result = try writeReplacingAudios(staged, beforeCommit: beforeCommit) { db in
-            let again = try RestorePlanner(db: db, library: self, at: moment, keys: keys).plan()
+            let again = try RestorePlanner(db: db, library: self, at: moment, keys: keys, pinned: pinned).plan()
             guard again.result == planned.result, again.audio == planned.audio else {
                 throw HistoryError.changedMeanwhile
             }
@@ -502,6 +532,8 @@ private struct RestorePlanner {
     let library: LibraryDatabase
     let at: Milliseconds
     let keys: [EntityKey]?
+    /// The one version to restore (by id), rather than the newest recorded at or before `at`.
+    var pinned: Int64? = nil
 
     struct Target {
         let version: HistoryVersion?
@@ -769,7 +801,7 @@ private struct RestorePlanner {
         return entities
     }
 
-    /// The newest version of each entity recorded at or before the moment.
+    /// The newest version of each entity recorded at or before the moment (or the pinned one).
     private func versionsAt() throws -> [EntityKey: HistoryVersion] {
         var filter = ""
         var arguments: StatementArguments = [at]
@@ -777,14 +809,16 @@ private struct RestorePlanner {
             filter = "AND entity_id IN (\(keys.map { _ in "?" }.joined(separator: ",")))"
             _ = arguments.append(contentsOf: StatementArguments(keys.map(\.id)))
         }
-        let rows = try Row.fetchAll(
-            db,
-            sql: """
-                SELECT h.* FROM history h JOIN (
-                    SELECT max(id) AS id FROM history WHERE recorded_at <= ? \(filter)
-                    GROUP BY entity_type, entity_id) m ON h.id = m.id
-                """,
-            arguments: arguments)
+        let rows =
+            try pinned.map { try Row.fetchAll(db, sql: "SELECT * FROM history WHERE id = ?", arguments: [$0]) }
+            ?? Row.fetchAll(
+                db,
+                sql: """
+                    SELECT h.* FROM history h JOIN (
+                        SELECT max(id) AS id FROM history WHERE recorded_at <= ? \(filter)
+                        GROUP BY entity_type, entity_id) m ON h.id = m.id
+                    """,
+                arguments: arguments)
         var versions: [EntityKey: HistoryVersion] = [:]
         for row in rows {
             let key = EntityKey(

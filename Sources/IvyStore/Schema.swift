@@ -69,6 +69,9 @@ enum Schema {
                     CREATE INDEX quota_spent_at ON quota_spent (spent_at);
                     """)
         }
+        migrator.registerMigration("merge conflicts: the version of the take not kept") { db in
+            try db.execute(sql: lostTakeVersion)
+        }
         return migrator
     }
 
@@ -445,6 +448,13 @@ enum Schema {
             seen INTEGER NOT NULL DEFAULT 0 CHECK (seen IN (0, 1))
         );
         CREATE INDEX merge_conflicts_unseen ON merge_conflicts(seen) WHERE seen = 0;
+        """
+
+    /// A clip's audio conflict names the history version that keeps the take not kept
+    /// (`lost_history_id`), so `ivy restore --version` can bring it back; NULL for other fields,
+    /// with the history off, or once that version was pruned.
+    private static let lostTakeVersion = """
+        ALTER TABLE merge_conflicts ADD COLUMN lost_history_id INTEGER;
         """
 
     private static let historySource = """

@@ -12,9 +12,11 @@ import IvySystem
 /// the agreed audio. With two or more, the take whose JSON has the newer `updated_at` wins
 /// (each MP3 goes with the JSON its writer made just before it, by Drive's `createdTime`;
 /// Drive's `modifiedTime` decides only when that says nothing, then the id), every other take
-/// is downloaded and kept in the history here as a version of the clip, and the sync reports
-/// a conflict naming both. Nothing is deleted from Drive before it was read: a take is either
-/// held here already (its md5 is the audio here or the agreed one) or downloaded first.
+/// is downloaded and kept in the history here as a version of the clip, and the sync records
+/// a conflict per other take naming both md5s, whose take won and by which rule
+/// (`Merge.takeConflict`, listed by `ivy history --conflicts`). Nothing is deleted from Drive
+/// before it was read: a take is either held here already (its md5 is the audio here or the
+/// agreed one) or downloaded first.
 struct AudioTwins {
     /// The entity's files with the winning MP3 as `mp3` and every other MP3 among `stale`.
     let remote: RemoteEntity?
@@ -22,8 +24,10 @@ struct AudioTwins {
     var losers: [(file: RemoteFile, staged: StagedAudio)] = []
     /// The other MP3 files, to delete once the winner is recorded (an upload replaces them anyway).
     var obsolete: [RemoteFile] = []
+    /// Each take that lost to the winner, as the conflict recorded with the write (both md5s).
+    var conflicts: [Merge.Conflict] = []
     /// Two takes differed from the agreed audio: a conflict.
-    var conflict = false
+    var conflict: Bool { !conflicts.isEmpty }
 
     /// Nothing to resolve: one MP3, or none.
     init(untouched remote: RemoteEntity?) {
@@ -49,13 +53,17 @@ struct AudioTwins {
     static func order(
         _ takes: [RemoteFile], jsons: [RemoteFile], stamps: [DriveFileID: Milliseconds]
     ) -> [RemoteFile] {
-        func made(_ file: RemoteFile) -> Milliseconds { file.createdTime ?? file.modifiedTime }
-        func stamp(_ mp3: RemoteFile) -> Milliseconds {
-            let before = jsons.filter { made($0) <= made(mp3) }
-            guard let json = before.max(by: { (made($0), $0.id) < (made($1), $1.id) }) else { return .min }
-            return stamps[json.id] ?? .min
-        }
+        func stamp(_ mp3: RemoteFile) -> Milliseconds { Self.stamp(mp3, jsons: jsons, stamps: stamps) ?? .min }
         return takes.sorted { a, b in (stamp(a), a.modifiedTime, a.id) > (stamp(b), b.modifiedTime, b.id) }
+    }
+
+    /// The `updated_at` of the JSON made just before `mp3` (by Drive's `createdTime`); nil
+    /// when no JSON read was made before it.
+    static func stamp(_ mp3: RemoteFile, jsons: [RemoteFile], stamps: [DriveFileID: Milliseconds]) -> Milliseconds? {
+        func made(_ file: RemoteFile) -> Milliseconds { file.createdTime ?? file.modifiedTime }
+        let before = jsons.filter { made($0) <= made(mp3) }
+        guard let json = before.max(by: { (made($0), $0.id) < (made($1), $1.id) }) else { return nil }
+        return stamps[json.id]
     }
 }
 
@@ -90,8 +98,13 @@ extension SyncEngine {
         var resolved = AudioTwins(
             remote: remote, winner: winner, obsolete: mp3s.filter { $0.id != winner.id })
         let here = try library.audioMD5(clipID: clipID)
+        func take(_ file: RemoteFile) -> Merge.Take {
+            Merge.Take(
+                md5: file.md5, updatedAt: AudioTwins.stamp(file, jsons: jsons, stamps: stamps),
+                modifiedTime: file.modifiedTime, here: file.md5 != nil && file.md5 == here)
+        }
         for loser in ordered.dropFirst() {
-            resolved.conflict = true
+            resolved.conflicts.append(Merge.takeConflict(kept: take(winner), lost: take(loser)))
             logger.warning(
                 "two takes of a clip's audio on Drive: the newer is kept as the clip's, the other in the history here",
                 metadata: [
@@ -118,8 +131,12 @@ extension SyncEngine {
 
 extension SyncEngine {
     /// Inside the write that applies the winning take: each other take downloaded becomes a
-    /// version of the clip in the history here (`EngineWriter.keepOtherTakes`).
-    func keepLosingTakes(_ twins: AudioTwins, of clipID: ClipID, json: Data, in writer: EngineWriter) throws {
-        try writer.keepOtherTakes(clipID: clipID, json: json, audio: twins.losers.map(\.staged.path))
+    /// version of the clip in the history here (`EngineWriter.keepOtherTakes`), and so does
+    /// Drive's take that a merge's upload is about to replace (`replaced`).
+    func keepLosingTakes(
+        _ twins: AudioTwins, replaced: StagedAudio? = nil, of clipID: ClipID, json: Data, in writer: EngineWriter
+    ) throws {
+        let paths = twins.losers.map(\.staged.path) + [replaced?.path].compactMap { $0 }
+        try writer.keepOtherTakes(clipID: clipID, json: json, audio: paths)
     }
 }

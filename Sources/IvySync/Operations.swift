@@ -633,7 +633,9 @@ extension SyncEngine {
             let audioFile = URL(fileURLWithPath: staged?.path ?? library.audioPath(clipID: clipID))
             let audioMD5 = try mp3.md5 ?? LocalFile.md5(of: audioFile)
             let agreement = adopt ? resolved.chosen.agreement(mp3: mp3, audioMD5: audioMD5, at: now) : nil
-            try applyRemote(key, context, recording: agreement, audio: staged, trash: .download) { writer in
+            try applyRemote(
+                key, context, recording: agreement, audio: staged, conflicts: twins.conflicts, trash: .download
+            ) { writer in
                 try keepLosingTakes(twins, of: clipID, json: resolved.chosen.data, in: writer)
                 try value.save(in: writer)
             }
@@ -757,22 +759,31 @@ extension SyncEngine {
         let merged = adopt ? remote.backup : try Self.pushable(combined.value)
         let staged = takesRemoteAudio ? try await stageAudio(try usableMP3(files), moved) : nil
         defer { if let staged { library.discardStagedAudio(staged.path) } }
+        // Both sides changed the audio and the take here won: the upload will replace Drive's
+        // take, so it is read first and kept in the history here as a version of the clip. A
+        // failed download stops the merge before anything is written or replaced; the next
+        // sync tries again.
+        let replaced =
+            audio?.conflict != nil && audio?.choice == .local && localMD5 != mp3?.md5
+            ? try await stageAudio(try usableMP3(files), moved) : nil
+        defer { if let replaced { library.discardStagedAudio(replaced.path) } }
         // Drive's copy is the base from here on, even before a merge is uploaded (see mergeBook).
         let agreement = mp3.flatMap { mp3 in
             adopt || resolved.others.isEmpty
                 ? remote.agreement(mp3: mp3, audioMD5: adopt ? mp3.md5 ?? localMD5 : mp3.md5, at: now) : nil
         }
-        let conflicts = combined.conflicts + [audio?.conflict].compactMap { $0 }
+        let conflicts = combined.conflicts + [audio?.conflict].compactMap { $0 } + twins.conflicts
         try applyRemote(
             key, context, recording: agreement, settling: adopt, audio: staged, conflicts: conflicts, trash: .merge
         ) { writer in
-            try keepLosingTakes(twins, of: clipID, json: remote.data, in: writer)
+            try keepLosingTakes(twins, replaced: replaced, of: clipID, json: remote.data, in: writer)
             try merged.save(in: writer)
         }
-        let down = (staged?.bytes ?? 0) + twins.losers.reduce(0) { $0 + $1.staged.bytes }
+        let down =
+            (staged?.bytes ?? 0) + (replaced?.bytes ?? 0) + twins.losers.reduce(0) { $0 + $1.staged.bytes }
         if adopt { await deleteTwins(resolved.others + twins.obsolete) }
         let up = adopt ? 0 : try await push(clip: merged, replacing: resolved.replacing(files), context, moved)
-        let conflict = !conflicts.isEmpty || twins.conflict
+        let conflict = !conflicts.isEmpty
         // As for a book: both sides held this clip and its audio already; only the record was missing.
         if adopt && resolved.others.isEmpty && mine.sameContent(as: remote.backup) && localMD5 == mp3?.md5
             && !twins.conflict

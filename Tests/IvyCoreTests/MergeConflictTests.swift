@@ -126,6 +126,23 @@ struct MergeConflictTests {
             merge: { audio(local: "aaa", remote: "bbb", localAt: 300, remoteAt: 200) },
             expected: [conflict("audio", kept: .string("aaa"), lost: .string("bbb"), .here, .laterWrite)]),
         Case(
+            testDescription: "two takes on Drive: the newer JSON's, else Drive's later time, else the id; both md5s",
+            merge: {
+                let take = { (md5: String, at: Milliseconds?, modified: Milliseconds, here: Bool) in
+                    Merge.Take(md5: md5, updatedAt: at, modifiedTime: modified, here: here)
+                }
+                return [
+                    Merge.takeConflict(kept: take("aaa", 300, 10, false), lost: take("bbb", 200, 20, true)),
+                    Merge.takeConflict(kept: take("aaa", nil, 20, true), lost: take("bbb", nil, 10, false)),
+                    Merge.takeConflict(kept: take("aaa", 300, 20, false), lost: take("bbb", 300, 20, false)),
+                ]
+            },
+            expected: [
+                conflict("audio", kept: .string("aaa"), lost: .string("bbb"), .drive, .laterWrite),
+                conflict("audio", kept: .string("aaa"), lost: .string("bbb"), .here, .driveTime),
+                conflict("audio", kept: .string("aaa"), lost: .string("bbb"), .drive, .tieBreak),
+            ]),
+        Case(
             testDescription: "fields changed on one side only, or to the same value: no conflict",
             merge: {
                 Merge.bookMerge(

@@ -178,11 +178,13 @@ struct HistoryCommand: ContextCommand {
         }
     }
 
-    /// The conflicts, newest first; looking at them marks them seen for `ivy status`.
+    /// The conflicts, newest first; looking at them marks them seen for `ivy status`, where the
+    /// library can be written (a read-only one is listed all the same, and stays counted).
     private func showConflicts(home: Home, since: Milliseconds?, until: Milliseconds?) throws {
-        let library = try home.library()
+        let library = try home.library(readOnly: true)
         let key = try id.map { try entityKey($0, in: library) }
-        let found = try library.takeConflicts(of: key, since: since, until: until)
+        let found = try library.conflicts(of: key, since: since, until: until)
+        try? home.library().markConflictsSeen(found.map(\.id))
         if json { return try home.output.json(found.map(ConflictItem.init)) }
         guard !found.isEmpty else {
             return home.output.line(key.map { "No conflicts of \($0) recorded." } ?? "No conflicts recorded.")

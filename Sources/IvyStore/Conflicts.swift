@@ -89,10 +89,10 @@ extension LibraryDatabase {
     /// Conflicts, newest first (by the order they were written): of one entity (`key`), or of
     /// the whole library; only those recorded in `since...until` when given. Every conflict
     /// recorded so far counts as seen afterwards (`unseenConflicts`), in the same transaction.
-    package func takeConflicts(
+    package func conflicts(
         of key: EntityKey? = nil, since: Milliseconds? = nil, until: Milliseconds? = nil
     ) throws -> [ConflictRecord] {
-        try write { db in
+        try read { db in
             guard try db.tableExists("merge_conflicts") else { return [] }
             var conditions: [String] = []
             var arguments: StatementArguments = []
@@ -117,7 +117,6 @@ extension LibraryDatabase {
                     FROM merge_conflicts c \(filter) ORDER BY id DESC
                     """,
                 arguments: arguments)
-            try db.execute(sql: "UPDATE merge_conflicts SET seen = 1 WHERE seen = 0")
             return try rows.map { row in
                 let version: Int64? = row["history_id"]
                 let versionKept: Bool = row["version_kept"] ?? false
@@ -135,6 +134,18 @@ extension LibraryDatabase {
                     recordedAt: try row.decode(forColumn: "recorded_at"),
                     version: versionKept ? version : nil, lostVersion: lostVersionKept ? lostVersion : nil)
             }
+        }
+    }
+
+    /// Marks the conflicts shown (`ids`) seen: `ivy status` counts only the others. One
+    /// recorded while they were listed stays unseen.
+    package func markConflictsSeen(_ ids: [Int64]) throws {
+        guard !ids.isEmpty else { return }
+        try write { db in
+            guard try db.tableExists("merge_conflicts") else { return }
+            try db.execute(
+                sql: "UPDATE merge_conflicts SET seen = 1 WHERE seen = 0 AND id IN (SELECT value FROM json_each(?))",
+                arguments: [String(decoding: try JSONEncoder().encode(ids), as: UTF8.self)])
         }
     }
 

@@ -202,6 +202,7 @@ struct OpeningTests {
             (["book", "list"], "Dune"), (["book", "show", book], "0:01:01"), (["clip", "list", "--full-ids"], clip),
             (["clip", "show", clip], "0:00:02"), (["status"], "pending"), (["queue"], "upsert"),
             (["config", "list"], "concurrency"), (["config", "get", "concurrency"], "4"),
+            (["history", book], "created"), (["history", "--conflicts"], "No conflicts recorded."),
         ]
         for (arguments, expected) in expectations {
             let result = try await ivy.runBinaryAsync(arguments, through: runner)

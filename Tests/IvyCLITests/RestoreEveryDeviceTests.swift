@@ -15,6 +15,30 @@ extension HistoryCommandTests {
         ["/usr/bin/env", "FAKETIME_DONT_FAKE_MONOTONIC=1", "/usr/bin/faketime", "-m", "-f", "@" + start]
     }
 
+    /// The UTC date `days` days from now (negative: ago), as `clock(startingAt:)` takes it.
+    static func utcDay(_ days: Int) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd"
+        return formatter.string(from: Date().addingTimeInterval(Double(days) * 86_400))
+    }
+
+    /// Adds a book with the first title at the first time of `day`, and renames it to each later
+    /// title at its time, each through the binary on a clock started then. Returns its id.
+    func writtenAt(_ ivy: IvyHome, day: String, _ versions: [(title: String, time: String)]) async throws -> String {
+        let first = versions[0]
+        let made = try await ivy.runBinaryAsync(
+            ["book", "add", "--title", first.title], through: Self.clock(startingAt: day + " " + first.time))
+        let book = try #require(made.lines.first, "\(made.stderr)")
+        for (title, time) in versions.dropFirst() {
+            let renamed = try await ivy.runBinaryAsync(
+                ["book", "update", book, "--title", title], through: Self.clock(startingAt: day + " " + time))
+            #expect(renamed.status == 0, "\(renamed.stderr)")
+        }
+        return book
+    }
+
     func books(_ ivy: IvyHome) throws -> [String: (title: String, hidden: Bool, uri: String?)] {
         var books: [String: (title: String, hidden: Bool, uri: String?)] = [:]
         for row in try ivy.sql("SELECT id, title, hidden, uri FROM books") {
@@ -62,21 +86,10 @@ extension HistoryCommandTests {
     @Test("a clock that ran ahead and stepped back: the change written last stays the current version")
     func clockSteppedBack() async throws {
         let ivy = try IvyHome()
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd"
         // Three days ago, within one UTC day: made at 11:00; renamed while the clock ran ahead
         // (12:30), then again after NTP stepped it back (12:00).
-        let day = formatter.string(from: Date().addingTimeInterval(-3 * 86_400))
-        let made = try await ivy.runBinaryAsync(
-            ["book", "add", "--title", "First"], through: Self.clock(startingAt: day + " 11:00:00"))
-        let book = try #require(made.lines.first, "\(made.stderr)")
-        for (title, time) in [("Ahead", "12:30:00"), ("Current", "12:00:00")] {
-            let renamed = try await ivy.runBinaryAsync(
-                ["book", "update", book, "--title", title], through: Self.clock(startingAt: day + " " + time))
-            #expect(renamed.status == 0, "\(renamed.stderr)")
-        }
+        let book = try await writtenAt(
+            ivy, day: Self.utcDay(-3), [("First", "11:00:00"), ("Ahead", "12:30:00"), ("Current", "12:00:00")])
         // A command that writes, today, prunes the history (at most once a day).
         #expect(try await ivy.runBinaryAsync("config", "set", "history_days", "365").status == 0)
 
@@ -93,20 +106,9 @@ extension HistoryCommandTests {
     @Test("a device that never syncs prunes its history when a command writes, at most once a day")
     func prunedWithoutSync() async throws {
         let ivy = try IvyHome()
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd"
         // Three days ago, within a minute: three versions that one day's bucket keeps one of.
-        let day = formatter.string(from: Date().addingTimeInterval(-3 * 86_400))
-        let made = try await ivy.runBinaryAsync(
-            ["book", "add", "--title", "First"], through: Self.clock(startingAt: day + " 10:00:00"))
-        let book = try #require(made.lines.first, "\(made.stderr)")
-        for (title, time) in [("Second", "10:00:20"), ("Third", "10:00:40")] {
-            let renamed = try await ivy.runBinaryAsync(
-                ["book", "update", book, "--title", title], through: Self.clock(startingAt: day + " " + time))
-            #expect(renamed.status == 0, "\(renamed.stderr)")
-        }
+        let book = try await writtenAt(
+            ivy, day: Self.utcDay(-3), [("First", "10:00:00"), ("Second", "10:00:20"), ("Third", "10:00:40")])
         #expect(try ivy.count("SELECT count(*) FROM history") == 3, "pruned once that day, when nothing was old")
 
         // Today a change; ages count back from the newest version, so the prune at today's
@@ -114,9 +116,8 @@ extension HistoryCommandTests {
         // writes prunes; no sync ever ran.
         #expect(try await ivy.runBinaryAsync("book", "update", book, "--title", "Today").status == 0)
         #expect(try ivy.count("SELECT count(*) FROM history") == 4)
-        let tomorrow = formatter.string(from: Date().addingTimeInterval(86_400))
         let opened = try await ivy.runBinaryAsync(
-            ["config", "set", "history_days", "365"], through: Self.clock(startingAt: tomorrow + " 12:00:00"))
+            ["config", "set", "history_days", "365"], through: Self.clock(startingAt: Self.utcDay(1) + " 12:00:00"))
         #expect(opened.status == 0, "\(opened.stderr)")
         let titles = try ivy.sql("SELECT json_extract(json, '$.title') AS title FROM history ORDER BY id")
             .map { $0["title"] as String }

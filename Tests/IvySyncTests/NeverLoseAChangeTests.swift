@@ -170,7 +170,7 @@ struct NeverLoseAChangeTests {
             #expect(!keptBy.isEmpty, "A's take is in no device's history")
             // The conflict names both takes, which won by which rule, and the version keeping the other.
             var recorded: [ConflictRecord] = []
-            for device in [a, b] { recorded += try device.library.takeConflicts(of: EntityKey(pair.clip.id)) }
+            for device in [a, b] { recorded += try device.library.conflicts(of: EntityKey(pair.clip.id)) }
             let take = recorded.first { $0.field == "audio" && $0.lost == .string(md5) }
             #expect(take?.kept == .string(MD5.hex(newer)) && take?.rule == "later_write", "\(recorded)")
             #expect(take?.lostVersion != nil, "\(recorded)")

@@ -34,8 +34,12 @@ private func temporaryTransferFiles() -> Set<String> {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? []
     return Set(
         names.filter { name in
-            // ivy-soak's device homes (the soak may run meanwhile) are no transfer files.
-            (name.hasPrefix("ivy-") && !name.hasPrefix("ivy-soak-")) || name.hasPrefix("CFNetworkDownload")
+            // Directories are the homes other tests (and ivy-soak) make meanwhile, never a transfer.
+            var isDirectory: ObjCBool = false
+            let path = NSTemporaryDirectory() + "/" + name
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue
+            else { return false }
+            return name.hasPrefix("ivy-") || name.hasPrefix("CFNetworkDownload")
                 || (name.hasSuffix(".tmp") && UUID(uuidString: String(name.prefix(36))) != nil)
         })
 }

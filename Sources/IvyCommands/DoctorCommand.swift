@@ -385,8 +385,9 @@ struct DoctorCommand: ContextCommand {
         let now = home.clock.now()
         if let success = try library.localStatus().lastSuccess {
             let age = now - success
+            let shown = Display.dateWithAge(success, now: now, zone: home.displayZone)
             add(
-                age > 86_400_000 ? .warning : .ok, "last success", Display.dateWithAge(success, now: now),
+                age > 86_400_000 ? .warning : .ok, "last success", shown,
                 age > 86_400_000 ? "run `ivy sync` and read what it says" : nil)
         } else {
             add(.warning, "last success", "never", "run `ivy sync`")

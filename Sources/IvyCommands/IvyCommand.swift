@@ -187,6 +187,8 @@ struct Home {
     var clock: WallClock { context.clock }
     /// The time zone `TZ` (nil when unset) names (`Context.localZone`).
     func localZone(_ tz: String?) throws -> LocalZone { try context.localZone(tz) }
+    /// The zone local times are shown in: `TZ`'s, or nil (UTC, said) when it cannot be read.
+    var displayZone: LocalZone? { try? localZone(environment["TZ"]) }
     var ids: IDGenerator { context.ids }
     var terminal: Terminal { context.terminal }
     var output: Output { Output(context) }

@@ -90,12 +90,15 @@ enum Display {
 
     /// A past time for people, in local time to the minute with its age:
     /// `2026-11-26 10:00 (3 days ago)`.
-    static func dateWithAge(_ milliseconds: Milliseconds, now: Milliseconds) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.dateFormat = "yyyy-MM-dd HH:mm"
-        let text = formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
-        return "\(text) (\(age(now - milliseconds)))"
+    static func dateWithAge(_ milliseconds: Milliseconds, now: Milliseconds, zone: LocalZone?) -> String {
+        "\(local(milliseconds, zone: zone).prefix(16))\(zone == nil ? " UTC" : "") (\(age(now - milliseconds)))"
+    }
+
+    /// `2026-11-26 10:00:00` in `zone` (the zone `TZ` names, read as the C library reads it in
+    /// the binary), or in UTC when there is none to read.
+    static func local(_ milliseconds: Milliseconds, zone: LocalZone?) -> String {
+        let utc = Int64((Double(milliseconds) / 1000).rounded(.down))
+        return LocalTime.text(wall: utc + Int64(zone?.offset(at: utc) ?? 0))
     }
 
     /// `just now`, `5 minutes ago`, `1 hour ago`, `3 days ago`.

@@ -133,14 +133,14 @@ struct StatusCommand: ContextCommand {
         let library = try home.library(readOnly: true)
         let report = try Self.report(
             library: library, tokens: home.tokenStore, paths: home.paths, environment: home.environment,
-            client: try home.client(library), now: home.clock.now())
+            client: try home.client(library), now: home.clock.now(), zone: home.displayZone)
         if json { return try home.output.json(report) }
         home.output.fields(Self.fields(report))
     }
 
     private static func report(
         library: LibraryDatabase, tokens: TokenStore, paths: IvyPaths, environment: [String: String],
-        client: ClientResolution, now: Milliseconds
+        client: ClientResolution, now: Milliseconds, zone: LocalZone?
     ) throws -> Report {
         let running = SyncLock.holder(path: paths.lockFile)
         let local = try library.localStatus()
@@ -164,7 +164,7 @@ struct StatusCommand: ContextCommand {
             pending: local.pending, failed: local.failed,
             lastSync: local.lastSyncTime.map(Display.date),
             lastSuccess: local.lastSuccess.map(Display.date),
-            lastSuccessAge: local.lastSuccess.map { Display.dateWithAge($0, now: now) },
+            lastSuccessAge: local.lastSuccess.map { Display.dateWithAge($0, now: now, zone: zone) },
             // Never "-" while a change is held back: its error is the one that matters.
             lastError: local.lastError ?? held.first.map { "\($0.entity): \($0.reason)" },
             manifestEntries: local.manifestEntries, nextAutoSync: next, orphanClips: try library.orphanClipCount(),

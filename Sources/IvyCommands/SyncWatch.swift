@@ -26,7 +26,7 @@ struct SyncWatch {
         let stop = StopRequest()
         let display = WatchDisplay(
             output: home.output, terminal: home.terminal, json: json, interval: interval, clock: home.clock,
-            quiet: quiet, verbose: verbose)
+            zone: home.displayZone, quiet: quiet, verbose: verbose)
         home.context.interruptions { _ in
             if !stop.requested { display.stopping() }
             stop.request()
@@ -60,6 +60,8 @@ struct WatchDisplay: Sendable {
     let json: Bool
     let interval: Int
     let clock: WallClock
+    /// The zone of the times on a journal's lines (`TZ`'s; UTC when it cannot be read).
+    let zone: LocalZone?
     var quiet = false
     var verbose = false
 
@@ -135,9 +137,7 @@ struct WatchDisplay: Sendable {
     }
 
     private func time() -> String {
-        let formatter = DateFormatter()
-        formatter.dateFormat = "HH:mm:ss"
-        return formatter.string(from: Date(timeIntervalSince1970: Double(clock.now()) / 1000))
+        String(Display.local(clock.now(), zone: zone).suffix(8))
     }
 
     /// One event as one line of JSON.

@@ -91,4 +91,21 @@ struct TimeZoneTests {
         #expect(rfc.status == 0, "\(rfc.stderr)")
         #expect((try rfc.json() as? [Any])?.count == 1, "\(rfc.stdout)")
     }
+
+    @Test(
+        "times shown for people are in TZ's zone in every form glibc takes; a TZ it cannot read shows UTC, said",
+        arguments: [
+            ("CET-1CEST,M3.5.0,M10.5.0/3", "2026-01-15 12:00"), (":Europe/Berlin", "2026-01-15 12:00"),
+            ("<+0530>-5:30", "2026-01-15 16:30"), ("Mars/Olympus_Mons", "2026-01-15 11:00 UTC"),
+        ])
+    func shownInZone(tz: String, shown: String) async throws {
+        let ivy = try IvyHome()
+        _ = try await ivy.id("book", "add", "--title", "Dune")
+        // The last success: 2026-01-15T11:00:00Z.
+        try ivy.execute("INSERT INTO settings (key, value) VALUES ('last_success', '1768474800000')")
+        let status = try await ivy.runBinaryAsync(["status"], environment: ["TZ": tz])
+        #expect(status.status == 0, "\(status.stderr)")
+        let line = status.lines.first { $0.hasPrefix("last success") } ?? ""
+        #expect(line.contains(" \(shown) ("), "\(line)")
+    }
 }

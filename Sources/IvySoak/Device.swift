@@ -150,10 +150,19 @@ final class Device: Sendable {
             }
             let result = try await running.finish()
             let signalled = result.exit == .signalled(SIGKILL)
+            if signalled && clockOffset != 0 { Self.removeFaketimeLeftovers(of: running.pid) }
             return Outcome(
                 status: result.status, stdout: result.stdout, stderr: result.stderr,
                 killed: killRequested && signalled, hung: hung && signalled)
         }
+    }
+
+    /// The semaphore and shared memory `faketime` (process `pid`) makes and removes at its
+    /// end, left behind when it is killed. On a machine whose process ids wrap (pid_max 32768)
+    /// a later `faketime` with the same id then fails ("sem_open: File exists").
+    private static func removeFaketimeLeftovers(of pid: pid_t) {
+        unlink("/dev/shm/sem.faketime_sem_\(pid)")
+        unlink("/dev/shm/faketime_shm_\(pid)")
     }
 
     /// `ivy arguments` in this device's home.

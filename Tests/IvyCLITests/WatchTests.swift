@@ -22,7 +22,7 @@ final class WatchProcess: Sendable {
 
     /// The next event (after those already read) for which `matches` holds; events passed
     /// over on the way are returned too, in order. Fails the test if the watch ends first or
-    /// nothing matches within two minutes (a guard against hanging, not a synchronisation).
+    /// nothing matches within ten minutes (a guard against hanging, not a synchronisation).
     @discardableResult
     func next(
         _ what: String, sourceLocation: SourceLocation = #_sourceLocation,
@@ -31,7 +31,7 @@ final class WatchProcess: Sendable {
         let start = cursor.withLock { $0 }
         let found: (Int, [Int])?
         do {
-            found = try await child.waitUntil("print \(what)", within: .seconds(120)) { progress -> (Int, [Int])? in
+            found = try await child.waitUntil("print \(what)", within: .seconds(600)) { progress -> (Int, [Int])? in
                 let lines = Self.lines(progress.stdout)
                 var passed: [Int] = []
                 for index in lines.indices.dropFirst(start) {

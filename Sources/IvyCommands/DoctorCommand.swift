@@ -155,12 +155,12 @@ struct DoctorCommand: ContextCommand {
     private static func checkNetwork(
         _ home: Home, library: LibraryDatabase?, credentials: ClientCredentials?, _ note: (Finding) -> Void
     ) async {
-        let found = Found()
+        let found = Shared<[Finding]>([])
         let deadline = home.context.doctorDeadline
         let answered = await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 await checkSignIn(home, library: library, credentials: credentials) { level, check, detail, fix in
-                    found.add(Finding(level: level, check: check, detail: detail, fix: fix))
+                    found.update { $0.append(Finding(level: level, check: check, detail: detail, fix: fix)) }
                 }
                 return true
             }
@@ -172,39 +172,38 @@ struct DoctorCommand: ContextCommand {
             group.cancelAll()
             return first
         }
-        for finding in found.all { note(finding) }
+        for finding in found.value { note(finding) }
         guard !answered else { return }
-        let server = serverName(home)
-        let seconds = Double(deadline.components.seconds) + Double(deadline.components.attoseconds) / 1e18
+        let seconds = (deadline / .seconds(1)).formatted(.number.precision(.fractionLength(0...1)))
+        let server = otherServer(home).map { "the server this sign-in was made at, \($0)," } ?? "Google"
         note(
             Finding(
-                level: .problem, check: "network",
-                detail:
-                    "\(server) did not answer within \(seconds.formatted(.number.precision(.fractionLength(0...1)))) s",
+                level: .problem, check: "network", detail: "\(server) did not answer within \(seconds) s",
                 fix: "check the network, then run `ivy doctor` again"))
     }
 
-    /// Findings made in a task of their own.
-    private final class Found: Sendable {
-        private let findings = Mutex<[Finding]>([])
-        func add(_ finding: Finding) { findings.withLock { $0.append(finding) } }
-        var all: [Finding] { findings.withLock { $0 } }
+    /// A value the network checks' own task writes and doctor reads after it.
+    private final class Shared<Value: Sendable>: Sendable {
+        private let state: Mutex<Value>
+        init(_ value: Value) { state = Mutex(value) }
+        func update(_ change: (inout Value) -> Void) { state.withLock { change(&$0) } }
+        var value: Value { state.withLock { $0 } }
     }
 
-    /// "Google", or the server the sign-in was made at (ivy-emulator) with its address.
-    private static func serverName(_ home: Home) -> String {
+    /// The address of the server the sign-in was made at (ivy-emulator); nil for Google's.
+    private static func otherServer(_ home: Home) -> String? {
         guard let token = home.tokenStore(warn: { _ in }).quietLoad(), let endpoints = try? home.endpoints(for: token),
             !endpoints.isGoogle
-        else { return "Google" }
-        return "the server this sign-in was made at, \(endpoints.oauth.absoluteString),"
+        else { return nil }
+        return endpoints.oauth.absoluteString
     }
 
     /// A network error names the server tried: Google's message says Google.
     private static func described(_ error: any Error, _ home: Home) -> String {
-        guard case .network(let message)? = error as? GoogleError else { return error.localizedDescription }
-        let server = serverName(home)
-        guard server != "Google" else { return error.localizedDescription }
-        return "cannot reach \(server.dropLast()): \(message)"
+        guard case .network(let message)? = error as? GoogleError, let server = otherServer(home) else {
+            return error.localizedDescription
+        }
+        return "cannot reach the server this sign-in was made at, \(server): \(message)"
     }
 
     /// The sign-in refreshed now (one token request, the sync lock not held), then Drive's
@@ -275,18 +274,13 @@ struct DoctorCommand: ContextCommand {
     ) async throws -> TokenProvider {
         var stale = token
         stale.accessToken = nil
-        let latest = Latest()
+        let latest = Shared<StoredToken?>(nil)
         let provider = TokenProvider(
-            token: stale, saving: { latest.set($0) }, endpoints: endpoints, credentials: credentials, effects: effects)
+            token: stale, saving: { answered in latest.update { $0 = answered } }, endpoints: endpoints,
+            credentials: credentials, effects: effects)
         defer { keep(latest.value, startedFrom: token, tokens: tokens, home) }
         _ = try await provider.accessToken()
         return provider
-    }
-
-    private final class Latest: Sendable {
-        private let token = Mutex<StoredToken?>(nil)
-        func set(_ answered: StoredToken) { token.withLock { $0 = answered } }
-        var value: StoredToken? { token.withLock { $0 } }
     }
 
     /// Writes what Google answered when it must outlive doctor. The lock is tried, never

@@ -22,7 +22,8 @@ extension LibraryDatabase {
     }
 
     static func book(id: BookID, in db: Database) throws -> Book? {
-        try Row.fetchOne(db, sql: "SELECT * FROM books WHERE id = ?", arguments: [id]).map(Book.init(row:))
+        let statement = try db.cachedStatement(sql: "SELECT * FROM books WHERE id = ?")
+        return try Row.fetchOne(statement, arguments: [id]).map(Book.init(row:))
     }
 
     /// Adds a book with a fresh id; the trigger queues its upload.

@@ -29,7 +29,8 @@ extension LibraryDatabase {
     }
 
     static func clip(id: ClipID, in db: Database) throws -> Clip? {
-        try Row.fetchOne(db, sql: "SELECT * FROM clips WHERE id = ?", arguments: [id]).map(Clip.init(row:))
+        let statement = try db.cachedStatement(sql: "SELECT * FROM clips WHERE id = ?")
+        return try Row.fetchOne(statement, arguments: [id]).map(Clip.init(row:))
     }
 
     /// Adds a clip of an existing book with its audio. Everything is checked before anything

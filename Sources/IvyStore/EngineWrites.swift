@@ -12,12 +12,12 @@ package struct EngineWriter {
 
     /// Inserts or replaces a book exactly as given (timestamps included).
     package func save(_ book: Book) throws {
-        try db.execute(sql: Book.upsertSQL, arguments: book.arguments)
+        try db.executeCached(Book.upsertSQL, book.arguments)
     }
 
     /// Inserts or replaces a clip exactly as given (timestamps included).
     package func save(_ clip: Clip) throws {
-        try db.execute(sql: Clip.upsertSQL, arguments: clip.arguments)
+        try db.executeCached(Clip.upsertSQL, clip.arguments)
     }
 
     /// The row's `updated_at` as this transaction sees it; nil when there is no row.
@@ -50,11 +50,11 @@ extension LibraryDatabase {
     /// captured. If `body` throws, the whole transaction, marker included, rolls back.
     package func applyingRemoteChanges<T>(_ body: (EngineWriter) throws -> T) throws -> T {
         try write { db in
-            try db.execute(sql: "INSERT INTO sync_applying (engine) VALUES (1)")
+            try db.executeCached("INSERT INTO sync_applying (engine) VALUES (1)")
             let writer = EngineWriter(
                 db: db, trashDirectory: paths.trashDirectory, historyDirectory: paths.historyDirectory)
             let result = try body(writer)
-            try db.execute(sql: "DELETE FROM sync_applying")
+            try db.executeCached("DELETE FROM sync_applying")
             return result
         }
     }

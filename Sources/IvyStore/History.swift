@@ -172,7 +172,7 @@ enum HistoryAudio {
         for clipID in clipIDs {
             newest[clipID] =
                 try Int64.fetchOne(
-                    db, sql: "SELECT max(id) FROM history WHERE entity_type = 'clip' AND entity_id = ?",
+                    db.cachedStatement(sql: "SELECT max(id) FROM history WHERE entity_type = 'clip' AND entity_id = ?"),
                     arguments: [clipID]) ?? 0
         }
         return newest
@@ -202,7 +202,7 @@ enum HistoryAudio {
 
     static func enabled(_ db: Database) throws -> Bool {
         guard try db.tableExists("history") else { return false }
-        let days = try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = 'history_days'")
+        let days = try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM settings WHERE key = 'history_days'"))
         return days != "0"
     }
 }

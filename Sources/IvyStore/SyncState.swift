@@ -33,20 +33,20 @@ extension LibraryDatabase {
     }
 
     static func recordSynced(_ entry: ManifestEntry, base: SyncBase, queuedAt: Milliseconds?, _ db: Database) throws {
-        try db.execute(
-            sql: """
-                INSERT INTO sync_manifest (entity_type, entity_id, local_updated_at, remote_updated_at, remote_file_id,
-                    remote_mp3_file_id, synced_at, base_json, base_audio_md5)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (entity_type, entity_id) DO UPDATE SET
-                    local_updated_at = excluded.local_updated_at, remote_updated_at = excluded.remote_updated_at,
-                    remote_file_id = excluded.remote_file_id, remote_mp3_file_id = excluded.remote_mp3_file_id,
-                    synced_at = excluded.synced_at, base_json = excluded.base_json,
-                    base_audio_md5 = excluded.base_audio_md5, missing_since = NULL,
-                    prior_base_json = CASE WHEN sync_manifest.base_json IS NOT excluded.base_json
-                        THEN sync_manifest.base_json ELSE sync_manifest.prior_base_json END
-                """,
-            arguments: [
+        try db.executeCached(
+            """
+            INSERT INTO sync_manifest (entity_type, entity_id, local_updated_at, remote_updated_at, remote_file_id,
+                remote_mp3_file_id, synced_at, base_json, base_audio_md5)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (entity_type, entity_id) DO UPDATE SET
+                local_updated_at = excluded.local_updated_at, remote_updated_at = excluded.remote_updated_at,
+                remote_file_id = excluded.remote_file_id, remote_mp3_file_id = excluded.remote_mp3_file_id,
+                synced_at = excluded.synced_at, base_json = excluded.base_json,
+                base_audio_md5 = excluded.base_audio_md5, missing_since = NULL,
+                prior_base_json = CASE WHEN sync_manifest.base_json IS NOT excluded.base_json
+                    THEN sync_manifest.base_json ELSE sync_manifest.prior_base_json END
+            """,
+            [
                 entry.key.kind.rawValue, entry.key.id, entry.localUpdatedAt, entry.remoteUpdatedAt, entry.remoteFileID,
                 entry.remoteMP3FileID, entry.syncedAt, String(decoding: base.json, as: UTF8.self), base.audioMD5,
             ])
@@ -162,9 +162,9 @@ extension LibraryDatabase {
     /// the sync replaced it (newer `queued_at`) and must stay for the next one.
     static func settle(_ key: EntityKey, queuedAt: Milliseconds?, _ db: Database) throws {
         guard let queuedAt else { return }
-        try db.execute(
-            sql: "DELETE FROM sync_queue WHERE entity_type = ? AND entity_id = ? AND queued_at <= ?",
-            arguments: [key.kind.rawValue, key.id, queuedAt])
+        try db.executeCached(
+            "DELETE FROM sync_queue WHERE entity_type = ? AND entity_id = ? AND queued_at <= ?",
+            [key.kind.rawValue, key.id, queuedAt])
     }
 
     /// Counts a failed operation against the entity's queue item, creating one when there
@@ -255,9 +255,8 @@ extension LibraryDatabase {
 extension EngineWriter {
     package func saveExtras(_ key: EntityKey, _ extras: [String: JSONValue]) throws {
         if extras.isEmpty {
-            try db.execute(
-                sql: "DELETE FROM backup_extras WHERE entity_type = ? AND entity_id = ?",
-                arguments: [key.kind.rawValue, key.id])
+            try db.executeCached(
+                "DELETE FROM backup_extras WHERE entity_type = ? AND entity_id = ?", [key.kind.rawValue, key.id])
             return
         }
         let encoder = JSONEncoder()

@@ -469,7 +469,7 @@ extension LibraryDatabase {
     /// refused on their account anyway, see `extras(_:)`).
     static func readableExtras(_ key: EntityKey, in db: Database) throws -> [String: JSONValue] {
         let text = try String.fetchOne(
-            db, sql: "SELECT json FROM backup_extras WHERE entity_type = ? AND entity_id = ?",
+            db.cachedStatement(sql: "SELECT json FROM backup_extras WHERE entity_type = ? AND entity_id = ?"),
             arguments: [key.kind.rawValue, key.id])
         guard let text else { return [:] }
         return (try? JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8))) ?? [:]

@@ -1,4 +1,5 @@
 import IvyCore
+import IvyGoogle
 import IvyStore
 import IvySync
 import Logging
@@ -33,7 +34,7 @@ private final class ScriptedWatch: Sendable {
     var endedBecause: String? { ended.withLock { $0 } }
 
     /// Runs the watch until the script is spent (or `until` passes); the times of its attempts.
-    func run(interval: Duration, until end: Duration = .seconds(3600)) async -> (
+    func run(interval: Duration, maxInterval: Duration? = nil, until end: Duration = .seconds(3600)) async -> (
         attempts: [Duration], events: [Watch.Event]
     ) {
         let stop = StopRequest()
@@ -47,7 +48,7 @@ private final class ScriptedWatch: Sendable {
                 if time >= end { stop.request() }
             })
         let watch = Watch(
-            interval: interval, timing: timing,
+            interval: interval, maxInterval: maxInterval, timing: timing,
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
             pending: { [self] _ in pendingChanges(now.withLock { $0 }) },
             attempt: { [self] _, stop in
@@ -180,5 +181,21 @@ struct WatchLoopTests {
             return nil
         }
         #expect(Array(changed.prefix(3)) == [true, false, false], "\(changed)")
+    }
+
+    /// A day on the watch's own clock with nothing changing: at a fixed 10 s it looks 8,640
+    /// times; adaptive, up to `watch_max_interval`'s default 300 s, under 300. At a change-feed
+    /// page's 100 units that is 864,000 units a day against under 30,000.
+    @Test(
+        "a quiet day: 8,640 looks at a fixed 10 s, under 300 adaptive",
+        arguments: [(nil as Int?, 8_640...8_641), (WatchSchedule.defaultMaxInterval, 280...300)])
+    func quietDay(maxInterval: Int?, polls: ClosedRange<Int>) async {
+        let day = 86_400
+        let watch = ScriptedWatch(Array(repeating: .synced(SyncReport()), count: 9_000))
+        let (attempts, _) = await watch.run(
+            interval: .seconds(10), maxInterval: maxInterval.map { .seconds($0) }, until: .seconds(day))
+        let looks = attempts.filter { $0 < .seconds(day) }.count
+        #expect(polls.contains(looks), "\(looks) looks in a day")
+        #expect(looks * QuotaUnits.list <= (maxInterval == nil ? 864_100 : 30_000))
     }
 }

@@ -27,8 +27,8 @@ package struct WatchSchedule: Sendable {
     /// The shortest and the longest interval `--interval` accepts, in seconds.
     package static let shortestInterval = 2
     package static let longestInterval = 86_400
-    /// `watch_max_interval`'s default, in seconds: 5 minutes. An idle watch then polls 288
-    /// times a day, 28,800 units at 100 a poll, against 864,000 at a fixed 10 s: under the
+    /// `watch_max_interval`'s default, in seconds: 5 minutes. An idle watch then looks 296
+    /// times a day, 29,600 units at 100 a look, against 864,000 at a fixed 10 s: under the
     /// 50,000 a day that lets 8,000 always-on watches share one project's 400,000,000, and
     /// an edit made elsewhere after an idle hour still arrives within 5 minutes.
     package static let defaultMaxInterval = 300

@@ -76,6 +76,7 @@ let package = Package(
             name: "IvyEmulator",
             dependencies: [
                 "GoogleEmulator",
+                "IvyCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -81,6 +81,8 @@ let environment = ProcessInfo.processInfo.environment
 // on first use: outside the home ivy was given. Its data home, read only by Foundation now
 // (ivy's own paths come from `environment`, taken above), is pointed where nothing can be made.
 setenv("XDG_DATA_HOME", "/dev/null", 1)
+// Loopback is never proxied (see `LoopbackProxy`): libcurl reads `no_proxy` before `NO_PROXY`.
+setenv("no_proxy", LoopbackProxy.noProxy(environment["no_proxy"] ?? environment["NO_PROXY"]), 1)
 let context = Context(
     streams: Streams(output: { write($0, to: STDOUT_FILENO) }, error: { write($0, to: STDERR_FILENO) }),
     terminal: Terminal(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GoogleEmulator
+import IvyCore
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -334,6 +335,9 @@ struct Target: ParsableArguments {
         // Foundation's cookie store finds its directory under the XDG data home, which
         // nothing else here reads.
         setenv("XDG_DATA_HOME", "/dev/null", 1)
+        // The emulator is on this machine: its control requests never go through a proxy.
+        let noProxy = ProcessInfo.processInfo.environment["no_proxy"] ?? ProcessInfo.processInfo.environment["NO_PROXY"]
+        setenv("no_proxy", LoopbackProxy.noProxy(noProxy), 1)
         URLCache.shared = URLCache(memoryCapacity: 0, diskCapacity: 0, diskPath: "/dev/null")
         let configuration = URLSessionConfiguration.default
         configuration.urlCache = nil

@@ -1,0 +1,76 @@
+import Foundation
+import GoogleEmulator
+import IvyTestSupport
+import Synchronization
+import Testing
+
+private final class Counter: Sendable {
+    private let count = Mutex(0)
+    func withLock<T>(_ body: (inout Int) -> T) -> T { count.withLock { body(&$0) } }
+}
+
+/// A proxy on loopback that takes each connection and hangs up at once, counting them:
+/// whatever reaches it was sent through the proxy.
+private final class HangingUpProxy: Sendable {
+    let port: Int
+    private let descriptor: Int32
+    private let connections = Counter()
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.descriptor = descriptor
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                bind(descriptor, address, length) == 0 && listen(descriptor, 16) == 0
+                    && getsockname(descriptor, address, &length) == 0
+            }
+        }
+        guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [descriptor, connections] in
+            while true {
+                let connection = accept(descriptor, nil, nil)
+                guard connection >= 0 else { return }
+                connections.withLock { $0 += 1 }
+                close(connection)
+            }
+        }
+    }
+
+    var taken: Int { connections.withLock { $0 } }
+
+    /// Ends the accepting thread (its `accept` fails) and frees the port.
+    func stop() {
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        close(descriptor)
+    }
+}
+
+/// Issue 40 item 4: with `http_proxy` set, ivy's requests to 127.0.0.1 (an emulator's, with
+/// their bearer token, and a health ping to a local monitor) went to the proxy.
+@Suite("Loopback is never proxied")
+struct LoopbackProxyCLITests {
+    @Test("with every proxy variable set, a sync and its health pings still go straight to 127.0.0.1")
+    func straightToLoopback() async throws {
+        try await withEmulator { emulator in
+            let proxy = try HangingUpProxy()
+            defer { proxy.stop() }
+            let device = try await SignInHarness.signedIn(emulator)
+            let health = emulator.baseURL.absoluteString + "/health/check"
+            #expect(try await device.ivy.run("config", "set", "health_url", health).status == 0)
+            _ = try await device.ivy.id("book", "add", "--title", "Dune")
+            let url = "http://127.0.0.1:\(proxy.port)"
+            let proxies = ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]
+            let sync = try await device.ivy.runBinaryAsync(
+                ["sync"], environment: Dictionary(uniqueKeysWithValues: proxies.map { ($0, url) }))
+            #expect(sync.status == 0, "\(sync.stderr)")
+            #expect(sync.stdout.hasPrefix("Synced: 1 uploaded"), "\(sync.stdout)")
+            #expect(await emulator.state.healthPings.map(\.path) == ["/health/check/start", "/health/check"])
+            #expect(proxy.taken == 0)
+        }
+    }
+}

@@ -51,21 +51,7 @@ struct LoginCommand: ContextCommand {
     /// read from its file when given so.
     private func givenClient(_ context: Context) throws -> [(SettingKey, String)] {
         var secret = clientSecret
-        if let file = clientSecretFile {
-            let text: String?
-            if file == "-" {
-                text = context.readLine()
-            } else {
-                guard let data = FileManager.default.contents(atPath: file) else {
-                    throw ValidationError("cannot read the client secret from \(Display.safe(file)); check the path")
-                }
-                text = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init)
-            }
-            guard let text, !text.trimmingCharacters(in: .whitespaces).isEmpty else {
-                throw ValidationError("no client secret in \(file == "-" ? "standard input" : Display.safe(file))")
-            }
-            secret = text.trimmingCharacters(in: .whitespaces)
-        }
+        if let file = clientSecretFile { secret = try SecretInput.firstLine(of: file, context) }
         var given: [(SettingKey, String)] = []
         for (key, value) in [(SettingKey.clientID, clientID), (.clientSecret, secret)] {
             guard let value else { continue }
@@ -80,6 +66,11 @@ struct LoginCommand: ContextCommand {
     func run(_ context: Context) async throws {
         let home = try global.home(context)
         let given = try givenClient(context)
+        if clientSecret != nil {
+            home.output.error(
+                "warning: --client-secret shows the secret in the process list while the login waits; "
+                    + "--client-secret-file FILE (or - for standard input) keeps it out")
+        }
         // Asked before the library is opened (which may create or migrate it): a No leaves
         // the home exactly as it was, the stored client included. The question needs only the
         // token file, read.

@@ -97,10 +97,25 @@ extension ConfigCommand {
 
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The key.") var key: String
-        @Argument(help: "The new value.") var value: String
+        @Argument(help: "The new value (or --from-file).") var value: String?
+        @Option(
+            help: ArgumentHelp(
+                "Read the value from this file's first line (- for standard input), so a secret such as "
+                    + "client_secret stays out of the process list.",
+                valueName: "FILE"))
+        var fromFile: String?
 
         func validate() throws {
             let key = try settingKey(key)
+            switch (value, fromFile) {
+            case (nil, nil): throw ValidationError("give the new value, or --from-file FILE (- for standard input)")
+            case (.some, .some): throw ValidationError("give the value once: as an argument or with --from-file")
+            case (.some(let value), nil): try Self.check(key, value)
+            case (nil, .some): break
+            }
+        }
+
+        private static func check(_ key: SettingKey, _ value: String) throws {
             if case .failure(let error) = key.normalize(value) { throw ValidationError(error.message) }
             if key == .healthURL {
                 // Pings go by the rule Google's own endpoints keep: plain http to loopback only.
@@ -115,6 +130,11 @@ extension ConfigCommand {
         func run(_ context: Context) async throws {
             let home = try global.home(context)
             let key = try settingKey(key)
+            var value = value ?? ""
+            if let fromFile {
+                value = try SecretInput.firstLine(of: fromFile, context)
+                try Self.check(key, value)
+            }
             let stored = try home.library().setSetting(key, to: value)
             home.output.line("\(key.rawValue) = \(shown(key, stored))")
         }

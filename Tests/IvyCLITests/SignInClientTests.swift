@@ -103,6 +103,62 @@ struct SignInClientTests {
         }
     }
 
+    /// Issue 40 item 8: a FIFO and a pipe (what `<(pass show ivy)` hands over) were refused
+    /// with "check the path"; a secret on the command line is warned about when it is used.
+    @Test("--client-secret-file reads a FIFO and a pipe; --client-secret warns that the process list shows it")
+    func secretFromAPipe() async throws {
+        try await withEmulator { emulator in
+            let secret = GoogleEmulator.defaultClient.secret
+            let ivy = try Setup.cronHome()
+            let fifo = ivy.path + "/secret.fifo"
+            #expect(mkfifo(fifo, 0o600) == 0)
+            Thread.detachNewThread {
+                // Opening a FIFO to write waits for its reader: ivy.
+                let descriptor = open(fifo, O_WRONLY | O_CLOEXEC)
+                guard descriptor >= 0 else { return }
+                _ = (secret + "\n").withCString { Glibc.write(descriptor, $0, strlen($0)) }
+                close(descriptor)
+            }
+            let login = try await Setup.login(
+                ivy, emulator, ["--client-id", GoogleEmulator.defaultClient.id, "--client-secret-file", fifo])
+            #expect(login.status == 0, "\(login.stderr)")
+            #expect(!login.stderr.contains("warning"), "\(login.stderr)")
+
+            var ends: [Int32] = [0, 0]
+            #expect(pipe(&ends) == 0)
+            _ = (secret + "\n").withCString { Glibc.write(ends[1], $0, strlen($0)) }
+            close(ends[1])
+            defer { close(ends[0]) }
+            let other = try Setup.cronHome()
+            let set = try await other.run("config", "set", "client_secret", "--from-file", "/dev/fd/\(ends[0])")
+            #expect(set.status == 0, "\(set.stderr)")
+            #expect(set.stdout == "client_secret = (set)\n")
+            #expect(try await other.run("config", "get", "client_secret").stdout == "(set)\n")
+
+            let plain = try await Setup.login(try Setup.cronHome(), emulator)
+            #expect(plain.status == 0, "\(plain.stderr)")
+            #expect(
+                plain.stderr.contains("warning: --client-secret shows the secret in the process list")
+                    && plain.stderr.contains("--client-secret-file FILE"), "\(plain.stderr)")
+        }
+    }
+
+    @Test(
+        "config set --from-file: a missing file, a directory, neither or both a value and a file say what to fix",
+        arguments: [
+            (["--from-file", "/nonexistent/secret"], "/nonexistent/secret does not exist; check the path"),
+            (["--from-file", "/"], "/ is a directory; give the file that holds it"),
+            ([], "give the new value, or --from-file FILE"),
+            (["GOCSPX-x", "--from-file", "-"], "give the value once"),
+        ])
+    func fromFileErrors(arguments: [String], message: String) async throws {
+        let ivy = try IvyHome()
+        let set = try await ivy.run(["config", "set", "client_secret"] + arguments)
+        #expect(set.status == 64, "\(set.stderr)")
+        #expect(set.stderr.contains(message), "\(set.stderr)")
+        #expect(try await ivy.run("config", "get", "client_secret").stdout == "")
+    }
+
     @Test("the verification URL and code Google sends are printed escaped, never as control sequences")
     func codeEscaped() async throws {
         try await withEmulator { emulator in

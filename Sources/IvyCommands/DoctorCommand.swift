@@ -88,6 +88,10 @@ struct DoctorCommand: ContextCommand {
         let paths = home.paths
         let directory = paths.dataDirectory
         guard FileManager.default.fileExists(atPath: directory) else {
+            if let unsafe = PrivateDirectory.ancestorProblem(of: directory) {
+                add(DoctorRules.ancestor(unsafe))
+                return false
+            }
             add(
                 Finding(
                     level: .warning, check: "home", detail: "\(directory) does not exist yet",
@@ -108,6 +112,12 @@ struct DoctorCommand: ContextCommand {
                 wrong.append(finding)
                 // A directory is a problem only when ivy refuses it.
                 refused = refused || finding.level == .problem
+            }
+            if let unsafe = PrivateDirectory.ancestorProblem(of: each),
+                !wrong.contains(where: { $0.detail.hasPrefix(unsafe.path + " ") })
+            {
+                wrong.append(DoctorRules.ancestor(unsafe))
+                refused = true
             }
         }
         for file in [paths.database, paths.database + "-wal", paths.database + "-shm", paths.tokenFile] {

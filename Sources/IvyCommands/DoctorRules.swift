@@ -74,6 +74,19 @@ package enum DoctorRules {
             detail: "\(path) has mode \(bits): other users can list the files in it", fix: "chmod 700 \(path)")
     }
 
+    /// A directory above one of ivy's through which another user could put a directory of
+    /// their own in its place (`PrivateDirectory.ancestorProblem`): ivy refuses it.
+    package static func ancestor(_ unsafe: UnsafeDirectoryError) -> DoctorFinding {
+        let foreign = unsafe.owner != unsafe.user && unsafe.owner != 0
+        let why = foreign ? "belongs to another user (uid \(unsafe.owner))" : "can be written by others"
+        return DoctorFinding(
+            level: .problem, check: "home",
+            detail: "\(unsafe.path) \(why)"
+                + " (mode \(String(unsafe.mode, radix: 8))), and \(unsafe.reaches ?? "ivy's directory") is inside it: "
+                + "ivy refuses to use it",
+            fix: foreign ? "use a home of your own with --home or IVY_HOME" : "chmod go-w \(unsafe.path)")
+    }
+
     /// One of ivy's private files (the library, its journal, the sign-in), by its mode; nil when
     /// only the user can read it.
     package static func file(_ path: String, mode: UInt32) -> DoctorFinding? {

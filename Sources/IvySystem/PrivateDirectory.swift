@@ -15,15 +15,8 @@ package enum PrivateDirectory {
             }
             return try check(path)
         }
-        let parent = (path as NSString).deletingLastPathComponent
-        if !parent.isEmpty, !manager.fileExists(atPath: parent) {
-            do {
-                try manager.createDirectory(atPath: parent, withIntermediateDirectories: true)
-            } catch {
-                if let storage = StorageError(path: parent, error: error) { throw storage }
-                throw PrivateDirectoryError(path: path, reason: error.localizedDescription)
-            }
-        }
+        try createParents(of: path)
+        try checkAncestors(of: path)
         if mkdir(path, 0o700) != 0, errno != EEXIST {
             let code = errno
             if let storage = StorageError(path: path, errno: code) { throw storage }
@@ -33,7 +26,8 @@ package enum PrivateDirectory {
         _ = chmod(path, 0o700)
     }
 
-    /// Refuses an existing directory that another user owns or others can write to.
+    /// Refuses an existing directory that another user owns or others can write to, or one
+    /// reached through a directory another user could rename it out of (see `ancestorProblem`).
     /// A missing one passes: it is created private when something is first written.
     package static func check(_ path: String) throws(UnsafeDirectoryError) {
         var info = stat()
@@ -42,6 +36,49 @@ package enum PrivateDirectory {
             path: path, mode: UInt32(info.st_mode), owner: UInt32(info.st_uid), user: UInt32(geteuid()))
         {
             throw problem
+        }
+        try checkAncestors(of: path)
+    }
+
+    /// The first directory above `path` through which another user could swap `path` for a
+    /// symlink of theirs: one they own, or one they may write to (other users, or a group that
+    /// is not the user's own) without the sticky bit that keeps them from renaming another's
+    /// entries (as /tmp has). Nil when every one is safe.
+    package static func ancestorProblem(of path: String) -> UnsafeDirectoryError? {
+        var ancestor = (path as NSString).deletingLastPathComponent
+        while !ancestor.isEmpty {
+            var info = stat()
+            if stat(ancestor, &info) == 0,
+                let problem = UnsafeDirectoryError.ancestor(
+                    path: ancestor, of: path, mode: UInt32(info.st_mode), owner: UInt32(info.st_uid),
+                    group: UInt32(info.st_gid), user: UInt32(geteuid()), userGroup: UInt32(getegid()))
+            {
+                return problem
+            }
+            if ancestor == "/" { break }
+            ancestor = (ancestor as NSString).deletingLastPathComponent
+        }
+        return nil
+    }
+
+    private static func checkAncestors(of path: String) throws(UnsafeDirectoryError) {
+        if let problem = ancestorProblem(of: path) { throw problem }
+    }
+
+    /// Creates the missing directories above `path` with mode 0755, whatever the umask (which
+    /// can only take bits away): under `umask 000` they were made 0777, and anyone could then
+    /// rename ivy's directory in them.
+    private static func createParents(of path: String) throws {
+        var missing: [String] = []
+        var parent = (path as NSString).deletingLastPathComponent
+        while !parent.isEmpty, parent != "/", !FileManager.default.fileExists(atPath: parent) {
+            missing.append(parent)
+            parent = (parent as NSString).deletingLastPathComponent
+        }
+        for directory in missing.reversed() where mkdir(directory, 0o755) != 0 && errno != EEXIST {
+            let code = errno
+            if let storage = StorageError(path: directory, errno: code) { throw storage }
+            throw PrivateDirectoryError(path: path, reason: String(cString: strerror(code)))
         }
     }
 }
@@ -65,6 +102,22 @@ package struct UnsafeDirectoryError: LocalizedError, Equatable, Sendable, Custom
     package let owner: UInt32
     /// The user ivy runs as.
     package let user: UInt32
+    /// The directory ivy keeps files in, when `path` is a directory above it that makes it unsafe.
+    package var reaches: String?
+
+    /// The refusal for `path`, a directory above `directory`, when another user could rename
+    /// `directory` out of it: nil when it is the user's or root's, and no one else may write to
+    /// it (others, or a group other than the user's own) or its sticky bit forbids renaming
+    /// another's entries.
+    package static func ancestor(
+        path: String, of directory: String, mode: UInt32, owner: UInt32, group: UInt32, user: UInt32,
+        userGroup: UInt32
+    ) -> UnsafeDirectoryError? {
+        let sticky = mode & 0o1000 != 0
+        let othersWrite = mode & 0o002 != 0 || (mode & 0o020 != 0 && group != userGroup)
+        guard (owner != user && owner != 0) || (othersWrite && !sticky) else { return nil }
+        return UnsafeDirectoryError(path: path, mode: mode & 0o7777, owner: owner, user: user, reaches: directory)
+    }
 
     /// The refusal for a directory with this owner and mode, or nil when ivy may use it:
     /// it must belong to the user and be writable by no one else (0700 or 0755 are fine).
@@ -74,6 +127,13 @@ package struct UnsafeDirectoryError: LocalizedError, Equatable, Sendable, Custom
     }
 
     package var description: String {
+        if let reaches {
+            let foreign = owner != user && owner != 0
+            let who = foreign ? "it belongs to another user (uid \(owner))" : "others can write to it"
+            return "ivy will not use \(reaches): it is inside \(path), and \(who) (mode "
+                + "\(String(mode, radix: 8))), so another user could put their own directory in its place; "
+                + (foreign ? "use a home of your own with --home or IVY_HOME" : "run `chmod go-w \(path)`")
+        }
         if owner != user {
             return "ivy will not use \(path): it belongs to another user (uid \(owner), you are uid \(user)); "
                 + "use a directory of your own with --home or IVY_HOME, or make it yours "

@@ -46,4 +46,45 @@ struct PrivateFilesTests {
             #expect(made == ["home"], "HOME holds \(made)")
         }
     }
+
+    /// Issue 40 item 9: under `umask 000` the directories above ivy's were made 0777; another
+    /// user could then rename `~/.local/share/ivy` away and put a symlink of theirs in its place.
+    @Test("under umask 000 the directories ivy makes above its own are 0755")
+    func parentsUnderUmask000() async throws {
+        let ivy = try IvyHome()
+        ivy.environment = ["HOME": ivy.path, "PATH": "/usr/bin:/bin"]
+        let added = try await ivy.runBinaryAsync(
+            ["book", "add", "--title", "Dune"], through: ["/bin/sh", "-c", "umask 000; exec \"$0\" \"$@\""])
+        #expect(added.status == 0, "\(added.stderr)")
+        for parent in [".local", ".local/share"] {
+            let mode = try #require(
+                try FileManager.default.attributesOfItem(atPath: ivy.path + "/" + parent)[.posixPermissions] as? Int)
+            #expect(mode == 0o755, "\(parent): \(String(mode, radix: 8))")
+        }
+    }
+
+    @Test("a home inside a directory others can write to is refused, and doctor says how to fix it")
+    func homeThroughAWritableDirectory() async throws {
+        let ivy = try IvyHome()
+        ivy.environment = ["HOME": ivy.path, "PATH": "/usr/bin:/bin"]
+        let local = ivy.path + "/.local"
+        try FileManager.default.createDirectory(atPath: local, withIntermediateDirectories: false)
+        #expect(chmod(local, 0o777) == 0)
+        let added = try await ivy.runBinaryAsync("book", "add", "--title", "Dune")
+        #expect(added.status != 0)
+        #expect(
+            added.stderr.contains("it is inside \(local), and others can write to it (mode 777)")
+                && added.stderr.contains("chmod go-w \(local)"), "\(added.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: local + "/share/ivy/library.db"))
+
+        let doctor = try await ivy.runBinaryAsync("doctor", "--json")
+        #expect(doctor.status == 1)
+        let home = try #require(try doctor.json() as? [[String: Any]]).filter { $0["check"] as? String == "home" }
+        #expect(
+            home.contains { $0["level"] as? String == "problem" && $0["fix"] as? String == "chmod go-w \(local)" },
+            "\(doctor.stdout)")
+
+        #expect(chmod(local, 0o1777) == 0, "sticky: no one may rename another's entries")
+        #expect(try await ivy.runBinaryAsync("book", "add", "--title", "Dune").status == 0)
+    }
 }

@@ -15,6 +15,7 @@ private final class HangingUpProxy: Sendable {
     let port: Int
     private let descriptor: Int32
     private let connections = Counter()
+    private let ended = DispatchSemaphore(value: 0)
 
     init() throws {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -31,21 +32,25 @@ private final class HangingUpProxy: Sendable {
         }
         guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
         port = Int(UInt16(bigEndian: address.sin_port))
-        Thread.detachNewThread { [descriptor, connections] in
+        Thread.detachNewThread { [descriptor, connections, ended] in
             while true {
                 let connection = accept(descriptor, nil, nil)
-                guard connection >= 0 else { return }
+                guard connection >= 0 else { break }
                 connections.withLock { $0 += 1 }
                 close(connection)
             }
+            ended.signal()
         }
     }
 
     var taken: Int { connections.withLock { $0 } }
 
-    /// Ends the accepting thread (its `accept` fails) and frees the port.
+    /// Ends the accepting thread (`accept` on a shut-down socket fails at once), then frees the
+    /// port: closed any sooner, the descriptor's number could go to another test's listening
+    /// socket, and the thread would take that server's connections.
     func stop() {
         shutdown(descriptor, Int32(SHUT_RDWR))
+        ended.wait()
         close(descriptor)
     }
 }

@@ -223,6 +223,25 @@ struct EmulatorCommandTests {
         }
     }
 
+    @Test("approve --account naming no account of the emulator says which accounts it has, and approves nothing")
+    func approveUnknownAccount() async throws {
+        try await withEmulator { emulator in
+            let url = emulator.baseURL.absoluteString
+            let directory = try TemporaryHome(prefix: "emulator-carol")
+            let code = try await askForCode(url)
+            let refused = try await run(
+                Self.emulator, ["approve", "--url", url, "--code", code, "--account", "carol@example.com"],
+                environment: ["HOME": directory.path, "PATH": "/usr/bin:/bin"])
+            #expect(refused.status == 1)
+            #expect(
+                refused.stderr
+                    == "Error: no account carol@example.com in the emulator; it has alice@example.com, bob@example.com "
+                    + "(approve --account takes one of them; an emulator started with `--account carol@example.com` "
+                    + "has that one too)\n", "\(refused.stderr)")
+            #expect(await emulator.state.pendingUserCodes() == [code])
+        }
+    }
+
     @Test(
         """
         a login killed after asking for its code, then a new one started after approve: approve waits for the \

@@ -75,4 +75,44 @@ struct PlainAnswersTests {
             #expect(result.stderr == "Error: \(message)\n", "\(arguments)")
         }
     }
+
+    @Test("a restore --at in the future, and history --since after --until, are refused saying so (exit 64)")
+    func momentsOutOfOrder() async throws {
+        let ivy = try IvyHome()
+        _ = try await ivy.id("book", "add", "--title", "Dune")
+        let versions = try ivy.count("SELECT count(*) FROM history")
+        let future = try await ivy.runBinaryAsync("restore", "--at", "2099-01-01T00:00:00Z", "--yes")
+        #expect(future.status == 64)
+        #expect(
+            future.stderr.hasPrefix("Error: --at '2099-01-01T00:00:00Z' is in the future (it is 20"),
+            "\(future.stderr)")
+        #expect(
+            future.stderr.contains(
+                " now): a restore goes back to a moment that has passed; give an earlier one (`ivy history` shows "
+                    + "when each change was made)\n"), "\(future.stderr)")
+        #expect(future.stdout.isEmpty, "\(future.stdout)")
+        #expect(try ivy.count("SELECT count(*) FROM history") == versions, "nothing restored")
+
+        let swapped = try await ivy.runBinaryAsync(
+            "history", "--since", "2026-03-02T00:00:00Z", "--until", "2026-03-01T00:00:00Z")
+        #expect(swapped.status == 64)
+        #expect(
+            swapped.stderr.hasPrefix(
+                "Error: --since '2026-03-02T00:00:00Z' is after --until '2026-03-01T00:00:00Z': no change can be in "
+                    + "that period; give --since the earlier moment\n"), "\(swapped.stderr)")
+    }
+
+    @Test("a duration ago in weeks (1w) is accepted, and named where WHEN's forms are listed")
+    func weeks() async throws {
+        let ivy = try IvyHome()
+        _ = try await ivy.id("book", "add", "--title", "Dune")
+        let week = try await ivy.runBinaryAsync("history", "--since", "1w", "--json")
+        #expect(week.status == 0, "\(week.stderr)")
+        #expect((try week.json() as? [Any])?.count == 1, "\(week.stdout)")
+        let wrong = try await ivy.runBinaryAsync("history", "--since", "1y")
+        #expect(wrong.status == 64)
+        #expect(wrong.stderr.contains("a duration ago (90s, 90m, 2h, 3d, 1w)"), "\(wrong.stderr)")
+        let help = try await ivy.runBinaryAsync("history", "--help")
+        #expect(help.stdout.contains("1w)"), "\(help.stdout)")
+    }
 }

@@ -115,4 +115,33 @@ struct PlainAnswersTests {
         let help = try await ivy.runBinaryAsync("history", "--help")
         #expect(help.stdout.contains("1w)"), "\(help.stdout)")
     }
+
+    @Test("a sync that skips files on Drive says how many, in good grammar, and which with why")
+    func skippedOnDrive() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            _ = try await device.ivy.id("book", "add", "--title", "Dune")
+            #expect(try await device.ivy.runBinaryAsync("sync").status == 0)
+            let books = try #require(
+                await emulator.state.dump(email: "alice@example.com").first {
+                    $0.name == "books" && $0.mimeType == DriveFile.folderType
+                })
+            await emulator.state.putFile(
+                email: "alice@example.com", name: "notes.txt", parents: [books.id], content: Data("hi".utf8))
+            let one = try await device.ivy.runBinaryAsync("sync")
+            #expect(one.status == 0, "\(one.stderr)")
+            #expect(
+                one.stdout.contains("; skipped on Drive: notes.txt (not an ivy file name; left alone)\n"),
+                "\(one.stdout)")
+            #expect(!one.stdout.contains("files skipped"), "\(one.stdout)")
+
+            await emulator.state.putFile(
+                email: "alice@example.com", name: "cover.jpg", parents: [books.id], content: Data("jpg".utf8))
+            let two = try await device.ivy.runBinaryAsync("sync")
+            #expect(
+                two.stdout.contains(" (not an ivy file name; left alone) and 1 more (`ivy sync --json` lists them)\n"),
+                "\(two.stdout)")
+            #expect(two.stdout.contains("; 2 skipped on Drive: "), "\(two.stdout)")
+        }
+    }
 }

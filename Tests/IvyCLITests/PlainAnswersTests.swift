@@ -144,4 +144,24 @@ struct PlainAnswersTests {
             #expect(two.stdout.contains("; 2 skipped on Drive: "), "\(two.stdout)")
         }
     }
+
+    @Test("status's last error keeps the fix the failed sync printed", .timeLimit(.minutes(10)))
+    func lastErrorKeepsTheFix() async throws {
+        let device = try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            #expect(try await device.ivy.runBinaryAsync("sync").status == 0)
+            return device
+        }
+        // The emulator is gone: every request is refused, and retried to the end of its budget
+        // (15 s or so of real backoff in the binary).
+        _ = try await device.ivy.id("book", "add", "--title", "Dune")
+        let sync = try await device.ivy.runBinaryAsync("sync")
+        #expect(sync.status == 1, "\(sync.stderr)")
+        #expect(sync.stderr.contains("does not answer: if it was ivy-emulator, start it again"), "\(sync.stderr)")
+        let printed = sync.stderr.replacingOccurrences(of: "Error: ", with: "").trimmingCharacters(in: .newlines)
+        let status = try #require(try await device.ivy.runBinaryAsync("status", "--json").json() as? [String: Any])
+        #expect(status["last_error"] as? String == printed, "\(status)")
+        let text = try await device.ivy.runBinaryAsync("status")
+        #expect(text.stdout.contains("start it again (with --state it listens"), "\(text.stdout)")
+    }
 }

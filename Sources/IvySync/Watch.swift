@@ -9,13 +9,18 @@ import Synchronization
 /// second to stop at once (the running operations are cancelled; what finished is recorded).
 package final class StopRequest: Sendable {
     private let state = Mutex<(count: Int, force: (@Sendable () -> Void)?)>((0, nil))
+    /// The request that cancels `cancellable`'s body: the second, unless there is nothing in
+    /// flight worth finishing (`ivy login` waiting for approval: the first).
+    private let forcedAt: Int
 
-    package init() {}
+    package init(forcedAt: Int = 2) {
+        self.forcedAt = forcedAt
+    }
 
     package func request() {
         let force = state.withLock { state in
             state.count += 1
-            return state.count >= 2 ? state.force : nil
+            return state.count >= forcedAt ? state.force : nil
         }
         force?()
     }
@@ -29,7 +34,7 @@ package final class StopRequest: Sendable {
         let (forced, force) = AsyncStream<Void>.makeStream()
         let already = state.withLock { state in
             state.force = { force.finish() }
-            return state.count >= 2
+            return state.count >= forcedAt
         }
         if already { force.finish() }
         defer { state.withLock { $0.force = nil } }

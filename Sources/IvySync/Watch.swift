@@ -99,6 +99,14 @@ package final class Watch: Sendable {
             case .syncDisabled: "sync_enabled is false; waiting for `ivy config set sync_enabled true`"
             }
         }
+
+        /// The wait's end, in words: what a person reads when the watch goes on.
+        package var endDescription: String {
+            switch self {
+            case .signedOut: "signed in again: syncing goes on"
+            case .syncDisabled: "sync_enabled is true again: syncing goes on"
+            }
+        }
     }
 
     /// What the watch remembers of its last sync, for the next.
@@ -122,6 +130,8 @@ package final class Watch: Sendable {
         case synced(SyncReport, WatchSchedule.Trigger, changed: Bool, retryIn: Duration?, nextPoll: Duration)
         case failed(String, WatchSchedule.Trigger, retryIn: Duration)
         case paused(Pause)
+        /// The wait `Pause` said is over: a sync went through (told just before its `synced`).
+        case resumed(after: Pause)
         /// Another sync holds the lock; the watch tries again in a second.
         case busy(pid: Int32?)
     }
@@ -212,6 +222,7 @@ package final class Watch: Sendable {
                 if let was = pause {
                     pause = nil
                     logger.info("watch resumed", metadata: ["after": "\(was.description)"])
+                    events(.resumed(after: was))
                 }
                 let changed = Self.changed(report, since: memory)
                 memory = Memory()

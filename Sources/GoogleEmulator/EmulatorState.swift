@@ -427,7 +427,11 @@ package actor EmulatorState {
         let key = try pendingDevice(userCode)
         let chosen = email ?? accounts.first?.email
         guard let chosen, accounts.contains(where: { $0.email == chosen }) else {
-            throw EmulatorControlError("no account \(email ?? "") in the emulator")
+            let known = accounts.map(\.email).joined(separator: ", ")
+            throw EmulatorControlError(
+                "no account \(email ?? "") in the emulator; it has \(known.isEmpty ? "none" : known) (approve "
+                    + "--account takes one of them; an emulator started with `--account \(email ?? "EMAIL")` has that "
+                    + "one too)")
         }
         devices[key]?.decision = .approved(email: chosen)
         devices[key]?.grantedScope = scope

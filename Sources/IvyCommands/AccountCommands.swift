@@ -75,15 +75,37 @@ struct LoginCommand: ContextCommand {
         // the home exactly as it was, the stored client included. The question needs only the
         // token file, read.
         guard try Self.mayReplaceSignIn(home) else { return }
+        let created = !FileManager.default.fileExists(atPath: home.paths.database)
         let library = try home.library()
         // The command line wins over the environment and the settings for this sign-in; what it
         // names is stored only once the sign-in is saved, so a login that fails (a mistyped
         // secret, a denied code, Ctrl-C) leaves the working client and sign-in as they were.
         let option = PartialClient(
             id: given.first { $0.0 == .clientID }?.1, secret: given.first { $0.0 == .clientSecret }?.1)
-        try await Self.signIn(
-            home, library: library, tokens: home.tokenStore, holdingSyncLock: false,
-            credentials: try home.client(library, option: option).required())
+        let credentials = try home.client(library, option: option).required()
+        // Ctrl-C (or SIGTERM) ends the wait for approval at once: there is nothing in flight to finish.
+        let stop = StopRequest(forcedAt: 1)
+        home.context.interruptions { _ in stop.request() }
+        let signedIn = await stop.cancellable { () async -> Result<StoredToken, any Error> in
+            do {
+                return .success(
+                    try await Self.signIn(
+                        home, library: library, tokens: home.tokenStore, holdingSyncLock: false,
+                        credentials: credentials))
+            } catch {
+                return .failure(error)
+            }
+        }
+        if case .failure(let error) = signedIn {
+            guard stop.requested else { throw error }
+            // A library this login made for nothing is not left behind, empty.
+            if created {
+                try? library.closeConnections()
+                for suffix in ["", "-wal", "-shm"] { unlink(home.paths.database + suffix) }
+            }
+            home.output.error("Sign-in cancelled: nothing was saved.")
+            throw ExitCode(130)
+        }
         for (key, value) in given {
             let stored = try library.setSetting(key, to: value)
             home.output.line("\(key.rawValue) = \(shown(key, stored))")

@@ -42,6 +42,50 @@ enum CommandNames {
         return nil
     }
 
+    /// Options given before the command they belong to (`ivy -v sync`), which ArgumentParser
+    /// takes as unknown options of `ivy` itself: a usage error of that command that says where
+    /// they go. Nil unless the arguments parse once the options follow the command's name.
+    static func misplacedOptions(in arguments: [String]) -> (ValidationError, any ParsableCommand.Type)? {
+        var group: any ParsableCommand.Type = IvyCommand.self
+        var names: [String] = []
+        var before: [String] = []
+        var index = arguments.startIndex
+        while index < arguments.endIndex, !group.configuration.subcommands.isEmpty {
+            let word = arguments[index]
+            index += 1
+            if word == "--" || word.hasPrefix("---") { return nil }
+            if valued.contains(word) {
+                names += [word] + arguments[index..<min(index + 1, arguments.endIndex)]
+                index += 1
+            } else if valued.contains(where: { word.hasPrefix($0 + "=") }) {
+                names.append(word)
+            } else if word.hasPrefix("-") {
+                before.append(word)
+            } else if let next = group.configuration.subcommands.first(where: { $0._commandName == word }) {
+                group = next
+                names.append(word)
+            } else {
+                return nil
+            }
+        }
+        let options = before.filter { !["-h", "--help", "--version"].contains($0) }
+        guard !options.isEmpty, options.count == before.count, group.configuration.subcommands.isEmpty else {
+            return nil
+        }
+        let moved = names + options + arguments[index...]
+        guard (try? IvyCommand.parseAsRoot(moved)) != nil else { return nil }
+        let command = path(to: group).joined(separator: " ")
+        let them = options.count == 1 ? "it" : "them"
+        let shown = (["ivy"] + moved).joined(separator: " ")
+        return (
+            ValidationError(
+                "\(options.joined(separator: " ")) \(options.count == 1 ? "is an option" : "are options") of "
+                    + "`\(command)`: put \(them) after the command's name, as in `\(shown)` (only --home and "
+                    + "--log-format go before it)"),
+            group
+        )
+    }
+
     /// The name `word` was most likely meant to be: within two edits of it (or begun by it),
     /// the nearest first.
     static func closest(to word: String, among names: [String]) -> String? {

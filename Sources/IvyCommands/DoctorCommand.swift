@@ -405,38 +405,25 @@ struct DoctorCommand: ContextCommand {
         }
     }
 
-    /// A crontab line running `ivy sync --auto` whose program cron can run (cron's PATH is
-    /// /usr/bin:/bin), or the ivy-watch systemd user unit enabled.
+    /// A crontab line running `ivy sync --auto` whose program cron can run, as cron's shell
+    /// finds it (`Crontab`), or the ivy-watch systemd user unit enabled.
     private static func checkSchedule(_ home: Home, _ add: (Finding.Level, String, String, String?) -> Void) async {
         let path = home.environment["PATH"] ?? "/usr/bin:/bin"
         if let crontab = Self.find("crontab", in: path),
             let listing = await Self.output(of: crontab, ["-l"], environment: home.environment)
         {
-            // Cron's PATH, unless the crontab sets its own.
-            var cronPath = "/usr/bin:/bin"
-            for whole in listing.split(separator: "\n") {
-                let line = whole.trimmingCharacters(in: .whitespaces)
-                if line.hasPrefix("PATH=") { cronPath = String(line.dropFirst(5)) }
-                guard !line.hasPrefix("#"), line.contains("sync --auto") else { continue }
-                let fields = line.split(whereSeparator: \.isWhitespace)
-                // `*/10 * * * * ivy …`, or `@hourly ivy …`.
-                let at = line.hasPrefix("@") ? 1 : 5
-                guard fields.count > at else { continue }
-                let program = String(fields[at])
-                let runnable =
-                    program.hasPrefix("/")
-                    ? FileManager.default.isExecutableFile(atPath: program)
-                    : Self.find(program, in: cronPath) != nil
-                if runnable {
-                    add(.ok, "schedule", "cron runs \(program) sync --auto", nil)
-                } else {
-                    add(
-                        .problem, "schedule",
-                        "the crontab line runs \(program), which cron (PATH=\(cronPath)) cannot find or run",
-                        "write the full path in the crontab line with `crontab -e` (`command -v ivy` prints it): "
-                            + "*/10 * * * * /full/path/to/ivy sync --auto"
-                    )
-                }
+            // Cron's HOME and LOGNAME are the passwd entry's, whatever this shell's HOME says.
+            let user = getpwuid(getuid())
+            let cron = Crontab.environment(
+                home: user.map { String(cString: $0.pointee.pw_dir) } ?? home.environment["HOME"] ?? "/",
+                user: user.map { String(cString: $0.pointee.pw_name) } ?? "")
+            let jobs = Crontab.jobs(
+                in: listing, environment: cron, isExecutable: Self.isRunnable,
+                homeOf: { name in getpwnam(name).map { String(cString: $0.pointee.pw_dir) } })
+            // One line that runs is what matters; else the first that does not says why.
+            if let job = jobs.first(where: { $0.runs != nil }) ?? jobs.first {
+                let finding = DoctorRules.schedule(job)
+                add(finding.level, finding.check, finding.detail, finding.fix)
                 return
             }
         }
@@ -451,6 +438,13 @@ struct DoctorCommand: ContextCommand {
         add(
             .warning, "schedule", "no crontab line runs `ivy sync --auto` and no ivy-watch unit is enabled",
             "add `*/10 * * * * /full/path/to/ivy sync --auto` with `crontab -e`, or enable the ivy-watch unit")
+    }
+
+    /// A regular file this user may run.
+    private static func isRunnable(_ path: String) -> Bool {
+        var directory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &directory) && !directory.boolValue
+            && FileManager.default.isExecutableFile(atPath: path)
     }
 
     private static func find(_ program: String, in path: String) -> String? {

@@ -172,4 +172,36 @@ package enum DoctorRules {
         }
         return DoctorFinding(level: .ok, check: "drive storage", detail: detail, fix: nil)
     }
+
+    /// The full-path line the fix of a crontab line shows.
+    static let cronLine = "*/10 * * * * /full/path/to/ivy sync --auto"
+
+    /// A crontab line running `sync --auto`, judged by what cron's shell runs (`Crontab`): the
+    /// program found and runnable is ok; one that is not, a problem naming the word as written,
+    /// what it came to, and the variables cron's environment lacks; a line doctor cannot follow,
+    /// a warning.
+    package static func schedule(_ job: Crontab.Job) -> DoctorFinding {
+        let fix = "write the full path in the crontab line with `crontab -e` (`command -v ivy` prints it): " + cronLine
+        if let unfollowed = job.unfollowed {
+            return DoctorFinding(
+                level: .warning, check: "schedule",
+                detail: "cannot tell which program the crontab line `\(job.line)` runs: it uses \(unfollowed), "
+                    + "which doctor does not follow",
+                fix: "check that it runs: `env -i HOME=\"$HOME\" PATH=/usr/bin:/bin /bin/sh -c 'COMMAND'`; or " + fix)
+        }
+        if let runs = job.runs {
+            return DoctorFinding(
+                level: .ok, check: "schedule", detail: "cron runs " + ([runs] + job.arguments).joined(separator: " "),
+                fix: nil)
+        }
+        let came = job.expanded.isEmpty ? "nothing" : job.expanded
+        let word = job.written + (job.expanded == job.written ? "" : " (\(came) under cron)")
+        var detail = "the crontab line runs \(word), which cron (PATH=\(job.path)) cannot find or run"
+        if !job.unset.isEmpty {
+            let names = job.unset.map { "$" + $0 }.joined(separator: ", ")
+            detail +=
+                "; cron sets no \(names) (only HOME, LOGNAME, SHELL, PATH and the crontab's own NAME=value lines)"
+        }
+        return DoctorFinding(level: .problem, check: "schedule", detail: detail, fix: fix)
+    }
 }

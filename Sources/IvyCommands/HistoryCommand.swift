@@ -154,6 +154,11 @@ struct HistoryCommand: ContextCommand {
         let home = try global.home(context)
         let since = try since.map { try moment($0, option: "--since", home: home) }
         let until = try until.map { try moment($0, option: "--until", home: home) }
+        if let start = since, let end = until, start > end {
+            throw ValidationError(
+                "--since '\(self.since ?? "")' is after --until '\(self.until ?? "")': no change can be in that "
+                    + "period; give --since the earlier moment")
+        }
         if conflicts { return try showConflicts(home: home, since: since, until: until) }
         let library = try home.library(readOnly: true)
         let key = try id.map { try entityKey($0, in: library) }
@@ -274,6 +279,14 @@ struct RestoreCommand: ContextCommand {
         let home = try global.home(context)
         if let version { return try await restore(version: version, home: home) }
         let moment = try moment(at ?? "", option: "--at", home: home)
+        let now = home.clock.now()
+        if moment > now {
+            let zone = home.displayZone
+            let shown = Display.local(now, zone: zone) + (zone == nil ? " UTC" : "")
+            throw ValidationError(
+                "--at '\(at ?? "")' is in the future (it is \(shown) now): a restore goes back to a moment that "
+                    + "has passed; give an earlier one (`ivy history` shows when each change was made)")
+        }
         if ids.isEmpty, !dryRun, !yes, !home.terminal.input {
             throw ValidationError(
                 "restoring the whole library needs confirmation; run it on a terminal or pass --yes (or name the "

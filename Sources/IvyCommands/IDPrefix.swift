@@ -52,7 +52,7 @@ enum IDPrefix {
             for kind in EntityKind.allCases where try !library.history(of: EntityKey(kind, text)).isEmpty {
                 return EntityKey(kind, text)
             }
-            throw ValidationError("no book or clip \(text) in this library or its history")
+            throw IDPrefixError.unknownEntity(prefix: text)
         }
         guard text.count >= shortest else {
             throw ValidationError(
@@ -67,7 +67,7 @@ enum IDPrefix {
         matches += try library.historyMatches(idPrefix: text, limit: listed + 1 + here.count)
             .filter { !here.contains(EntityKey($0.kind, $0.match.id)) }
         switch matches.count {
-        case 0: throw ValidationError("no book or clip with an id starting \(text) in this library or its history")
+        case 0: throw IDPrefixError.unknownEntity(prefix: text)
         case 1: return EntityKey(matches[0].kind, matches[0].match.id)
         default:
             throw IDPrefixError.ambiguousEntity(prefix: text, matches: matches.sorted { $0.match.id < $1.match.id })
@@ -78,12 +78,29 @@ enum IDPrefix {
     /// it is the command's to say, as before prefixes), else the one id starting with it.
     private static func resolve(_ text: String, kind: EntityKind, in library: LibraryDatabase) throws -> String {
         try check(text, kind: kind)
-        if isWhole(text) { return text }
+        // A book's id given for a clip, or a clip's for a book, is said to be one.
+        let other: EntityKind = kind == .book ? .clip : .book
+        if isWhole(text) {
+            if try !exists(text, kind, in: library), try exists(text, other, in: library) {
+                throw IDPrefixError.otherKind(kind: other, id: text)
+            }
+            return text
+        }
         let matches = try library.matches(kind, idPrefix: text, limit: listed + 1)
         switch matches.count {
-        case 0: throw IDPrefixError.unknown(kind: kind, prefix: text)
+        case 0:
+            let others = try library.matches(other, idPrefix: text, limit: 2)
+            if others.count == 1 { throw IDPrefixError.otherKind(kind: other, id: others[0].id) }
+            throw IDPrefixError.unknown(kind: kind, prefix: text)
         case 1: return matches[0].id
         default: throw IDPrefixError.ambiguous(kind: kind, prefix: text, matches: matches)
+        }
+    }
+
+    private static func exists(_ id: String, _ kind: EntityKind, in library: LibraryDatabase) throws -> Bool {
+        switch kind {
+        case .book: try library.book(id: BookID(id)) != nil
+        case .clip: try library.clip(id: ClipID(id)) != nil
         }
     }
 
@@ -121,12 +138,25 @@ enum IDPrefixError: LocalizedError {
     case ambiguous(kind: EntityKind, prefix: String, matches: [IDMatch])
     /// A prefix of `ivy history` or `ivy restore`, which take books and clips alike.
     case ambiguousEntity(prefix: String, matches: [(kind: EntityKind, match: IDMatch)])
+    /// An id, or a prefix, that names no book or clip of the library or its history.
+    case unknownEntity(prefix: String)
+    /// The id of a `kind` given where the other kind was asked for.
+    case otherKind(kind: EntityKind, id: String)
 
     var errorDescription: String? {
         switch self {
         case .unknown(let kind, let prefix):
             return "no \(kind.rawValue) with id \(prefix) or an id starting with it; `ivy \(kind.rawValue) list"
                 + (kind == .book ? " --all" : "") + "` shows them"
+        case .unknownEntity(let prefix):
+            return IDPrefix.isWhole(prefix)
+                ? "no book or clip \(prefix) in this library or its history"
+                : "no book or clip with an id starting \(prefix) in this library or its history"
+        case .otherKind(.book, let id):
+            return "\(id) is a book, not a clip: `ivy book show \(id)` shows it, and `ivy clip list --book \(id)` "
+                + "its clips"
+        case .otherKind(.clip, let id):
+            return "\(id) is a clip, not a book: `ivy clip show \(id)` shows it and its book"
         case .ambiguous(let kind, let prefix, let matches):
             let shown = matches.prefix(IDPrefix.listed).map { "  \($0.id)  \(Self.words(kind, $0))" }
             let more = matches.count > IDPrefix.listed ? ["  …"] : []
@@ -154,7 +184,7 @@ enum IDPrefixError: LocalizedError {
     var isUsage: Bool {
         switch self {
         case .ambiguous, .ambiguousEntity: true
-        case .unknown: false
+        case .unknown, .unknownEntity, .otherKind: false
         }
     }
 }

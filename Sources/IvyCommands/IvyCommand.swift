@@ -53,6 +53,9 @@ package struct IvyCommand: ParsableCommand {
         do {
             command = try parseAsRoot(arguments)
         } catch {
+            if let (misplaced, command) = CommandNames.misplacedOptions(in: arguments) {
+                return status(for: misplaced, context: context, in: command)
+            }
             return status(for: error, context: context)
         }
         do {

@@ -225,6 +225,7 @@ struct SyncCommand: ContextCommand {
             output.error("Error: \(error.localizedDescription)")
             throw ExitCode(IvyExit.notSignedIn)
         case .failed(let error, let cronHears):
+            // As the door recorded it for `ivy status`: with what to do when Google could not be reached.
             guard auto else { throw Unreachable.explained(error, server: server) }
             guard cronHears else { return nil }
             output.errorText("ivy sync: \(Display.safe(error.localizedDescription))\n")
@@ -264,27 +265,6 @@ struct SyncCommand: ContextCommand {
             "ivy sync: \(count) held back after failing \(QueueItem.maximumAttempts) times; first: \(first.key): "
                 + "\(first.lastError ?? "no error was recorded"); run `ivy retry-failed`")
         throw ExitCode(IvyExit.partialFailure)
-    }
-}
-
-/// A sync that could not reach Google says what to do next, and that nothing is lost.
-struct Unreachable: LocalizedError {
-    let errorDescription: String?
-
-    /// `server`: the sign-in's servers when they are not Google's.
-    static func explained(_ error: any Error, server: GoogleEndpoints? = nil) -> any Error {
-        guard GoogleError.isUnreachable(error) else { return error }
-        if let server {
-            return Unreachable(
-                errorDescription: error.localizedDescription
-                    + "; the server this sign-in was made at, \(server.oauth.absoluteString), does not answer: if it "
-                    + "was ivy-emulator, start it again (with --state it listens on its old port when it can), or run "
-                    + "`ivy login` against the one running now (every change here stays queued until then)")
-        }
-        return Unreachable(
-            errorDescription: error.localizedDescription
-                + "; Google could not be reached: check the network connection, then run `ivy sync` again "
-                + "(every change here stays queued until then)")
     }
 }
 

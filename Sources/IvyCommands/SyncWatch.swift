@@ -124,6 +124,9 @@ struct WatchDisplay: Sendable {
         case .paused(let pause):
             if live { return status("\(time()) \(Display.safe(pause.description))") }
             output.errorText("\(time()) \(Display.safe(pause.description))\n")
+        case .resumed(let pause):
+            if live { return status("\(time()) \(pause.endDescription)") }
+            if !quiet { output.line("\(time()) \(pause.endDescription)") }
         case .busy(let pid):
             if live { status("\(time()) another sync is running\(pid.map { " (process \($0))" } ?? ""); waiting") }
         }
@@ -158,6 +161,9 @@ struct WatchDisplay: Sendable {
         case .paused(let pause):
             object.event = "waiting"
             object.reason = pause.description
+        case .resumed(let pause):
+            object.event = "resumed"
+            object.reason = pause.endDescription
         case .busy(let pid):
             object.event = "busy"
             object.reason = "another sync is running" + (pid.map { " (process \($0))" } ?? "")

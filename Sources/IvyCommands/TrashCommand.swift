@@ -140,7 +140,9 @@ extension TrashCommand {
             guard let whole = named.first, let entry = entries.last(where: { $0.key.id == whole }) else {
                 // Digits that start no id: the entry number the person meant, which the restore says is gone.
                 if let number { return number }
-                throw ValidationError("no trash entry for \(id); `ivy trash list` shows the entries kept")
+                // An unknown id, as everywhere: exit 1, not a usage error.
+                throw TrashCommand.UnknownEntry(
+                    errorDescription: "no trash entry for \(id); `ivy trash list` shows the entries kept")
             }
             return entry.id
         }
@@ -198,6 +200,11 @@ extension TrashCommand {
             let removed = try library.emptyTrash()
             home.output.line("Removed \(removed) trash entr\(removed == 1 ? "y" : "ies").")
         }
+    }
+
+    /// An id that names no entry of the trash.
+    struct UnknownEntry: LocalizedError {
+        let errorDescription: String?
     }
 
     /// An entry in words: `clip 5f2e… "note", deleted by sync`.

@@ -129,5 +129,5 @@ package enum History {
     /// What `moment` accepts, for messages.
     package static let momentForms =
         "an RFC 3339 time (2026-03-01T09:30:00Z), a local date (2026-03-01) or date and time "
-        + "(2026-03-01 09:30[:00]), or a duration ago (90m, 2h, 3d)"
+        + "(2026-03-01 09:30[:00]), or a duration ago (90s, 90m, 2h, 3d, 1w)"
 }

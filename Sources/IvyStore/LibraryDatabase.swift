@@ -249,6 +249,11 @@ package final class LibraryDatabase: Sendable {
     }
 
     /// The path of a clip's audio.
+    /// Closes the database's connections; nothing may use the library after.
+    package func closeConnections() throws {
+        try pool.close()
+    }
+
     package func audioPath(clipID: ClipID) -> String {
         paths.audioDirectory + "/\(clipID).mp3"
     }

@@ -147,7 +147,15 @@ package struct SyncReport: Sendable, Encodable {
             + "\(Double(durationMilliseconds) / 1000) s"
         if leftForNextSync > 0 { line += "; stopped early, \(leftForNextSync) left for the next sync" }
         if !failures.isEmpty { line += "; \(failures.count) failed (see `ivy queue`)" }
-        if !skipped.isEmpty { line += "; \(skipped.count) Drive files skipped" }
+        if let first = skipped.first {
+            // What was left alone, and why: a name alone would leave a person guessing.
+            let what = "\(first.entity) (\(first.reason))"
+            line +=
+                skipped.count == 1
+                ? "; skipped on Drive: \(what)"
+                : "; \(skipped.count) skipped on Drive: \(what) and \(skipped.count - 1) more (`ivy sync --json` lists "
+                    + "them)"
+        }
         if orphanClips > 0 { line += "; \(orphanClips) clips without their book" }
         if let heldSummary { line += "; " + heldSummary }
         return line

@@ -252,7 +252,7 @@ package final class SyncDoor: Sendable {
         let engine = SyncEngine(
             library: library, drive: drive, clock: clock, logger: logger, progress: request.progress,
             steps: request.steps)
-        let outcome = await run(engine, request)
+        let outcome = await run(engine, request, server: server)
         switch outcome {
         case .finished(let report, _):
             if !request.watched { logger.info("sync finished", metadata: ["summary": "\(report.summary)"]) }
@@ -298,8 +298,9 @@ package final class SyncDoor: Sendable {
         }
     }
 
-    /// Runs `engine` to its deadline (setting `sync_timeout`) and says how it ended.
-    private func run(_ engine: SyncEngine, _ request: SyncRequest) async -> SyncOutcome {
+    /// Runs `engine` to its deadline (setting `sync_timeout`) and says how it ended; `server`
+    /// is where the sign-in sends its requests.
+    private func run(_ engine: SyncEngine, _ request: SyncRequest, server: GoogleEndpoints) async -> SyncOutcome {
         do {
             let timeout = Duration.seconds(try library.number(.syncTimeout))
             return .finished(
@@ -320,7 +321,7 @@ package final class SyncDoor: Sendable {
                 logger.warning("sync skipped: signed out", metadata: ["reason": "\(error.localizedDescription)"])
                 return request.auto ? .skipped(.signedOut) : .signedOut(error)
             default:
-                return record(error, auto: request.auto)
+                return record(error, request, server: server)
             }
         } catch {
             if request.auto, (error as? StoreError)?.isBusy == true {
@@ -328,17 +329,23 @@ package final class SyncDoor: Sendable {
                     "sync skipped: the library is busy", metadata: ["error": "\(error.localizedDescription)"])
                 return .skipped(.libraryBusy)
             }
-            return record(error, auto: request.auto)
+            return record(error, request, server: server)
         }
     }
 
-    /// The one place a sync that could not run is logged and written to `last_error`.
-    private func record(_ error: any Error, auto: Bool) -> SyncOutcome {
+    /// The one place a sync that could not run is logged and written to `last_error`: with
+    /// what to do when Google could not be reached (`Unreachable`), which `ivy sync` prints
+    /// too, so `ivy status` keeps that fix. (A watch tries again by itself, and says when.)
+    private func record(_ error: any Error, _ request: SyncRequest, server: GoogleEndpoints) -> SyncOutcome {
         let message = error.localizedDescription
         logger.error("sync failed", metadata: ["error": "\(message)"])
         // Recording a busy library's error would only wait for the same lock again.
-        if (error as? StoreError)?.isBusy != true { try? library.recordSetting(.lastError, message) }
-        guard auto else { return .failed(error, cronHears: true) }
+        if (error as? StoreError)?.isBusy != true {
+            let explained =
+                request.watched ? error : Unreachable.explained(error, server: server.isGoogle ? nil : server)
+            try? library.recordSetting(.lastError, explained.localizedDescription)
+        }
+        guard request.auto else { return .failed(error, cronHears: true) }
         if GoogleError.isUnreachable(error) || (try? library.internalSetting(.autoReportedError)) == message {
             return .failed(error, cronHears: false)
         }
@@ -361,5 +368,27 @@ package final class SyncDoor: Sendable {
             try library.setInternalSetting(.autoReportedHold, nil)
         }
         return CronNews(newHold: newHold, newlyHeld: newlyHeld)
+    }
+}
+
+/// A sync that could not reach Google says what to do next, and that nothing is lost.
+package struct Unreachable: LocalizedError {
+    package let errorDescription: String?
+
+    /// `error` with that said when it means Google could not be reached (else `error` itself);
+    /// `server`: the sign-in's servers when they are not Google's.
+    package static func explained(_ error: any Error, server: GoogleEndpoints? = nil) -> any Error {
+        guard GoogleError.isUnreachable(error) else { return error }
+        if let server {
+            return Unreachable(
+                errorDescription: error.localizedDescription
+                    + "; the server this sign-in was made at, \(server.oauth.absoluteString), does not answer: if it "
+                    + "was ivy-emulator, start it again (with --state it listens on its old port when it can), or run "
+                    + "`ivy login` against the one running now (every change here stays queued until then)")
+        }
+        return Unreachable(
+            errorDescription: error.localizedDescription
+                + "; Google could not be reached: check the network connection, then run `ivy sync` again "
+                + "(every change here stays queued until then)")
     }
 }

@@ -9,13 +9,18 @@ import Synchronization
 /// second to stop at once (the running operations are cancelled; what finished is recorded).
 package final class StopRequest: Sendable {
     private let state = Mutex<(count: Int, force: (@Sendable () -> Void)?)>((0, nil))
+    /// The request that cancels `cancellable`'s body: the second, unless there is nothing in
+    /// flight worth finishing (`ivy login` waiting for approval: the first).
+    private let forcedAt: Int
 
-    package init() {}
+    package init(forcedAt: Int = 2) {
+        self.forcedAt = forcedAt
+    }
 
     package func request() {
         let force = state.withLock { state in
             state.count += 1
-            return state.count >= 2 ? state.force : nil
+            return state.count >= forcedAt ? state.force : nil
         }
         force?()
     }
@@ -29,7 +34,7 @@ package final class StopRequest: Sendable {
         let (forced, force) = AsyncStream<Void>.makeStream()
         let already = state.withLock { state in
             state.force = { force.finish() }
-            return state.count >= 2
+            return state.count >= forcedAt
         }
         if already { force.finish() }
         defer { state.withLock { $0.force = nil } }
@@ -94,6 +99,14 @@ package final class Watch: Sendable {
             case .syncDisabled: "sync_enabled is false; waiting for `ivy config set sync_enabled true`"
             }
         }
+
+        /// The wait's end, in words: what a person reads when the watch goes on.
+        package var endDescription: String {
+            switch self {
+            case .signedOut: "signed in again: syncing goes on"
+            case .syncDisabled: "sync_enabled is true again: syncing goes on"
+            }
+        }
     }
 
     /// What the watch remembers of its last sync, for the next.
@@ -117,6 +130,8 @@ package final class Watch: Sendable {
         case synced(SyncReport, WatchSchedule.Trigger, changed: Bool, retryIn: Duration?, nextPoll: Duration)
         case failed(String, WatchSchedule.Trigger, retryIn: Duration)
         case paused(Pause)
+        /// The wait `Pause` said is over: a sync went through (told just before its `synced`).
+        case resumed(after: Pause)
         /// Another sync holds the lock; the watch tries again in a second.
         case busy(pid: Int32?)
     }
@@ -207,6 +222,7 @@ package final class Watch: Sendable {
                 if let was = pause {
                     pause = nil
                     logger.info("watch resumed", metadata: ["after": "\(was.description)"])
+                    events(.resumed(after: was))
                 }
                 let changed = Self.changed(report, since: memory)
                 memory = Memory()

@@ -82,6 +82,168 @@ struct DoctorTests {
         #expect((none?["fix"] as? String)?.contains("crontab -e") == true)
     }
 
+    /// The environment that makes `ivy doctor` in `ivy` read `listing` as the user's crontab
+    /// (a `crontab` whose `-l` prints it), and installs the built ivy at `~/.local/bin/ivy` of
+    /// `ivy`'s HOME unless `installed` is false.
+    private static func crontab(_ listing: String, in ivy: IvyHome, installed: Bool = true) throws -> [String: String] {
+        let bin = ivy.path + "/fake-bin"
+        let manager = FileManager.default
+        try manager.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        let file = ivy.path + "/crontab.txt"
+        try listing.write(toFile: file, atomically: true, encoding: .utf8)
+        try "#!/bin/sh\ncat \"\(file)\"\n".write(toFile: bin + "/crontab", atomically: true, encoding: .utf8)
+        try manager.setAttributes([.posixPermissions: 0o755], ofItemAtPath: bin + "/crontab")
+        let local = ivy.path + "/.local/bin"
+        try manager.createDirectory(atPath: local, withIntermediateDirectories: true)
+        try? manager.removeItem(atPath: local + "/ivy")
+        if installed {
+            try manager.createSymbolicLink(atPath: local + "/ivy", withDestinationPath: BuiltProgram.ivy.path)
+        }
+        return ["PATH": bin + ":/usr/bin:/bin"]
+    }
+
+    /// Every crontab line README.md and the man page show (`… sync --auto` after five time
+    /// fields or an `@` word, on a line of its own or inside the README's `echo '…'`).
+    static func documentedCronLines() throws -> [(file: String, line: String)] {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let schedule =
+            #/
+            (?:^|[\s'"])
+            ( (?:@[a-z]+ | [0-9*][0-9*\/,-]* (?:\s+[0-9A-Za-z*][0-9A-Za-z*\/,-]*){4})
+              \s+ [^'"\n]* sync\ --auto [^'"\n]* )
+            /#
+        var found: [(String, String)] = []
+        for name in ["README.md", "man/ivy.1"] {
+            var text = try String(contentsOf: root.appendingPathComponent(name), encoding: .utf8)
+            if name.hasSuffix(".1") {
+                // roff's escapes for what a crontab line can hold.
+                for (escape, character) in [(#"\-"#, "-"), (#"\(ti"#, "~"), (#"\(aq"#, "'"), (#"\e"#, #"\"#)] {
+                    text = text.replacingOccurrences(of: escape, with: character)
+                }
+            }
+            for line in text.split(separator: "\n") {
+                if let match = line.firstMatch(of: schedule) {
+                    found.append((name, String(match.1).trimmingCharacters(in: .whitespaces)))
+                }
+            }
+        }
+        return found
+    }
+
+    @Test(
+        """
+        every crontab line the README and the man page show is ok once ivy is installed where it says (HOME set \
+        by the crontab), and a problem before
+        """)
+    func documentedCrontabLines() async throws {
+        let lines = try Self.documentedCronLines()
+        #expect(lines.contains { $0.file == "README.md" } && lines.contains { $0.file == "man/ivy.1" }, "\(lines)")
+        for (file, line) in lines {
+            let ivy = try IvyHome()
+            let listing = "# m h dom mon dow command\nHOME=\(ivy.path)\n\(line)\n"
+            let installed = try await ivy.runBinaryAsync(
+                ["doctor", "--json"], environment: try Self.crontab(listing, in: ivy))
+            let found = try Self.findings(installed)["schedule"]
+            #expect(found?["level"] as? String == "ok", "\(file): \(line): \(String(describing: found))")
+            #expect(
+                (found?["detail"] as? String)?.hasPrefix("cron runs \(ivy.path)/.local/bin/ivy ") == true,
+                "\(file): \(line): \(String(describing: found))")
+
+            let missing = try await ivy.runBinaryAsync(
+                ["doctor", "--json"], environment: try Self.crontab(listing, in: ivy, installed: false))
+            let broken = try Self.findings(missing)["schedule"]
+            #expect(broken?["level"] as? String == "problem", "\(file): \(line): \(String(describing: broken))")
+        }
+    }
+
+    @Test(
+        "a crontab line is read as cron's shell runs it: variables, ~, quotes, leading assignments, cd, redirections",
+        arguments: [
+            ("*/10 * * * * ~/.local/bin/ivy sync --auto", "ok", "cron runs {home}/.local/bin/ivy sync --auto"),
+            ("*/10 * * * * ${HOME}/.local/bin/ivy sync --auto", "ok", "cron runs {home}/.local/bin/ivy sync --auto"),
+            (
+                #"*/10 * * * * "$HOME/.local/bin/ivy" sync --auto >>"$HOME/ivy.log" 2>&1"#, "ok",
+                "cron runs {home}/.local/bin/ivy sync --auto"
+            ),
+            (
+                "BIN = {home}/.local/bin\n*/10 * * * * $BIN/ivy sync --auto", "ok",
+                "cron runs {home}/.local/bin/ivy sync --auto"
+            ),
+            (
+                "*/10 * * * * IVY_HOME=/srv/ivy $HOME/.local/bin/ivy sync --auto", "ok",
+                "cron runs {home}/.local/bin/ivy sync --auto"
+            ),
+            (
+                "*/10 * * * * cd /tmp && $HOME/.local/bin/ivy --home /srv/ivy sync --auto", "ok",
+                "cron runs {home}/.local/bin/ivy --home /srv/ivy sync --auto"
+            ),
+            ("@hourly cd .local/bin; ./ivy sync --auto", "ok", "cron runs {home}/.local/bin/ivy sync --auto"),
+            (
+                "PATH={home}/.local/bin:/usr/bin:/bin\n*/10 * * * * ivy sync --auto", "ok",
+                "cron runs {home}/.local/bin/ivy sync --auto"
+            ),
+            (
+                "*/10 * * * * PATH=$HOME/.local/bin:$PATH ivy sync --auto", "ok",
+                "cron runs {home}/.local/bin/ivy sync --auto"
+            ),
+            (
+                "SHELL=/bin/bash\n*/10 * * * * exec nice -n 19 ~/.local/bin/ivy sync --auto -q", "ok",
+                "cron runs {home}/.local/bin/ivy sync --auto -q"
+            ),
+            (
+                "*/10 * * * * '$HOME/.local/bin/ivy' sync --auto", "problem",
+                "the crontab line runs $HOME/.local/bin/ivy, which cron (PATH=/usr/bin:/bin) cannot find or run"
+            ),
+            (
+                "*/10 * * * * $IVY_BIN/ivy sync --auto", "problem",
+                "the crontab line runs $IVY_BIN/ivy (/ivy under cron), which cron (PATH=/usr/bin:/bin) cannot find "
+                    + "or run; cron sets no $IVY_BIN (only HOME, LOGNAME, SHELL, PATH and the crontab's own NAME=value "
+                    + "lines)"
+            ),
+            (
+                "*/10 * * * * ivy sync --auto", "problem",
+                "the crontab line runs ivy, which cron (PATH=/usr/bin:/bin) cannot find or run"
+            ),
+            (
+                "*/10 * * * * $(command -v ivy) sync --auto", "warning",
+                "cannot tell which program the crontab line `*/10 * * * * $(command -v ivy) sync --auto` runs: it "
+                    + "uses `$(…)`, which doctor does not follow"
+            ),
+        ])
+    func crontabAsCronRunsIt(lines: String, level: String, detail: String) async throws {
+        let ivy = try IvyHome()
+        let listing = "HOME=\(ivy.path)\n" + lines.replacingOccurrences(of: "{home}", with: ivy.path) + "\n"
+        let doctor = try await ivy.runBinaryAsync(
+            ["doctor", "--json"], environment: try Self.crontab(listing, in: ivy))
+        let found = try #require(try Self.findings(doctor)["schedule"], "\(doctor.stdout)")
+        #expect(found["level"] as? String == level, "\(found)")
+        #expect(found["detail"] as? String == detail.replacingOccurrences(of: "{home}", with: ivy.path), "\(found)")
+    }
+
+    @Test("cron's HOME is the passwd entry's, not the HOME of the shell doctor runs in")
+    func cronHomeFromPasswd() async throws {
+        let ivy = try IvyHome()
+        let entry = try #require(getpwuid(getuid()))
+        let home = String(cString: entry.pointee.pw_dir)
+        #expect(home != ivy.path)
+        // Installed under this shell's HOME only: cron would not find it there.
+        let doctor = try await ivy.runBinaryAsync(
+            ["doctor", "--json"],
+            environment: try Self.crontab("*/10 * * * * $HOME/.local/bin/ivy sync --auto\n", in: ivy))
+        let found = try #require(try Self.findings(doctor)["schedule"], "\(doctor.stdout)")
+        let program = home + "/.local/bin/ivy"
+        if FileManager.default.isExecutableFile(atPath: program) {
+            #expect(found["detail"] as? String == "cron runs \(program) sync --auto", "\(found)")
+        } else {
+            #expect(found["level"] as? String == "problem", "\(found)")
+            #expect(
+                found["detail"] as? String
+                    == "the crontab line runs $HOME/.local/bin/ivy (\(program) under cron), which cron "
+                    + "(PATH=/usr/bin:/bin) cannot find or run", "\(found)")
+        }
+    }
+
     @Test("a clock 10 minutes off Google's Date header is a problem whose fix is time synchronisation")
     func clockOff() async throws {
         try await withEmulator { emulator in

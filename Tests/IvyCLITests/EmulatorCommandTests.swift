@@ -129,6 +129,51 @@ struct EmulatorCommandTests {
         #expect(urls.count < 4 && urls[urls.count - 2] == urls[urls.count - 1], "\(urls)")
     }
 
+    @Test(
+        """
+        a second emulator on the same --state refuses, naming the running one's PID and URL, and starts nothing; \
+        once the first is killed outright (SIGKILL) the state file is free again
+        """)
+    func stateFileHeld() async throws {
+        let directory = try TemporaryHome(prefix: "emulator-held")
+        let stateFile = directory.file("drive.json")
+        let logFile = directory.file("emulator.log")
+        let first = try await Background.start(["--state", stateFile, "--background", "--log", logFile], in: directory)
+        defer { first.stop() }
+        #expect(first.status == 0, "\(first.errors)")
+        let url = try #require(first.output.firstMatch(of: /IVY_OAUTH_URL=(\S+)/).map { String($0.1) })
+        let pid = try #require(first.pid)
+
+        let envFile = directory.file("second.env")
+        let second = try await Background.start(
+            ["--state", stateFile, "--background", "--env-file", envFile], in: directory)
+        defer { second.stop() }
+        #expect(second.status == 1, "\(second.output)")
+        #expect(second.output == "")
+        #expect(
+            second.errors.contains(
+                "the state file \(stateFile) is in use by another ivy-emulator (process \(pid), at \(url)); use it "
+                    + "(`export IVY_OAUTH_URL=\(url) IVY_DRIVE_URL=\(url)`), stop it first (`kill \(pid)`"),
+            "\(second.errors)")
+        #expect(!FileManager.default.fileExists(atPath: envFile))
+
+        // Killed with no chance to clean up, it holds nothing: the system let go of its lock.
+        first.stop(signal: SIGKILL)
+        await BlockingExecutor.run { () -> Void in
+            // Waits on this thread, not a cooperative one, for the killed process's lock to go.
+            let descriptor = open(stateFile + ".lock", O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { return }
+            flock(descriptor, LOCK_SH)
+            close(descriptor)
+        }
+        let thirdLog = directory.file("third.log")
+        let third = try await Background.start(
+            ["--state", stateFile, "--background", "--log", thirdLog], in: directory)
+        defer { third.stop() }
+        #expect(third.status == 0, "\(third.errors)")
+        try await third.stopAndWait(log: thirdLog)
+    }
+
     @Test("a --background emulator that cannot start says why, prints no export line and exits nonzero")
     func backgroundFailure() async throws {
         let directory = try TemporaryHome(prefix: "emulator-fail")
@@ -175,6 +220,25 @@ struct EmulatorCommandTests {
             #expect(approved.status == 0, "\(approved.stderr)")
             #expect(approved.stdout == "approved \(code) for bob@example.com\n")
             #expect(await emulator.state.pendingUserCodes() == [])
+        }
+    }
+
+    @Test("approve --account naming no account of the emulator says which accounts it has, and approves nothing")
+    func approveUnknownAccount() async throws {
+        try await withEmulator { emulator in
+            let url = emulator.baseURL.absoluteString
+            let directory = try TemporaryHome(prefix: "emulator-carol")
+            let code = try await askForCode(url)
+            let refused = try await run(
+                Self.emulator, ["approve", "--url", url, "--code", code, "--account", "carol@example.com"],
+                environment: ["HOME": directory.path, "PATH": "/usr/bin:/bin"])
+            #expect(refused.status == 1)
+            #expect(
+                refused.stderr
+                    == "Error: no account carol@example.com in the emulator; it has alice@example.com, bob@example.com "
+                    + "(approve --account takes one of them; an emulator started with `--account carol@example.com` "
+                    + "has that one too)\n", "\(refused.stderr)")
+            #expect(await emulator.state.pendingUserCodes() == [code])
         }
     }
 
@@ -311,11 +375,12 @@ private final class Background: @unchecked Sendable {
     }
 
     /// Stops the emulator, if it runs, without waiting (for a test that failed early).
-    func stop() {
+    func stop(signal: Int32 = SIGTERM) {
         if let pid {
-            kill(pid, SIGTERM)
+            kill(pid, signal)
             ChildRegistry.forget(pid)
         }
+        pid = nil
     }
 
     /// Stops the emulator with SIGTERM and returns once it has exited: when the log it writes

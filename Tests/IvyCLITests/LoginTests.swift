@@ -173,12 +173,25 @@ struct LoginTests {
         }
     }
 
-    @Test("Ctrl-C while waiting for approval ends the sign-in and writes nothing")
+    @Test(
+        """
+        Ctrl-C while waiting for approval ends the sign-in saying so in one sentence (exit 130), and writes \
+        nothing: no token, no account, no empty library.db where there was none
+        """)
     func interrupted() async throws {
         try await withSignIn { harness in
-            let result = try await harness.login(interrupt: true)
-            #expect(result.status != 0)
+            let fresh = try await harness.login(interrupt: true)
+            #expect(fresh.status == 130, "\(fresh.stderr)")
+            #expect(fresh.stderr == "Sign-in cancelled: nothing was saved.\n", "\(fresh.stderr)")
             #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
+            #expect(!FileManager.default.fileExists(atPath: harness.ivy.home + "/library.db"), "no empty library")
+
+            // A library that was there stays, as it was.
+            _ = try await harness.ivy.id("book", "add", "--title", "Dune")
+            let kept = try await harness.login(interrupt: true)
+            #expect(kept.status == 130 && kept.stderr == "Sign-in cancelled: nothing was saved.\n", "\(kept.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
+            #expect(try harness.ivy.count("SELECT count(*) FROM books") == 1)
             #expect(try harness.ivy.count("SELECT count(*) FROM settings WHERE key = 'account_permission_id'") == 0)
         }
     }

@@ -70,7 +70,7 @@ struct TrashCommandTests {
             #expect(versions.prefix(2).map { $0["source"] as? String } == ["restore", "drive"])
             #expect(versions.first?["deleted"] as? Bool == false)
             let missing = try await b.ivy.run("trash", "restore", clip)
-            #expect(missing.status == 64 && missing.stderr.contains("no trash entry for \(clip)"), "\(missing.stderr)")
+            #expect(missing.status == 1 && missing.stderr.contains("no trash entry for \(clip)"), "\(missing.stderr)")
         }
     }
 

@@ -267,6 +267,29 @@ struct WatchTests {
         await second?.stop()
     }
 
+    @Test(
+        "in a journal (no terminal, no --json), the watch says when it goes on after a sign-in, not only when it stops")
+    func resumedInJournal() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            _ = try await laptop.ivy.id("book", "add", "--title", "Dune")
+            try await withChild(laptop.ivy.command(["sync", "--watch", "--interval", "2"])) { watch in
+                let first = try await watch.firstMatch(of: /(Synced: 1 uploaded)/, what: "the first sync")
+                #expect(first != nil, "\(watch.stdout)\(watch.stderr)")
+                await emulator.state.revoke(email: "alice@example.com")
+                let waiting = try await watch.firstMatch(
+                    of: /(signed out \(.*\); waiting for `ivy login`)/, in: .error, what: "the sign-out")
+                #expect(waiting != nil, "\(watch.stderr)")
+                #expect(try await laptop.login().status == 0)
+                let resumed = try await watch.firstMatch(
+                    of: /\d\d:\d\d:\d\d (signed in again: syncing goes on)\n/, what: "that it goes on")
+                #expect(resumed != nil, "\(watch.stdout)")
+                watch.send(SIGTERM)
+                #expect(try await watch.finish().status == 0)
+            }
+        }
+    }
+
     @Test("signed out at Google: it says so once and waits; after ivy login it goes on by itself")
     func signedOut() async throws {
         try await withEmulator { emulator in
@@ -281,6 +304,10 @@ struct WatchTests {
                 let resumed = try await watch.next("the sync after login") { $0.event == "sync" }
                 #expect(resumed.match.books("uploaded") == 1, "\(resumed.match)")
                 #expect(!resumed.passed.contains { $0.event == "waiting" }, "said once: \(resumed.passed)")
+                #expect(
+                    resumed.passed.last?.event == "resumed"
+                        && resumed.passed.last?["reason"] as? String == "signed in again: syncing goes on",
+                    "said before the sync: \(resumed.passed)")
                 #expect(try await watch.stop().status == 0)
             }
         }

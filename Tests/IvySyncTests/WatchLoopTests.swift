@@ -81,11 +81,12 @@ struct WatchLoopTests {
             switch event {
             case .synced: "synced"
             case .paused: "paused"
+            case .resumed: "resumed"
             case .failed: "failed"
             case .busy: "busy"
             }
         }
-        #expect(kinds.prefix(3) == ["synced", "paused", "synced"], "\(kinds)")
+        #expect(kinds.prefix(4) == ["synced", "paused", "resumed", "synced"], "\(kinds)")
     }
 
     @Test("syncs that fail back off, 20 s, 40 s, 80 s at a 10 s interval, and one that works resets it")

@@ -100,6 +100,9 @@ struct LoginTests {
     @Test("Google refusing more sign-in codes: login says to wait and try later")
     func codeQuota() async throws {
         try await withSignIn { harness in
+            // Frozen: on a loaded machine a minute could pass between the two logins, and the
+            // second would get a code no one approves, polling until it expired.
+            await harness.emulator.state.freezeClock()
             await harness.emulator.state.setDeviceCodeLimit(perMinute: 1)
             #expect(try await harness.login().status == 0)
             let second = try await harness.ivy.run("login")

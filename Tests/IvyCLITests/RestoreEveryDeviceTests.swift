@@ -112,12 +112,17 @@ extension HistoryCommandTests {
         #expect(try ivy.count("SELECT count(*) FROM history") == 3, "pruned once that day, when nothing was old")
 
         // Today a change; ages count back from the newest version, so the prune at today's
-        // first open (before the change) found nothing old. Tomorrow's first command that
-        // writes prunes; no sync ever ran.
+        // first open (before the change) found nothing old. The first command that writes a
+        // full day later prunes (the day after tomorrow at midnight is a day after any hour
+        // now); no sync ever ran.
         #expect(try await ivy.runBinaryAsync("book", "update", book, "--title", "Today").status == 0)
         #expect(try ivy.count("SELECT count(*) FROM history") == 4)
+        let early = try await ivy.runBinaryAsync(
+            ["config", "set", "history_days", "365"], through: Self.clock(startingAt: Self.utcDay(0) + " 23:59:59"))
+        #expect(early.status == 0, "\(early.stderr)")
+        #expect(try ivy.count("SELECT count(*) FROM history") == 4, "not a day since today's prune")
         let opened = try await ivy.runBinaryAsync(
-            ["config", "set", "history_days", "365"], through: Self.clock(startingAt: Self.utcDay(1) + " 12:00:00"))
+            ["config", "set", "history_days", "365"], through: Self.clock(startingAt: Self.utcDay(2) + " 00:00:00"))
         #expect(opened.status == 0, "\(opened.stderr)")
         let titles = try ivy.sql("SELECT json_extract(json, '$.title') AS title FROM history ORDER BY id")
             .map { $0["title"] as String }

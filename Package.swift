@@ -165,3 +165,13 @@ let package = Package(
         ),
     ]
 )
+
+// A future language mode's rules now, in every target: `any` spelled out for existentials,
+// and a member usable only in a file that imports the module declaring it.
+let upcomingFeatures: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+for target in package.targets {
+    target.swiftSettings = (target.swiftSettings ?? []) + upcomingFeatures
+}

@@ -23,7 +23,7 @@ func moment(_ text: String, option: String, home: Home) throws -> Milliseconds {
     case .malformed:
         throw ValidationError("invalid \(option) '\(text)': give \(History.momentForms)")
     case .noZone:
-        let why = zone.failure.map { ($0 as? LocalizedError)?.errorDescription ?? $0.localizedDescription }
+        let why = zone.failure.map { ($0 as? any LocalizedError)?.errorDescription ?? $0.localizedDescription }
         throw ValidationError("\(option) '\(text)' is a local time, and " + (why ?? "no time zone reads it"))
     case .skipped(let wall):
         throw ValidationError(

@@ -123,7 +123,7 @@ package struct IvyCommand: ParsableCommand {
         case _ where String(reflecting: type(of: error)).hasPrefix("ArgumentParser."):
             return error
         default:
-            let message = (error as? LocalizedError)?.errorDescription ?? error.localizedDescription
+            let message = (error as? any LocalizedError)?.errorDescription ?? error.localizedDescription
             return EscapedError(errorDescription: TerminalText.escaped(message))
         }
     }

@@ -5,6 +5,7 @@ import IvyCore
 import IvyStore
 import IvySync
 import IvySystem
+import IvyTestSupport
 import Synchronization
 import Testing
 

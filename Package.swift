@@ -171,6 +171,7 @@ let package = Package(
 let upcomingFeatures: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 for target in package.targets {
     target.swiftSettings = (target.swiftSettings ?? []) + upcomingFeatures

@@ -1,7 +1,7 @@
-import Foundation
+package import Foundation
 import HTTPTypes
 import HummingbirdCore
-import IvySystem
+package import IvySystem
 import Logging
 import NIOCore
 import NIOHTTP1

@@ -1,4 +1,4 @@
-import IvyCore
+package import IvyCore
 import IvySystem
 
 /// One check's verdict in `ivy doctor`: ok, warning or problem, what was found, and the fix.

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// An item of the sync queue: what changed locally and still has to reach Drive.
 /// It says *what* changed; the planner decides *how* to push it.

@@ -1,6 +1,6 @@
-import Foundation
+package import Foundation
 import GRDB
-import IvyCore
+package import IvyCore
 import IvySystem
 
 /// A file in the history directory that is not what its name says.

@@ -1,5 +1,5 @@
 import GRDB
-import IvyCore
+package import IvyCore
 
 /// The local part of `ivy status`.
 package struct LocalStatus: Sendable, Equatable {

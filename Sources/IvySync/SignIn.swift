@@ -1,7 +1,7 @@
 import Foundation
 import IvyCore
-import IvyGoogle
-import IvyStore
+package import IvyGoogle
+package import IvyStore
 import IvySystem
 
 /// One sign-in: Google's device flow, the account from Drive, the token file and the

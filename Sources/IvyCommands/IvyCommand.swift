@@ -207,9 +207,10 @@ struct Home {
     /// lock is tried, never waited for. A failure only delays it.
     private func pruneHistoryWhenDue(_ library: LibraryDatabase) {
         guard case .acquired(let lock)? = try? SyncLock.acquire(path: paths.lockFile) else { return }
-        defer { withExtendedLifetime(lock) {} }
-        let days = (try? library.number(.historyDays)) ?? History.defaultDays
-        _ = try? library.pruneHistoryIfDue(days: days, every: 86_400_000)
+        withSyncLock(lock) {
+            let days = (try? library.number(.historyDays)) ?? History.defaultDays
+            _ = try? library.pruneHistoryIfDue(days: days, every: 86_400_000)
+        }
     }
 
     var google: GoogleEffects {

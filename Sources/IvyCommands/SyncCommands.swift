@@ -4,6 +4,7 @@ import IvyCore
 import IvyGoogle
 import IvyStore
 import IvySync
+import IvySystem
 import Logging
 import Synchronization
 
@@ -387,11 +388,11 @@ struct ResetManifestCommand: ContextCommand {
         }
         // A running sync would write back the mirror and folders it read before the reset:
         // wait for it, so what is forgotten stays forgotten.
-        let lock = try await home.waitForSyncLock()
-        defer { withExtendedLifetime(lock) {} }
-        let entries = try library.localStatus().manifestEntries
-        try library.resetManifest()
-        home.output.line(
-            "Forgot \(entries) synced entr\(entries == 1 ? "y" : "ies"); the next `ivy sync` is a full re-sync.")
+        try await withSyncLock(home.waitForSyncLock()) {
+            let entries = try library.localStatus().manifestEntries
+            try library.resetManifest()
+            home.output.line(
+                "Forgot \(entries) synced entr\(entries == 1 ? "y" : "ies"); the next `ivy sync` is a full re-sync.")
+        }
     }
 }

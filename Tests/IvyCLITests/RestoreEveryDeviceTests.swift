@@ -111,17 +111,21 @@ extension HistoryCommandTests {
             ivy, day: Self.utcDay(-3), [("First", "10:00:00"), ("Second", "10:00:20"), ("Third", "10:00:40")])
         #expect(try ivy.count("SELECT count(*) FROM history") == 3, "pruned once that day, when nothing was old")
 
-        // Today a change; ages count back from the newest version, so the prune at today's
-        // first open (before the change) found nothing old. Tomorrow's first command that
-        // writes prunes; no sync ever ran.
-        #expect(try await ivy.runBinaryAsync("book", "update", book, "--title", "Today").status == 0)
+        // Yesterday a change; ages count back from the newest version, so the prune at that
+        // day's first open (before the change) found nothing old. The first command that writes
+        // a day and an hour later prunes; no sync ever ran. (Both at set clock times: with the
+        // change at the real time, tomorrow noon is less than a day later after noon UTC.)
+        let changed = try await ivy.runBinaryAsync(
+            ["book", "update", book, "--title", "Yesterday"],
+            through: Self.clock(startingAt: Self.utcDay(-1) + " 12:00:00"))
+        #expect(changed.status == 0, "\(changed.stderr)")
         #expect(try ivy.count("SELECT count(*) FROM history") == 4)
         let opened = try await ivy.runBinaryAsync(
-            ["config", "set", "history_days", "365"], through: Self.clock(startingAt: Self.utcDay(1) + " 12:00:00"))
+            ["config", "set", "history_days", "365"], through: Self.clock(startingAt: Self.utcDay(0) + " 13:00:00"))
         #expect(opened.status == 0, "\(opened.stderr)")
         let titles = try ivy.sql("SELECT json_extract(json, '$.title') AS title FROM history ORDER BY id")
             .map { $0["title"] as String }
-        #expect(titles == ["Third", "Today"], "one of that day's versions, and the current one")
+        #expect(titles == ["Third", "Yesterday"], "one of that day's versions, and the current one")
     }
 
     @Test("a clip whose MP3 is missing is skipped and said, the rest is restored, and the exit status is 5")

@@ -16,6 +16,10 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // The emulator's server is Hummingbird's core on NIO, run as a ServiceLifecycle
+        // `Service`: it names those packages' types itself.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // MD5 from a maintained library, for ivy (IvySystem) and for the emulator, which calls it
         // directly and never through ivy's code.
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
@@ -68,6 +72,10 @@ let package = Package(
                 "IvySystem",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -146,12 +154,26 @@ let package = Package(
                 // Built first too: the emulator walkthrough tests run its binary.
                 "IvyEmulator",
                 "IvyCommands",
+                "IvyCore",
                 // Its migrations, to make a library as an older ivy left it.
                 "IvyStore",
+                "IvySystem",
                 "GoogleEmulator",
+                "IvyProcesses",
                 "IvyTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
     ]
 )
+
+// A future language mode's rules now, in every target: `any` spelled out for existentials,
+// and a member usable only in a file that imports the module declaring it.
+let upcomingFeatures: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+for target in package.targets {
+    target.swiftSettings = (target.swiftSettings ?? []) + upcomingFeatures
+}

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// The one place the emulator reads the time: token and device-code expiry, polling
 /// intervals, page-token lifetime, the name-index delay, the rate-limit buckets and every

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// A parsed `q` filter of Drive's `files.list`, limited to the terms ivy sends.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// What the emulator answers: a status, headers and a body, or a dropped connection.
 package struct EmulatorReply: Sendable {

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+package import Foundation
 
 /// A Google account of the emulator, with a Drive of its own.
 package struct EmulatedAccount: Sendable, Codable, Equatable {

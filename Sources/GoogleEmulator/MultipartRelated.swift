@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// The body of a Drive `uploadType=multipart` upload: a JSON metadata part, then the media.
 ///

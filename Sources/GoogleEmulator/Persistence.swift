@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// What `ivy-emulator --state FILE` keeps across restarts: accounts, clients, tokens and
 /// every Drive. Sign-ins in progress and upload sessions are not kept.

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// The bytes of a reply's JSON: what `JSONSerialization` writes with `.sortedKeys`, byte for
 /// byte, for the values replies are made of (strings, Swift integers and booleans, arrays,

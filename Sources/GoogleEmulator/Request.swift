@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// An HTTP request as the emulator's handlers see it, free of the server framework.
 package struct EmulatedRequest: Sendable {

@@ -1,11 +1,12 @@
-import Foundation
+package import Foundation
 import HTTPTypes
 import HummingbirdCore
-import IvySystem
+package import IvySystem
 import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import ServiceLifecycle
 
 /// The emulator as a running server on 127.0.0.1: one base URL serves the OAuth
 /// endpoints, Drive, uploads and the control API.

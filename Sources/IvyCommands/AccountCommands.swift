@@ -4,6 +4,7 @@ import IvyCore
 import IvyGoogle
 import IvyStore
 import IvySync
+import IvySystem
 
 struct LoginCommand: ContextCommand {
     static let configuration = CommandConfiguration(
@@ -247,47 +248,49 @@ struct LogoutCommand: ContextCommand {
             }
         }
         // A sync running now would write its refreshed token back after the delete.
-        let lock = try await home.waitForSyncLock()
-        defer { withExtendedLifetime(lock) {} }
-        guard let token = store.load() else {
-            store.delete()
-            return home.output.line("Not signed in.")
-        }
-        guard revoke else {
-            store.delete()
-            return home.output.line(
-                "Signed out of \(Display.safe(token.email)) on this computer; the Ivy app and your other devices "
-                    + "stay signed in."
-            )
-        }
-        var revoked = false
-        if let revocable = token.refreshToken ?? token.accessToken {
-            // Before anything is deleted: a token goes only to the server that issued it.
-            let endpoints = try home.endpoints(for: token)
-            do {
-                let response = try await DeviceFlow.revoke(
-                    revocable, endpoints: endpoints, transport: home.google.transport)
-                // 400 is Google's answer for a token it no longer knows: already revoked.
-                revoked = response.status == 200 || response.status == 400
-                if !revoked {
-                    home.output.error(
-                        "warning: Google answered \(response.status) to the revocation; the sign-in may stay listed "
-                            + "in your Google account's third-party access"
-                    )
-                }
-            } catch {
-                home.output.error(
-                    "warning: could not reach Google to revoke the sign-in (\(error.localizedDescription)); the "
-                        + "local token is deleted anyway"
+        try await withSyncLock(home.waitForSyncLock()) {
+            guard let token = store.load() else {
+                store.delete()
+                return home.output.line("Not signed in.")
+            }
+            guard revoke else {
+                store.delete()
+                return home.output.line(
+                    "Signed out of \(Display.safe(token.email)) on this computer; the Ivy app and your other devices "
+                        + "stay signed in."
                 )
             }
+            var revoked = false
+            if let revocable = token.refreshToken ?? token.accessToken {
+                // Before anything is deleted: a token goes only to the server that issued it.
+                let endpoints = try home.endpoints(for: token)
+                do {
+                    let response = try await DeviceFlow.revoke(
+                        revocable, endpoints: endpoints, transport: home.google.transport)
+                    // 400 is Google's answer for a token it no longer knows: already revoked.
+                    revoked = response.status == 200 || response.status == 400
+                    if !revoked {
+                        home.output.error(
+                            "warning: Google answered \(response.status) to the revocation; the sign-in may stay "
+                                + "listed in your Google account's third-party access"
+                        )
+                    }
+                } catch {
+                    home.output.error(
+                        "warning: could not reach Google to revoke the sign-in (\(error.localizedDescription)); the "
+                            + "local token is deleted anyway"
+                    )
+                }
+            }
+            store.delete()
+            guard revoked else {
+                return home.output.line("Signed out of \(Display.safe(token.email)) on this computer.")
+            }
+            home.output.line(
+                """
+                Signed out of \(Display.safe(token.email)) and revoked its access at Google: the Ivy app and \
+                ivy on your other devices must sign in again.
+                """)
         }
-        store.delete()
-        guard revoked else { return home.output.line("Signed out of \(Display.safe(token.email)) on this computer.") }
-        home.output.line(
-            """
-            Signed out of \(Display.safe(token.email)) and revoked its access at Google: the Ivy app and ivy on your \
-            other devices must sign in again.
-            """)
     }
 }

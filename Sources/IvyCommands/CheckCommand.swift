@@ -51,29 +51,30 @@ struct CheckCommand: ContextCommand {
             // A read-only home: no sync can run in it, and the check writes nothing there.
             lock = nil
         }
-        defer { withExtendedLifetime(lock) {} }
-        let tokens = home.tokenStore
-        let signIn = tokens.signIn()
-        guard case .signedIn(let token) = signIn else {
-            home.output.error("Error: \(SignInText.problem(signIn) ?? "not signed in"); run `ivy login`")
-            throw ExitCode(IvyExit.notSignedIn)
-        }
-        let drive = try SyncDoor.drive(
-            library: library, tokens: tokens, token: token, endpoints: try home.endpoints(for: token),
-            credentials: try home.credentials(library), effects: home.google)
-        let check: BackupCheck
-        do {
-            check = try await BackupChecker(library: library, drive: drive).run(readData: readData)
-        } catch let error as GoogleError {
-            switch error {
-            case .signedOut, .notSignedIn:
-                home.output.error("Error: \(error.localizedDescription)")
+        try await withSyncLock(lock) {
+            let tokens = home.tokenStore
+            let signIn = tokens.signIn()
+            guard case .signedIn(let token) = signIn else {
+                home.output.error("Error: \(SignInText.problem(signIn) ?? "not signed in"); run `ivy login`")
                 throw ExitCode(IvyExit.notSignedIn)
-            default: throw error
             }
+            let drive = try SyncDoor.drive(
+                library: library, tokens: tokens, token: token, endpoints: try home.endpoints(for: token),
+                credentials: try home.credentials(library), effects: home.google)
+            let check: BackupCheck
+            do {
+                check = try await BackupChecker(library: library, drive: drive).run(readData: readData)
+            } catch let error as GoogleError {
+                switch error {
+                case .signedOut, .notSignedIn:
+                    home.output.error("Error: \(error.localizedDescription)")
+                    throw ExitCode(IvyExit.notSignedIn)
+                default: throw error
+                }
+            }
+            try show(check, output: home.output)
+            if !check.ok { throw ExitCode(IvyExit.checkDiffers) }
         }
-        try show(check, output: home.output)
-        if !check.ok { throw ExitCode(IvyExit.checkDiffers) }
     }
 
     private func show(_ check: BackupCheck, output: Output) throws {

@@ -1,5 +1,5 @@
 import Foundation
-import IvyCore
+package import IvyCore
 
 /// Where one run's text goes, unbuffered: the real ones write to the process's standard
 /// output and error, a test's into buffers.

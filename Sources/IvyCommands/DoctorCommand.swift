@@ -301,9 +301,10 @@ struct DoctorCommand: ContextCommand {
             answered.refreshToken != token.refreshToken || answered.signedOutReason != token.signedOutReason
         else { return }
         guard case .acquired(let lock)? = try? SyncLock.acquire(path: home.paths.lockFile) else { return }
-        defer { withExtendedLifetime(lock) {} }
-        guard let current = tokens.quietLoad(), current.refreshToken == token.refreshToken else { return }
-        try? tokens.save(answered)
+        withSyncLock(lock) {
+            guard let current = tokens.quietLoad(), current.refreshToken == token.refreshToken else { return }
+            try? tokens.save(answered)
+        }
     }
 
     /// Drive's `about.get`, whose `Date` header says how far this clock is from Google's;

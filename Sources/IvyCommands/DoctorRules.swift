@@ -1,5 +1,5 @@
-import IvyCore
-import IvySystem
+package import IvyCore
+package import IvySystem
 
 /// One check's verdict in `ivy doctor`: ok, warning or problem, what was found, and the fix.
 package struct DoctorFinding: Encodable, Equatable, Sendable {

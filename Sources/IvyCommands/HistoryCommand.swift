@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import IvyCore
 import IvyStore
+import IvySystem
 
 /// Parses a `WHEN` (`History.moment`) with a local time in `TZ`'s zone, or says what is
 /// accepted. A local time the clocks skipped or passed twice there is refused, the second
@@ -23,7 +24,7 @@ func moment(_ text: String, option: String, home: Home) throws -> Milliseconds {
     case .malformed:
         throw ValidationError("invalid \(option) '\(text)': give \(History.momentForms)")
     case .noZone:
-        let why = zone.failure.map { ($0 as? LocalizedError)?.errorDescription ?? $0.localizedDescription }
+        let why = zone.failure.map { ($0 as? any LocalizedError)?.errorDescription ?? $0.localizedDescription }
         throw ValidationError("\(option) '\(text)' is a local time, and " + (why ?? "no time zone reads it"))
     case .skipped(let wall):
         throw ValidationError(
@@ -310,17 +311,17 @@ struct RestoreCommand: ContextCommand {
             guard home.agrees(question) else { return home.output.line("Nothing changed.") }
         }
         // A running sync writes the rows a restore reads and replaces: wait for it.
-        let lock = try await home.waitForSyncLock()
-        defer { withExtendedLifetime(lock) {} }
-        let stop = home.environment["IVY_TEST_KILL"] == "restore-before-commit"
-        let result = try library.restore(at: moment, keys: keys) {
-            // Tests prove a kill inside the transaction leaves the library as it was.
-            if stop { kill(getpid(), SIGKILL) }
+        try await withSyncLock(home.waitForSyncLock()) {
+            let stop = home.environment["IVY_TEST_KILL"] == "restore-before-commit"
+            let result = try library.restore(at: moment, keys: keys) {
+                // Tests prove a kill inside the transaction leaves the library as it was.
+                if stop { kill(getpid(), SIGKILL) }
+            }
+            report(result, home: home, dryRun: false)
+            // Something that should have changed could not (an MP3 no longer kept): the rest is
+            // restored, and the exit status says it is incomplete.
+            if !result.failed.isEmpty { throw ExitCode(IvyExit.partialFailure) }
         }
-        report(result, home: home, dryRun: false)
-        // Something that should have changed could not (an MP3 no longer kept): the rest is
-        // restored, and the exit status says it is incomplete.
-        if !result.failed.isEmpty { throw ExitCode(IvyExit.partialFailure) }
     }
 
     /// `--version N`: one book or clip back to that version; no question, as for named ids.
@@ -330,9 +331,7 @@ struct RestoreCommand: ContextCommand {
         if dryRun {
             result = try library.restore(version: version, dryRun: true)
         } else {
-            let lock = try await home.waitForSyncLock()
-            defer { withExtendedLifetime(lock) {} }
-            result = try library.restore(version: version)
+            result = try await withSyncLock(home.waitForSyncLock()) { try library.restore(version: version) }
         }
         report(result, home: home, dryRun: dryRun, version: version)
         if !result.failed.isEmpty { throw ExitCode(IvyExit.partialFailure) }

@@ -1,4 +1,4 @@
-import ArgumentParser
+package import ArgumentParser
 import Foundation
 import IvyCore
 import IvyGoogle
@@ -126,7 +126,7 @@ package struct IvyCommand: ParsableCommand {
         case _ where String(reflecting: type(of: error)).hasPrefix("ArgumentParser."):
             return error
         default:
-            let message = (error as? LocalizedError)?.errorDescription ?? error.localizedDescription
+            let message = (error as? any LocalizedError)?.errorDescription ?? error.localizedDescription
             return EscapedError(errorDescription: TerminalText.escaped(message))
         }
     }
@@ -210,9 +210,10 @@ struct Home {
     /// lock is tried, never waited for. A failure only delays it.
     private func pruneHistoryWhenDue(_ library: LibraryDatabase) {
         guard case .acquired(let lock)? = try? SyncLock.acquire(path: paths.lockFile) else { return }
-        defer { withExtendedLifetime(lock) {} }
-        let days = (try? library.number(.historyDays)) ?? History.defaultDays
-        _ = try? library.pruneHistoryIfDue(days: days, every: 86_400_000)
+        withSyncLock(lock) {
+            let days = (try? library.number(.historyDays)) ?? History.defaultDays
+            _ = try? library.pruneHistoryIfDue(days: days, every: 86_400_000)
+        }
     }
 
     var google: GoogleEffects {

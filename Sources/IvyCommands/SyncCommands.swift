@@ -4,6 +4,7 @@ import IvyCore
 import IvyGoogle
 import IvyStore
 import IvySync
+import IvySystem
 import Logging
 import Synchronization
 
@@ -308,18 +309,18 @@ struct QueueCommand: ContextCommand {
             return try home.output.json(
                 items.map {
                     Item(
-                        entityType: $0.kind.rawValue, entityID: $0.entityID, operation: $0.operation.rawValue,
+                        entityType: $0.key.kind.rawValue, entityID: $0.key.id, operation: $0.operation.rawValue,
                         attempts: $0.attempts, failed: $0.hasFailed, lastError: $0.lastError, queuedAt: $0.queuedAt)
                 })
         }
         guard !items.isEmpty else { return home.output.line("The queue is empty: everything has reached Drive.") }
         // One width for books and clips alike: the column is one list of ids to tell apart.
-        let shown = IDPrefix.shown(items.map(\.entityID), full: fullIds)
+        let shown = IDPrefix.shown(items.map(\.key.id), full: fullIds)
         home.output.table(
             ["KIND", "ID", "OPERATION", "STATE", "ATTEMPTS", "LAST ERROR"],
             items.map {
                 [
-                    $0.kind.rawValue, shown($0.entityID), $0.operation.rawValue, $0.hasFailed ? "failed" : "pending",
+                    $0.key.kind.rawValue, shown($0.key.id), $0.operation.rawValue, $0.hasFailed ? "failed" : "pending",
                     String($0.attempts), Display.cell($0.lastError, limit: 60),
                 ]
             })
@@ -367,11 +368,11 @@ struct ResetManifestCommand: ContextCommand {
         }
         // A running sync would write back the mirror and folders it read before the reset:
         // wait for it, so what is forgotten stays forgotten.
-        let lock = try await home.waitForSyncLock()
-        defer { withExtendedLifetime(lock) {} }
-        let entries = try library.localStatus().manifestEntries
-        try library.resetManifest()
-        home.output.line(
-            "Forgot \(entries) synced entr\(entries == 1 ? "y" : "ies"); the next `ivy sync` is a full re-sync.")
+        try await withSyncLock(home.waitForSyncLock()) {
+            let entries = try library.localStatus().manifestEntries
+            try library.resetManifest()
+            home.output.line(
+                "Forgot \(entries) synced entr\(entries == 1 ? "y" : "ies"); the next `ivy sync` is a full re-sync.")
+        }
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import IvyCore
 import IvyStore
 import IvySync
+import Logging
 
 /// `ivy sync --watch`: the watch wired to this home, and what it shows. On a terminal one
 /// status line, rewritten; with `--json` one JSON object per line; otherwise (a service's

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import IvyCore
 import IvyStore
+import IvySystem
 
 struct TrashCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -151,26 +152,26 @@ extension TrashCommand {
             let home = try global.home(context)
             let library = try home.library()
             // A running sync may be removing this clip's audio or purging the trash: wait for it.
-            let lock = try await home.waitForSyncLock()
-            defer { withExtendedLifetime(lock) {} }
-            let id = try entryID(in: library)
-            let entry: TrashEntry
-            do {
-                entry = try library.restoreFromTrash(id: id, replacingNewer: yes)
-            } catch TrashError.newerHere(let id, let key, let trashedAt) {
-                guard home.terminal.input, home.terminal.output else {
-                    throw ValidationError(
-                        TrashError.newerHere(id: id, key: key, trashedAt: trashedAt).localizedDescription)
+            try await withSyncLock(home.waitForSyncLock()) {
+                let id = try entryID(in: library)
+                let entry: TrashEntry
+                do {
+                    entry = try library.restoreFromTrash(id: id, replacingNewer: yes)
+                } catch TrashError.newerHere(let id, let key, let trashedAt) {
+                    guard home.terminal.input, home.terminal.output else {
+                        throw ValidationError(
+                            TrashError.newerHere(id: id, key: key, trashedAt: trashedAt).localizedDescription)
+                    }
+                    let question =
+                        "\(key) here changed after trash entry \(id) was kept on \(Display.date(trashedAt)). "
+                        + "Restore the entry over it? (The version here is kept in the trash.)"
+                    guard home.agrees(question) else { return home.output.line("Nothing changed.") }
+                    entry = try library.restoreFromTrash(id: id, replacingNewer: true)
                 }
-                let question =
-                    "\(key) here changed after trash entry \(id) was kept on \(Display.date(trashedAt)). "
-                    + "Restore the entry over it? (The version here is kept in the trash.)"
-                guard home.agrees(question) else { return home.output.line("Nothing changed.") }
-                entry = try library.restoreFromTrash(id: id, replacingNewer: true)
+                home.output.line(
+                    "Restored \(entry.key.kind.rawValue) \(entry.key.id) from trash entry \(entry.id); "
+                        + "the next `ivy sync` sends it to Drive.")
             }
-            home.output.line(
-                "Restored \(entry.key.kind.rawValue) \(entry.key.id) from trash entry \(entry.id); "
-                    + "the next `ivy sync` sends it to Drive.")
         }
     }
 
@@ -195,10 +196,10 @@ extension TrashCommand {
                     return home.output.line("Nothing changed.")
                 }
             }
-            let lock = try await home.waitForSyncLock()
-            defer { withExtendedLifetime(lock) {} }
-            let removed = try library.emptyTrash()
-            home.output.line("Removed \(removed) trash entr\(removed == 1 ? "y" : "ies").")
+            try await withSyncLock(home.waitForSyncLock()) {
+                let removed = try library.emptyTrash()
+                home.output.line("Removed \(removed) trash entr\(removed == 1 ? "y" : "ies").")
+            }
         }
     }
 

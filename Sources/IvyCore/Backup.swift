@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// A backup entity: its content plus when it was created and last written.
 package protocol StampedBackup: Equatable {

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// The time zone a local `WHEN` (`2026-03-29 02:30`) is read in, as its offset from UTC at any
 /// instant. The `ivy` binary makes it from `TZ` as the C library reads it (a zone name, a

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// An item of the sync queue: what changed locally and still has to reach Drive.
 /// It says *what* changed; the planner decides *how* to push it.
@@ -7,8 +7,7 @@ package struct QueueItem: Sendable, Equatable {
         case upsert, delete
     }
 
-    package var kind: EntityKind
-    package var entityID: String
+    package var key: EntityKey
     package var operation: Operation
     package var attempts: Int
     package var lastError: String?
@@ -18,18 +17,15 @@ package struct QueueItem: Sendable, Equatable {
     package static let maximumAttempts = 3
 
     package init(
-        kind: EntityKind, entityID: String, operation: Operation, attempts: Int = 0, lastError: String? = nil,
-        queuedAt: Milliseconds = 0
+        key: EntityKey, operation: Operation, attempts: Int = 0, lastError: String? = nil, queuedAt: Milliseconds = 0
     ) {
-        self.kind = kind
-        self.entityID = entityID
+        self.key = key
         self.operation = operation
         self.attempts = attempts
         self.lastError = lastError
         self.queuedAt = queuedAt
     }
 
-    package var key: EntityKey { EntityKey(kind, entityID) }
     package var hasFailed: Bool { attempts >= Self.maximumAttempts }
 }
 

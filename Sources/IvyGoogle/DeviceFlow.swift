@@ -1,5 +1,5 @@
 import Foundation
-import IvyCore
+package import IvyCore
 
 /// The effects the Google clients use, injected so tests control time.
 package struct GoogleEffects: Sendable {

@@ -1,5 +1,5 @@
 import Foundation
-import IvyCore
+package import IvyCore
 
 /// A file as Drive's change feed reports it: the listing's fields plus where it lives and
 /// whether it is in the trash.

@@ -1,5 +1,5 @@
 import Foundation
-import IvyCore
+package import IvyCore
 import IvySystem
 
 /// Concurrent callers of "ensure the folders" await one in-flight lookup-or-creation,

@@ -1,5 +1,5 @@
 import Foundation
-import IvyCore
+package import IvyCore
 
 extension DriveClient {
     // MARK: listing

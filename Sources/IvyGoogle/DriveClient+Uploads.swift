@@ -1,5 +1,5 @@
-import Foundation
-import IvyCore
+package import Foundation
+package import IvyCore
 import IvySystem
 
 extension DriveClient {

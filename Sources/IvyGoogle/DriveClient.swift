@@ -1,5 +1,6 @@
-import Foundation
-import IvyCore
+package import Foundation
+package import IvyCore
+import Synchronization
 
 /// Everything in the books and clips folders, and whether every page was read.
 package struct DriveListing: Sendable {

@@ -1,5 +1,5 @@
 import Foundation
-import IvyCore
+package import IvyCore
 import IvySystem
 
 /// What `token.json` holds. Never printed: only whether a refresh token exists and when

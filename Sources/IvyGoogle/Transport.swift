@@ -1,9 +1,9 @@
-import Foundation
+package import Foundation
 import IvySystem
 import Synchronization
 
 #if canImport(FoundationNetworking)
-    import FoundationNetworking
+    package import FoundationNetworking
 #endif
 
 /// One HTTP request, independent of the client library that sends it.

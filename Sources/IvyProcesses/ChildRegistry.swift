@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import Synchronization
 
 /// Every child this process started and has not reaped yet, so none outlives it.

@@ -1,5 +1,5 @@
 import Foundation
-import GoogleEmulator
+package import GoogleEmulator
 
 /// Signs in as a person does: runs `ivy login` (`login`: the binary, its arguments, its
 /// environment, whose IVY_OAUTH_URL names `emulator`'s server), waits for the code it shows,

@@ -1,4 +1,5 @@
 import Foundation
+import GoogleEmulator
 
 /// What one device holds, read through `ivy` itself (and the audio files beside its database).
 struct DeviceState {

@@ -1,4 +1,5 @@
 import Foundation
+import GoogleEmulator
 
 /// Two oracles from the file-synchroniser literature, checked at every recorded moment and
 /// at the end (`invented=` and `untouched_written=` on the summary line).

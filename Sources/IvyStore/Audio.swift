@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import IvyCore
+package import IvyCore
 import IvySystem
 
 /// Clip audio on disk: validated before anything is written, copied in through a

@@ -1,5 +1,5 @@
 import GRDB
-import IvyCore
+package import IvyCore
 
 extension LibraryDatabase {
     /// Books by title; archived (hidden) books only when `includeHidden`; with `search`, only

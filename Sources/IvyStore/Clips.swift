@@ -1,5 +1,5 @@
 import GRDB
-import IvyCore
+package import IvyCore
 
 extension LibraryDatabase {
     /// Clips of one book, or of all books, in book and start order; with `search`, only those

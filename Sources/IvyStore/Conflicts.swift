@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import IvyCore
+package import IvyCore
 
 /// A field a merge settled by a rule, as recorded with the version it wrote: what
 /// `ivy history --conflicts` lists. Values are JSON as the backup JSON holds them (a clip's

@@ -1,5 +1,5 @@
 import GRDB
-import IvyCore
+package import IvyCore
 
 /// Writes made by the sync engine when it applies remote changes. They must not be
 /// queued for upload again, so they run with change capture paused.

@@ -1,6 +1,6 @@
-import Foundation
+package import Foundation
 import GRDB
-import IvyCore
+package import IvyCore
 import IvySystem
 
 /// One version of a book or clip: the state it had after a change, as its backup JSON.

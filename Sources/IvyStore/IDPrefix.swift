@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import IvyCore
+package import IvyCore
 
 /// A book or clip whose id starts with a prefix a person typed, with what lets them tell it
 /// from the others.

@@ -1,5 +1,5 @@
-import GRDB
-import IvyCore
+package import GRDB
+package import IvyCore
 
 // The typed ids are TEXT columns, read and written as the plain string: the schema is the
 // same as when they were `String`. Each type states its own witnesses: GRDB's default for

@@ -1,5 +1,6 @@
-import Foundation
-import IvyCore
+package import Foundation
+import GRDB
+package import IvyCore
 import IvySystem
 
 /// A file in the history directory that is not what its name says.

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
-import IvyCore
-import IvySystem
+package import IvyCore
+package import IvySystem
 
 /// The library database, `library.db`, and the clip audio beside it.
 ///

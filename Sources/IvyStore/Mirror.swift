@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import IvyCore
+package import IvyCore
 
 /// The mirror of Drive's listing: replaced whole from a full listing, updated one page of
 /// Drive's change feed at a time. Each write saves the change token with the rows in one

@@ -1,5 +1,5 @@
 import GRDB
-import IvyCore
+package import IvyCore
 
 extension LibraryDatabase {
     /// A week of milliseconds: how long the record of units spent is kept.

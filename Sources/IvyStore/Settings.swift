@@ -1,5 +1,5 @@
 import GRDB
-import IvyCore
+package import IvyCore
 
 extension LibraryDatabase {
     /// The stored value of `key`, or its default.

@@ -1,5 +1,5 @@
 import GRDB
-import IvyCore
+package import IvyCore
 
 /// The local part of `ivy status`.
 package struct LocalStatus: Sendable, Equatable {
@@ -58,8 +58,7 @@ extension LibraryDatabase {
         let kind: String = try row.decode(forColumn: "entity_type")
         let operation: String = try row.decode(forColumn: "operation")
         return QueueItem(
-            kind: EntityKind(rawValue: kind) ?? .book,
-            entityID: try row.decode(forColumn: "entity_id"),
+            key: EntityKey(EntityKind(rawValue: kind) ?? .book, try row.decode(forColumn: "entity_id")),
             operation: QueueItem.Operation(rawValue: operation) ?? .upsert,
             attempts: try row.decode(forColumn: "attempts"),
             lastError: try row.decode(forColumn: "last_error"),
@@ -95,7 +94,7 @@ extension LibraryDatabase {
             for item in items {
                 try db.execute(
                     sql: "INSERT INTO sync_reported (entity_type, entity_id, queued_at) VALUES (?, ?, ?)",
-                    arguments: [item.kind.rawValue, item.entityID, item.queuedAt])
+                    arguments: [item.key.kind.rawValue, item.key.id, item.queuedAt])
             }
             return items
         }

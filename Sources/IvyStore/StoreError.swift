@@ -1,6 +1,6 @@
 import Foundation
-import IvyCore
-import IvySystem
+package import IvyCore
+package import IvySystem
 
 /// Everything the store can refuse, worded to read well after "Error: " and to name the fix.
 package enum StoreError: LocalizedError, Equatable {

@@ -1,6 +1,6 @@
-import Foundation
+package import Foundation
 import GRDB
-import IvyCore
+package import IvyCore
 
 /// What the sync engine reads and records: the manifest, queue settlement, failures,
 /// unknown backup keys and the remembered Drive folders.

@@ -1,6 +1,6 @@
-import Foundation
+package import Foundation
 import GRDB
-import IvyCore
+package import IvyCore
 import IvySystem
 
 /// Why a sync put an entity in the local trash.

@@ -1,5 +1,5 @@
 import GRDB
-import IvyCore
+package import IvyCore
 
 extension LibraryDatabase {
     /// The Drive files a sync read and could not use, as they were then.

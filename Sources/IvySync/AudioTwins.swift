@@ -2,6 +2,7 @@ import Foundation
 import IvyCore
 import IvyStore
 import IvySystem
+import Logging
 
 /// A clip's MP3s on Drive when several files carry its name, resolved by content: Drive's
 /// `modifiedTime` says only which upload came last, not which take is newer.

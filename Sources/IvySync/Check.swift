@@ -1,7 +1,7 @@
 import Foundation
 import IvyCore
-import IvyGoogle
-import IvyStore
+package import IvyGoogle
+package import IvyStore
 import IvySystem
 
 /// What `ivy check` found: the backup on Drive compared with this library, read-only.

@@ -1,8 +1,8 @@
-import Foundation
+package import Foundation
 import IvyCore
-import IvyGoogle
+package import IvyGoogle
 import IvySystem
-import Logging
+package import Logging
 import Synchronization
 
 /// Health-check pings (setting `health_url`), in the convention of healthchecks.io: `URL/start`

@@ -3,6 +3,7 @@ import IvyCore
 import IvyGoogle
 import IvyStore
 import IvySystem
+import Logging
 
 /// Why an operation did not finish, and what that means for the rest of the sync. The rule
 /// is written once, in `SyncFailure.of(_:)`, and every operation goes through it:

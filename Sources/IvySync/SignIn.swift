@@ -1,7 +1,7 @@
 import Foundation
 import IvyCore
-import IvyGoogle
-import IvyStore
+package import IvyGoogle
+package import IvyStore
 import IvySystem
 
 /// One sign-in: Google's device flow, the account from Drive, the token file and the
@@ -62,9 +62,10 @@ package struct SignIn: Sendable {
             scope: granted.scope, clientID: credentials.id, email: account.email, permissionID: account.permissionID,
             endpoints: endpoints)
         let lock = holdingSyncLock ? nil : try await SyncLock.acquireWaiting(path: lockFile, waiting: waiting)
-        defer { withExtendedLifetime(lock) {} }
-        try tokens.save(token)
-        let forgot = try library.bindAccount(permissionID: account.permissionID, email: account.email)
-        return SignedIn(token: token, account: account, forgotOtherAccount: forgot)
+        return try withSyncLock(lock) {
+            try tokens.save(token)
+            let forgot = try library.bindAccount(permissionID: account.permissionID, email: account.email)
+            return SignedIn(token: token, account: account, forgotOtherAccount: forgot)
+        }
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
-import IvyCore
+package import IvyCore
 import IvySystem
-import Logging
+package import Logging
 
 /// swift-log lines into `ivy.log`, rotated once (to `ivy.log.1`) past `limit` bytes.
 package struct FileLogHandler: LogHandler {

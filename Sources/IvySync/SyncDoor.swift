@@ -1,9 +1,9 @@
 import Foundation
-import IvyCore
-import IvyGoogle
-import IvyStore
+package import IvyCore
+package import IvyGoogle
+package import IvyStore
 import IvySystem
-import Logging
+package import Logging
 import Synchronization
 
 /// Why `ivy sync --auto` does nothing this time. Cron hears none of these: each passes by
@@ -215,53 +215,54 @@ package final class SyncDoor: Sendable {
         }
         // Held to the end: the token provider refreshes into the token file, which only the
         // holder of the sync lock may write.
-        defer { withExtendedLifetime(lock) {} }
-        let signIn = tokens.signIn()
-        let token: StoredToken
-        if case .signedIn(let signedIn) = signIn {
-            token = signedIn
-        } else if request.auto {
-            return .skipped(.signedOut)
-        } else if let signInFirst = request.signInFirst {
-            token = try await signInFirst(signIn)
-        } else {
-            return .notSignedIn(signIn)
-        }
-        await started()
-        let server: GoogleEndpoints
-        let client: ClientCredentials
-        do {
-            (server, client) = (try endpoints(token), try credentials())
-        } catch {
-            // No OAuth client, or a variable naming another server than the sign-in's: logged
-            // and kept as `last_error` for `ivy status`, and cron hears it once, not every run.
-            let message = error.localizedDescription
-            logger.error("sync could not start", metadata: ["error": "\(message)"])
-            try? library.recordSetting(.lastError, message)
-            if request.auto {
-                if (try? library.internalSetting(.autoReportedError)) == message {
-                    return .failed(error, cronHears: false)
-                }
-                try? library.setInternalSetting(.autoReportedError, message)
+        return try await withSyncLock(lock) {
+            let signIn = tokens.signIn()
+            let token: StoredToken
+            if case .signedIn(let signedIn) = signIn {
+                token = signedIn
+            } else if request.auto {
+                return .skipped(.signedOut)
+            } else if let signInFirst = request.signInFirst {
+                token = try await signInFirst(signIn)
+            } else {
+                return .notSignedIn(signIn)
             }
-            throw error
-        }
-        let drive = try Self.drive(
-            library: library, tokens: tokens, token: token, endpoints: server, credentials: client,
-            effects: currentEffects())
-        let engine = SyncEngine(
-            library: library, drive: drive, clock: clock, logger: logger, progress: request.progress,
-            steps: request.steps)
-        let outcome = await run(engine, request, server: server)
-        switch outcome {
-        case .finished(let report, _):
-            if !request.watched { logger.info("sync finished", metadata: ["summary": "\(report.summary)"]) }
-            return request.auto ? .finished(report, cronNews: try cronNews(report)) : outcome
-        case .failed:
-            effects.withLock { $0 = nil }
-            return outcome
-        default:
-            return outcome
+            await started()
+            let server: GoogleEndpoints
+            let client: ClientCredentials
+            do {
+                (server, client) = (try endpoints(token), try credentials())
+            } catch {
+                // No OAuth client, or a variable naming another server than the sign-in's: logged
+                // and kept as `last_error` for `ivy status`, and cron hears it once, not every run.
+                let message = error.localizedDescription
+                logger.error("sync could not start", metadata: ["error": "\(message)"])
+                try? library.recordSetting(.lastError, message)
+                if request.auto {
+                    if (try? library.internalSetting(.autoReportedError)) == message {
+                        return .failed(error, cronHears: false)
+                    }
+                    try? library.setInternalSetting(.autoReportedError, message)
+                }
+                throw error
+            }
+            let drive = try Self.drive(
+                library: library, tokens: tokens, token: token, endpoints: server, credentials: client,
+                effects: currentEffects())
+            let engine = SyncEngine(
+                library: library, drive: drive, clock: clock, logger: logger, progress: request.progress,
+                steps: request.steps)
+            let outcome = await run(engine, request, server: server)
+            switch outcome {
+            case .finished(let report, _):
+                if !request.watched { logger.info("sync finished", metadata: ["summary": "\(report.summary)"]) }
+                return request.auto ? .finished(report, cronNews: try cronNews(report)) : outcome
+            case .failed:
+                effects.withLock { $0 = nil }
+                return outcome
+            default:
+                return outcome
+            }
         }
     }
 

@@ -1,9 +1,9 @@
 import Foundation
-import IvyCore
-import IvyGoogle
-import IvyStore
+package import IvyCore
+package import IvyGoogle
+package import IvyStore
 import IvySystem
-import Logging
+package import Logging
 import Synchronization
 
 package struct SyncOptions: Sendable {

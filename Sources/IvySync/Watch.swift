@@ -1,8 +1,8 @@
 import Foundation
-import IvyCore
+package import IvyCore
 import IvyGoogle
-import IvyStore
-import Logging
+package import IvyStore
+package import Logging
 import Synchronization
 
 /// A request to end a watch: the first asks it to finish what is in flight and stop, a

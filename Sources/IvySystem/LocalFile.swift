@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+package import Foundation
 
 /// What ivy needs to know of a file on disk before sending it or after receiving it.
 package enum LocalFile {

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// Files only the user may read: every one is opened with mode 0600, never through a
 /// symbolic link (one planted at the path would make ivy write whatever file it points to),

@@ -101,3 +101,24 @@ package final class SyncLock: Sendable {
         close(descriptor)
     }
 }
+
+/// Runs `body` while `lock` is held, however `body` ends: the lock's lifetime is a scope said
+/// in the code, not wherever Swift ends the life of a variable nothing reads. Given the lock's
+/// only reference (`withSyncLock(home.waitForSyncLock()) { … }`), it lets the lock go as `body`
+/// ends. `nil` (the caller holds the lock already, or a read-only home needs none) runs `body`
+/// alone.
+package func withSyncLock<Result, Failure: Error>(
+    _ lock: SyncLock?, _ body: () throws(Failure) -> Result
+) throws(Failure) -> Result {
+    defer { withExtendedLifetime(lock) {} }
+    return try body()
+}
+
+/// `withSyncLock(_:_:)` for a body that awaits; it runs where its caller runs, so a caller on
+/// ivy's own executor stays there.
+nonisolated(nonsending) package func withSyncLock<Result, Failure: Error>(
+    _ lock: SyncLock?, _ body: nonisolated(nonsending) () async throws(Failure) -> Result
+) async throws(Failure) -> Result {
+    defer { withExtendedLifetime(lock) {} }
+    return try await body()
+}

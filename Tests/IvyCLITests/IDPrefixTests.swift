@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 
 /// Two books and two clips whose ids share their first four characters and part at the fifth.

@@ -1,3 +1,4 @@
+import Foundation
 import IvyCore
 import Testing
 
@@ -33,9 +34,7 @@ enum Fixture {
     }
 
     static func queued(_ key: EntityKey, _ operation: QueueItem.Operation, attempts: Int = 0) -> QueueItem {
-        QueueItem(
-            kind: key.kind, entityID: key.id, operation: operation, attempts: attempts,
-            lastError: attempts > 0 ? "offline" : nil)
+        QueueItem(key: key, operation: operation, attempts: attempts, lastError: attempts > 0 ? "offline" : nil)
     }
 }
 

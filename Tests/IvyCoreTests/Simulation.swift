@@ -61,7 +61,7 @@ final class SimulatedDevice {
     }
 
     private func enqueue(_ key: EntityKey, _ operation: QueueItem.Operation) {
-        queue[key] = QueueItem(kind: key.kind, entityID: key.id, operation: operation, queuedAt: clock)
+        queue[key] = QueueItem(key: key, operation: operation, queuedAt: clock)
     }
 
     // MARK: the user's edits

@@ -2,6 +2,7 @@ import Foundation
 import GoogleEmulator
 import IvyCore
 import IvyTestSupport
+import Synchronization
 import Testing
 
 @testable import IvyGoogle

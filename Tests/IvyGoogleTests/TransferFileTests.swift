@@ -2,6 +2,7 @@ import Foundation
 import GoogleEmulator
 import IvyCore
 import IvySystem
+import IvyTestSupport
 import Testing
 
 @testable import IvyGoogle

@@ -1,6 +1,7 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
+import IvyStore
 import IvySync
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import IvyCore
 import IvySync
 import IvyTestSupport
 import Logging

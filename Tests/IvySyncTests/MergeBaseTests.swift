@@ -1,7 +1,9 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
+import IvyStore
 import IvySync
+import IvyTestSupport
 import Testing
 
 /// A merge applied here before its upload: what it took from Drive is its base from then on.

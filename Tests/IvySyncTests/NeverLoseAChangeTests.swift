@@ -5,6 +5,7 @@ import IvyCore
 import IvyStore
 import IvySync
 import IvySystem
+import IvyTestSupport
 import Synchronization
 import Testing
 
@@ -355,7 +356,7 @@ struct NeverLoseAChangeTests {
             #expect(failure.entity == "book \(bad.id)")
             #expect(failure.reason.contains("book \(bad.id)") && failure.reason.contains("position"))
             #expect(await world.names() == ["book_\(good.id).json"])
-            let item = try #require(try a.library.queueItems().first { $0.entityID == bad.id.rawValue })
+            let item = try #require(try a.library.queueItems().first { $0.key == EntityKey(bad.id) })
             #expect(item.hasFailed, "a local cause fails at once")
         }
     }
@@ -374,7 +375,7 @@ struct NeverLoseAChangeTests {
             #expect(report.failures.map(\.entity) == ["clip \(clip.id)"])
             #expect(report.failures.first?.reason.contains("limit") == true)
             #expect(await world.names() == ["book_\(book.id).json"])
-            #expect(try a.library.queueItems().first { $0.entityID == clip.id.rawValue }?.hasFailed == true)
+            #expect(try a.library.queueItems().first { $0.key == EntityKey(clip.id) }?.hasFailed == true)
         }
     }
 

@@ -3,6 +3,7 @@ import GoogleEmulator
 import IvyCore
 import IvyStore
 import IvySync
+import IvyTestSupport
 import Testing
 
 /// Syncs that overlap another writer's replace. ivy and the Ivy app replace a file by deleting

@@ -4,6 +4,7 @@ import IvyCore
 import IvyGoogle
 import IvyStore
 import IvySync
+import IvyTestSupport
 import Testing
 
 extension World {

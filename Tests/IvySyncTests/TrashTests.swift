@@ -2,6 +2,7 @@ import Foundation
 import IvyCore
 import IvyStore
 import IvySync
+import IvyTestSupport
 import Testing
 
 /// The local trash: what a sync deletes or overwrites here is kept first, and can be put

@@ -132,7 +132,30 @@ struct PrivateFileTests {
         #expect(winner != nil && held == nil)
         #expect(cancelled == waiters.count - 1)
     }
+
+    @Test("withSyncLock holds the lock for its body and lets it go as the body returns or throws")
+    func scopedLock() async throws {
+        let root = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let path = root + "/sync.lock"
+        func take() throws -> SyncLock {
+            guard case .acquired(let lock) = try SyncLock.acquire(path: path) else { throw Busy() }
+            return lock
+        }
+        #expect(try withSyncLock(take()) { SyncLock.holder(path: path).running })
+        #expect(!SyncLock.holder(path: path).running)
+        #expect(throws: Busy.self) { try withSyncLock(take()) { throw Busy() } }
+        #expect(!SyncLock.holder(path: path).running)
+        let heldAcrossAwait = try await withSyncLock(take()) {
+            try await Task.sleep(for: .milliseconds(1))
+            return SyncLock.holder(path: path).running
+        }
+        #expect(heldAcrossAwait && !SyncLock.holder(path: path).running)
+        #expect(withSyncLock(nil) { !SyncLock.holder(path: path).running })
+    }
 }
+
+private struct Busy: Error {}
 
 /// The holders' process ids the waiting lock reported.
 private final class Told: Sendable {

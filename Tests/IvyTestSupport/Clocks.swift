@@ -1,5 +1,5 @@
 import Foundation
-import IvyCore
+package import IvyCore
 import Synchronization
 
 /// A wall clock the test sets by hand. A ticking clock also moves 1 ms on with every read,

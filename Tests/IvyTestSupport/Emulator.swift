@@ -1,9 +1,9 @@
 import Foundation
-import GoogleEmulator
-import IvyCore
-import IvyGoogle
-import IvyStore
-import IvySync
+package import GoogleEmulator
+package import IvyCore
+package import IvyGoogle
+package import IvyStore
+package import IvySync
 import IvySystem
 
 /// Runs `body` against a fresh emulator on a loopback port of `host` (its randomness seeded,

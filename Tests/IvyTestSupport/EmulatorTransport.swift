@@ -1,6 +1,6 @@
-import Foundation
-import GoogleEmulator
-import IvyGoogle
+package import Foundation
+package import GoogleEmulator
+package import IvyGoogle
 import IvySystem
 
 #if canImport(FoundationNetworking)

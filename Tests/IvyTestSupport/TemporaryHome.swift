@@ -1,5 +1,5 @@
 import Foundation
-import IvyCore
+package import IvyCore
 
 /// A fresh directory for one test, usable as an `IVY_HOME`; removed with everything in it
 /// when the last reference goes, so a failing test leaves nothing behind either.

@@ -10,6 +10,9 @@ import Synchronization
 /// Silent is not unaware: cron's `--auto` says nothing on a terminal, and a person who wants to
 /// know hears from the health-check service instead. A ping never changes how a sync ends: it
 /// is a POST whose body is the one-line summary, given up after `deadline` (10 s) and logged.
+/// Only the answer's status is read: ivy hangs up once it has it, so a service that answers
+/// with a body that never ends costs a sync next to nothing. Pings go through a transport of
+/// their own (its own URLSession and delegate queue), never queued behind Drive's transfers.
 package final class HealthCheck: Sendable {
     package enum Signal: String, Sendable {
         case start
@@ -52,9 +55,10 @@ package final class HealthCheck: Sendable {
     /// still in flight then is cancelled, and not waited for.
     package func ping(_ signal: Signal, _ text: String) async {
         guard let target = Self.target(url, signal) else { return }
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: "POST", url: target, headers: ["Content-Type": "text/plain; charset=utf-8"],
-            body: .data(Self.body(text)), responseLimit: 64 << 10)
+            body: .data(Self.body(text)), responseLimit: 0)
+        request.statusOnly = true
         let allowed = left.withLock { $0 }
         guard allowed > .zero else {
             logger.warning(

@@ -123,6 +123,9 @@ package final class SyncDoor: Sendable {
     private let effects = Mutex<GoogleEffects?>(nil)
     /// How long a health-check ping may take, all in (10 s; a test's is shorter).
     private let healthDeadline: Duration
+    /// Makes the transport health-check pings go through: one of their own, so an answer that
+    /// floods it never waits in line with (or ahead of) Drive's transfers.
+    private let pingTransport: @Sendable () -> any HTTPTransport
     /// What a watch last pinged (`watchPing`): a success at most once a minute, a signed-out
     /// wait once.
     let watchPings = Mutex<WatchPings>(WatchPings())
@@ -131,7 +134,10 @@ package final class SyncDoor: Sendable {
         library: LibraryDatabase, tokens: TokenStore, lockFile: String, clock: WallClock, logger: Logger,
         endpoints: @escaping @Sendable (StoredToken) throws -> GoogleEndpoints,
         credentials: @escaping @Sendable () throws -> ClientCredentials,
-        effects: @escaping @Sendable () -> GoogleEffects, healthDeadline: Duration = HealthCheck.defaultDeadline
+        effects: @escaping @Sendable () -> GoogleEffects, healthDeadline: Duration = HealthCheck.defaultDeadline,
+        pingTransport: @escaping @Sendable () -> any HTTPTransport = {
+            URLSessionTransport(inlineCallbacks: true)
+        }
     ) {
         self.library = library
         self.tokens = tokens
@@ -142,6 +148,7 @@ package final class SyncDoor: Sendable {
         self.credentials = credentials
         makeEffects = effects
         self.healthDeadline = healthDeadline
+        self.pingTransport = pingTransport
     }
 
     /// One sync: the `--auto` gate, the sync lock (held until it returns), the sign-in (or a
@@ -177,7 +184,7 @@ package final class SyncDoor: Sendable {
             guard let text = try library.setting(.healthURL) else { return nil }
             return HealthCheck(
                 url: try GoogleEndpoints.checkedURL(text, named: SettingKey.healthURL.rawValue),
-                transport: currentEffects().transport, deadline: healthDeadline, logger: logger)
+                transport: pingTransport(), deadline: healthDeadline, logger: logger)
         } catch {
             logger.warning("no health ping", metadata: ["error": "\(error.localizedDescription)"])
             return nil

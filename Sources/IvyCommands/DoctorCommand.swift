@@ -386,8 +386,17 @@ struct DoctorCommand: ContextCommand {
         } else {
             add(.warning, "last success", "never", "run `ivy sync`")
         }
-        if try library.setting(.healthURL) != nil {
-            add(.ok, "health url", "configured: each sync pings it", nil)
+        if let stored = try library.setting(.healthURL) {
+            var refusal: String?
+            do {
+                _ = try GoogleEndpoints.checkedURL(stored, named: SettingKey.healthURL.rawValue)
+            } catch {
+                refusal = error.localizedDescription
+            }
+            let finding = DoctorRules.healthURL(
+                stored, refusal: refusal, last: try library.lastHealthPing(),
+                when: { Display.dateWithAge($0, now: now, zone: home.displayZone) })
+            add(finding.level, finding.check, finding.detail, finding.fix)
         } else {
             add(
                 .warning, "health url", "none: a cron sync that stops working tells no one",

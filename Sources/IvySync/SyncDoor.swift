@@ -169,7 +169,7 @@ package final class SyncDoor: Sendable {
         } catch {
             // A busy library is a skip for `--auto`, however it is found: no news.
             if !(request.auto && (error as? StoreError)?.isBusy == true) {
-                await health?.ping(.fail, error.localizedDescription)
+                await health?.ping(.fail, HealthText.kind(of: error))
             }
             throw error
         }
@@ -177,18 +177,37 @@ package final class SyncDoor: Sendable {
         return outcome
     }
 
-    /// The health check `health_url` names, or nil when none is set (or the value another
-    /// program wrote is not one ivy sends to: logged).
+    /// The health check `health_url` names, or nil when none is set. A value ivy will not
+    /// send to (another program wrote it) makes a check whose pings are not sent, each logged
+    /// and recorded as such, so `ivy status` and `ivy doctor` say it.
     func healthCheck() -> HealthCheck? {
+        let stored: String
         do {
             guard let text = try library.setting(.healthURL) else { return nil }
-            return HealthCheck(
-                url: try GoogleEndpoints.checkedURL(text, named: SettingKey.healthURL.rawValue),
-                transport: pingTransport(), deadline: healthDeadline, logger: logger)
+            stored = text
         } catch {
             logger.warning("no health ping", metadata: ["error": "\(error.localizedDescription)"])
             return nil
         }
+        let target: HealthCheck.Target
+        do {
+            target = .url(try GoogleEndpoints.checkedURL(stored, named: SettingKey.healthURL.rawValue))
+        } catch {
+            target = .refused(error.localizedDescription)
+        }
+        let library = library
+        let logger = logger
+        return HealthCheck(
+            target: target, setting: stored, transport: pingTransport(), deadline: healthDeadline, logger: logger,
+            clock: clock,
+            record: { outcome in
+                do {
+                    try library.recordHealthPing(outcome)
+                } catch {
+                    logger.warning(
+                        "recording the health ping failed", metadata: ["error": "\(error.localizedDescription)"])
+                }
+            })
     }
 
     /// What a sync's end pings, if anything: skips for the cooldown, a disabled sync, a busy
@@ -196,18 +215,18 @@ package final class SyncDoor: Sendable {
     static func ping(for outcome: SyncOutcome) -> (HealthCheck.Signal, String)? {
         switch outcome {
         case .finished(let report, _):
-            return (report.isSuccess ? .success : .fail, report.healthText)
+            return (report.isSuccess ? .success : .fail, HealthText.of(report))
         case .skipped(.signedOut):
             return (.fail, "signed out: run ivy login")
         case .skipped, .busy:
             return nil
         case .notSignedIn:
             return (.fail, "not signed in: run ivy login")
-        case .signedOut(let error):
-            return (.fail, "signed out: run ivy login (\(error.localizedDescription))")
+        case .signedOut:
+            return (.fail, "signed out: run ivy login")
         case .failed(let error, _):
             if error is CancellationError { return nil }
-            return (.fail, error.localizedDescription)
+            return (.fail, HealthText.kind(of: error))
         }
     }
 

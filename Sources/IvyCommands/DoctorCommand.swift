@@ -132,9 +132,7 @@ struct DoctorCommand: ContextCommand {
     ) -> ClientCredentials? {
         let resolution = library.flatMap { try? home.client($0) }
         if let incomplete = resolution?.incomplete {
-            add(
-                .problem, "oauth client", incomplete,
-                "give the other half too, or unset the half that is given to use a release's built-in client")
+            add(.problem, "oauth client", incomplete, ClientResolution.halfClientFix)
             return nil
         }
         guard let resolution, let credentials = resolution.credentials else {

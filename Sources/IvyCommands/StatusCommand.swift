@@ -112,6 +112,7 @@ struct StatusCommand: ContextCommand {
             case driveURL = "drive_url"
             case endpointProblem = "endpoint_problem"
             case clientSource = "client_source"
+            case clientProblem = "client_problem"
             case healthURL = "health_url"
             case lastHealthPing = "last_health_ping"
         }
@@ -153,6 +154,7 @@ struct StatusCommand: ContextCommand {
                 try container.encodeNil(forKey: .endpointProblem)
             }
             try container.encode(client.source.rawValue, forKey: .clientSource)
+            try container.encode(client.problem, forKey: .clientProblem)
             try container.encode(healthURL, forKey: .healthURL)
             try container.encode(
                 lastHealthPing.map {
@@ -229,6 +231,8 @@ struct StatusCommand: ContextCommand {
             (
                 "oauth client",
                 report.client.credentials.map { "\(Display.safe($0.id)) (from \(report.client.source.phrase))" }
+                    // Half a client: the resolver's one answer, as doctor and login give it.
+                    ?? report.client.problem.map { "none: \($0)" }
                     ?? "none: this build has none built in; see `ivy login --help`"
             ),
         ]

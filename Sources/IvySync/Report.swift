@@ -125,11 +125,17 @@ package struct SyncReport: Sendable, Encodable {
     }
 
     /// One line for people: what moved, what failed, what it cost.
-    package var summary: String {
+    package var summary: String { summary(skipsListed: false) }
+
+    /// The summary; `skipsListed`: each skipped Drive file was just listed, with why (`sync -v`).
+    package func summary(skipsListed: Bool) -> String {
         var line = moved
         if leftForNextSync > 0 { line += "; stopped early, \(leftForNextSync) left for the next sync" }
         if !failures.isEmpty { line += "; \(failures.count) failed (see `ivy queue`)" }
-        if !skipped.isEmpty { line += "; \(skipped.count) Drive files skipped" }
+        if !skipped.isEmpty {
+            let files = skipped.count == 1 ? "1 Drive file" : "\(skipped.count) Drive files"
+            line += "; \(files) skipped" + (skipsListed ? " (above)" : " (`ivy sync -v` lists them, and why)")
+        }
         if orphanClips > 0 { line += "; \(orphanClips) clips without their book" }
         if let heldSummary { line += "; " + heldSummary }
         return line

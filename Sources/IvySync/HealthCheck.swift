@@ -211,11 +211,12 @@ extension SyncDoor {
             case .failed(_, let kind):
                 pings.success = nil
                 return (.fail, kind)
-            case .paused(.signedOut(let reason)):
+            case .paused(.signedOut):
                 pings.success = nil
                 if pings.waiting { return nil }
                 pings.waiting = true
-                return (.fail, "signed out: run ivy login (\(reason))")
+                // Not the reason: a damaged sign-in file's names its path here.
+                return (.fail, "signed out: run ivy login")
             case .busy, .paused(.syncDisabled), .stopped, .fatal:
                 return nil
             }

@@ -172,4 +172,20 @@ struct HealthOutcomeTests {
             #expect(!last.body.contains("/"), "no path: \(last.body)")
         }
     }
+
+    @Test("a watch that finds the sign-in file damaged pings /fail without the file's path")
+    func watchSignedOutNoPath() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.device(emulator)
+            try Data("{".utf8).write(to: URL(fileURLWithPath: device.tokenFile))
+            try await WatchProcess.with(device.ivy, interval: 2) { watch in
+                try await watch.next("the wait for a sign-in") { $0.event == "waiting" }
+                #expect(try await watch.stop().status == 0)
+            }
+            let last = try #require(await emulator.state.healthPings.last)
+            #expect(last.path == "/health/check/fail")
+            #expect(last.body.hasPrefix("signed out: run ivy login"), "\(last.body)")
+            #expect(!last.body.contains("/"), "no path: \(last.body)")
+        }
+    }
 }

@@ -75,7 +75,8 @@ extension EmulatorState {
                 guard let rule = try? JSONDecoder().decode(FaultRule.self, from: request.body) else {
                     let fields =
                         "method, pathContains, nth, probability, times, status, reason, retryAfterSeconds, "
-                        + "delayMilliseconds, dropAfterBytes, headers, jsonFields, hold, afterHandling"
+                        + "delayMilliseconds, dropAfterBytes, headers, jsonFields, hold, afterHandling, endless, "
+                        + "holdBody"
                     return .json(400, ["error": "a fault rule is JSON with \(fields)"])
                 }
                 addFault(rule)

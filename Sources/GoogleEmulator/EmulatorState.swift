@@ -11,6 +11,9 @@ package struct EmulatorReply: Sendable {
     package var endless: Bool
     /// A file's content: sent in pieces, each counted in `EmulatorState.mediaBytesSent`.
     package var media: Bool
+    /// The status, headers and first byte of the body go out; the rest waits for
+    /// `EmulatorState.releaseHeld` (fault `holdBody`).
+    package var stalls = false
 
     package init(
         status: Int, headers: [String: String] = [:], body: Data = Data(), dropAfterBytes: Int? = nil,
@@ -206,8 +209,8 @@ package actor EmulatorState {
     /// How many device codes one client may ask for per minute; over it Google answers 403
     /// `{"error_code":"rate_limit_exceeded"}`. Nil: no limit.
     package private(set) var deviceCodeLimit: Int?
-    /// Filler bytes endless downloads have sent (or are sending) since the last `misreport`:
-    /// how a test sees that a client stopped reading.
+    /// Filler bytes endless answers have sent (or are sending) since the last `misreport`, or
+    /// the last fault rule with `endless`: how a test sees that a client stopped reading.
     package private(set) var endlessBytesSent = 0
     /// Bytes of file content (`alt=media` answers) handed to the connection, and how many
     /// such answers were sent to the end: how a test sees how far the server got ahead of a
@@ -356,7 +359,10 @@ package actor EmulatorState {
         now().timeIntervalSince(file.nameTime ?? file.createdTime) >= nameIndexDelay
     }
 
-    package func addFault(_ rule: FaultRule) { faults.append(rule) }
+    package func addFault(_ rule: FaultRule) {
+        faults.append(rule)
+        if rule.endless == true { endlessBytesSent = 0 }
+    }
 
     package func setListFault(_ fault: ListFault?) {
         listFault = fault

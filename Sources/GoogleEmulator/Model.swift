@@ -204,12 +204,19 @@ package struct FaultRule: Sendable, Codable, Equatable {
     /// real one. Google warns that a create answered with an error may still have happened
     /// (the duplicate hazard pre-generated ids exist for).
     package var afterHandling: Bool?
+    /// After the answer's body, filler until the client hangs up (counted in
+    /// `EmulatorState.endlessBytesSent`): a hostile server streaming without end.
+    package var endless: Bool?
+    /// Send the status, the headers and the body's first byte, then park the rest until a test
+    /// calls `releaseHeld`: a server that starts its answer and stalls (HTTP only).
+    package var holdBody: Bool?
 
     package init(
         method: String? = nil, pathContains: String? = nil, nth: Int? = nil, probability: Double? = nil,
         times: Int? = nil, status: Int? = nil, reason: String? = nil, retryAfterSeconds: Int? = nil,
         delayMilliseconds: Int? = nil, dropAfterBytes: Int? = nil, headers: [String: String]? = nil,
-        jsonFields: [String: String]? = nil, hold: Bool? = nil, afterHandling: Bool? = nil
+        jsonFields: [String: String]? = nil, hold: Bool? = nil, afterHandling: Bool? = nil, endless: Bool? = nil,
+        holdBody: Bool? = nil
     ) {
         self.method = method
         self.pathContains = pathContains
@@ -225,6 +232,8 @@ package struct FaultRule: Sendable, Codable, Equatable {
         self.jsonFields = jsonFields
         self.hold = hold
         self.afterHandling = afterHandling
+        self.endless = endless
+        self.holdBody = holdBody
     }
 }
 

@@ -111,6 +111,8 @@ package struct EmulatorPipeline: Sendable {
                 reply = replaced ? Self.faultReply(fault, path: path) : Self.patched(reply, by: fault)
             }
         }
+        if fault?.endless == true { reply.endless = true }
+        if fault?.holdBody == true { reply.stalls = true }
         if method == "PUT", path == "/upload/drive/v3/files", let uploadID = query["upload_id"] {
             await state.sessionAnswered(reply, uploadID: uploadID)
         }

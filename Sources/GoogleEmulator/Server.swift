@@ -164,6 +164,18 @@ struct EmulatorResponder: Sendable {
                     try await writer.finish(nil)
                 })
         }
+        if reply.stalls, !reply.body.isEmpty {
+            fields[.contentLength] = String(reply.body.count)
+            let content = reply.body
+            return Response(
+                status: status, headers: fields,
+                body: ResponseBody { writer in
+                    try await writer.write(ByteBuffer(bytes: content.prefix(1)))
+                    await state.hold()
+                    try await writer.write(ByteBuffer(bytes: content.dropFirst()))
+                    try await writer.finish(nil)
+                })
+        }
         guard let dropAfter else {
             fields[.contentLength] = String(reply.body.count)
             guard reply.media else {

@@ -24,11 +24,12 @@ func settingKey(_ name: String) throws -> SettingKey {
     return key
 }
 
-/// The client secret is a credential: only whether it is set is ever shown. Values are
-/// escaped: another program may have written anything into the settings table.
+/// The client secret is a credential: only whether it is set is ever shown, and so are a user
+/// name and password in the health URL (`***`). Values are escaped: another program may have
+/// written anything into the settings table.
 func shown(_ key: SettingKey, _ value: String?) -> String {
     guard let value else { return "" }
-    return key.isSecret ? "(set)" : Display.safe(value)
+    return key.shown(value).map(Display.safe) ?? "(set)"
 }
 
 extension ConfigCommand {
@@ -61,7 +62,7 @@ extension ConfigCommand {
                 return try home.output.json(
                     settings.map { entry in
                         Item(
-                            key: entry.key.rawValue, value: entry.key.isSecret ? nil : entry.value,
+                            key: entry.key.rawValue, value: entry.value.flatMap(entry.key.shown),
                             source: entry.isDefault ? "default" : "set")
                     })
             }

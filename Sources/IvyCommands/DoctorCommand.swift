@@ -142,9 +142,7 @@ struct DoctorCommand: ContextCommand {
     ) -> ClientCredentials? {
         let resolution = library.flatMap { try? home.client($0) }
         if let incomplete = resolution?.incomplete {
-            add(
-                .problem, "oauth client", incomplete,
-                "give the other half too, or unset the half that is given to use a release's built-in client")
+            add(.problem, "oauth client", incomplete, ClientResolution.halfClientFix)
             return nil
         }
         guard let resolution, let credentials = resolution.credentials else {
@@ -397,8 +395,17 @@ struct DoctorCommand: ContextCommand {
         } else {
             add(.warning, "last success", "never", "run `ivy sync`")
         }
-        if try library.setting(.healthURL) != nil {
-            add(.ok, "health url", "configured: each sync pings it", nil)
+        if let stored = try library.setting(.healthURL) {
+            var refusal: String?
+            do {
+                _ = try GoogleEndpoints.checkedURL(stored, named: SettingKey.healthURL.rawValue)
+            } catch {
+                refusal = error.localizedDescription
+            }
+            let finding = DoctorRules.healthURL(
+                stored, refusal: refusal, last: try library.lastHealthPing(),
+                when: { Display.dateWithAge($0, now: now, zone: home.displayZone) })
+            add(finding.level, finding.check, finding.detail, finding.fix)
         } else {
             add(
                 .warning, "health url", "none: a cron sync that stops working tells no one",

@@ -149,6 +149,35 @@ package enum DoctorRules {
             fix: nil)
     }
 
+    /// The health URL (`stored`, shown with its user name and password masked) by the last
+    /// ping sent to it: a ping the service did not take (a 404, a redirect, no answer) or a URL
+    /// ivy refuses (`refusal`) is a problem, since every failure it should report goes unheard.
+    package static func healthURL(
+        _ stored: String, refusal: String?, last: HealthPingRecord?, when: (Milliseconds) -> String
+    ) -> DoctorFinding {
+        let shown = URLText.masked(stored)
+        let check = "health url"
+        let setIt = "`ivy config set health_url URL` with the ping URL your health-check service shows"
+        if let refusal {
+            return DoctorFinding(
+                level: .problem, check: check, detail: "\(shown): ivy does not ping it: \(refusal)",
+                fix: setIt + " (https://), or `ivy config unset health_url`")
+        }
+        guard let last, last.url == stored else {
+            return DoctorFinding(
+                level: .warning, check: check, detail: "\(shown): not pinged yet",
+                fix: "run `ivy sync`, then `ivy doctor` again: it says how the ping went")
+        }
+        let detail = "\(shown): the last ping (\(last.signal), \(when(last.at))) \(last.outcome)"
+        if last.succeeded { return DoctorFinding(level: .ok, check: check, detail: detail, fix: nil) }
+        let fix =
+            last.status != nil
+            ? "the service did not take the ping: check the URL (a 404 or a redirect means it is not your check's "
+                + "ping URL), correct it with " + setIt + ", then run `ivy sync` and `ivy doctor` again"
+            : "check that the service is up and reachable from here, then run `ivy sync` and `ivy doctor` again"
+        return DoctorFinding(level: .problem, check: check, detail: detail, fix: fix)
+    }
+
     /// The Drive's used and free space, and a warning when the library's MP3s here
     /// (`libraryBytes`) would not fit in what is free: the uploads would be refused with
     /// `storageQuotaExceeded`.

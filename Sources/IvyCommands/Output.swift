@@ -58,7 +58,9 @@ struct Output {
         // A row written before the time rules may hold an infinity, which JSON has no number for.
         encoder.nonConformingFloatEncodingStrategy = .convertToString(
             positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-        line(String(decoding: try encoder.encode(value), as: UTF8.self))
+        // A bidi override or line separator in a title is written as its escape, as the
+        // encoder writes a control character: the same string to whoever reads the JSON.
+        line(TerminalText.jsonEscaped(String(decoding: try encoder.encode(value), as: UTF8.self)))
     }
 }
 

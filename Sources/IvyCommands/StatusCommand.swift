@@ -53,6 +53,32 @@ struct StatusCommand: ContextCommand {
         let endpoints: Result<GoogleEndpoints, GoogleError>
         /// The OAuth client a sign-in would use, and where it comes from (never its secret).
         let client: ClientResolution
+        /// `health_url`, its user name and password masked; nil when none is set.
+        let healthURL: String?
+        /// How the last ping to that URL went; nil before the first.
+        let lastHealthPing: HealthPingRecord?
+        /// `last_health_ping` for people: local time, age and outcome.
+        let lastHealthPingShown: String?
+
+        /// One ping's outcome as `status --json` prints it.
+        struct Ping: Encodable {
+            let time: String
+            let signal: String
+            let status: Int?
+            let problem: String?
+            let ok: Bool
+
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(time, forKey: .time)
+                try container.encode(signal, forKey: .signal)
+                try container.encode(status, forKey: .status)
+                try container.encode(problem, forKey: .problem)
+                try container.encode(ok, forKey: .ok)
+            }
+
+            enum CodingKeys: String, CodingKey { case time, signal, status, problem, ok }
+        }
 
         struct Held: Encodable {
             let entity: String
@@ -87,6 +113,9 @@ struct StatusCommand: ContextCommand {
             case driveURL = "drive_url"
             case endpointProblem = "endpoint_problem"
             case clientSource = "client_source"
+            case clientProblem = "client_problem"
+            case healthURL = "health_url"
+            case lastHealthPing = "last_health_ping"
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -126,6 +155,14 @@ struct StatusCommand: ContextCommand {
                 try container.encodeNil(forKey: .endpointProblem)
             }
             try container.encode(client.source.rawValue, forKey: .clientSource)
+            try container.encode(client.problem, forKey: .clientProblem)
+            try container.encode(healthURL, forKey: .healthURL)
+            try container.encode(
+                lastHealthPing.map {
+                    Ping(
+                        time: Display.date($0.at), signal: $0.signal, status: $0.status, problem: $0.problem,
+                        ok: $0.succeeded)
+                }, forKey: .lastHealthPing)
         }
     }
 
@@ -158,6 +195,9 @@ struct StatusCommand: ContextCommand {
         let held = try library.heldItems().map {
             Report.Held(entity: "\($0.key)", reason: $0.lastError ?? "no error was recorded")
         }
+        let healthURL = try library.setting(.healthURL)
+        // A record made for another URL says nothing of this one.
+        let ping = try library.lastHealthPing().flatMap { $0.url == healthURL ? $0 : nil }
         return Report(
             authenticated: signedIn, account: token?.email,
             accessTokenExpires: token?.expiresAt.map(Display.date), refreshToken: token?.refreshToken != nil,
@@ -176,7 +216,10 @@ struct StatusCommand: ContextCommand {
             tokenFile: paths.tokenFile, logFile: paths.logFile,
             endpoints: Result { () throws(GoogleError) in
                 try GoogleEndpoints.from(environment: environment, signIn: token)
-            }, client: client)
+            }, client: client, healthURL: healthURL.map(URLText.masked), lastHealthPing: ping,
+            lastHealthPingShown: ping.map {
+                "\(Display.dateWithAge($0.at, now: now, zone: zone)): the \($0.signal) ping \($0.outcome)"
+            })
     }
 
     private static func fields(_ report: Report) -> [(String, String)] {
@@ -189,6 +232,8 @@ struct StatusCommand: ContextCommand {
             (
                 "oauth client",
                 report.client.credentials.map { "\(Display.safe($0.id)) (from \(report.client.source.phrase))" }
+                    // Half a client: the resolver's one answer, as doctor and login give it.
+                    ?? report.client.problem.map { "none: \($0)" }
                     ?? "none: this build has none built in; see `ivy login --help`"
             ),
         ]
@@ -213,6 +258,11 @@ struct StatusCommand: ContextCommand {
             ("last sync", report.lastSync ?? "never"),
             ("last success", report.lastSuccessAge ?? "never"),
             ("last error", Display.optional(report.lastError)),
+            ("health url", report.healthURL ?? "none"),
+            (
+                "last health ping",
+                report.lastHealthPingShown ?? (report.healthURL == nil ? "-" : "none yet: the next sync pings it")
+            ),
             ("manifest entries", String(report.manifestEntries)),
             (
                 "next auto sync",

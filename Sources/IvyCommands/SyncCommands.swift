@@ -158,7 +158,14 @@ struct SyncCommand: ContextCommand {
         // would only garble them.
         let live = !auto && !json && !quiet && !verbose && home.terminal.error
         let output = home.output
-        if verbose { request.steps = { @Sendable step in output.step(step) } }
+        // What -v said of skipped Drive files as they happened; the rest it lists at the end.
+        let toldSkips = Mutex<Set<String>>([])
+        if verbose {
+            request.steps = { @Sendable step in
+                output.step(step)
+                if case .skipped(let reason) = step.result { toldSkips.withLock { _ = $0.insert(reason) } }
+            }
+        }
         let line = live ? ProgressLine(output: output, clock: home.clock, width: home.terminal.errorWidth) : nil
         if let line { request.progress = { @Sendable in line.show($0) } }
         if home.terminal.input && !auto {
@@ -181,7 +188,7 @@ struct SyncCommand: ContextCommand {
         guard case (let report, let cronNews)? = try finished(outcome, server: server, output: output) else {
             return
         }
-        try show(report, output: output)
+        try show(report, output: output, toldSkips: toldSkips.withLock { $0 })
         if stop.requested, report.leftForNextSync > 0 {
             let done = report.planned - report.leftForNextSync
             logger.notice(
@@ -234,7 +241,7 @@ struct SyncCommand: ContextCommand {
         }
     }
 
-    private func show(_ report: SyncReport, output: Output) throws {
+    private func show(_ report: SyncReport, output: Output, toldSkips: Set<String>) throws {
         if json {
             try output.json(report)
         } else if dryRun {
@@ -242,9 +249,15 @@ struct SyncCommand: ContextCommand {
             for entry in report.held { output.line(Display.safe("\(entry.entity): \(entry.reason)")) }
             output.line(Display.safe(report.summary))
         } else if !auto {
-            // -v says what the sync cost in Google's quota units too, at the end of the summary.
+            // -v lists every Drive file the sync skipped, with why (those skipped while it ran were
+            // said then), and what the sync cost in Google's quota units at the end of the summary.
+            if verbose {
+                for skip in report.skipped where !toldSkips.contains("Drive file \(skip.entity): \(skip.reason)") {
+                    output.line(Display.safe("skipped \(skip.entity): \(skip.reason)"))
+                }
+            }
             let units = verbose ? "; \(report.quotaUnits) Google quota units" : ""
-            if !quiet { output.line(Display.safe(report.summary) + units) }
+            if !quiet { output.line(Display.safe(report.summary(skipsListed: verbose)) + units) }
             if let notice = report.sharedQuotaNotice { output.error(notice) }
             // --verbose said each failure as it happened.
             if !verbose {

@@ -7,8 +7,8 @@
 /// skin tone is one emoji of two. Any other character is the sum of its code points: marks
 /// that do not space, variation selectors and the zero-width joiner add nothing, a spacing
 /// vowel sign (Devanagari, Bengali, Thai) adds a column, as glibc's wcswidth counts. A
-/// control character is shown escaped (`TerminalText.escaped`), so it takes the columns of
-/// its escape.
+/// control or format character is shown escaped (`TerminalText.escaped`), so it takes the
+/// columns of its escape.
 extension TerminalText {
     /// The columns `text` takes on a terminal once escaped.
     package static func width(_ text: String) -> Int {
@@ -22,8 +22,14 @@ extension TerminalText {
         let scalars = character.unicodeScalars
         guard let first = scalars.first else { return 0 }
         if scalars.count == 1, (0x20..<0x7F).contains(first.value) { return 1 }
-        // A control character is its own cluster (or CR LF): it shows as its escape.
-        if scalars.contains(where: isControl) { return escaped(String(character)).unicodeScalars.count }
+        // A control or format character shows as its escape (a flag's tag characters stay).
+        if scalars.contains(where: needsEscape), !isTagFlag(scalars) {
+            var total = 0
+            for scalar in scalars {
+                total += needsEscape(scalar) ? escape(scalar).unicodeScalars.count : width(of: scalar)
+            }
+            return total
+        }
         let properties = first.properties
         if properties.isEmojiPresentation {
             // VS15 asks for the text form of an emoji, one column.
@@ -77,6 +83,11 @@ extension TerminalText {
     /// `text` with spaces after it to fill `columns`; text already that wide is left as it is.
     package static func padded(_ text: String, toWidth columns: Int) -> String {
         text + String(repeating: " ", count: max(0, columns - width(text)))
+    }
+
+    /// A subdivision flag: U+1F3F4 and tag characters (🏴󠁧󠁢󠁳󠁣󠁴󠁿), which `escaped` keeps.
+    private static func isTagFlag(_ scalars: Character.UnicodeScalarView) -> Bool {
+        scalars.first?.value == blackFlag && scalars.dropFirst().allSatisfy(isTag)
     }
 
     private static func isRegionalIndicator(_ scalar: Unicode.Scalar) -> Bool {

@@ -29,6 +29,12 @@ package enum SettingKey: String, Sendable, CaseIterable {
     /// Values never printed: the client secret is a credential.
     package var isSecret: Bool { self == .clientSecret }
 
+    /// `value` as ivy may show it: nil for a secret, a URL's user name and password as `***`.
+    package func shown(_ value: String) -> String? {
+        if isSecret { return nil }
+        return self == .healthURL ? URLText.masked(value) : value
+    }
+
     package var defaultValue: String? {
         switch self {
         case .syncEnabled: "true"
@@ -69,7 +75,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .clientSecret: "OAuth client secret of that client (never printed)"
         case .healthURL:
             "health-check URL (healthchecks.io's convention): each sync pings URL/start, then URL or URL/fail "
-                + "(https, or http to loopback; unset to stop)"
+                + "(https, or http to loopback; a user name and password in it are shown as ***; unset to stop)"
         case .lastSyncTime: "when the last sync finished, in ms since the epoch (set by ivy)"
         case .lastSuccess:
             "when the last sync that left everything on Drive finished, in ms since the epoch (set by ivy)"
@@ -147,7 +153,8 @@ package enum SettingKey: String, Sendable, CaseIterable {
             let scheme = url.prefix(while: { $0 != ":" }).lowercased()
             guard ["http", "https"].contains(scheme), url.contains("://"), !url.contains(where: \.isWhitespace) else {
                 return .failure(
-                    SettingError(key: self, value: value, expected: "an https:// URL (or http:// to loopback)"))
+                    SettingError(
+                        key: self, value: URLText.masked(value), expected: "an https:// URL (or http:// to loopback)"))
             }
             return .success(url)
         case .lastSyncTime, .lastSuccess, .lastError:

@@ -1,4 +1,5 @@
 package import Foundation
+import IvyCore
 
 #if canImport(Glibc)
     import Glibc
@@ -71,19 +72,25 @@ package struct GoogleEndpoints: Sendable, Equatable {
     {
         var trimmed = text
         while trimmed.hasSuffix("/") { trimmed.removeLast() }
+        // A user name and password in the URL are credentials: never echoed.
+        let shown = URLText.masked(text)
         guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(),
             !host.isEmpty
         else {
-            throw .badEndpoint("\(variable)=\(text) is not a URL; \(fix)")
+            throw .badEndpoint("\(variable)=\(shown) is not a URL; \(fix)")
         }
         switch scheme {
         case "https": return url
-        case "http" where isLoopback(host) && url.user == nil && url.password == nil: return reachable(url, host: host)
+        case "http" where URLText.hasUserinfo(trimmed) || url.user != nil || url.password != nil:
+            throw .badEndpoint(
+                "\(variable) puts a user name or password in a plain http:// URL, which would send them unencrypted; "
+                    + "use https://, or leave the user:password@ part out")
+        case "http" where isLoopback(host): return reachable(url, host: host)
         case "http":
             throw .badEndpoint(
                 "\(variable) uses plain http:// to \(host); only loopback may (127.x.x.x, [::1] or localhost, "
                     + "written as such), anything else needs https://")
-        default: throw .badEndpoint("\(variable)=\(text) must be an https:// URL")
+        default: throw .badEndpoint("\(variable)=\(shown) must be an https:// URL")
         }
     }
 

@@ -51,10 +51,7 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
             (or set IVY_CLIENT_ID and IVY_CLIENT_SECRET). It must be the same project as the app: \
             drive.file only shows files made by that project.
             """
-        case .incompleteCredentials(let what):
-            "\(what): give the other half too (`ivy config set client_id ID` and `ivy config set client_secret "
-                + "SECRET`, or IVY_CLIENT_ID and IVY_CLIENT_SECRET), or unset the half that is given to use the "
-                + "client built into a release of ivy"
+        case .incompleteCredentials(let what): "\(what): \(ClientResolution.halfClientFix)"
         case .clientMismatch(let signedInWith, let configured):
             "the saved sign-in was made with OAuth client \(signedInWith), but the client configured now is "
                 + "\(configured) (IVY_CLIENT_ID, the setting client_id, or the one built into this release); "

@@ -32,6 +32,10 @@ package struct HTTPRequest: Sendable {
     /// (an upload's answer is Drive's JSON, not the file's bytes): a chunk at a time, on the
     /// transport's own thread, so it must be quick.
     package var progress: (@Sendable (Int64) -> Void)?
+    /// Only the status matters (a health-check ping): the caller is answered as soon as the
+    /// status line and headers arrive, with an empty body, and the transfer is cancelled then,
+    /// so a server that streams without end hands over what its sockets hold, not more.
+    package var statusOnly = false
 
     package init(
         method: String, url: URL, headers: [String: String] = [:], body: Body = .none,
@@ -91,7 +95,12 @@ package final class URLSessionTransport: HTTPTransport {
     private let session: URLSession
     private let transfers: TransferDelegate
 
-    package init(timeout: TimeInterval = 60) {
+    /// `inlineCallbacks`: URLSession's callbacks run on its own thread, as libcurl hands over
+    /// each chunk, instead of on a queue: a transfer that must stop (it wanted only the status,
+    /// or its body passed the limit) says so before libcurl reads another chunk, whatever the
+    /// machine's load, and the cancel follows at once. For a session of its own whose caller
+    /// wants little of the answer (a health-check ping); Drive's transfers keep their queue.
+    package init(timeout: TimeInterval = 60, inlineCallbacks: Bool = false) {
         Self.noDiskCache()
         // Not `.ephemeral`: on Linux it builds a URLCache that creates
         // ~/.cache/org.swift.foundation.URLCache/<program> even when the session never uses it.
@@ -103,10 +112,10 @@ package final class URLSessionTransport: HTTPTransport {
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
         configuration.urlCredentialStorage = nil
-        let queue = OperationQueue()
+        let queue = inlineCallbacks ? InlineQueue() : OperationQueue()
         // One at a time, in order: a task's data arrives before its completion.
         queue.maxConcurrentOperationCount = 1
-        let transfers = TransferDelegate()
+        let transfers = TransferDelegate(inline: inlineCallbacks)
         self.transfers = transfers
         session = URLSession(configuration: configuration, delegate: transfers, delegateQueue: queue)
     }
@@ -153,7 +162,9 @@ package final class URLSessionTransport: HTTPTransport {
             slice = copy
             task = session.uploadTask(with: urlRequest, fromFile: copy)
         }
-        let transfer = Transfer(limit: max(0, request.responseLimit), file: file, progress: request.progress)
+        let transfer = Transfer(
+            limit: max(0, request.responseLimit), file: file, progress: request.progress,
+            statusOnly: request.statusOnly)
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
@@ -178,18 +189,54 @@ package final class URLSessionTransport: HTTPTransport {
     }
 }
 
+/// A delegate queue that runs each callback where URLSession adds it: on URLSession's own
+/// work queue, inside libcurl's read (`URLSessionTransport`'s `inlineCallbacks`).
+private final class InlineQueue: OperationQueue, @unchecked Sendable {
+    override func addOperation(_ block: @escaping @Sendable () -> Void) { block() }
+}
+
 /// Routes URLSession's delegate calls to the transfer each task belongs to.
 private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable {
     private let transfers = Mutex<[Int: Transfer]>([:])
+    /// Callbacks run on URLSession's work queue (`InlineQueue`), which URLSession's `cancel`
+    /// waits for: anything that calls back into URLSession goes to another thread.
+    private let inline: Bool
+    /// Tasks told to stop (once each: every chunk libcurl reads before the cancel lands asks).
+    private let stopping = Mutex<Set<Int>>([])
+
+    init(inline: Bool) {
+        self.inline = inline
+    }
+
+    /// Cancels `task` now, or from another thread when this callback runs on URLSession's own.
+    private func stop(_ task: URLSessionTask) {
+        guard stopping.withLock({ $0.insert(task.taskIdentifier).inserted }) else { return }
+        guard inline else { return task.cancel() }
+        DispatchQueue.global().async { task.cancel() }
+    }
 
     func register(_ transfer: Transfer, for task: URLSessionTask) {
         transfers.withLock { $0[task.taskIdentifier] = transfer }
     }
 
+    /// The status line and headers: a transfer that wants only them is answered and ended here.
+    /// (On Linux, URLSession ignores the disposition and reads on until the cancel takes effect;
+    /// the transfer drops whatever comes meanwhile.)
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        guard let transfer = transfers.withLock({ $0[dataTask.taskIdentifier] }),
+            let response = response as? HTTPURLResponse, !transfer.responded(response)
+        else { return completionHandler(.allow) }
+        stop(dataTask)
+        completionHandler(.cancel)
+    }
+
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         guard let transfer = transfers.withLock({ $0[dataTask.taskIdentifier] }) else { return }
         let status = (dataTask.response as? HTTPURLResponse)?.statusCode ?? 0
-        if !transfer.receive(data, status: status) { dataTask.cancel() }
+        if !transfer.receive(data, status: status) { stop(dataTask) }
     }
 
     func urlSession(
@@ -215,10 +262,13 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
         transfers.withLock { $0[task.taskIdentifier] }?.challenged()
-        completionHandler(.cancelAuthenticationChallenge, nil)
+        // Declining cancels the task, which waits for URLSession's own queue.
+        guard inline else { return completionHandler(.cancelAuthenticationChallenge, nil) }
+        DispatchQueue.global().async { completionHandler(.cancelAuthenticationChallenge, nil) }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        stopping.withLock { _ = $0.remove(task.taskIdentifier) }
         guard let transfer = transfers.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
         transfer.finish(response: task.response as? HTTPURLResponse, error: error)
     }
@@ -246,13 +296,40 @@ package final class Transfer: Sendable {
     private let file: Int32?
     private let path: String?
     private let progress: (@Sendable (Int64) -> Void)?
+    /// Answered at the status and headers (`HTTPRequest.statusOnly`).
+    private let statusOnly: Bool
     private let state = Mutex(State())
 
-    package init(limit: Int64, file: (descriptor: Int32, path: String)?, progress: (@Sendable (Int64) -> Void)?) {
+    package init(
+        limit: Int64, file: (descriptor: Int32, path: String)?, progress: (@Sendable (Int64) -> Void)?,
+        statusOnly: Bool = false
+    ) {
         self.limit = limit
         self.file = file?.descriptor
         self.path = file?.path
         self.progress = progress
+        self.statusOnly = statusOnly
+    }
+
+    /// The status line and headers arrived. True when the transfer goes on; false for a
+    /// transfer that wanted only them: its caller is answered now, with an empty body, and
+    /// nothing more is read or reported.
+    package func responded(_ response: HTTPURLResponse) -> Bool {
+        guard statusOnly else { return true }
+        var headers: [String: String] = [:]
+        for (key, value) in response.allHeaderFields { headers["\(key)".lowercased()] = "\(value)" }
+        answerStatusOnly(HTTPResponse(status: response.statusCode, headers: headers))
+        return false
+    }
+
+    /// Answers a status-only caller with `response`, if it still waits, and stops the transfer.
+    private func answerStatusOnly(_ response: HTTPResponse) {
+        let continuation = state.withLock { state in
+            state.cancelled = true
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(returning: response)
     }
 
     /// Body bytes handed to the connection.
@@ -282,6 +359,12 @@ package final class Transfer: Sendable {
     /// The caller is answered with that failure at once, as `cancel` answers: URLSession on
     /// Linux now and then never reports the end of the task cancelled next.
     package func receive(_ data: Data, status: Int) -> Bool {
+        // A status-only caller not answered yet (no headers were told: an answer URLSession
+        // keeps to itself until its end, a 3xx) is answered at the first byte of the body.
+        if statusOnly {
+            answerStatusOnly(HTTPResponse(status: status))
+            return false
+        }
         let (proceed, waiting, failure) = state.withLock {
             state -> (Bool, CheckedContinuation<HTTPResponse, any Error>?, (any Error)?) in
             guard !state.tooLong, state.writeError == nil, !state.cancelled else { return (false, nil, nil) }

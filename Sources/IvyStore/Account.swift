@@ -1,5 +1,6 @@
+import Foundation
 import GRDB
-import IvyCore
+package import IvyCore
 
 /// Settings ivy keeps for itself, never shown by `ivy config`.
 package enum InternalSetting: String, Sendable, CaseIterable {
@@ -21,6 +22,8 @@ package enum InternalSetting: String, Sendable, CaseIterable {
     case mirrorListedAt = "mirror_listed_at"
     /// When the history was last pruned (milliseconds): at most once an hour.
     case historyPrunedAt = "history_pruned_at"
+    /// How the last health-check ping went (`HealthPingRecord`, as JSON).
+    case lastHealthPing = "last_health_ping"
 }
 
 extension LibraryDatabase {
@@ -32,6 +35,19 @@ extension LibraryDatabase {
 
     package func setInternalSetting(_ key: InternalSetting, _ value: String?) throws {
         try recordSetting(rawKey: key.rawValue, value)
+    }
+
+    /// How the last health-check ping went; nil before the first (or when another program
+    /// wrote something else there).
+    package func lastHealthPing() throws -> HealthPingRecord? {
+        guard let text = try internalSetting(.lastHealthPing) else { return nil }
+        return try? JSONDecoder().decode(HealthPingRecord.self, from: Data(text.utf8))
+    }
+
+    package func recordHealthPing(_ record: HealthPingRecord) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try setInternalSetting(.lastHealthPing, String(decoding: try encoder.encode(record), as: UTF8.self))
     }
 
     /// Records that this library syncs with `permissionID`. Signing in as another account

@@ -189,6 +189,12 @@ package struct BackupChecker: Sendable {
                             + "\(Self.time(file.modifiedTime))); if it holds changes you want, correct it there "
                             + "instead: the next `ivy sync` reads a changed copy again"))
             }
+            // A lone JSON every sync found unusable, unchanged since: syncs only skip it, so
+            // `ivy sync` is no advice; what a person can do with the file is.
+            if let json = entity?.json, let known = unreadable.first(where: { $0.matches(json) }) {
+                check.problems.append(Self.unusable(key, json, known, here: local[key] != nil))
+                continue
+            }
             // A change still in the queue is what `pending` (or `failed`) reports.
             if queue[key] != nil { continue }
             guard let mine = local[key] else {
@@ -420,6 +426,33 @@ package struct BackupChecker: Sendable {
             guard left != right else { return nil }
             return "\(field) (here \(Self.text(left)), Drive \(Self.text(right)))"
         }
+    }
+
+    /// A JSON on Drive every sync skips, alone under its name: what is wrong with it, and what
+    /// a person can do in Drive. `here`: this library has the entity too.
+    private static func unusable(_ key: EntityKey, _ file: RemoteFile, _ known: UnreadableDriveFile, here: Bool)
+        -> BackupCheck.Problem
+    {
+        let kind = key.kind.rawValue
+        let place = "in Drive (My Drive › Ivy › \(kind)s, the \(file.name) modified \(time(file.modifiedTime)))"
+        var fix: String
+        if let other = known.reason.firstMatch(of: /its id (\S+) does not match/)?.1 {
+            // The app or a person saved another entity under this name.
+            fix =
+                "it holds \(kind) \(other), not the \(kind) its name says: \(place), rename it \(kind)_\(other).json "
+                + "if Drive has no file of that name, or delete it if it is a stray copy"
+        } else {
+            fix = "correct it \(place), or delete it"
+        }
+        fix +=
+            here
+            ? "; once no file of that name is left, a sync a minute later puts this library's copy back"
+            : "; the next `ivy sync` reads a changed file again"
+        return .init(
+            kind: .unreadableJSON, entity: "\(key)",
+            detail: "Drive's \(file.name) (file \(file.id)) is not usable backup JSON (\(known.reason)), so every "
+                + "sync skips it",
+            fix: fix)
     }
 
     /// A Drive time as RFC 3339, as Drive's web page can be searched for it.

@@ -1,5 +1,5 @@
 package import Foundation
-import IvyCore
+package import IvyCore
 package import IvyGoogle
 import IvySystem
 package import Logging
@@ -10,6 +10,9 @@ import Synchronization
 /// Silent is not unaware: cron's `--auto` says nothing on a terminal, and a person who wants to
 /// know hears from the health-check service instead. A ping never changes how a sync ends: it
 /// is a POST whose body is the one-line summary, given up after `deadline` (10 s) and logged.
+/// Only the answer's status is read: ivy hangs up once it has it, so a service that answers
+/// with a body that never ends costs a sync next to nothing. Pings go through a transport of
+/// their own (its own URLSession and delegate queue), never queued behind Drive's transfers.
 package final class HealthCheck: Sendable {
     package enum Signal: String, Sendable {
         case start
@@ -31,30 +34,56 @@ package final class HealthCheck: Sendable {
     /// The most a sync waits for one ping, all in.
     package static let defaultDeadline = Duration.seconds(10)
 
-    package let url: URL
+    /// Where pings go: a URL, or the stored value ivy will not send to, and why.
+    package enum Target: Sendable {
+        case url(URL)
+        case refused(String)
+    }
+
+    let target: Target
+    /// `health_url` as stored: what each ping's outcome is recorded for.
+    let setting: String
     let transport: any HTTPTransport
     let deadline: Duration
     let logger: Logger
+    let clock: WallClock
+    /// Keeps each ping's outcome for `ivy status` and `ivy doctor`.
+    let record: @Sendable (HealthPingRecord) -> Void
     /// What is left of `deadline` for this sync's pings: a slow service delays a sync by at
     /// most `deadline` in all, however many pings it is sent.
     private let left: Mutex<Duration>
 
-    package init(url: URL, transport: any HTTPTransport, deadline: Duration, logger: Logger) {
-        self.url = url
+    package init(
+        target: Target, setting: String, transport: any HTTPTransport, deadline: Duration, logger: Logger,
+        clock: WallClock, record: @escaping @Sendable (HealthPingRecord) -> Void
+    ) {
+        self.target = target
+        self.setting = setting
         self.transport = transport
         self.deadline = deadline
         self.logger = logger
+        self.clock = clock
+        self.record = record
         left = Mutex(deadline)
     }
 
-    /// Sends `signal` with `text` as its body (cut to 10 KB); logs and forgets any failure.
-    /// Returns when the answer came or the deadline passed, whichever is first: the request
-    /// still in flight then is cancelled, and not waited for.
+    /// Sends `signal` with `text` as its body (cut to 10 KB); logs and records how it went, and
+    /// changes nothing else. Returns when the answer came or the deadline passed, whichever is
+    /// first: the request still in flight then is cancelled, and not waited for. A stored URL
+    /// ivy refuses is not sent to; that is recorded as this ping's outcome.
     package func ping(_ signal: Signal, _ text: String) async {
+        let url: URL
+        switch target {
+        case .url(let given): url = given
+        case .refused(let why):
+            logger.warning("health ping not sent", metadata: ["signal": "\(signal.rawValue)", "error": "\(why)"])
+            return keep(signal, problem: "not sent: \(why)")
+        }
         guard let target = Self.target(url, signal) else { return }
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: "POST", url: target, headers: ["Content-Type": "text/plain; charset=utf-8"],
-            body: .data(Self.body(text)), responseLimit: 64 << 10)
+            body: .data(Self.body(text)), responseLimit: 0)
+        request.statusOnly = true
         let allowed = left.withLock { $0 }
         guard allowed > .zero else {
             logger.warning(
@@ -71,18 +100,27 @@ package final class HealthCheck: Sendable {
         switch result {
         case .answered(let response) where (200..<300).contains(response.status):
             logger.debug("health ping sent", metadata: ["signal": "\(signal.rawValue)"])
+            keep(signal, status: response.status)
         case .answered(let response):
             logger.warning(
                 "health ping refused", metadata: ["signal": "\(signal.rawValue)", "status": "\(response.status)"])
+            keep(signal, status: response.status)
         case .failed(let error):
-            logger.warning(
-                "health ping failed",
-                metadata: ["signal": "\(signal.rawValue)", "error": "\(error.localizedDescription)"])
+            let message = URLText.masked(error.localizedDescription)
+            logger.warning("health ping failed", metadata: ["signal": "\(signal.rawValue)", "error": "\(message)"])
+            keep(signal, problem: "could not be sent: \(message)")
         case .timedOut:
             logger.warning(
                 "health ping given up",
                 metadata: ["signal": "\(signal.rawValue)", "after_s": "\(deadline.components.seconds)"])
+            keep(signal, problem: "no answer within \(deadline.components.seconds) s")
         }
+    }
+
+    /// Records how this ping went.
+    private func keep(_ signal: Signal, status: Int? = nil, problem: String? = nil) {
+        record(
+            HealthPingRecord(at: clock.now(), signal: signal.rawValue, url: setting, status: status, problem: problem))
     }
 
     /// `url` with the signal's suffix on its path: a query (healthchecks.io's `?rid=…` or
@@ -165,19 +203,20 @@ extension SyncDoor {
                 pings.waiting = false
                 if let last = pings.success, now - last < 60_000 { return nil }
                 pings.success = now
-                return (.success, report.healthText)
+                return (.success, HealthText.of(report))
             case .synced(let report):
                 pings.waiting = false
                 pings.success = nil
-                return (.fail, report.healthText)
-            case .failed(let message):
+                return (.fail, HealthText.of(report))
+            case .failed(_, let kind):
                 pings.success = nil
-                return (.fail, message)
-            case .paused(.signedOut(let reason)):
+                return (.fail, kind)
+            case .paused(.signedOut):
                 pings.success = nil
                 if pings.waiting { return nil }
                 pings.waiting = true
-                return (.fail, "signed out: run ivy login (\(reason))")
+                // Not the reason: a damaged sign-in file's names its path here.
+                return (.fail, "signed out: run ivy login")
             case .busy, .paused(.syncDisabled), .stopped, .fatal:
                 return nil
             }

@@ -210,7 +210,13 @@ extension SyncEngine {
             switch SyncFailure.of(error) {
             case .stopsSync(let error): throw error
             case .changedDuringSync: return Outcome(key: key, result: .nothing)
-            case .unusableRemote(let file, let reason): return Outcome(key: key, result: .skipped(file, reason))
+            case .unusableRemote(let file, let reason):
+                // Said with what comes of it: a JSON file no sync can use stays skipped until it
+                // changes on Drive, and `ivy check` says what to do about it.
+                let said =
+                    file.hasSuffix(".json")
+                    ? reason + "; every sync skips it until it changes on Drive (`ivy check` says what to do)" : reason
+                return Outcome(key: key, result: .skipped(file, said))
             case .permanent(let message): return failed(action, context, message, retryable: false)
             case .retryable(let message): return failed(action, context, message, retryable: true)
             }
@@ -532,7 +538,18 @@ extension SyncEngine {
         }
         let twins = remote?.jsonTwins ?? []
         guard !twins.isEmpty else {
-            let fetched: Fetched<Backup> = try await fetch(json)
+            let fetched: Fetched<Backup>
+            do {
+                fetched = try await fetch(json)
+            } catch SyncFailure.unusableRemote(let name, let reason) {
+                // Remembered as it is, so `ivy check` can say that every sync skips it and what to
+                // do. With no usable copy beside it nothing is set aside: syncs read it and say so.
+                try library.rememberUnreadable(
+                    UnreadableDriveFile(
+                        key: key, fileID: json.id, name: json.name, modifiedTime: json.modifiedTime, md5: json.md5,
+                        reason: reason, readAt: now))
+                throw SyncFailure.unusableRemote(file: name, reason: reason)
+            }
             return Resolved(
                 chosen: fetched, value: fetched.backup, others: [], stamps: [json.id: fetched.backup.updatedAt])
         }

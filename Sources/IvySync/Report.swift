@@ -96,11 +96,6 @@ package struct SyncReport: Sendable, Encodable {
     /// failed or held (changes or deletions), and not a dry run.
     package var isSuccess: Bool { !dryRun && isComplete && deletionsHeld == nil }
 
-    /// The summary as a health-check ping's body: the deletions held back too.
-    package var healthText: String {
-        summary + (deletionsHeld.map { "; held back: \($0)" } ?? "")
-    }
-
     /// Said once when Drive answered that the quota everyone using the OAuth client shares
     /// was spent (however many requests it refused): whose limit it was, and the way round it.
     package var sharedQuotaNotice: String? {
@@ -130,7 +125,31 @@ package struct SyncReport: Sendable, Encodable {
     }
 
     /// One line for people: what moved, what failed, what it cost.
-    package var summary: String {
+    package var summary: String { summary(skipsListed: false) }
+
+    /// The summary; `skipsListed`: each skipped Drive file was just listed, with why (`sync -v`).
+    package func summary(skipsListed: Bool) -> String {
+        var line = moved
+        if leftForNextSync > 0 { line += "; stopped early, \(leftForNextSync) left for the next sync" }
+        if !failures.isEmpty { line += "; \(failures.count) failed (see `ivy queue`)" }
+        if skipsListed, !skipped.isEmpty {
+            line += "; \(skipped.count == 1 ? "1 Drive file" : "\(skipped.count) Drive files") skipped (above)"
+        } else if let first = skipped.first {
+            // What was left alone, and why: a name alone would leave a person guessing.
+            let what = "\(first.entity) (\(first.reason))"
+            line +=
+                skipped.count == 1
+                ? "; skipped on Drive: \(what)"
+                : "; \(skipped.count) skipped on Drive: \(what) and \(skipped.count - 1) more "
+                    + "(`ivy sync -v` lists them, and why)"
+        }
+        if orphanClips > 0 { line += "; \(orphanClips) clips without their book" }
+        if let heldSummary { line += "; " + heldSummary }
+        return line
+    }
+
+    /// `Synced: 1 uploaded, 2 downloaded; 5 requests in 0.3 s`: what moved, and what it cost.
+    package var moved: String {
         var parts: [String] = []
         func add(_ count: Count, _ verb: String) {
             guard count.total > 0 else { return }
@@ -142,22 +161,7 @@ package struct SyncReport: Sendable, Encodable {
         add(deletedRemote, "deleted on Drive")
         add(deletedLocal, "deleted here")
         let what = parts.isEmpty ? "nothing to do" : parts.joined(separator: ", ")
-        var line =
-            "\(dryRun ? "Would sync" : "Synced"): \(what); \(requests) request\(requests == 1 ? "" : "s") in "
+        return "\(dryRun ? "Would sync" : "Synced"): \(what); \(requests) request\(requests == 1 ? "" : "s") in "
             + "\(Double(durationMilliseconds) / 1000) s"
-        if leftForNextSync > 0 { line += "; stopped early, \(leftForNextSync) left for the next sync" }
-        if !failures.isEmpty { line += "; \(failures.count) failed (see `ivy queue`)" }
-        if let first = skipped.first {
-            // What was left alone, and why: a name alone would leave a person guessing.
-            let what = "\(first.entity) (\(first.reason))"
-            line +=
-                skipped.count == 1
-                ? "; skipped on Drive: \(what)"
-                : "; \(skipped.count) skipped on Drive: \(what) and \(skipped.count - 1) more (`ivy sync --json` lists "
-                    + "them)"
-        }
-        if orphanClips > 0 { line += "; \(orphanClips) clips without their book" }
-        if let heldSummary { line += "; " + heldSummary }
-        return line
     }
 }

@@ -42,7 +42,8 @@ package struct FileLogHandler: LogHandler {
 
     /// `log_format = json`: one object per line, `time` (RFC 3339 with milliseconds), `level`,
     /// `message` and each metadata field as a string. The encoder escapes quotes, newlines and
-    /// every control character, so each line parses on its own. A metadata field named like
+    /// every control character, so each line parses on its own; format characters and line
+    /// separators (`TerminalText.jsonEscaped`) are written as escapes too. A metadata field named like
     /// one of the three is kept under a `field_` prefix rather than overwriting it.
     static func jsonLine(_ event: LogEvent, _ metadata: Logger.Metadata, at date: Date) -> String {
         let formatter = ISO8601DateFormatter()
@@ -55,6 +56,6 @@ package struct FileLogHandler: LogHandler {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // [String: String] always encodes; the fallback keeps the line a JSON object regardless.
         let data = (try? encoder.encode(object)) ?? Data(#"{"message":"unencodable log event"}"#.utf8)
-        return String(decoding: data, as: UTF8.self) + "\n"
+        return TerminalText.jsonEscaped(String(decoding: data, as: UTF8.self)) + "\n"
     }
 }

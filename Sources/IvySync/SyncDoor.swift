@@ -123,6 +123,9 @@ package final class SyncDoor: Sendable {
     private let effects = Mutex<GoogleEffects?>(nil)
     /// How long a health-check ping may take, all in (10 s; a test's is shorter).
     private let healthDeadline: Duration
+    /// Makes the transport health-check pings go through: one of their own, so an answer that
+    /// floods it never waits in line with (or ahead of) Drive's transfers.
+    private let pingTransport: @Sendable () -> any HTTPTransport
     /// What a watch last pinged (`watchPing`): a success at most once a minute, a signed-out
     /// wait once.
     let watchPings = Mutex<WatchPings>(WatchPings())
@@ -131,7 +134,10 @@ package final class SyncDoor: Sendable {
         library: LibraryDatabase, tokens: TokenStore, lockFile: String, clock: WallClock, logger: Logger,
         endpoints: @escaping @Sendable (StoredToken) throws -> GoogleEndpoints,
         credentials: @escaping @Sendable () throws -> ClientCredentials,
-        effects: @escaping @Sendable () -> GoogleEffects, healthDeadline: Duration = HealthCheck.defaultDeadline
+        effects: @escaping @Sendable () -> GoogleEffects, healthDeadline: Duration = HealthCheck.defaultDeadline,
+        pingTransport: @escaping @Sendable () -> any HTTPTransport = {
+            URLSessionTransport(inlineCallbacks: true)
+        }
     ) {
         self.library = library
         self.tokens = tokens
@@ -142,6 +148,7 @@ package final class SyncDoor: Sendable {
         self.credentials = credentials
         makeEffects = effects
         self.healthDeadline = healthDeadline
+        self.pingTransport = pingTransport
     }
 
     /// One sync: the `--auto` gate, the sync lock (held until it returns), the sign-in (or a
@@ -162,7 +169,7 @@ package final class SyncDoor: Sendable {
         } catch {
             // A busy library is a skip for `--auto`, however it is found: no news.
             if !(request.auto && (error as? StoreError)?.isBusy == true) {
-                await health?.ping(.fail, error.localizedDescription)
+                await health?.ping(.fail, HealthText.kind(of: error))
             }
             throw error
         }
@@ -170,18 +177,37 @@ package final class SyncDoor: Sendable {
         return outcome
     }
 
-    /// The health check `health_url` names, or nil when none is set (or the value another
-    /// program wrote is not one ivy sends to: logged).
+    /// The health check `health_url` names, or nil when none is set. A value ivy will not
+    /// send to (another program wrote it) makes a check whose pings are not sent, each logged
+    /// and recorded as such, so `ivy status` and `ivy doctor` say it.
     func healthCheck() -> HealthCheck? {
+        let stored: String
         do {
             guard let text = try library.setting(.healthURL) else { return nil }
-            return HealthCheck(
-                url: try GoogleEndpoints.checkedURL(text, named: SettingKey.healthURL.rawValue),
-                transport: currentEffects().transport, deadline: healthDeadline, logger: logger)
+            stored = text
         } catch {
             logger.warning("no health ping", metadata: ["error": "\(error.localizedDescription)"])
             return nil
         }
+        let target: HealthCheck.Target
+        do {
+            target = .url(try GoogleEndpoints.checkedURL(stored, named: SettingKey.healthURL.rawValue))
+        } catch {
+            target = .refused(error.localizedDescription)
+        }
+        let library = library
+        let logger = logger
+        return HealthCheck(
+            target: target, setting: stored, transport: pingTransport(), deadline: healthDeadline, logger: logger,
+            clock: clock,
+            record: { outcome in
+                do {
+                    try library.recordHealthPing(outcome)
+                } catch {
+                    logger.warning(
+                        "recording the health ping failed", metadata: ["error": "\(error.localizedDescription)"])
+                }
+            })
     }
 
     /// What a sync's end pings, if anything: skips for the cooldown, a disabled sync, a busy
@@ -189,18 +215,18 @@ package final class SyncDoor: Sendable {
     static func ping(for outcome: SyncOutcome) -> (HealthCheck.Signal, String)? {
         switch outcome {
         case .finished(let report, _):
-            return (report.isSuccess ? .success : .fail, report.healthText)
+            return (report.isSuccess ? .success : .fail, HealthText.of(report))
         case .skipped(.signedOut):
             return (.fail, "signed out: run ivy login")
         case .skipped, .busy:
             return nil
         case .notSignedIn:
             return (.fail, "not signed in: run ivy login")
-        case .signedOut(let error):
-            return (.fail, "signed out: run ivy login (\(error.localizedDescription))")
+        case .signedOut:
+            return (.fail, "signed out: run ivy login")
         case .failed(let error, _):
             if error is CancellationError { return nil }
-            return (.fail, error.localizedDescription)
+            return (.fail, HealthText.kind(of: error))
         }
     }
 

@@ -69,7 +69,9 @@ package final class Watch: Sendable {
     package enum Attempt: Sendable {
         case synced(SyncReport)
         /// The sync could not run, or failed as a whole; logged and recorded as `last_error`.
-        case failed(String)
+        /// `kind` is what a health ping says of it (`HealthText`), its message being no one's
+        /// business outside this machine.
+        case failed(String, kind: String = "error")
         /// Another sync holds the lock.
         case busy(pid: Int32?)
         /// Nothing to do until something outside ivy changes.
@@ -258,7 +260,7 @@ package final class Watch: Sendable {
                     leftover = seen
                     schedule.changed(at: after)
                 }
-            case .failed(let message):
+            case .failed(let message, _):
                 let wait = schedule.failed(at: after)
                 // The error itself is logged once, by the session that recorded it.
                 logger.warning("watch backing off", metadata: ["retry_in_s": "\(wait.components.seconds)"])
@@ -340,7 +342,7 @@ extension SyncDoor {
             case .notSignedIn: return .paused(.signedOut("not signed in"))
             case .signedOut(let error): return .paused(.signedOut(error.localizedDescription))
             case .failed(let error, _) where error is CancellationError && stop.requested: return .stopped
-            case .failed(let error, _): return .failed(error.localizedDescription)
+            case .failed(let error, _): return .failed(error.localizedDescription, kind: HealthText.kind(of: error))
             }
         } catch {
             if case .endpointMismatch = error as? GoogleError {
@@ -348,7 +350,7 @@ extension SyncDoor {
                 return .paused(.signedOut(error.localizedDescription))
             }
             logger.error("watch sync could not start", metadata: ["error": "\(error.localizedDescription)"])
-            return .failed(error.localizedDescription)
+            return .failed(error.localizedDescription, kind: HealthText.kind(of: error))
         }
     }
 }

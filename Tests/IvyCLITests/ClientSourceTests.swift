@@ -1,6 +1,7 @@
 import Foundation
 import GoogleEmulator
 import IvyCore
+import IvyGoogle
 import IvyProcesses
 import IvyTestSupport
 import Testing
@@ -45,6 +46,49 @@ struct ClientSourceTests {
         for run in [try await ivy.run("status"), try await ivy.run("status", "--json"), try await ivy.run("doctor")] {
             #expect(!(run.stdout + run.stderr).contains("secret-"))
             #expect(!(run.stdout + run.stderr).contains(Self.settingsClient.secret))
+            #expect(!(run.stdout + run.stderr).contains(GoogleEmulator.defaultClient.secret))
+        }
+    }
+
+    /// Issue 40 #7: a release (the built ivy, stamped as `scripts/package` stamps it, with a
+    /// client) where only `client_id` was set. Its built-in client is not used (its secret never
+    /// goes with another id), so nothing can sign in: status, doctor and login say so alike.
+    @Test("half a client on a release: status, doctor and login give the one same answer, with the fix")
+    func halfAClientOnARelease() async throws {
+        let ivy = try Setup.cronHome()
+        let release = ivy.path + "/release-ivy"
+        try FileManager.default.copyItem(atPath: BuiltProgram.ivy.path, toPath: release)
+        let payload =
+            "commit=abc1234\nclient_id=\(GoogleEmulator.defaultClient.id)\n"
+            + "client_secret=\(GoogleEmulator.defaultClient.secret)\n"
+        let digits = String(payload.utf8.count)
+        let stamp = payload + BuildStamp.marker + String(repeating: "0", count: 13 - digits.count) + digits + "\n"
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: release))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(stamp.utf8))
+        try handle.close()
+        func run(_ arguments: String...) async throws -> RunResult {
+            RunResult(
+                try await runChild(
+                    ChildCommand(release, arguments, environment: ivy.environment, workingDirectory: ivy.path)))
+        }
+        #expect(try await run("--version").stdout.contains("commit abc1234"))
+        #expect(try await run("config", "set", "client_id", "mine.apps.googleusercontent.com").status == 0)
+
+        let half = "a client id is given (the setting client_id) but no client secret"
+        let answer = half + ": " + ClientResolution.halfClientFix
+        let status = try await run("status")
+        let line = status.lines.first { $0.hasPrefix("oauth client") } ?? status.stdout
+        #expect(line.hasSuffix("none: " + answer), "\(line)")
+        #expect(!status.stdout.contains("has none built in"), "\(status.stdout)")
+        let json = try #require(try await run("status", "--json").json() as? [String: Any])
+        #expect(json["client_problem"] as? String == answer && json["client_source"] as? String == "none")
+        let doctor = try await run("doctor")
+        #expect(doctor.status == 1)
+        #expect(doctor.stdout.contains("problem oauth client: " + half + "; fix: " + ClientResolution.halfClientFix))
+        let login = try await run("login")
+        #expect(login.status != 0 && login.stderr.contains(answer), "\(login.stderr)")
+        for run in [status, doctor, login] {
             #expect(!(run.stdout + run.stderr).contains(GoogleEmulator.defaultClient.secret))
         }
     }

@@ -131,6 +131,50 @@ struct HealthCheckTests {
         }
     }
 
+    /// Issue 40 #1: a ping needs the status only. The built ivy takes it from the status line
+    /// and hangs up, so a service that sends its status and then stalls holds no sync: the old
+    /// ivy waited for the body until its 10 s were spent, and sent no end ping.
+    @Test("a health service that sends its status and stalls is taken at its status: the sync is not held")
+    func statusThenStall() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.pinging(emulator)
+            _ = try await device.ivy.id("book", "add", "--title", "Dune")
+            await emulator.state.addFault(FaultRule(method: "POST", pathContains: "/health/", holdBody: true))
+            let sync = try await device.ivy.runBinaryAsync("sync")
+            #expect(sync.status == 0 && sync.stdout.hasPrefix("Synced: 1 uploaded"), "\(sync.stdout)\(sync.stderr)")
+            #expect(await Self.pings(emulator).map(\.path) == ["/health/check/start", "/health/check"])
+            // Both answers still stall at their first byte: ivy never waited for them.
+            #expect(await emulator.state.requestsHeldNow == 2)
+            let log = try String(contentsOfFile: device.ivy.home + "/ivy.log", encoding: .utf8)
+            #expect(!log.contains("health ping given up") && !log.contains("health ping not sent"), "\(log)")
+        }
+    }
+
+    /// Issue 40 #1: a service that answers with a body that never ends (the emulator would
+    /// send 8 GiB). ivy takes the status and hangs up; its callbacks run on a session of the
+    /// ping's own as libcurl reads, so what was read meanwhile is dropped at once, never queued
+    /// in memory or ahead of Drive's transfers. What the server hands over before URLSession
+    /// acts on the cancel (libcurl reads ahead, and loopback's socket buffers grow to tens of
+    /// MB) is outside ivy's reach; the stream itself is not read.
+    @Test("a health service streaming an endless answer is hung up on at its status, and memory stays a sync's")
+    func endlessAnswer() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.pinging(emulator)
+            _ = try await device.ivy.id("book", "add", "--title", "Dune")
+            await emulator.state.addFault(FaultRule(method: "POST", pathContains: "/health/", endless: true))
+            let sync = try await device.ivy.runBinaryAsync(
+                ["sync"], through: ["/usr/bin/time", "-f", "peak_rss_kb=%M"])
+            #expect(sync.status == 0 && sync.stdout.hasPrefix("Synced: 1 uploaded"), "\(sync.stdout)\(sync.stderr)")
+            #expect(await Self.pings(emulator).map(\.path) == ["/health/check/start", "/health/check"])
+            let sent = await emulator.state.endlessBytesSent
+            #expect(sent < 256 << 20, "\(sent) bytes of filler handed over")
+            let peak = try #require(sync.stderr.firstMatch(of: /peak_rss_kb=(\d+)/).flatMap { Int($0.1) })
+            #expect(peak < 150_000, "peak RSS \(peak) kB")
+            let log = try String(contentsOfFile: device.ivy.home + "/ivy.log", encoding: .utf8)
+            #expect(!log.contains("health ping failed") && !log.contains("health ping refused"), "\(log)")
+        }
+    }
+
     /// The one test that takes the real 10 s: the built ivy, with no deadline but its own.
     @Test("the built ivy gives a health service that never answers 10 s in all: the sync ends, its status unchanged")
     func silentServiceBinary() async throws {

@@ -139,7 +139,7 @@ struct PlainAnswersTests {
                 email: "alice@example.com", name: "cover.jpg", parents: [books.id], content: Data("jpg".utf8))
             let two = try await device.ivy.runBinaryAsync("sync")
             #expect(
-                two.stdout.contains(" (not an ivy file name; left alone) and 1 more (`ivy sync --json` lists them)\n"),
+                two.stdout.contains(" (not an ivy file name; left alone) and 1 more (`ivy sync -v` lists them, and why)\n"),
                 "\(two.stdout)")
             #expect(two.stdout.contains("; 2 skipped on Drive: "), "\(two.stdout)")
         }

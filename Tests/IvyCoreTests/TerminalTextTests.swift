@@ -10,16 +10,22 @@ struct TerminalTextTests {
             ("line\nbreak", #"line\nbreak"#), ("dos\r\n", #"dos\r\n"#), ("tab\there", #"tab\there"#),
             ("\u{1B}[2J\u{1B}]0;title\u{7}", #"\u{1B}[2J\u{1B}]0;title\u{7}"#), ("nul\u{0}", #"nul\u{0}"#),
             ("del\u{7F}", #"del\u{7F}"#), ("csi\u{9B}31m", #"csi\u{9B}31m"#), ("nel\u{85}", #"nel\u{85}"#),
+            // Format characters and separators (issue 40 #5): reversing, isolating, hiding.
+            ("id\u{202E}exe.txt", #"id\u{202E}exe.txt"#), ("\u{2066}a\u{2069}", #"\u{2066}a\u{2069}"#),
+            ("\u{200E}\u{200F}\u{61C}", #"\u{200E}\u{200F}\u{61C}"#), ("a\u{2028}b\u{2029}", #"a\u{2028}b\u{2029}"#),
+            ("zw\u{200B}sp", #"zw\u{200B}sp"#), ("soft\u{AD}hy", #"soft\u{AD}hy"#), ("\u{FEFF}bom", #"\u{FEFF}bom"#),
+            ("a\u{E0041}", #"a\u{E0041}"#),
         ])
     func escaped(text: String, expected: String) {
         #expect(TerminalText.escaped(text) == expected)
-        #expect(!TerminalText.escaped(text).unicodeScalars.contains(where: TerminalText.isControl))
+        #expect(!TerminalText.escaped(text).unicodeScalars.contains(where: TerminalText.needsEscape))
     }
 
     @Test(
         "ordinary text is left exactly as it is",
         arguments: [
-            "Dune", #"C:\notes\new"#, "Émile Zola — «Germinal» 📚", "", "a\u{A0}b", "\u{200B}",
+            "Dune", #"C:\notes\new"#, "Émile Zola — «Germinal» 📚", "", "a\u{A0}b", "👨‍👩‍👧‍👦",
+            "می\u{200C}خواهم", "🏴\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}", "עברית",
         ])
     func unchanged(text: String) {
         #expect(TerminalText.escaped(text) == text)
@@ -35,7 +41,8 @@ struct DisplayWidthTests {
             ("三体", 4), ("ｶﾀｶﾅ", 4), ("ＡＢ", 4), ("한국어", 6),
             ("\u{1100}\u{1161}\u{11A8}", 2), ("📖", 2), ("👍🏽", 2), ("👨‍👩‍👧‍👦", 2),
             ("🇯🇵", 2), ("🇯🇵🇫🇷", 4), ("🏳️‍🌈", 2), ("❤️", 2), ("❤", 1), ("1️⃣", 2),
-            ("☕", 2), ("☕\u{FE0E}", 1), ("\u{1F3FB}", 2), ("\u{200B}", 0), ("\u{301}", 0), ("…", 1),
+            ("☕", 2), ("☕\u{FE0E}", 1), ("\u{1F3FB}", 2), ("\u{200B}", 8), ("\u{301}", 0), ("…", 1),
+            ("\u{202E}", 8), ("🏴\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}", 2),
             ("\u{3000}", 2), ("𠀋", 2), ("\u{2EBF0}", 2),
             ("हिन्दी", 5), ("कि", 2), ("বাংলা", 5),
             ("น้ำ", 2), ("ภาษาไทย", 7), ("☝🏽", 2), ("☝", 1),
@@ -50,7 +57,7 @@ struct DisplayWidthTests {
         arguments: [
             "हिन्दी", "कि", "क्षत्रिय", "মাতৃভাষা",
             "বাংলা", "น้ำ", "ภาษาไทย", "กำ", "Cafe\u{301}",
-            "三体", "한국어", "\u{1100}\u{1161}\u{11A8}", "Émile Zola", "\u{200B}x",
+            "三体", "한국어", "\u{1100}\u{1161}\u{11A8}", "Émile Zola", "\u{200D}x",
         ])
     func sameAsGlibc(text: String) throws {
         #expect(TerminalText.width(text) == (try glibcWidth(text)))
@@ -73,7 +80,7 @@ struct DisplayWidthTests {
 
     @Test("a control character counts as the escape it is shown as")
     func controlsAsEscaped() {
-        for text in ["a\u{7}b", "\u{0}", "x\r\ny", "\u{7F}", "\u{85}"] {
+        for text in ["a\u{7}b", "\u{0}", "x\r\ny", "\u{7F}", "\u{85}", "a\u{202E}b", "x\u{2028}", "a\u{E0041}"] {
             #expect(TerminalText.width(text) == TerminalText.escaped(text).count)
         }
     }

@@ -68,7 +68,9 @@ package final class EmulatorTransport: HTTPTransport {
         -> HTTPResponse
     {
         let incoming = try incoming(request)
-        let transfer = Transfer(limit: max(0, request.responseLimit), file: file, progress: request.progress)
+        let transfer = Transfer(
+            limit: max(0, request.responseLimit), file: file, progress: request.progress,
+            statusOnly: request.statusOnly)
         let body = OutgoingBody(body: request.body, transfer: transfer)
         let pipeline = emulator.pipeline
         let emulator = emulator

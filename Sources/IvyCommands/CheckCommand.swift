@@ -5,6 +5,7 @@ import IvyGoogle
 import IvyStore
 import IvySync
 import IvySystem
+import Logging
 
 extension IvyExit {
     /// `ivy check`: the backup on Drive differs from this library, or changes are held back.
@@ -37,43 +38,36 @@ struct CheckCommand: ContextCommand {
         let home = try global.home(context)
         let library = try home.library(readOnly: true)
         // A sync running meanwhile would make the check read a moving target, and a token
-        // refresh rewrites token.json, which only the holder of the sync lock may do.
-        var lock: SyncLock?
+        // refresh rewrites token.json, which only the holder of the sync lock may do: the
+        // check opens the way a sync does. A read-only home takes no lock (no sync can run
+        // there, and the check writes nothing).
+        let tokens = home.tokenStore
+        let quiet = Logger(label: "ivy.check", factory: { _ in SwiftLogNoOpLogHandler() })
+        let door = home.syncDoor(library, tokens: tokens, logger: quiet)
+        let session: DoorSession<BackupCheck>
         do {
-            switch try SyncLock.acquire(path: home.paths.lockFile) {
-            case .acquired(let acquired): lock = acquired
-            case .busy(let pid):
-                home.output.error(
-                    "Error: another sync is running\(pid.map { " (process \($0))" } ?? ""); wait for it to finish")
-                throw ExitCode(IvyExit.busy)
+            session = try await door.open(readOnly: true) { drive, _ in
+                try await BackupChecker(library: library, drive: drive).run(readData: readData)
             }
-        } catch let error as PrivateFileError where error.code == EROFS {
-            // A read-only home: no sync can run in it, and the check writes nothing there.
-            lock = nil
-        }
-        try await withSyncLock(lock) {
-            let tokens = home.tokenStore
-            let signIn = tokens.signIn()
-            guard case .signedIn(let token) = signIn else {
-                home.output.error("Error: \(SignInText.problem(signIn) ?? "not signed in"); run `ivy login`")
+        } catch let error as GoogleError {
+            switch error {
+            case .signedOut, .notSignedIn:
+                home.output.error("Error: \(error.localizedDescription)")
                 throw ExitCode(IvyExit.notSignedIn)
+            default: throw error
             }
-            let drive = try SyncDoor.drive(
-                library: library, tokens: tokens, token: token, endpoints: try home.endpoints(for: token),
-                credentials: try home.credentials(library), effects: home.google)
-            let check: BackupCheck
-            do {
-                check = try await BackupChecker(library: library, drive: drive).run(readData: readData)
-            } catch let error as GoogleError {
-                switch error {
-                case .signedOut, .notSignedIn:
-                    home.output.error("Error: \(error.localizedDescription)")
-                    throw ExitCode(IvyExit.notSignedIn)
-                default: throw error
-                }
-            }
+        }
+        switch session {
+        case .ran(let check):
             try show(check, output: home.output)
             if !check.ok { throw ExitCode(IvyExit.checkDiffers) }
+        case .busy(let pid):
+            home.output.error(
+                "Error: another sync is running\(pid.map { " (process \($0))" } ?? ""); wait for it to finish")
+            throw ExitCode(IvyExit.busy)
+        case .notSignedIn(let signIn):
+            home.output.error("Error: \(SignInText.problem(signIn) ?? "not signed in"); run `ivy login`")
+            throw ExitCode(IvyExit.notSignedIn)
         }
     }
 

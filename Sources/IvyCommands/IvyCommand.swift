@@ -226,8 +226,7 @@ struct Home {
         let home = self
         return SyncDoor(
             library: library, tokens: tokens, lockFile: paths.lockFile, clock: clock, logger: logger,
-            endpoints: { try home.endpoints(for: $0) }, credentials: { try home.credentials(library) },
-            effects: { home.google }, healthDeadline: context.healthDeadline)
+            setup: signInSetup, effects: { home.google }, healthDeadline: context.healthDeadline)
     }
 
     /// The token file; what is wrong with it is a warning on standard error.
@@ -274,31 +273,32 @@ struct Home {
         return Logger(label: "ivy", factory: { _ in FileLogHandler(path: path, format: format) })
     }
 
+    /// Where sign-ins' requests go and the OAuth client that makes them, from this run's
+    /// environment, the library's settings and the client built into this release.
+    var signInSetup: SignInSetup {
+        let builtIn = context.build.clientID.flatMap { id in
+            context.build.clientSecret.map { ClientCredentials(id: id, secret: $0) }
+        }
+        return SignInSetup(environment: environment, builtIn: builtIn)
+    }
+
     /// Where a new sign-in goes: `IVY_OAUTH_URL` and `IVY_DRIVE_URL`, else Google.
     func endpoints() throws -> GoogleEndpoints {
-        try GoogleEndpoints.from(environment: environment)
+        try signInSetup.endpoints(for: nil)
     }
 
     /// Where `token`'s requests go: where it was signed in, which the environment may not change.
     func endpoints(for token: StoredToken) throws -> GoogleEndpoints {
-        try GoogleEndpoints.from(environment: environment, signIn: token)
+        try signInSetup.endpoints(for: token)
     }
 
-    /// The OAuth client and its source: `option` (login's), then IVY_CLIENT_ID and
-    /// IVY_CLIENT_SECRET, then `client_id` and `client_secret` from `ivy config`, then the
-    /// client built into this release (see `ClientResolution.resolve`).
+    /// The OAuth client and its source (see `SignInSetup.client`).
     func client(_ library: LibraryDatabase, option: PartialClient = PartialClient()) throws -> ClientResolution {
-        let builtIn = context.build.clientID.flatMap { id in
-            context.build.clientSecret.map { ClientCredentials(id: id, secret: $0) }
-        }
-        return ClientResolution.resolve(
-            option: option, environment: .from(environment: environment),
-            settings: PartialClient(id: try library.setting(.clientID), secret: try library.setting(.clientSecret)),
-            builtIn: builtIn)
+        try signInSetup.client(library, option: option)
     }
 
     /// The OAuth client to sign in and refresh with (see `client`), or the error naming how to give one.
     func credentials(_ library: LibraryDatabase) throws -> ClientCredentials {
-        try client(library).required()
+        try signInSetup.credentials(library)
     }
 }

@@ -153,7 +153,7 @@ struct SyncCommand: ContextCommand {
         let logger = try home.logger(library)
         // Cron never hears about sign-in: a damaged token file is logged, not printed.
         let tokens = auto ? home.tokenStore(warn: { logger.warning("\($0)") }) : home.tokenStore
-        var request = SyncRequest(auto: auto, dryRun: dryRun, allowDeletes: allowDeletes, full: full)
+        var request = SyncRequest(dryRun: dryRun, allowDeletes: allowDeletes, full: full)
         // --verbose says what finished, line by line; a progress line rewritten between them
         // would only garble them.
         let live = !auto && !json && !quiet && !verbose && home.terminal.error
@@ -176,11 +176,13 @@ struct SyncCommand: ContextCommand {
         // Ctrl-C (or SIGTERM) lets the operations in flight finish and be recorded and starts
         // no more, as a watch's does; a second one cancels them.
         let stop = StopRequest()
-        request.stopping = { stop.requested }
+        request.options.stopping = { stop.requested }
         home.context.interruptions { _ in stop.request() }
         let door = home.syncDoor(library, tokens: tokens, logger: logger)
+        // Cron's policy inside the health pings: a skip it judges no news pings nothing.
+        let layers: [any SyncMiddleware] = auto ? [HealthPings(), CronPolicy()] : [HealthPings()]
         let outcome = try await stop.cancellable { [request] () async -> Result<SyncOutcome, any Error> in
-            do { return .success(try await door.sync(request)) } catch { return .failure(error) }
+            do { return .success(try await door.sync(request, through: layers)) } catch { return .failure(error) }
         }.get()
         line?.clear()
         // A sign-in made at another server than Google's (ivy-emulator) names it when it is gone.
@@ -188,6 +190,7 @@ struct SyncCommand: ContextCommand {
         guard case (let report, let cronNews)? = try finished(outcome, server: server, output: output) else {
             return
         }
+        logger.info("sync finished", metadata: ["summary": "\(report.summary)"])
         try show(report, output: output, toldSkips: toldSkips.withLock { $0 })
         if stop.requested, report.leftForNextSync > 0 {
             let done = report.planned - report.leftForNextSync

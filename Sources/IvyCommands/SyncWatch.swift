@@ -36,11 +36,14 @@ struct SyncWatch {
         let steps: (@Sendable (SyncStep) -> Void)? = verbose ? { @Sendable step in display.step(step) } : nil
         let door = home.syncDoor(library, tokens: home.tokenStore(warn: { logger.warning("\($0)") }), logger: logger)
         let full = full
+        let layers = Watch.layers()
         let watch = Watch(
             interval: .seconds(interval), maxInterval: .seconds(try library.number(.watchMaxInterval)),
             timing: .system(), logger: logger,
             pending: { try probe.pending(since: $0) },
-            attempt: { memory, stop in await door.watchSync(memory, full: full, steps: steps, stop: stop) },
+            attempt: { memory, stop in
+                try await door.sync(Watch.request(memory, full: full, steps: steps, stop: stop), through: layers)
+            },
             events: { display.show($0) })
         display.started()
         let ended = await watch.run(until: stop)

@@ -65,23 +65,7 @@ package final class StopRequest: Sendable {
 /// holds the sync lock only while a sync runs, so `ivy sync` by hand and cron's `--auto`
 /// run between its syncs.
 package final class Watch: Sendable {
-    /// How one attempt to sync ended.
-    package enum Attempt: Sendable {
-        case synced(SyncReport)
-        /// The sync could not run, or failed as a whole; logged and recorded as `last_error`.
-        /// `kind` is what a health ping says of it (`HealthText`), its message being no one's
-        /// business outside this machine.
-        case failed(String, kind: String = "error")
-        /// Another sync holds the lock.
-        case busy(pid: Int32?)
-        /// Nothing to do until something outside ivy changes.
-        case paused(Pause)
-        /// Stopped at once by a second stop request; what finished is recorded.
-        case stopped
-        /// This watch must not go on (a newer ivy migrated the library): it ends, nonzero.
-        case fatal(String)
-    }
-
+    /// Why the watch waits: nothing to do until something outside ivy changes.
     package enum Pause: Sendable, Equatable {
         case signedOut(String)
         case syncDisabled
@@ -168,15 +152,16 @@ package final class Watch: Sendable {
     let logger: Logger
     /// The library's pending changes, as `LocalChangeProbe.pending(since:)` reads them.
     let pending: @Sendable (LocalChangeProbe.Pending?) throws -> LocalChangeProbe.Pending
-    /// One sync, knowing what the last one found.
-    let attempt: @Sendable (Memory, StopRequest) async -> Attempt
+    /// One sync through the door and the watch's layers, knowing what the last one found
+    /// (`request(_:full:steps:stop:)`).
+    let attempt: @Sendable (Memory, StopRequest) async throws -> SyncOutcome
     let events: @Sendable (Event) -> Void
     private let probeFailed = Mutex(false)
 
     package init(
         interval: Duration, maxInterval: Duration? = nil, timing: Timing, logger: Logger,
         pending: @escaping @Sendable (LocalChangeProbe.Pending?) throws -> LocalChangeProbe.Pending,
-        attempt: @escaping @Sendable (Memory, StopRequest) async -> Attempt,
+        attempt: @escaping @Sendable (Memory, StopRequest) async throws -> SyncOutcome,
         events: @escaping @Sendable (Event) -> Void
     ) {
         self.interval = interval
@@ -211,16 +196,33 @@ package final class Watch: Sendable {
                 continue
             }
             let known = memory
-            let outcome = await stop.cancellable { [attempt] in await attempt(known, stop) }
+            let result = await stop.cancellable { [attempt] () async -> Result<SyncOutcome, any Error> in
+                do { return .success(try await attempt(known, stop)) } catch { return .failure(error) }
+            }
             let after = timing.now()
-            if case .busy = outcome {} else { busy = false }
-            switch outcome {
-            case .stopped:
-                break
-            case .fatal(let reason):
+            let outcome: SyncOutcome
+            switch result {
+            case .success(let ended):
+                outcome = ended
+            case .failure(let error as NewerIvy):
+                let reason = error.localizedDescription
                 logger.error("watch ending", metadata: ["reason": "\(reason)"])
                 return reason
-            case .synced(let report):
+            case .failure(let error):
+                // Endpoints the sign-in cannot use wait like a sign-out: `ivy login` in another
+                // terminal is one fix.
+                if case .endpointMismatch = error as? GoogleError {
+                    outcome = .signedOut(GoogleError.signedOut(reason: error.localizedDescription))
+                } else {
+                    logger.error("watch sync could not start", metadata: ["error": "\(error.localizedDescription)"])
+                    outcome = .failed(error, cronHears: false)
+                }
+            }
+            if case .busy = outcome {} else { busy = false }
+            switch outcome {
+            case .failed(let error, _) where error is CancellationError && stop.requested:
+                break
+            case .finished(let report, _):
                 if let was = pause {
                     pause = nil
                     logger.info("watch resumed", metadata: ["after": "\(was.description)"])
@@ -260,16 +262,13 @@ package final class Watch: Sendable {
                     leftover = seen
                     schedule.changed(at: after)
                 }
-            case .failed(let message, _):
+            case .failed(let error, _):
                 let wait = schedule.failed(at: after)
-                // The error itself is logged once, by the session that recorded it.
+                // The error itself is logged once, by the door that recorded it.
                 logger.warning("watch backing off", metadata: ["retry_in_s": "\(wait.components.seconds)"])
-                events(.failed(message, trigger, retryIn: wait))
-            case .busy(let pid):
-                schedule.postpone(at: after, by: .seconds(1))
-                if !busy { events(.busy(pid: pid)) }
-                busy = true
-            case .paused(let why):
+                events(.failed(error.localizedDescription, trigger, retryIn: wait))
+            case .skipped(.syncDisabled), .skipped(.signedOut), .notSignedIn, .signedOut:
+                let why = Self.pause(outcome)
                 schedule.postpone(at: after, by: interval)
                 // Said once, until a sync goes through: a busy lock (an `ivy login` under way)
                 // or a failure in between is no end of the wait.
@@ -278,6 +277,11 @@ package final class Watch: Sendable {
                     events(.paused(why))
                 }
                 pause = why
+            case .busy, .skipped:
+                schedule.postpone(at: after, by: .seconds(1))
+                let pid: Int32? = if case .busy(let pid) = outcome { pid } else { nil }
+                if !busy { events(.busy(pid: pid)) }
+                busy = true
             }
         }
         return nil
@@ -301,6 +305,29 @@ package final class Watch: Sendable {
         }
     }
 
+    /// The wait a sync that did not run stands for.
+    private static func pause(_ outcome: SyncOutcome) -> Pause {
+        switch outcome {
+        case .skipped(.syncDisabled): .syncDisabled
+        case .notSignedIn(.stopped(let reason, _)): .signedOut("the sign-in stopped working: \(reason)")
+        case .signedOut(let error): .signedOut(error.localizedDescription)
+        default: .signedOut("not signed in")
+        }
+    }
+
+    /// The request for one of a watch's syncs, knowing what the last one found: `full` is
+    /// `--full`, for the first sync only; `steps` is told of each operation.
+    package static func request(
+        _ memory: Memory, full: Bool, steps: (@Sendable (SyncStep) -> Void)?, stop: StopRequest
+    ) -> SyncRequest {
+        SyncRequest(
+            full: memory.first && full, knownSkips: memory.skips, knownDoubt: memory.doubt,
+            stopping: { stop.requested }, steps: steps)
+    }
+
+    /// The layers a watch's syncs go through: its health pings, then its gate.
+    package static func layers() -> [any SyncMiddleware] { [WatchHealthPings(), WatchGate()] }
+
     /// Whether a sync did anything worth a line: moved, merged or deleted something, failed,
     /// was stopped early, skipped a Drive file, or held deletions back, that was not said before.
     static func changed(_ report: SyncReport, since memory: Memory) -> Bool {
@@ -308,49 +335,5 @@ package final class Watch: Sendable {
         return counts.contains { $0.total > 0 } || report.staleDuplicatesDeleted > 0 || !report.failures.isEmpty
             || report.leftForNextSync > 0 || !Set(report.skipped).isSubset(of: memory.skips)
             || (report.deletionsHeld != nil && report.deletionsHeld != memory.hold)
-    }
-}
-
-extension SyncDoor {
-    /// One of a watch's syncs through the door, knowing what the last one found; or why none
-    /// ran. The lock is held only while it runs, and a new sign-in is picked up by the next.
-    /// `full` is `--full`, for the first sync only; `steps` is told of each operation.
-    package func watchSync(
-        _ memory: Watch.Memory, full: Bool, steps: (@Sendable (SyncStep) -> Void)?, stop: StopRequest
-    ) async -> Watch.Attempt {
-        let attempt = await watchAttempt(memory, full: full, steps: steps, stop: stop)
-        await watchPing(attempt, now: clock.now())
-        return attempt
-    }
-
-    private func watchAttempt(
-        _ memory: Watch.Memory, full: Bool, steps: (@Sendable (SyncStep) -> Void)?, stop: StopRequest
-    ) async -> Watch.Attempt {
-        do {
-            // A newer ivy may have migrated the library since this one opened it.
-            if let newer = try library.migratedByNewerIvy() { return .fatal(newer) }
-            guard try library.setting(.syncEnabled) == "true" else { return .paused(.syncDisabled) }
-            let request = SyncRequest(
-                full: memory.first && full, knownSkips: memory.skips, knownDoubt: memory.doubt,
-                stopping: { stop.requested }, steps: steps, watched: true)
-            switch try await sync(request) {
-            case .finished(let report, _): return .synced(report)
-            case .busy(let pid): return .busy(pid: pid)
-            case .skipped: return .busy(pid: nil)
-            case .notSignedIn(.stopped(let reason, _)):
-                return .paused(.signedOut("the sign-in stopped working: \(reason)"))
-            case .notSignedIn: return .paused(.signedOut("not signed in"))
-            case .signedOut(let error): return .paused(.signedOut(error.localizedDescription))
-            case .failed(let error, _) where error is CancellationError && stop.requested: return .stopped
-            case .failed(let error, _): return .failed(error.localizedDescription, kind: HealthText.kind(of: error))
-            }
-        } catch {
-            if case .endpointMismatch = error as? GoogleError {
-                // Waits like a sign-out: `ivy login` in another terminal is one fix.
-                return .paused(.signedOut(error.localizedDescription))
-            }
-            logger.error("watch sync could not start", metadata: ["error": "\(error.localizedDescription)"])
-            return .failed(error.localizedDescription, kind: HealthText.kind(of: error))
-        }
     }
 }

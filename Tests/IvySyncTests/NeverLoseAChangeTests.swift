@@ -432,13 +432,11 @@ struct NeverLoseAChangeTests {
             let a = try await world.device("a")
             _ = try a.addBook("Dune")
             let sleeps = Mutex<[Duration]>([])
-            let engine = try a.engine(sleep: { duration in
+            _ = try a.library.setSetting(.syncTimeout, to: "1800")
+            let report = try await a.sync(deadlineSleep: { duration in
                 sleeps.withLock { $0.append(duration) }
                 try await Task.sleep(for: duration)
             })
-            let report = try await BlockingExecutor.run {
-                try await engine.run(SyncOptions(timeout: .seconds(1800)))
-            }
             #expect(report.uploaded.books == 1)
             let slept = sleeps.withLock { $0 }
             #expect(!slept.isEmpty && slept.allSatisfy { $0 <= .seconds(5) }, "\(slept)")

@@ -146,37 +146,27 @@ final class Device: Sendable {
     }
 
     /// The door `ivy sync` goes through, in this device's home: the token file `signIn` saved,
-    /// the emulator's endpoints and client, and retries that wait in the emulator's time.
-    private var door: SyncDoor {
+    /// the emulator's endpoints and client, and retries that wait in the emulator's time;
+    /// `deadlineSleep` waits out the sync's deadline (real time unless given).
+    func door(deadlineSleep: (@Sendable (Duration) async throws -> Void)? = nil) -> SyncDoor {
         let google = world.google
         let sleep = retrySleep
         return SyncDoor(
             library: library, tokens: TokenStore(path: paths.tokenFile, warn: { _ in }), lockFile: paths.lockFile,
             clock: world.clock.clock, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
-            endpoints: { _ in google.endpoints }, credentials: { google.credentials },
-            effects: { [self] in google.effects(sleep: sleep, elapsed: { self.waited.withLock { $0 } }) })
-    }
-
-    /// The engine a sync through the door would run, its deadline slept through `sleep`.
-    func engine(sleep: @escaping @Sendable (Duration) async throws -> Void) throws -> SyncEngine {
-        let tokens = TokenStore(path: paths.tokenFile, warn: { _ in })
-        guard case .signedIn(let token) = tokens.signIn() else { throw DeviceError("\(name) is not signed in") }
-        let google = world.google
-        let drive = try SyncDoor.drive(
-            library: library, tokens: tokens, token: token, endpoints: google.endpoints,
-            credentials: google.credentials, effects: google.effects(sleep: retrySleep))
-        return SyncEngine(
-            library: library, drive: drive, clock: world.clock.clock,
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), sleep: sleep)
+            setup: google.setup,
+            effects: { [self] in google.effects(sleep: sleep, elapsed: { self.waited.withLock { $0 } }) },
+            deadlineSleep: deadlineSleep ?? { try await Task.sleep(for: $0) })
     }
 
     /// One sync through the door; a sync that failed as a whole throws its error.
     func sync(
-        _ request: SyncRequest = SyncRequest(), progress: (@Sendable (SyncProgress) -> Void)? = nil
+        _ request: SyncRequest = SyncRequest(), progress: (@Sendable (SyncProgress) -> Void)? = nil,
+        deadlineSleep: (@Sendable (Duration) async throws -> Void)? = nil
     ) async throws -> SyncReport {
         var request = request
         if let progress { request.progress = progress }
-        let door = door
+        let door = door(deadlineSleep: deadlineSleep)
         let name = name
         // Where `ivy sync` runs it (`IvyCommand.main`): its synchronous library calls may wait
         // on SQLite, which must not hold the cooperative threads the in-process emulator needs.

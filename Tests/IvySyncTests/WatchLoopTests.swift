@@ -1,3 +1,4 @@
+import Foundation
 import IvyCore
 import IvyGoogle
 import IvyStore
@@ -7,18 +8,35 @@ import Logging
 import Synchronization
 import Testing
 
+/// One scripted attempt: what the door answered, through the watch's layers.
+private typealias Attempt = Result<SyncOutcome, any Error>
+
+private struct ScriptedFailure: LocalizedError {
+    let errorDescription: String?
+}
+
+extension Result where Success == SyncOutcome, Failure == any Error {
+    fileprivate static func synced(_ report: SyncReport) -> Self { .success(.finished(report, cronNews: nil)) }
+    fileprivate static func failed(_ message: String) -> Self {
+        .success(.failed(ScriptedFailure(errorDescription: message), cronHears: true))
+    }
+    fileprivate static func busy(pid: Int32?) -> Self { .success(.busy(pid: pid)) }
+    fileprivate static func signedOut(_ reason: String) -> Self { .success(.signedOut(.signedOut(reason: reason))) }
+    fileprivate static func fatal(_ reason: String) -> Self { .failure(NewerIvy(errorDescription: reason)) }
+}
+
 /// A watch on a clock that moves only when it sleeps, with scripted syncs: what it tries
 /// when, and what it tells.
 private final class ScriptedWatch: Sendable {
     private let now = Mutex(Duration.zero)
-    private let script: Mutex<[Watch.Attempt]>
+    private let script: Mutex<[Attempt]>
     private let attempts = Mutex<[Duration]>([])
     private let told = Mutex<[Watch.Event]>([])
     private let pendingChanges: @Sendable (Duration) -> LocalChangeProbe.Pending
     private let ended = Mutex<String?>(nil)
 
     init(
-        _ script: [Watch.Attempt],
+        _ script: [Attempt],
         pending: LocalChangeProbe.Pending = .init(count: 0, queuedAt: 0, attempts: 0, dataVersion: 1)
     ) {
         self.script = Mutex(script)
@@ -26,7 +44,7 @@ private final class ScriptedWatch: Sendable {
     }
 
     /// `pending` says what is queued at each moment.
-    init(_ script: [Watch.Attempt], pending: @escaping @Sendable (Duration) -> LocalChangeProbe.Pending) {
+    init(_ script: [Attempt], pending: @escaping @Sendable (Duration) -> LocalChangeProbe.Pending) {
         self.script = Mutex(script)
         pendingChanges = pending
     }
@@ -57,9 +75,9 @@ private final class ScriptedWatch: Sendable {
                 let next = script.withLock { $0.isEmpty ? nil : $0.removeFirst() }
                 guard let next else {
                     stop.request()
-                    return .synced(SyncReport())
+                    return .finished(SyncReport(), cronNews: nil)
                 }
-                return next
+                return try next.get()
             },
             events: { [self] event in told.withLock { $0.append(event) } })
         let reason = await watch.run(until: stop)
@@ -73,8 +91,8 @@ struct WatchLoopTests {
     @Test("signed out: told once however often it looks, one look per interval, then it goes on by itself")
     func signedOutOnce() async {
         // Google's refusal first, then the token file's record of it: the same wait, told once.
-        let refused = Watch.Attempt.paused(.signedOut("invalid_grant"))
-        let pause = Watch.Attempt.paused(.signedOut("the sign-in stopped working: invalid_grant"))
+        let refused = Attempt.signedOut("invalid_grant")
+        let pause = Attempt.signedOut("the sign-in stopped working: invalid_grant")
         let watch = ScriptedWatch([.synced(SyncReport()), refused, pause, pause, pause, .synced(SyncReport())])
         let (attempts, events) = await watch.run(interval: .seconds(10))
         #expect(Array(attempts.prefix(6)) == [0, 10, 20, 30, 40, 50].map { .seconds($0) }, "\(attempts)")
@@ -157,7 +175,7 @@ struct WatchLoopTests {
 
     @Test("signed out, then the lock busy (an ivy login under way), then signed out still: told once")
     func busyDuringAWait() async {
-        let pause = Watch.Attempt.paused(.signedOut("revoked"))
+        let pause = Attempt.signedOut("revoked")
         let watch = ScriptedWatch([pause, .busy(pid: 7), pause, .failed("down"), pause])
         let (_, events) = await watch.run(interval: .seconds(10))
         #expect(events.filter { if case .paused = $0 { true } else { false } }.count == 1, "\(events)")

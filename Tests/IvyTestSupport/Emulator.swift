@@ -52,6 +52,15 @@ package struct EmulatedGoogle: Sendable {
     package var credentials: ClientCredentials {
         ClientCredentials(id: GoogleEmulator.defaultClient.id, secret: GoogleEmulator.defaultClient.secret)
     }
+    /// The emulator and its client, as a run's environment names them to the door.
+    package var setup: SignInSetup {
+        let url = emulator.baseURL.absoluteString
+        return SignInSetup(
+            environment: [
+                "IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url, "IVY_CLIENT_ID": credentials.id,
+                "IVY_CLIENT_SECRET": credentials.secret,
+            ], builtIn: nil)
+    }
 
     /// Effects that wait for nothing unless `sleep` is given; pacing on `elapsed`, when given.
     package func effects(

@@ -1,0 +1,116 @@
+import Foundation
+package import IvyCore
+package import IvyGoogle
+package import IvyStore
+import Logging
+
+/// Why `ivy sync --auto` does nothing this time. Cron hears none of these: each passes by
+/// itself, and the queue keeps every change for the next run.
+package enum AutoSkip: Sendable, Equatable {
+    /// Another program holds a long write on the library.
+    case libraryBusy
+    /// The setting `sync_enabled` is false.
+    case syncDisabled
+    /// Within `auto_sync_cooldown` seconds of the last sync.
+    case coolingDown
+    /// No usable sign-in; `ivy status` says why.
+    case signedOut
+    /// Another sync holds the sync lock.
+    case anotherSyncRunning
+}
+
+/// Whether `ivy sync --auto` runs, or why it skips.
+package enum AutoGate: Sendable, Equatable {
+    case runs
+    case skips(AutoSkip)
+}
+
+/// What cron has not heard yet after a finished `--auto` sync.
+package struct CronNews: Sendable {
+    /// The safety valve's hold, when it is new (or changed) since cron last heard.
+    package let newHold: String?
+    /// Changes held back since cron last heard (each is heard once).
+    package let newlyHeld: [QueueItem]
+}
+
+/// `ivy sync --auto`'s policy, for cron: the gate (sync enabled, past the cooldown, signed
+/// in); another sync, a sign-in gone or a busy library is a skip, not news; a failure is heard
+/// once (an unreachable network never: the queue keeps everything); and after a finished sync,
+/// what cron has not heard yet (`CronNews`). The command prints only what this says cron hears.
+package struct CronPolicy: SyncMiddleware {
+    package init() {}
+
+    package func handle(
+        _ request: SyncRequest, door: SyncDoor, next: (SyncRequest) async throws -> SyncOutcome
+    ) async throws -> SyncOutcome {
+        let library = door.library
+        if case .skips(let why) = try Self.gate(library: library, tokens: door.tokens, now: door.clock.now()) {
+            return .skipped(why)
+        }
+        let outcome: SyncOutcome
+        do {
+            outcome = try await next(request)
+        } catch {
+            // A busy library is a skip however it is found; anything else that kept the sync
+            // from starting is said once, not every run.
+            if (error as? StoreError)?.isBusy == true {
+                door.logger.warning(
+                    "sync skipped: the library is busy", metadata: ["error": "\(error.localizedDescription)"])
+                return .skipped(.libraryBusy)
+            }
+            guard Self.isNews(error, library: library) else { return .failed(error, cronHears: false) }
+            throw error
+        }
+        switch outcome {
+        case .finished(let report, _):
+            return .finished(report, cronNews: try Self.news(after: report, library: library))
+        case .busy:
+            return .skipped(.anotherSyncRunning)
+        case .notSignedIn, .signedOut:
+            return .skipped(.signedOut)
+        case .failed(let error, _) where (error as? StoreError)?.isBusy == true:
+            return .skipped(.libraryBusy)
+        case .failed(let error, _) where error is CancellationError || GoogleError.isUnreachable(error):
+            return .failed(error, cronHears: false)
+        case .failed(let error, _):
+            return .failed(error, cronHears: Self.isNews(error, library: library))
+        case .skipped:
+            return outcome
+        }
+    }
+
+    /// The gate before the lock: sync enabled, past the cooldown, signed in.
+    package static func gate(library: LibraryDatabase, tokens: TokenStore, now: Milliseconds) throws -> AutoGate {
+        guard try library.setting(.syncEnabled) == "true" else { return .skips(.syncDisabled) }
+        let cooldown = Milliseconds(try library.number(.autoSyncCooldown)) * 1000
+        if let last = try library.localStatus().lastSyncTime, now - last < cooldown { return .skips(.coolingDown) }
+        guard case .signedIn = tokens.signIn() else { return .skips(.signedOut) }
+        return .runs
+    }
+
+    /// Whether cron has yet to hear `error`: not when the last run's was the same. Kept until
+    /// a sync finishes.
+    private static func isNews(_ error: any Error, library: LibraryDatabase) -> Bool {
+        let message = error.localizedDescription
+        if (try? library.internalSetting(.autoReportedError)) == message { return false }
+        try? library.setInternalSetting(.autoReportedError, message)
+        return true
+    }
+
+    /// Settles what cron was told: a finished sync clears the last error said, and a hold
+    /// or a held change is news once.
+    private static func news(after report: SyncReport, library: LibraryDatabase) throws -> CronNews {
+        try library.setInternalSetting(.autoReportedError, nil)
+        let newlyHeld = try library.takeUnreportedHeldItems()
+        var newHold: String?
+        if let hold = report.deletionsHeld {
+            if try library.internalSetting(.autoReportedHold) != hold {
+                try library.setInternalSetting(.autoReportedHold, hold)
+                newHold = hold
+            }
+        } else {
+            try library.setInternalSetting(.autoReportedHold, nil)
+        }
+        return CronNews(newHold: newHold, newlyHeld: newlyHeld)
+    }
+}

@@ -448,17 +448,20 @@ struct NeverLoseAChangeTests {
         try await withWorld { world in
             let a = try await world.device("a")
             _ = try a.addBook("Dune")
-            await world.state.addFault(
-                FaultRule(method: "GET", pathContains: "/drive/v3/files", delayMilliseconds: 60_000))
+            // Drive stops answering; the deadline passes once a request hangs there, on the
+            // event itself, so a slow machine cannot let the sync finish first.
+            await world.state.addFault(FaultRule(method: "GET", pathContains: "/drive/v3/files", hold: true))
             _ = try a.library.setSetting(.syncTimeout, to: "1")
+            let state = world.state
             do {
-                _ = try await a.sync()
+                _ = try await a.sync(deadlineSleep: { _ in await state.waitForHeld(count: 1) })
                 Issue.record("a hung Drive kept the sync running")
             } catch let error as SyncError {
                 #expect(error == .timedOut(seconds: 1))
                 #expect(error.localizedDescription.contains("sync_timeout"))
             }
             await world.state.clearFaults()
+            await world.state.releaseHeld()
             // The default deadline: on a loaded machine a healthy sync may take a minute.
             _ = try a.library.setSetting(.syncTimeout, to: "1800")
             #expect(try await a.sync().uploaded.books == 1)

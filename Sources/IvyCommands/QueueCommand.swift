@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+import IvyCore
+import IvyGoogle
+import IvyStore
+import IvySync
+import IvySystem
+import Logging
+import Synchronization
+
+struct QueueCommand: ContextCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "queue", abstract: "List local changes still to reach Drive, with attempts and the last error.")
+
+    @OptionGroup var global: GlobalOptions
+    @Flag(help: "Show whole ids (the table cuts them to the width that keeps them apart).") var fullIds = false
+    @Flag(help: "Print one JSON array.") var json = false
+
+    /// One queue item as `ivy queue --json` prints it, keys in snake case, `last_error` null when none.
+    struct Item: Encodable {
+        let entityType: String, entityID: String, operation: String, attempts: Int, failed: Bool, lastError: String?
+        let queuedAt: Milliseconds
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(entityType, forKey: .entityType)
+            try container.encode(entityID, forKey: .entityID)
+            try container.encode(operation, forKey: .operation)
+            try container.encode(attempts, forKey: .attempts)
+            try container.encode(failed, forKey: .failed)
+            try container.encode(lastError, forKey: .lastError)
+            try container.encode(queuedAt, forKey: .queuedAt)
+        }
+
+        enum Keys: String, CodingKey {
+            case entityType = "entity_type"
+            case entityID = "entity_id"
+            case operation, attempts, failed
+            case lastError = "last_error"
+            case queuedAt = "queued_at"
+        }
+    }
+
+    func run(_ context: Context) async throws {
+        let home = try global.home(context)
+        let items = try home.library(readOnly: true).queueItems()
+        if json {
+            return try home.output.json(
+                items.map {
+                    Item(
+                        entityType: $0.key.kind.rawValue, entityID: $0.key.id, operation: $0.operation.rawValue,
+                        attempts: $0.attempts, failed: $0.hasFailed, lastError: $0.lastError, queuedAt: $0.queuedAt)
+                })
+        }
+        guard !items.isEmpty else { return home.output.line("The queue is empty: everything has reached Drive.") }
+        // One width for books and clips alike: the column is one list of ids to tell apart.
+        let shown = IDPrefix.shown(items.map(\.key.id), full: fullIds)
+        home.output.table(
+            ["KIND", "ID", "OPERATION", "STATE", "ATTEMPTS", "LAST ERROR"],
+            items.map {
+                [
+                    $0.key.kind.rawValue, shown($0.key.id), $0.operation.rawValue, $0.hasFailed ? "failed" : "pending",
+                    String($0.attempts), Display.cell($0.lastError, limit: 60),
+                ]
+            })
+    }
+}

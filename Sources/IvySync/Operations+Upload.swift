@@ -1,0 +1,156 @@
+import Foundation
+import IvyCore
+import IvyGoogle
+import IvyStore
+import IvySystem
+import Logging
+
+// Uploads: a local change pushed to Drive.
+
+extension SyncEngine {
+    func upload(_ action: PlannedAction, _ context: Context, _ moved: Moved?) async throws -> Outcome {
+        let key = action.key
+        switch key {
+        case .book(let id):
+            guard let book = try library.book(id: id) else { return Outcome(key: key, result: .nothing) }
+            let backup = BookBackup(book, extras: try localExtras(key))
+            try await push(book: backup, replacing: action.remote, context)
+        case .clip(let id):
+            guard let clip = try library.clip(id: id) else { return Outcome(key: key, result: .nothing) }
+            let backup = ClipBackup(clip, extras: try localExtras(key))
+            let bytes = try await push(clip: backup, replacing: action.remote, context, moved)
+            return Outcome(key: key, result: .done(.upload, conflict: false), bytes: bytes, bytesUp: bytes)
+        }
+        return Outcome(key: key, result: .done(.upload, conflict: false))
+    }
+
+    /// The unknown keys kept for an entity; unreadable ones fail its push at once.
+    func localExtras(_ key: EntityKey) throws -> [String: JSONValue] {
+        do {
+            return try library.extras(key)
+        } catch let error as StoreError {
+            guard case .unreadableExtras = error else { throw error }
+            throw SyncFailure.permanent(error.localizedDescription)
+        }
+    }
+
+    /// Backup JSON for an upload; an entity that cannot be written exactly is never sent.
+    static func encoded<Backup: EntityBackup>(_ backup: Backup) throws -> Data {
+        do {
+            return try Backup.encode(backup)
+        } catch {
+            throw SyncFailure.permanent(error.description)
+        }
+    }
+
+    /// Uploads a book's JSON over whatever files of its name exist, and records it.
+    func push(book: BookBackup, replacing remote: RemoteEntity?, _ context: Context) async throws {
+        let key = EntityKey(book.id)
+        let data = try Self.encoded(book)
+        let files = remote?.allFiles ?? []
+        if !files.isEmpty { try library.recordReplaceCutShort(key) }
+        let uploaded = try await replaceJSON(
+            key, data: data, folder: context.folders.books[0], replacing: files, context)
+        try recordPushed(
+            Agreement(
+                key, localUpdatedAt: book.updatedAt, jsonID: uploaded.id, jsonModifiedTime: uploaded.modifiedTime,
+                json: data, syncedAt: clock.now()),
+            context)
+    }
+
+    /// Uploads a clip: JSON, then the MP3 (kept when Drive already has the same bytes). If
+    /// the MP3 of a clip new to Drive fails, its JSON is deleted again; a replaced clip keeps
+    /// its new JSON so it never looks deleted. Returns the MP3 bytes sent.
+    func push(
+        clip: ClipBackup, replacing remote: RemoteEntity?, _ context: Context, _ moved: Moved?
+    ) async throws -> Int64 {
+        let key = EntityKey(clip.id)
+        let audio = URL(fileURLWithPath: library.audioPath(clipID: clip.id))
+        guard library.hasAudio(clipID: clip.id) else {
+            throw SyncFailure.permanent(
+                "the clip's audio \(audio.path) is missing; replace it with `ivy clip update \(clip.id) --audio FILE`")
+        }
+        let size = try LocalFile.size(of: audio)
+        if let excess = AudioRules.overLimit(size) {
+            throw SyncFailure.permanent("\(audio.path) is \(excess); replace it with a shorter clip")
+        }
+        let data = try Self.encoded(clip)
+        let md5 = try LocalFile.md5(of: audio)
+        let files = remote?.allFiles ?? []
+        let jsonName = key.jsonFileName
+        let mp3Name = key.mp3FileName
+        var keptMP3: RemoteFile?
+        if let current = remote?.mp3, current.size == size, current.md5 == md5,
+            !files.contains(where: { $0.name == mp3Name && $0.id != current.id })
+        {
+            keptMP3 = current
+        }
+        if !files.isEmpty { try library.recordReplaceCutShort(key) }
+        let json = try await replaceJSON(
+            key, data: data, folder: context.folders.clips[0], replacing: files.filter { $0.name == jsonName }, context)
+        let mp3ID: DriveFileID
+        if let keptMP3 {
+            mp3ID = keptMP3.id
+        } else {
+            do {
+                mp3ID = try await drive.uploadMP3(
+                    name: mp3Name, file: audio, folder: context.folders.clips[0],
+                    replacing: files.filter { $0.name == mp3Name }, progress: moved
+                ).id
+            } catch {
+                // Only a clip new to Drive is rolled back. Once an older copy existed, other
+                // devices hold it: with both files gone they would read the clip as deleted
+                // and delete it too, while a lone new JSON reads as incomplete and is left
+                // alone until this device's retry completes it.
+                if files.isEmpty { await rollBack(json.id) }
+                throw error
+            }
+        }
+        try recordPushed(
+            Agreement(
+                key, localUpdatedAt: clip.updatedAt, jsonID: json.id, jsonModifiedTime: json.modifiedTime, mp3ID: mp3ID,
+                json: data, audioMD5: md5, syncedAt: clock.now()),
+            context)
+        return keptMP3 == nil ? size : 0
+    }
+
+    /// Uploads an entity's JSON over the files of its name: those are deleted, then the new
+    /// one is made. A replace that stops after its deletes (a failed create, or ivy killed)
+    /// leaves the entity missing on Drive by this device's own doing, so the next sync must
+    /// put it back at once rather than wait out the grace meant for other devices' replaces:
+    /// each push records that before its first delete (`recordReplaceCutShort`), and
+    /// `recordPushed` clears it.
+    func replaceJSON(
+        _ key: EntityKey, data: Data, folder: DriveFileID, replacing files: [RemoteFile], _ context: Context
+    ) async throws -> UploadedFile {
+        var deleted = 0
+        do {
+            for file in files {
+                try await drive.delete(file.id)
+                deleted += 1
+            }
+        } catch {
+            // Nothing deleted, nothing of this device's own making is missing: the mark goes, or
+            // another device's replace seen later would not get its grace.
+            if deleted == 0, !files.isEmpty {
+                try? library.withdrawReplaceMark(key, restoring: context.manifest[key]?.missingSince)
+            }
+            throw error
+        }
+        return try await drive.uploadJSON(name: key.jsonFileName, data: data, folder: folder, replacing: [])
+    }
+
+    /// Deletes a clip JSON whose MP3 did not make it; tried up to three times.
+    func rollBack(_ id: DriveFileID) async {
+        for attempt in 1...3 {
+            do {
+                try await drive.delete(id)
+                return
+            } catch {
+                logger.warning(
+                    "rolling back a clip JSON failed",
+                    metadata: ["attempt": "\(attempt)", "error": "\(error.localizedDescription)"])
+            }
+        }
+    }
+}

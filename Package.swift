@@ -62,8 +62,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The slot in the binary's read-only data that scripts/package writes a release's stamp into.
+        .target(name: "IvyStamp"),
         // The `ivy` executable: builds the context from the process and runs IvyCommands on it.
-        .executableTarget(name: "IvyCLI", dependencies: ["IvyCore", "IvyCommands"]),
+        .executableTarget(name: "IvyCLI", dependencies: ["IvyCore", "IvyCommands", "IvyStamp"]),
         // A loopback fake of Google's OAuth device flow and Drive v3, for tests, benchmarks
         // and trying ivy without a Google account.
         .target(
@@ -174,6 +176,7 @@ let upcomingFeatures: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
-for target in package.targets {
+// IvyStamp is C: no Swift settings.
+for target in package.targets where target.name != "IvyStamp" {
     target.swiftSettings = (target.swiftSettings ?? []) + upcomingFeatures
 }

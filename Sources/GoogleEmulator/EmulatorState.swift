@@ -257,18 +257,22 @@ package actor EmulatorState {
     var random: SeededGenerator
     /// Counts the ids and tokens made; each carries it, so none repeats another.
     var serial: UInt64 = 0
+    /// What every control request must carry (see `controlRefusal`): the control API approves
+    /// sign-ins and reads every file, and every user of the machine can reach 127.0.0.1.
+    package nonisolated let controlSecret: String
 
     /// The seed of an emulator not given one: fixed, so tests repeat their ids and codes.
     package static let defaultSeed: UInt64 = 14
 
     package init(
         accounts: [EmulatedAccount], clients: [EmulatedClient], clock: EmulatorClock = .system,
-        seed: UInt64 = EmulatorState.defaultSeed
+        seed: UInt64 = EmulatorState.defaultSeed, controlSecret: String = EmulatorState.newControlSecret()
     ) {
         self.accounts = accounts
         self.clients = clients
         self.clock = clock
         self.seed = seed
+        self.controlSecret = controlSecret
         random = SeededGenerator(seed: seed)
     }
 

@@ -14,7 +14,7 @@ extension EmulatorState {
         case ("GET", "/device"): return (devicePage(), nil)
         default: break
         }
-        if path.hasPrefix("/_emulator/") { return (handleControl(request), nil) }
+        if path.hasPrefix("/_emulator/") { return (controlRefusal(request) ?? handleControl(request), nil) }
         if request.method == "POST", path.hasPrefix("/health/") {
             // A health-check service (healthchecks.io's convention) for ivy's pings; not
             // control, so fault rules (a hold: a service that never answers) apply to it.

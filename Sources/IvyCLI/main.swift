@@ -1,6 +1,7 @@
 import Foundation
 import IvyCommands
 import IvyCore
+import IvyStamp
 import Synchronization
 
 // The one place ivy reads its process: environment, terminal, descriptors, clock.
@@ -54,25 +55,12 @@ nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
     }
 }
 
-/// What `scripts/package` appended to this binary (see `BuildStamp`), read from its last bytes;
-/// none for a plain `swift build`, or when the binary cannot be read.
+/// What `scripts/package` wrote into this binary's stamp slot (see `BuildStamp`), read from
+/// the program's own memory; none for a plain `swift build`.
 func buildStamp() -> BuildStamp {
-    let descriptor = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)
-    guard descriptor >= 0 else { return .none }
-    defer { close(descriptor) }
-    func read(_ count: Int, at offset: off_t) -> [UInt8]? {
-        guard count > 0, offset >= 0 else { return nil }
-        var bytes = [UInt8](repeating: 0, count: count)
-        let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, count, offset) }
-        return got == count ? bytes : nil
-    }
-    let size = lseek(descriptor, 0, SEEK_END)
-    let trailerStart = size - off_t(BuildStamp.trailerLength)
-    guard let trailer = read(BuildStamp.trailerLength, at: trailerStart),
-        let length = BuildStamp.payloadLength(trailer: trailer),
-        let payload = read(length, at: trailerStart - off_t(length))
-    else { return .none }
-    return BuildStamp(payload: payload)
+    var slot = [UInt8](repeating: 0, count: Int(IVY_STAMP_SLOT_SIZE))
+    let count = slot.withUnsafeMutableBufferPointer { ivy_build_stamp($0.baseAddress, $0.count) }
+    return BuildStamp(slot: Array(slot.prefix(count)))
 }
 
 let environment = ProcessInfo.processInfo.environment

@@ -1,10 +1,10 @@
-/// What `scripts/package` appends to a release's binary, after the ELF image (which the loader
-/// never reads past): the commit it was built from and, when it was given one, the OAuth client
-/// the release carries. Appending keeps the client out of the source tree, out of every
-/// compiler's arguments, and out of a plain `swift build`, whose binary has no stamp at all.
+/// What `scripts/package` writes into a release's binary after the build: the commit it was
+/// built from and, when it was given one, the OAuth client the release carries. Written after
+/// the build, it keeps the client out of the source tree, out of every compiler's arguments, and
+/// out of a plain `swift build`, whose binary has no stamp at all.
 ///
-/// The binary ends with the stamp's lines (`key=value`), then a trailer of `trailerLength`
-/// bytes: `marker`, the lines' length as 13 decimal digits, and a newline.
+/// The stamp goes into a slot the binary reserves in its read-only data (Sources/IvyStamp): the
+/// stamp's length as `lengthDigits` decimal digits, then its lines (`key=value`).
 package struct BuildStamp: Sendable, Equatable {
     /// The commit's short hash; nil when the binary has no stamp.
     package var commit: String?
@@ -30,22 +30,21 @@ package struct BuildStamp: Sendable, Equatable {
     /// A binary without a stamp: `swift build`'s.
     package static let none = BuildStamp()
 
-    package static let marker = "\n#ivy-build-stamp "
-    package static let trailerLength = marker.utf8.count + 13 + 1
-    /// More than any stamp holds: a trailer claiming more is not one.
-    package static let largestPayload = 64 * 1024
+    /// Digits of the stamp's length, at the start of the slot.
+    package static let lengthDigits = 8
 
-    /// How many bytes of stamp lines precede `trailer` (the binary's last `trailerLength`
-    /// bytes), or nil when they are no trailer.
-    package static func payloadLength(trailer: [UInt8]) -> Int? {
-        guard trailer.count == trailerLength, trailer.last == UInt8(ascii: "\n") else { return nil }
-        let markerBytes = Array(marker.utf8)
-        guard Array(trailer.prefix(markerBytes.count)) == markerBytes else { return nil }
-        let digits = trailer.dropFirst(markerBytes.count).dropLast()
-        guard digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-            let length = Int(String(decoding: digits, as: UTF8.self)), length <= largestPayload
-        else { return nil }
-        return length
+    /// The stamp in `slot` (what follows the slot's marker); `none` when scripts/package has not
+    /// written one (the slot's NULs) or what is there is not a stamp.
+    package init(slot: [UInt8]) {
+        let digits = slot.prefix(Self.lengthDigits)
+        guard digits.count == Self.lengthDigits,
+            digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+            let length = Int(String(decoding: digits, as: UTF8.self)), length <= slot.count - Self.lengthDigits
+        else {
+            self.init()
+            return
+        }
+        self.init(payload: Array(slot[Self.lengthDigits..<Self.lengthDigits + length]))
     }
 
     /// The stamp its lines describe; unknown keys are skipped, so an older ivy reads a newer stamp.

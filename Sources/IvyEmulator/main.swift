@@ -31,14 +31,17 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the emulator; the first line printed is its URL.",
         discussion: """
-            The second line, `export IVY_OAUTH_URL=URL IVY_DRIVE_URL=URL`, points ivy at it when pasted \
-            into a shell. Give ivy the client id and secret it prints. Accounts alice@example.com and \
+            The second line, `export IVY_OAUTH_URL=URL IVY_DRIVE_URL=URL IVY_EMULATOR_SECRET=SECRET`, points \
+            ivy at it when pasted into a shell, and gives `ivy-emulator approve` and `deny` the secret its \
+            control API asks for (a new one each run: anyone with it can approve sign-ins and read every \
+            file). Give ivy the client id and secret it prints. Accounts alice@example.com and \
             bob@example.com exist. Stops cleanly on SIGINT or SIGTERM, saving the Drive to --state when \
             given. One emulator per --state file: a second one refuses, naming the running one's process \
             id and URL (the lock is FILE.lock beside it, let go however the emulator ends).
 
             With --background it runs detached (its own session, no terminal), and once it listens prints \
-            only `export IVY_OAUTH_URL=URL IVY_DRIVE_URL=URL IVY_EMULATOR_PID=PID` and exits 0, so that \
+            only `export IVY_OAUTH_URL=URL IVY_DRIVE_URL=URL IVY_EMULATOR_SECRET=SECRET IVY_EMULATOR_PID=PID` \
+            and exits 0, so that \
             `eval "$(ivy-emulator --state FILE --background)"` starts it and points ivy at it; \
             `kill $IVY_EMULATOR_PID` stops it, saving --state.
             """)
@@ -117,7 +120,9 @@ struct Serve: AsyncParsableCommand {
         await emulatorState.setListeningPort(emulator.baseURL.port ?? port)
         let url = emulator.baseURL.absoluteString
         lock?.record(url: url)
-        var exportLine = "export IVY_OAUTH_URL=\(shellQuoted(url)) IVY_DRIVE_URL=\(shellQuoted(url))"
+        var exportLine =
+            "export IVY_OAUTH_URL=\(shellQuoted(url)) IVY_DRIVE_URL=\(shellQuoted(url)) "
+            + "IVY_EMULATOR_SECRET=\(emulatorState.controlSecret)"
         if detached { exportLine += " IVY_EMULATOR_PID=\(getpid())" }
         var wroteEnvFile = false
         do {
@@ -142,7 +147,7 @@ struct Serve: AsyncParsableCommand {
             client secret: \(GoogleEmulator.defaultClient.secret)
             accounts:      \(accounts)
             seed:          \(seed)
-            approve a sign-in with: ivy-emulator approve --url \(url)
+            approve a sign-in with: ivy-emulator approve, in a shell that ran the export line above
 
             """, to: STDOUT_FILENO)
 
@@ -425,12 +430,25 @@ struct Target: ParsableArguments {
         return url
     }
 
+    /// The control API's secret, from the environment: never an option, which every user of
+    /// the machine could read in the process list.
+    func controlSecret() throws -> String {
+        guard let secret = ProcessInfo.processInfo.environment["IVY_EMULATOR_SECRET"], !secret.isEmpty else {
+            throw ValidationError(
+                "the emulator's control API needs its secret: set IVY_EMULATOR_SECRET, as "
+                    + "`eval \"$(ivy-emulator --background)\"` or the export line ivy-emulator prints does")
+        }
+        return secret
+    }
+
     /// The answer of the control API at `path`, as a JSON object.
     func call(_ method: String, _ path: String, _ body: [String: String]? = nil) async throws -> [String: Any] {
         let url = try resolvedURL()
+        let secret = try controlSecret()
         guard let endpoint = URL(string: url + path) else { throw ValidationError("not a URL: \(url)") }
         var request = URLRequest(url: endpoint)
         request.httpMethod = method
+        request.setValue(secret, forHTTPHeaderField: EmulatorState.controlSecretHeader)
         if let body {
             request.httpBody = try JSONSerialization.data(withJSONObject: body)
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -445,7 +463,13 @@ struct Target: ParsableArguments {
             throw NoEmulator(url: url)
         }
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
-        guard (response as? HTTPURLResponse)?.statusCode == 200, let object else {
+        let status = (response as? HTTPURLResponse)?.statusCode
+        if status == 401 || status == 403 {
+            throw EmulatorFailure(
+                "the emulator at \(url) refused IVY_EMULATOR_SECRET: it is not the secret that emulator printed; "
+                    + "take it from its export line (an emulator makes a new one each time it starts)")
+        }
+        guard status == 200, let object else {
             throw EmulatorFailure(object?["error"] as? String ?? "the emulator refused the request")
         }
         return object
@@ -531,7 +555,9 @@ struct Approve: AsyncParsableCommand {
         discussion: """
             Without --code, approves the newest sign-in whose `ivy login` is still waiting: one asked for \
             or polled after approve started (a waiting login polls every few seconds), waiting for one \
-            when none is yet. Sign-ins nobody polls any more (their `ivy login` was stopped) are left alone.
+            when none is yet. Sign-ins nobody polls any more (their `ivy login` was stopped) are left alone. \
+            The emulator's control API takes only its secret, read from $IVY_EMULATOR_SECRET, which the export \
+            line it prints sets.
             """)
 
     @OptionGroup var target: Target
@@ -555,7 +581,10 @@ struct Approve: AsyncParsableCommand {
 struct Deny: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Deny a waiting sign-in, as the person at the browser would.",
-        discussion: "Without --code, denies the newest sign-in whose `ivy login` is still waiting, as approve does.")
+        discussion: """
+            Without --code, denies the newest sign-in whose `ivy login` is still waiting, as approve does; \
+            like approve, it sends the emulator the secret in $IVY_EMULATOR_SECRET.
+            """)
 
     @OptionGroup var target: Target
     @Option(help: ArgumentHelp("The user code ivy printed (default: the newest waiting sign-in).", valueName: "CODE"))

@@ -10,6 +10,7 @@ Run with scripts/google-client-check (it builds nothing: the emulator binary mus
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -31,6 +32,9 @@ CLIENT_ID = "ivy-emulator.apps.googleusercontent.com"
 CLIENT_SECRET = "emulator-secret"
 SCOPES = ["openid", "email", "https://www.googleapis.com/auth/drive.file"]
 FOLDER = "application/vnd.google-apps.folder"
+# The emulator's control API answers only requests with the secret it prints at start; the
+# fixture puts it on this session.
+CONTROL = requests.Session()
 
 
 class RecordingHttp(httplib2.Http):
@@ -62,6 +66,10 @@ def emulator():
     try:
         url = process.stdout.readline().strip()
         assert url.startswith("http://"), f"the emulator printed {url!r} instead of its URL"
+        export_line = process.stdout.readline()
+        secret = re.search(r"\bIVY_EMULATOR_SECRET=(\S+)", export_line)
+        assert secret, f"the emulator's export line {export_line!r} has no IVY_EMULATOR_SECRET"
+        CONTROL.headers["X-Ivy-Emulator-Secret"] = secret.group(1)
         yield url
     finally:
         process.terminate()
@@ -77,7 +85,7 @@ def sign_in(url):
     """The device flow with plain requests, approved through the emulator's control API."""
     code = requests.post(f"{url}/device/code", data={"client_id": CLIENT_ID, "scope": " ".join(SCOPES)}, timeout=10)
     assert code.status_code == 200, code.text
-    approved = requests.post(f"{url}/_emulator/approve", json={"user_code": code.json()["user_code"]}, timeout=10)
+    approved = CONTROL.post(f"{url}/_emulator/approve", json={"user_code": code.json()["user_code"]}, timeout=10)
     assert approved.status_code == 200, approved.text
     tokens = requests.post(
         f"{url}/token",
@@ -291,7 +299,7 @@ def test_quota_exceeded_in_googles_newer_shape(session, quota, limit):
     errors[], the reason only in a google.rpc.ErrorInfo detail whose quota_limit says whose
     quota ran out. Google's client reads it as it reads Google's own."""
     drive, url = session["drive"], session["url"]
-    knob = requests.post(
+    knob = CONTROL.post(
         f"{url}/_emulator/read-limit", json={"reads_per_second": 0.0001, "burst": 0, "quota": quota}, timeout=10
     )
     assert knob.status_code == 200, knob.text
@@ -299,7 +307,7 @@ def test_quota_exceeded_in_googles_newer_shape(session, quota, limit):
         with pytest.raises(HttpError) as refused:
             drive.files().list(fields="files(id)").execute(num_retries=0)
     finally:
-        requests.delete(f"{url}/_emulator/read-limit", timeout=10)
+        CONTROL.delete(f"{url}/_emulator/read-limit", timeout=10)
     assert refused.value.resp.status == 403
     body = json.loads(refused.value.content)["error"]
     assert "errors" not in body and body["status"] == "PERMISSION_DENIED"

@@ -1,4 +1,5 @@
 import Foundation
+import GoogleEmulator
 import IvyTestSupport
 import Testing
 
@@ -13,7 +14,7 @@ struct ExecutableTests {
         // Port 9 (discard) has no listener here: the connection is refused at once.
         let approve = ChildCommand(
             Self.binary, ["approve", "--url", "http://127.0.0.1:9"],
-            environment: ["HOME": directory.path, "PATH": "/usr/bin:/bin"])
+            environment: ["HOME": directory.path, "PATH": "/usr/bin:/bin", "IVY_EMULATOR_SECRET": "any"])
         let result = try await runChild(approve)
         let text = result.stderr
         #expect(result.exit == .exited(1))
@@ -23,8 +24,9 @@ struct ExecutableTests {
 
     @Test(
         """
-        prints its loopback URL first, then the export line it writes to --env-file; takes --seed, keeps the Drive \
-        in --state, dates its answers --date-offset seconds off, and stops cleanly on SIGTERM
+        prints its loopback URL first, then the export line it writes to --env-file, with the control API's secret; \
+        takes --seed, keeps the Drive in --state, dates its answers --date-offset seconds off, and stops cleanly on \
+        SIGTERM
         """)
     func lifecycle() async throws {
         let directory = try TemporaryHome(prefix: "emulator")
@@ -46,19 +48,32 @@ struct ExecutableTests {
             let url = lines.first ?? ""
             #expect(
                 url.range(of: #"^http://127\.0\.0\.1:\d+$"#, options: .regularExpression) != nil, "first line: \(url)")
-            let exportLine = "export IVY_OAUTH_URL=\(url) IVY_DRIVE_URL=\(url)"
-            #expect(lines.dropFirst().first == exportLine)
+            let exportLine = try #require(lines.dropFirst().first)
+            let secret = try #require(
+                exportLine.wholeMatch(
+                    of: /export IVY_OAUTH_URL=(\S+) IVY_DRIVE_URL=(\S+) IVY_EMULATOR_SECRET=([0-9a-f]{64})/),
+                "\(exportLine)"
+            ).3
+            #expect(exportLine.hasPrefix("export IVY_OAUTH_URL=\(url) IVY_DRIVE_URL=\(url) "))
             // Written before the URL is printed: it is there by now.
             #expect(try String(contentsOfFile: envFile, encoding: .utf8) == exportLine + "\n")
             let mode = try FileManager.default.attributesOfItem(atPath: envFile)[.posixPermissions] as? Int
             #expect(mode == 0o600)
 
-            let (data, _) = try await URLSession.shared.data(
-                from: try #require(URL(string: url + "/_emulator/pending")))
+            func control(_ path: String, secret: Substring?) async throws -> (Data, URLResponse) {
+                var request = URLRequest(url: try #require(URL(string: url + path)))
+                if let secret {
+                    request.setValue(String(secret), forHTTPHeaderField: EmulatorState.controlSecretHeader)
+                }
+                return try await URLSession.shared.data(for: request)
+            }
+            let (refused, refusal) = try await control("/_emulator/pending", secret: nil)
+            #expect((refusal as? HTTPURLResponse)?.statusCode == 401)
+            #expect(!String(decoding: refused, as: UTF8.self).contains("user_codes"))
+            let (data, _) = try await control("/_emulator/pending", secret: secret)
             #expect(String(decoding: data, as: UTF8.self).contains("user_codes"))
             try await DateHeaderTests.dated(offset: -600) {
-                let (seed, answer) = try await URLSession.shared.data(
-                    from: try #require(URL(string: url + "/_emulator/seed")))
+                let (seed, answer) = try await control("/_emulator/seed", secret: secret)
                 #expect(String(decoding: seed, as: UTF8.self) == #"{"seed":18446744073709551615}"#)
                 // Dated ten minutes behind real time, as --date-offset -600 asks.
                 return (answer as? HTTPURLResponse)?.value(forHTTPHeaderField: "Date")

@@ -55,6 +55,10 @@ final class EmulatorClient: Sendable {
         request.httpMethod = method
         request.httpBody = body
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        // The control API asks for the emulator's secret, which every caller of it is given.
+        if path.hasPrefix("/_emulator/") {
+            request.setValue(state.controlSecret, forHTTPHeaderField: EmulatorState.controlSecretHeader)
+        }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let (data, response) = try await session.data(for: request)
         let http = try #require(response as? HTTPURLResponse)

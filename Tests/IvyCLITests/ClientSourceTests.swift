@@ -17,6 +17,29 @@ struct ClientSourceTests {
     static let builtIn = BuildStamp(
         commit: "abc1234", clientID: GoogleEmulator.defaultClient.id, clientSecret: GoogleEmulator.defaultClient.secret)
 
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// The built ivy copied to `path` and stamped there by `scripts/package --stamp`, as a release
+    /// is, with the emulator's client (its secret from a 0600 file, as a release's comes).
+    static func release(at path: String, directory: String) async throws {
+        try FileManager.default.copyItem(atPath: BuiltProgram.ivy.path, toPath: path)
+        let secretFile = directory + "/client-secret"
+        #expect(
+            FileManager.default.createFile(
+                atPath: secretFile, contents: Data(GoogleEmulator.defaultClient.secret.utf8),
+                attributes: [.posixPermissions: 0o600]))
+        let stamp = try await runChild(
+            ChildCommand(
+                root.appendingPathComponent("scripts/package").path,
+                [
+                    "--stamp", path, "--client-id", GoogleEmulator.defaultClient.id, "--client-secret-file",
+                    secretFile,
+                ],
+                environment: ["PATH": "/usr/bin:/bin"]))
+        #expect(stamp.status == 0, "\(stamp.stderr)")
+    }
+
     private func status(_ ivy: IvyHome, environment: [String: String] = [:]) async throws -> [String: Any] {
         let result = try await ivy.run(["status", "--json"], environment: environment)
         #expect(result.status == 0, "\(result.stderr)")
@@ -57,22 +80,13 @@ struct ClientSourceTests {
     func halfAClientOnARelease() async throws {
         let ivy = try Setup.cronHome()
         let release = ivy.path + "/release-ivy"
-        try FileManager.default.copyItem(atPath: BuiltProgram.ivy.path, toPath: release)
-        let payload =
-            "commit=abc1234\nclient_id=\(GoogleEmulator.defaultClient.id)\n"
-            + "client_secret=\(GoogleEmulator.defaultClient.secret)\n"
-        let digits = String(payload.utf8.count)
-        let stamp = payload + BuildStamp.marker + String(repeating: "0", count: 13 - digits.count) + digits + "\n"
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: release))
-        try handle.seekToEnd()
-        try handle.write(contentsOf: Data(stamp.utf8))
-        try handle.close()
+        try await Self.release(at: release, directory: ivy.path)
         func run(_ arguments: String...) async throws -> RunResult {
             RunResult(
                 try await runChild(
                     ChildCommand(release, arguments, environment: ivy.environment, workingDirectory: ivy.path)))
         }
-        #expect(try await run("--version").stdout.contains("commit abc1234"))
+        #expect(try await run("--version").stdout.contains("(commit "))
         #expect(try await run("config", "set", "client_id", "mine.apps.googleusercontent.com").status == 0)
 
         let half = "a client id is given (the setting client_id) but no client secret"
@@ -91,6 +105,43 @@ struct ClientSourceTests {
         for run in [status, doctor, login] {
             #expect(!(run.stdout + run.stderr).contains(GoogleEmulator.defaultClient.secret))
         }
+    }
+
+    /// Issue 40 #6: the stamp is in the program's read-only data, which it reads from memory, so
+    /// what drops a file's tail (strip), forbids reading the file (execute-only) or makes
+    /// /proc/self/exe another program (the loader) leaves it alone.
+    @Test("a release's stamp survives strip, an execute-only install and a run through ld.so")
+    func stampSurvivesRepackaging() async throws {
+        let ivy = try Setup.cronHome()
+        let release = ivy.path + "/release-ivy"
+        try await Self.release(at: release, directory: ivy.path)
+        let stripped = ivy.path + "/stripped-ivy"
+        let strip = try await runChild(ChildCommand("/usr/bin/strip", ["-o", stripped, release]))
+        #expect(strip.status == 0, "\(strip.stderr)")
+        func run(_ executable: String, _ arguments: [String]) async throws -> RunResult {
+            RunResult(
+                try await runChild(
+                    ChildCommand(executable, arguments, environment: ivy.environment, workingDirectory: ivy.path)))
+        }
+        let loader = try #require(
+            ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"].first {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        for (executable, arguments) in [(stripped, [String]()), (loader, [stripped])] {
+            let version = try await run(executable, arguments + ["--version"])
+            #expect(version.stdout.contains("(commit ") && !version.stdout.contains("unknown"), "\(version.stdout)")
+            let status = try await run(executable, arguments + ["status", "--json"]).json() as? [String: Any]
+            #expect(status?["client_source"] as? String == "built-in", "\(String(describing: status))")
+        }
+
+        // Execute-only, for its owner too; root reads every file, so there it runs as nobody.
+        #expect(chmod(stripped, 0o111) == 0)
+        let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups", stripped, "--version"]
+        let executeOnly =
+            getuid() == 0
+            ? try await run("/usr/bin/setpriv", asNobody) : try await run(stripped, ["--version"])
+        #expect(executeOnly.status == 0, "\(executeOnly.stderr)")
+        #expect(executeOnly.stdout.contains("(commit ") && !executeOnly.stdout.contains("unknown"))
     }
 
     @Test("with nothing configured, login signs in with the built-in client and stores nothing in the settings")

@@ -39,27 +39,34 @@ struct EmulatorCommandTests {
         defer { started.stop() }
         #expect(started.status == 0, "\(started.errors)")
         let line = started.output.trimmingCharacters(in: .newlines)
-        let match = try #require(
-            line.wholeMatch(
-                of: /export IVY_OAUTH_URL=(http:\/\/127\.0\.0\.1:\d+) IVY_DRIVE_URL=(\S+) IVY_EMULATOR_PID=(\d+)/),
-            "\(started.output)")
+        let exportLine =
+            #/
+            export\ IVY_OAUTH_URL=(http://127\.0\.0\.1:\d+)\ IVY_DRIVE_URL=(\S+)
+            \ IVY_EMULATOR_SECRET=(\w+)\ IVY_EMULATOR_PID=(\d+)
+            /#
+        let match = try #require(line.wholeMatch(of: exportLine), "\(started.output)")
         let url = String(match.1)
         #expect(String(match.2) == url)
+        let secret = String(match.3)
         #expect(started.output == line + "\n")
-        let pid = try #require(pid_t(match.3))
+        let pid = try #require(pid_t(match.4))
         #expect(started.pid == pid)
         // Detached: its own session, so a closed terminal's SIGHUP never reaches it.
         #expect(getsid(pid) == pid)
+        // Made by the detached emulator itself: in no program's arguments, which every user can read.
+        let arguments = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))
+        #expect(!String(decoding: arguments, as: UTF8.self).contains(secret))
 
         #expect(try String(contentsOfFile: envFile, encoding: .utf8) == line + "\n")
         let mode = try FileManager.default.attributesOfItem(atPath: envFile)[.posixPermissions] as? Int
         #expect(mode == 0o600)
         let evaluated = try await shell(
-            #"eval "$(cat "$0")"; printf '%s %s' "$IVY_DRIVE_URL" "$IVY_EMULATOR_PID""#, envFile)
-        #expect(evaluated == "\(url) \(pid)")
+            #"eval "$(cat "$0")"; printf '%s %s %s' "$IVY_DRIVE_URL" "$IVY_EMULATOR_PID" "$IVY_EMULATOR_SECRET""#,
+            envFile)
+        #expect(evaluated == "\(url) \(pid) \(secret)")
 
         // ivy waits a second between polls instead of five.
-        try await control(url, "/_emulator/config", ["poll_interval": 1])
+        try await control(url, "/_emulator/config", secret: secret, ["poll_interval": 1])
         var environment = [
             "IVY_HOME": directory.file("home"), "HOME": directory.path, "PATH": "/usr/bin:/bin",
             "IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url, "NO_COLOR": "1",
@@ -79,7 +86,9 @@ struct EmulatorCommandTests {
             // approve as a person would run it: no --url, from an empty home of its own.
             let approveHome = directory.file("approve-home")
             try FileManager.default.createDirectory(atPath: approveHome, withIntermediateDirectories: false)
-            environment = ["HOME": approveHome, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url]
+            environment = [
+                "HOME": approveHome, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url, "IVY_EMULATOR_SECRET": secret,
+            ]
             let approved = try await run(Self.emulator, ["approve", "--wait", Self.patient], environment: environment)
             #expect(approved.status == 0, "\(approved.stderr)")
             #expect(
@@ -93,7 +102,7 @@ struct EmulatorCommandTests {
             #expect(signedIn.stdout.hasSuffix("Signed in as alice@example.com\n"), "\(signedIn.stdout)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: approveHome) == [])
 
-            let pending = try await control(url, "/_emulator/pending")
+            let pending = try await control(url, "/_emulator/pending", secret: secret)
             #expect(pending["user_codes"] as? [String] == stale.sorted())
 
             try await started.stopAndWait(log: logFile)
@@ -211,7 +220,10 @@ struct EmulatorCommandTests {
             let approving = Task {
                 try await run(
                     Self.emulator, ["approve", "--url", url, "--account", "bob@example.com", "--wait", Self.patient],
-                    environment: ["HOME": directory.path, "PATH": "/usr/bin:/bin"])
+                    environment: [
+                        "HOME": directory.path, "PATH": "/usr/bin:/bin",
+                        "IVY_EMULATOR_SECRET": emulator.state.controlSecret,
+                    ])
             }
             // Asked for once approve has looked, so it is surely a sign-in approve never saw.
             await emulator.state.waitForPendingListings(count: 1)
@@ -231,7 +243,10 @@ struct EmulatorCommandTests {
             let code = try await askForCode(url)
             let refused = try await run(
                 Self.emulator, ["approve", "--url", url, "--code", code, "--account", "carol@example.com"],
-                environment: ["HOME": directory.path, "PATH": "/usr/bin:/bin"])
+                environment: [
+                    "HOME": directory.path, "PATH": "/usr/bin:/bin",
+                    "IVY_EMULATOR_SECRET": emulator.state.controlSecret,
+                ])
             #expect(refused.status == 1)
             #expect(
                 refused.stderr
@@ -270,7 +285,10 @@ struct EmulatorCommandTests {
             let approving = Task {
                 try await run(
                     Self.emulator, ["approve", "--wait", Self.patient],
-                    environment: ["HOME": directory.path, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url])
+                    environment: [
+                        "HOME": directory.path, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url,
+                        "IVY_EMULATOR_SECRET": emulator.state.controlSecret,
+                    ])
             }
             await emulator.state.waitForPendingListings(count: 1)
             try await withChild(Self.login(environment)) { login in
@@ -297,7 +315,10 @@ struct EmulatorCommandTests {
         try await withEmulator(clock: .manual()) { emulator in
             let url = emulator.baseURL.absoluteString
             let directory = try TemporaryHome(prefix: "emulator-abandoned")
-            let environment = ["HOME": directory.path, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url]
+            let environment = [
+                "HOME": directory.path, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url,
+                "IVY_EMULATOR_SECRET": emulator.state.controlSecret,
+            ]
             let code = try await askForCode(url)
             await emulator.state.advanceClock(by: 61)
             let refused = try await run(Self.emulator, ["approve", "--wait", "0"], environment: environment)
@@ -322,7 +343,10 @@ struct EmulatorCommandTests {
             let denying = Task {
                 try await run(
                     Self.emulator, ["deny", "--wait", Self.patient],
-                    environment: ["HOME": directory.path, "IVY_OAUTH_URL": url])
+                    environment: [
+                        "HOME": directory.path, "IVY_OAUTH_URL": url,
+                        "IVY_EMULATOR_SECRET": emulator.state.controlSecret,
+                    ])
             }
             await emulator.state.waitForPendingListings(count: 1)
             let newer = try await askForCode(url)
@@ -330,6 +354,36 @@ struct EmulatorCommandTests {
             #expect(denied.status == 0, "\(denied.stderr)")
             #expect(denied.stdout == "denied \(newer)\nleft pending: \(older) (older sign-in; pick one with --code)\n")
             #expect(await emulator.state.pendingUserCodes() == [older])
+        }
+    }
+
+    @Test(
+        """
+        approve without IVY_EMULATOR_SECRET says how to set it and exits 64; with a wrong one it says the emulator \
+        refused it and exits 1; neither approves the sign-in
+        """)
+    func approveWithoutTheSecret() async throws {
+        try await withEmulator { emulator in
+            let url = emulator.baseURL.absoluteString
+            let directory = try TemporaryHome(prefix: "emulator-secret")
+            let code = try await askForCode(url)
+            var environment = ["HOME": directory.path, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url]
+            let missing = try await run(Self.emulator, ["approve", "--code", code], environment: environment)
+            #expect(missing.status == 64)
+            #expect(
+                missing.stderr.hasPrefix(
+                    "Error: the emulator's control API needs its secret: set IVY_EMULATOR_SECRET, as "
+                        + "`eval \"$(ivy-emulator --background)\"` or the export line ivy-emulator prints does"),
+                "\(missing.stderr)")
+            environment["IVY_EMULATOR_SECRET"] = String(emulator.state.controlSecret.reversed())
+            let wrong = try await run(Self.emulator, ["approve", "--code", code], environment: environment)
+            #expect(wrong.status == 1)
+            #expect(
+                wrong.stderr.hasPrefix(
+                    "Error: the emulator at \(url) refused IVY_EMULATOR_SECRET: it is not the secret that emulator "
+                        + "printed; take it from its export line"), "\(wrong.stderr)")
+            #expect(!wrong.stderr.contains(emulator.state.controlSecret))
+            #expect(await emulator.state.pendingUserCodes() == [code])
         }
     }
 
@@ -421,10 +475,13 @@ private func askForCode(_ url: String) async throws -> String {
     return try #require(answer?["user_code"] as? String, "\(String(decoding: data, as: UTF8.self))")
 }
 
-/// Calls the emulator's control API; answers its JSON object.
+/// Calls the emulator's control API with its secret; answers its JSON object.
 @discardableResult
-private func control(_ url: String, _ path: String, _ body: [String: Any]? = nil) async throws -> [String: Any] {
+private func control(
+    _ url: String, _ path: String, secret: String, _ body: [String: Any]? = nil
+) async throws -> [String: Any] {
     var request = URLRequest(url: try #require(URL(string: url + path)))
+    request.setValue(secret, forHTTPHeaderField: EmulatorState.controlSecretHeader)
     if let body {
         request.httpMethod = "POST"
         request.httpBody = try JSONSerialization.data(withJSONObject: body)

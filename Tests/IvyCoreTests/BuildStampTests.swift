@@ -1,25 +1,24 @@
 import IvyCore
 import Testing
 
-/// The stamp `scripts/package` appends to a release's binary (issue 31), read back.
+/// The stamp `scripts/package` writes into a release's binary (issue 31), read back.
 @Suite("BuildStamp: what a release's binary says of itself")
 struct BuildStampTests {
-    /// As scripts/package writes it: the lines, then the marker, their length in 13 digits, a newline.
-    static func tail(_ lines: String) -> (payload: [UInt8], trailer: [UInt8]) {
+    /// The slot after its marker as scripts/package leaves it: the length in 8 digits, the
+    /// lines, then NULs to its end.
+    static func slot(_ lines: String, size: Int = 4074) -> [UInt8] {
         let payload = Array(lines.utf8)
         let digits = String(payload.count)
-        let trailer = BuildStamp.marker + String(repeating: "0", count: 13 - digits.count) + digits + "\n"
-        return (payload, Array(trailer.utf8))
+        let stamped = Array((String(repeating: "0", count: 8 - digits.count) + digits).utf8) + payload
+        return stamped + [UInt8](repeating: 0, count: max(0, size - stamped.count))
     }
 
-    @Test("a stamp's trailer gives its length, and its lines the commit and client")
+    @Test("a stamp's slot gives its length, and its lines the commit and client")
     func roundTrip() throws {
-        let (payload, trailer) = Self.tail(
-            "commit=abc1234\ndirty=yes\nclient_id=ivy-emulator.apps.googleusercontent.com\n"
-                + "client_secret=emulator-secret\nfuture_key=ignored\n")
-        #expect(trailer.count == BuildStamp.trailerLength)
-        #expect(BuildStamp.payloadLength(trailer: trailer) == payload.count)
-        let stamp = BuildStamp(payload: payload)
+        let stamp = BuildStamp(
+            slot: Self.slot(
+                "commit=abc1234\ndirty=yes\nclient_id=ivy-emulator.apps.googleusercontent.com\n"
+                    + "client_secret=emulator-secret\nfuture_key=ignored\n"))
         #expect(
             stamp
                 == BuildStamp(
@@ -28,15 +27,15 @@ struct BuildStampTests {
     }
 
     @Test(
-        "the end of a binary without a stamp is no trailer",
+        "a slot scripts/package has not stamped, or that holds no stamp, is no stamp",
         arguments: [
-            Array(repeating: UInt8(0), count: BuildStamp.trailerLength),
-            Array(("\n#ivy-build-stamp 00000000000x5\n").utf8),
-            Array(("\n#ivy-build-stamp 9999999999999\n").utf8),
-            Array(("\n#ivy-build-stamp 0000000000005").utf8),
+            [UInt8](repeating: 0, count: 4074),
+            Array("0000000x5commit=abc1234\n".utf8),
+            Array("00000999commit=abc1234\n".utf8),
+            Array("0000".utf8),
         ])
-    func notATrailer(_ bytes: [UInt8]) {
-        #expect(BuildStamp.payloadLength(trailer: bytes) == nil)
+    func notAStamp(_ bytes: [UInt8]) {
+        #expect(BuildStamp(slot: bytes) == .none)
     }
 
     @Test("half a client is no client")

@@ -40,15 +40,19 @@ nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
         signal(number, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: number)
         source.setEventHandler {
-            let seen = count.withLock { count in
-                count += 1
-                return count
+            // Signals that came while the last was handled arrive as one event, counted in
+            // `data`: a quick second Ctrl-C is a second request all the same.
+            for _ in 0..<max(1, Int(source.data)) {
+                let seen = count.withLock { count in
+                    count += 1
+                    return count
+                }
+                if seen >= 2 {
+                    signal(SIGINT, SIG_DFL)
+                    signal(SIGTERM, SIG_DFL)
+                }
+                handler(number)
             }
-            if seen >= 2 {
-                signal(SIGINT, SIG_DFL)
-                signal(SIGTERM, SIG_DFL)
-            }
-            handler(number)
         }
         source.resume()
         signalSources.append(source)

@@ -16,6 +16,8 @@ final class ProgressLine: Sendable {
     private let clock: WallClock
     private let width: @Sendable () -> Int
     private let meter = Mutex(ProgressMeter())
+    /// Asked to stop: the line says so, and stays until the summary.
+    private let stopped = Mutex(false)
 
     init(output: Output, clock: WallClock, width: @escaping @Sendable () -> Int) {
         self.output = output
@@ -26,8 +28,17 @@ final class ProgressLine: Sendable {
     func show(_ progress: SyncProgress) {
         // Drawn under the lock: two lines written at once would garble each other.
         meter.withLock { meter in
-            guard let reading = meter.update(progress, now: clock.now()) else { return }
+            guard !stopped.withLock({ $0 }), let reading = meter.update(progress, now: clock.now()) else { return }
             output.errorText("\r" + reading.text(width: width()) + "\u{1B}[K")
+        }
+    }
+
+    /// The first Ctrl-C: what is in flight finishes, and a second stops at once.
+    func stopping() {
+        meter.withLock { _ in
+            stopped.withLock { $0 = true }
+            let text = "stopping: the operations in flight finish first; interrupt again to stop at once"
+            output.errorText("\r" + TerminalText.truncated(text, toWidth: max(width() - 1, 20)) + "\u{1B}[K")
         }
     }
 

@@ -115,7 +115,10 @@ struct SyncCommand: ContextCommand {
         // no more, as a watch's does; a second one cancels them.
         let stop = StopRequest()
         request.options.stopping = { stop.requested }
-        home.context.interruptions { _ in stop.request() }
+        home.context.interruptions { _ in
+            if !stop.requested { line?.stopping() }
+            stop.request()
+        }
         let door = home.syncDoor(library, tokens: tokens, logger: logger)
         // Cron's policy inside the health pings: a skip it judges no news pings nothing.
         let layers: [any SyncMiddleware] = auto ? [HealthPings(), CronPolicy()] : [HealthPings()]
@@ -125,6 +128,13 @@ struct SyncCommand: ContextCommand {
         line?.clear()
         // A sign-in made at another server than Google's (ivy-emulator) names it when it is gone.
         let server = tokens.quietLoad().flatMap { try? home.endpoints(for: $0) }.flatMap { $0.isGoogle ? nil : $0 }
+        if case .failed(let error, _) = outcome, error is CancellationError, stop.requested {
+            // A second Ctrl-C: the operations in flight were cancelled; each that finished
+            // before was recorded as it finished, and every other change is still queued.
+            logger.notice("sync stopped at once by a second signal")
+            output.error("Stopped at once: what finished is recorded, and the rest is queued for the next sync")
+            throw ExitCode(IvyExit.partialFailure)
+        }
         guard case (let report, let cronNews)? = try finished(outcome, server: server, output: output) else {
             return
         }

@@ -94,6 +94,8 @@ extension HTTPTransport {
 package final class URLSessionTransport: HTTPTransport {
     private let session: URLSession
     private let transfers: TransferDelegate
+    /// The largest file body sent from memory rather than read from its file as it goes.
+    static let inMemoryUpload: Int64 = 8 << 20
 
     /// `inlineCallbacks`: URLSession's callbacks run on its own thread, as libcurl hands over
     /// each chunk, instead of on a queue: a transfer that must stop (it wanted only the status,
@@ -155,6 +157,12 @@ package final class URLSessionTransport: HTTPTransport {
             task = session.dataTask(with: urlRequest)
         case .data(let body):
             task = session.uploadTask(with: urlRequest, from: body)
+        case .file(let url, let range) where range.count <= Self.inMemoryUpload:
+            // From memory: URLSession on Linux pauses a file's upload while it reads the file,
+            // and a task cancelled then (a sync stopped at once) crashes the process when the
+            // read ends (swift-corelibs-foundation's `try!` of curl_easy_pause on a handle
+            // already removed). A clip's MP3 is well under the limit.
+            task = session.uploadTask(with: urlRequest, from: try FileSlice.read(url, range: range))
         case .file(let url, let range) where range.lowerBound == 0 && range.upperBound == FileSlice.size(of: url):
             task = session.uploadTask(with: urlRequest, fromFile: url)
         case .file(let url, let range):
@@ -461,6 +469,15 @@ extension CocoaError {
 /// leaves it behind; the next sync removes it (`TransferFiles.removeLeftovers`).
 enum FileSlice {
     static let chunk = 1 << 20
+
+    /// The bytes of `range` of `file`, read whole (a range no bigger than
+    /// `URLSessionTransport.inMemoryUpload`).
+    static func read(_ file: URL, range: Range<Int64>) throws -> Data {
+        let input = try FileHandle(forReadingFrom: file)
+        defer { try? input.close() }
+        try input.seek(toOffset: UInt64(max(0, range.lowerBound)))
+        return try input.read(upToCount: Int(range.upperBound - range.lowerBound)) ?? Data()
+    }
 
     static func size(of file: URL) -> Int64 {
         ((try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? NSNumber)?.int64Value ?? -1

@@ -140,17 +140,23 @@ extension SyncEngine {
         return try await drive.uploadJSON(name: key.jsonFileName, data: data, folder: folder, replacing: [])
     }
 
-    /// Deletes a clip JSON whose MP3 did not make it; tried up to three times.
+    /// Deletes a clip JSON whose MP3 did not make it; tried up to three times. In a task of its
+    /// own, which a sync stopped at once (cancelled, its MP3 upload with it) does not cancel: a
+    /// new clip's JSON is never left on Drive without its MP3 by a stop.
     func rollBack(_ id: DriveFileID) async {
-        for attempt in 1...3 {
-            do {
-                try await drive.delete(id)
-                return
-            } catch {
-                logger.warning(
-                    "rolling back a clip JSON failed",
-                    metadata: ["attempt": "\(attempt)", "error": "\(error.localizedDescription)"])
+        let drive = drive
+        let logger = logger
+        await Task(executorPreference: BlockingExecutor.shared) {
+            for attempt in 1...3 {
+                do {
+                    try await drive.delete(id)
+                    return
+                } catch {
+                    logger.warning(
+                        "rolling back a clip JSON failed",
+                        metadata: ["attempt": "\(attempt)", "error": "\(error.localizedDescription)"])
+                }
             }
-        }
+        }.value
     }
 }

@@ -55,4 +55,62 @@ struct SyncInterruptCLITests {
             #expect(names.count == 24 && Set(names).count == 24)
         }
     }
+
+    @Test(
+        """
+        a second SIGINT stops at once: one sentence, exit 5, what finished recorded, and no clip's JSON left on \
+        Drive without its MP3 (those in flight rolled back); the next sync uploads the rest
+        """)
+    func secondInterrupt() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 1, clips: 6)
+            #expect(try await laptop.ivy.run("config", "set", "concurrency", "2").status == 0)
+            // Every MP3's bytes held: a clip's JSON is on Drive, its MP3 in flight.
+            await emulator.state.addFault(FaultRule(method: "PUT", pathContains: "upload_id", hold: true))
+
+            var command = laptop.ivy.command(["sync"])
+            command.terminal = [.error]
+            command.columns = 200
+            let (exit, stdout, stderr) = try await withChild(command) { child in
+                await emulator.state.waitForHeld(count: 1)
+                child.send(SIGINT)
+                // The kernel keeps one pending SIGINT: the second is sent once the first is taken.
+                let told = try await child.waitUntil("the first SIGINT said") { progress in
+                    progress.text(of: .error).contains("interrupt again to stop at once") ? true : nil
+                }
+                #expect(told == true)
+                child.send(SIGINT)
+                let result = try await child.finish()
+                return (result.exit, result.stdout, result.terminal)
+            }
+            await emulator.state.clearFaults()
+            await emulator.state.releaseHeld()
+
+            #expect(exit == .exited(5), "\(stderr)")
+            // The terminal turns "\n" into "\r\n".
+            #expect(
+                stderr.hasSuffix(
+                    "\r\u{1B}[KStopped at once: what finished is recorded, and the rest is queued for the next sync\r\n"
+                ),
+                "\(stderr.debugDescription)")
+            #expect(!stderr.contains("Error"), "\(stderr)")
+            #expect(stdout.isEmpty, "\(stdout)")
+            let log = try String(contentsOfFile: laptop.ivy.home + "/ivy.log", encoding: .utf8)
+            #expect(!log.contains("rolling back a clip JSON failed"), "\(log)")
+            let names = Set(await emulator.state.dump().map(\.name))
+            let lone = names.filter { $0.hasPrefix("clip_") && $0.hasSuffix(".json") }
+                .filter { !names.contains($0.replacingOccurrences(of: ".json", with: ".mp3")) }
+            #expect(lone.isEmpty, "clip JSONs without their MP3: \(lone)")
+            // What finished is recorded: the book, if it went, is no longer queued.
+            let books = names.filter { $0.hasPrefix("book_") }.count
+            #expect(try laptop.ivy.count("SELECT count(*) FROM sync_queue") == 7 - books)
+
+            let again = try await laptop.ivy.run("sync")
+            #expect(again.status == 0, "\(again.stderr)")
+            let after = await emulator.state.dump().map(\.name)
+            #expect(after.filter { $0.hasPrefix("clip_") }.count == 12, "\(after)")
+            #expect(try laptop.ivy.count("SELECT count(*) FROM sync_queue") == 0)
+        }
+    }
 }

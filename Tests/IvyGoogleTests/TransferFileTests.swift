@@ -49,12 +49,13 @@ private func temporaryTransferFiles() -> Set<String> {
 /// reads a range in place and needs none).
 @Suite("Transfer files: private, beside the audio, never in /tmp")
 struct TransferFileTests {
+    /// (A tail of at most `URLSessionTransport.inMemoryUpload` goes from memory, and no file.)
     @Test("the tail of a resumed upload is copied 0600 beside the audio, never to /tmp, and removed afterwards")
     func uploadSlice() async throws {
         try await withGoogle(.http) { google in
             let drive = try await google.drive()
             let folders = try await drive.folders()
-            let audio = try google.privateAudio("take.mp3", bytes: 500_000)
+            let audio = try google.privateAudio("take.mp3", bytes: 9_000_000)
             await google.state.addFault(
                 FaultRule(method: "PUT", pathContains: "upload_id", times: 1, dropAfterBytes: 200_000))
             // The third PUT (after the status query) sends the tail: held while the test looks.
@@ -64,7 +65,7 @@ struct TransferFileTests {
                 name: "clip_c1.mp3", file: audio, folder: folders.clips[0], replacing: [])
             await google.state.waitForHeld(count: 1)
             let slices = try google.transferFiles(".upload-")
-            #expect(slices.count == 1 && slices.first?.mode == 0o600 && slices.first?.size == 300_000, "\(slices)")
+            #expect(slices.count == 1 && slices.first?.mode == 0o600 && slices.first?.size == 8_800_000, "\(slices)")
             #expect(temporaryTransferFiles().subtracting(before).isEmpty, "nothing new in \(NSTemporaryDirectory())")
             await google.state.releaseHeld()
             #expect(try await uploaded.md5 == MD5.hex(try Data(contentsOf: audio)))

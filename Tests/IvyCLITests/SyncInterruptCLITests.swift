@@ -65,8 +65,12 @@ struct SyncInterruptCLITests {
         try await withEmulator { emulator in
             let laptop = try await SignInHarness.signedIn(emulator)
             try await laptop.addLibrary(books: 1, clips: 6)
-            #expect(try await laptop.ivy.run("config", "set", "concurrency", "2").status == 0)
-            // Every MP3's bytes held: a clip's JSON is on Drive, its MP3 in flight.
+            // One operation at a time, and every MP3's bytes held: when the first SIGINT comes, the
+            // one operation in flight is a clip whose JSON is on Drive and whose MP3 is on its way.
+            // (A JSON create in flight when the stop is forced may still have happened at Drive,
+            // as it may for a kill: such a lone JSON reads as incomplete, and the next sync here
+            // completes it.)
+            #expect(try await laptop.ivy.run("config", "set", "concurrency", "1").status == 0)
             await emulator.state.addFault(FaultRule(method: "PUT", pathContains: "upload_id", hold: true))
 
             var command = laptop.ivy.command(["sync"])

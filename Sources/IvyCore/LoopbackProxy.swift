@@ -4,8 +4,9 @@
 /// reach the proxy. libcurl reads `no_proxy` for every transfer, so the loopback names are
 /// added to it once, at start, before any thread runs.
 package enum LoopbackProxy {
-    /// The hosts that are always this machine.
-    package static let hosts = ["localhost", "127.0.0.1", "::1"]
+    /// The hosts that are always this machine: every 127.x.x.x address is loopback, as ivy's
+    /// URL check takes it, and libcurl (7.86 on) reads a CIDR range in `no_proxy`.
+    package static let hosts = ["localhost", "127.0.0.1", "::1", "127.0.0.0/8"]
 
     /// `no_proxy` with the loopback hosts added to what it already names (kept as it was).
     package static func noProxy(_ existing: String?) -> String {

@@ -78,4 +78,23 @@ struct LoopbackProxyCLITests {
             #expect(proxy.taken == 0)
         }
     }
+
+    @Test("a health URL anywhere in 127.0.0.0/8 is this machine too: its pings never go to the proxy")
+    func wholeLoopbackRange() async throws {
+        try await withEmulator { emulator in
+            let proxy = try HangingUpProxy()
+            defer { proxy.stop() }
+            let device = try await SignInHarness.signedIn(emulator)
+            // Nothing listens at 127.0.0.2: a ping that goes there directly is refused at once.
+            let health = "http://127.0.0.2:\(proxy.port)/check"
+            #expect(try await device.ivy.run("config", "set", "health_url", health).status == 0)
+            _ = try await device.ivy.id("book", "add", "--title", "Dune")
+            let url = "http://127.0.0.1:\(proxy.port)"
+            let proxies = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
+            let sync = try await device.ivy.runBinaryAsync(
+                ["sync"], environment: Dictionary(uniqueKeysWithValues: proxies.map { ($0, url) }))
+            #expect(sync.status == 0, "\(sync.stderr)")
+            #expect(proxy.taken == 0, "the pings went to the proxy")
+        }
+    }
 }

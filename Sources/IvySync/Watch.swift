@@ -183,6 +183,16 @@ package final class Watch: Sendable {
         var memory = Memory()
         var pause: Pause?
         var busy = false
+        /// Waits for something outside ivy; said once, until a sync goes through: a busy lock
+        /// (an `ivy login` under way) or a failure in between is no end of the wait.
+        func wait(_ why: Pause, from now: Duration) {
+            schedule.postpone(at: now, by: interval)
+            if !why.isSameWait(as: pause) {
+                logger.warning("watch waiting", metadata: ["reason": "\(why.description)"])
+                events(.paused(why))
+            }
+            pause = why
+        }
         logger.info("watch started", metadata: ["interval_s": "\(interval.components.seconds)"])
         defer { logger.info("watch stopped") }
         while !stop.requested {
@@ -212,11 +222,12 @@ package final class Watch: Sendable {
                 // Endpoints the sign-in cannot use wait like a sign-out: `ivy login` in another
                 // terminal is one fix.
                 if case .endpointMismatch = error as? GoogleError {
-                    outcome = .signedOut(GoogleError.signedOut(reason: error.localizedDescription))
-                } else {
-                    logger.error("watch sync could not start", metadata: ["error": "\(error.localizedDescription)"])
-                    outcome = .failed(error, cronHears: false)
+                    busy = false
+                    wait(.signedOut(error.localizedDescription), from: after)
+                    continue
                 }
+                logger.error("watch sync could not start", metadata: ["error": "\(error.localizedDescription)"])
+                outcome = .failed(error, cronHears: false)
             }
             if case .busy = outcome {} else { busy = false }
             switch outcome {
@@ -268,15 +279,7 @@ package final class Watch: Sendable {
                 logger.warning("watch backing off", metadata: ["retry_in_s": "\(wait.components.seconds)"])
                 events(.failed(error.localizedDescription, trigger, retryIn: wait))
             case .skipped(.syncDisabled), .skipped(.signedOut), .notSignedIn, .signedOut:
-                let why = Self.pause(outcome)
-                schedule.postpone(at: after, by: interval)
-                // Said once, until a sync goes through: a busy lock (an `ivy login` under way)
-                // or a failure in between is no end of the wait.
-                if !why.isSameWait(as: pause) {
-                    logger.warning("watch waiting", metadata: ["reason": "\(why.description)"])
-                    events(.paused(why))
-                }
-                pause = why
+                wait(Self.pause(outcome), from: after)
             case .busy, .skipped:
                 schedule.postpone(at: after, by: .seconds(1))
                 let pid: Int32? = if case .busy(let pid) = outcome { pid } else { nil }

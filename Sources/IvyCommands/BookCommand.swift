@@ -55,7 +55,7 @@ extension BookCommand {
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            let book = try home.library().addBook(
+            let book = try await home.library().addBook(
                 id: home.ids.next(), title: title,
                 artist: artist.flatMap { $0.isEmpty ? nil : $0 },
                 artwork: artwork.flatMap { $0.isEmpty ? nil : $0 },
@@ -81,7 +81,7 @@ extension BookCommand {
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            let books = try home.library(readOnly: true).books(includeHidden: all, search: search)
+            let books = try await home.library(readOnly: true).books(includeHidden: all, search: search)
             let output = home.output
             if json { return try output.json(books.map(BookJSON.init)) }
             if let search, books.isEmpty {
@@ -124,9 +124,9 @@ extension BookCommand {
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            let library = try home.library(readOnly: true)
-            let id = try IDPrefix.book(id, in: library)
-            guard let book = try library.book(id: id) else {
+            let library = try await home.library(readOnly: true)
+            let id = try await IDPrefix.book(id, in: library)
+            guard let book = try await library.book(id: id) else {
                 throw StoreError.bookNotFound(id: id)
             }
             if json { return try home.output.json(BookJSON(book: book)) }
@@ -173,7 +173,7 @@ extension BookCommand {
             let changes = BookChanges(
                 title: title, artist: clearable(artist), artwork: clearable(artwork),
                 position: try seconds(position, option: "--position"))
-            try change(book: id, changes, home: home, done: "updated")
+            try await change(book: id, changes, home: home, done: "updated")
         }
     }
 
@@ -187,7 +187,7 @@ extension BookCommand {
         func validate() throws { try IDPrefix.check(id, kind: .book) }
 
         func run(_ context: Context) async throws {
-            try change(book: id, BookChanges(hidden: true), home: try global.home(context), done: "archived")
+            try await change(book: id, BookChanges(hidden: true), home: try global.home(context), done: "archived")
         }
     }
 
@@ -205,7 +205,7 @@ extension BookCommand {
         func validate() throws { try IDPrefix.check(id, kind: .book) }
 
         func run(_ context: Context) async throws {
-            try change(book: id, BookChanges(hidden: false), home: try global.home(context), done: "unarchived")
+            try await change(book: id, BookChanges(hidden: false), home: try global.home(context), done: "unarchived")
         }
     }
 
@@ -224,14 +224,14 @@ extension BookCommand {
 
         func run(_ context: Context) async throws {
             let changes = BookChanges(hidden: true, uri: .some(nil))
-            try change(book: id, changes, home: try global.home(context), done: "deleted")
+            try await change(book: id, changes, home: try global.home(context), done: "deleted")
         }
     }
 }
 
-private func change(book id: String, _ changes: BookChanges, home: Home, done: String) throws {
-    let library = try home.library()
-    let id = try IDPrefix.book(id, in: library)
-    let result = try library.updateBook(id: id, changes)
+private func change(book id: String, _ changes: BookChanges, home: Home, done: String) async throws {
+    let library = try await home.library()
+    let id = try await IDPrefix.book(id, in: library)
+    let result = try await library.updateBook(id: id, changes)
     home.output.line(result.changed ? "\(done) \(id)" : "unchanged \(id)")
 }

@@ -36,7 +36,7 @@ struct CheckCommand: ContextCommand {
 
     func run(_ context: Context) async throws {
         let home = try global.home(context)
-        let library = try home.library(readOnly: true)
+        let library = try await home.library(readOnly: true)
         // A sync running meanwhile would make the check read a moving target, and a token
         // refresh rewrites token.json, which only the holder of the sync lock may do: the
         // check opens the way a sync does. A read-only home takes no lock (no sync can run

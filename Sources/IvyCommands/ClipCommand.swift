@@ -58,8 +58,8 @@ extension ClipCommand {
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            let library = try home.library()
-            let clip = try library.addClip(
+            let library = try await home.library()
+            let clip = try await library.addClip(
                 id: home.ids.next(), bookID: try IDPrefix.book(book, in: library),
                 start: try seconds(start, option: "--start") ?? 0,
                 duration: try seconds(duration, option: "--duration") ?? 0,
@@ -88,10 +88,11 @@ extension ClipCommand {
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            let library = try home.library(readOnly: true)
-            let book = try book.map { try IDPrefix.book($0, in: library) }
-            if let book, try library.book(id: book) == nil { throw StoreError.bookNotFound(id: book) }
-            let clips = try library.clips(bookID: book, search: search)
+            let library = try await home.library(readOnly: true)
+            var book: BookID?
+            if let prefix = self.book { book = try await IDPrefix.book(prefix, in: library) }
+            if let book, try await library.book(id: book) == nil { throw StoreError.bookNotFound(id: book) }
+            let clips = try await library.clips(bookID: book, search: search)
             let output = home.output
             if json { return try output.json(clips.map(ClipJSON.init)) }
             if let search, clips.isEmpty {
@@ -102,8 +103,8 @@ extension ClipCommand {
                     "No clips yet; add one with `ivy clip add --book ID --start S --duration D --audio FILE`.")
             }
             // Archived and deleted books keep their titles here: their clips are still clips.
-            let titles = Dictionary(
-                try library.books(includeHidden: true).map { ($0.id, $0.title) },
+            let titles = try await Dictionary(
+                library.books(includeHidden: true).map { ($0.id, $0.title) },
                 uniquingKeysWith: { first, _ in first })
             let clipID = IDPrefix.shown(clips.map(\.id), full: fullIds)
             let bookID = IDPrefix.shown(clips.map(\.bookID), full: fullIds)
@@ -129,9 +130,9 @@ extension ClipCommand {
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            let library = try home.library(readOnly: true)
-            let id = try IDPrefix.clip(id, in: library)
-            guard let clip = try library.clip(id: id) else { throw StoreError.clipNotFound(id: id) }
+            let library = try await home.library(readOnly: true)
+            let id = try await IDPrefix.clip(id, in: library)
+            guard let clip = try await library.clip(id: id) else { throw StoreError.clipNotFound(id: id) }
             if json { return try home.output.json(ClipJSON(clip: clip)) }
             home.output.fields([
                 ("id", clip.id.rawValue),
@@ -177,9 +178,9 @@ extension ClipCommand {
                 start: try seconds(start, option: "--start"),
                 duration: try seconds(duration, option: "--duration"),
                 note: clearable(note), transcription: clearable(transcription))
-            let library = try home.library()
-            let id = try IDPrefix.clip(id, in: library)
-            let result = try library.updateClip(id: id, changes, audio: audio.map(context.userPath))
+            let library = try await home.library()
+            let id = try await IDPrefix.clip(id, in: library)
+            let result = try await library.updateClip(id: id, changes, audio: audio.map(context.userPath))
             home.output.line(result.changed ? "updated \(id)" : "unchanged \(id)")
         }
     }
@@ -195,9 +196,9 @@ extension ClipCommand {
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            let library = try home.library()
-            let id = try IDPrefix.clip(id, in: library)
-            try library.deleteClip(id: id)
+            let library = try await home.library()
+            let id = try await IDPrefix.clip(id, in: library)
+            try await library.deleteClip(id: id)
             home.output.line("deleted \(id)")
         }
     }

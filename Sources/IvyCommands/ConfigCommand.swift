@@ -57,7 +57,7 @@ extension ConfigCommand {
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            let settings = try home.library(readOnly: true).settings()
+            let settings = try await home.library(readOnly: true).settings()
             if json {
                 return try home.output.json(
                     settings.map { entry in
@@ -88,7 +88,7 @@ extension ConfigCommand {
         func run(_ context: Context) async throws {
             let home = try global.home(context)
             let key = try settingKey(key)
-            if let value = try home.library(readOnly: true).setting(key) {
+            if let value = try await home.library(readOnly: true).setting(key) {
                 home.output.line(shown(key, value))
             }
         }
@@ -137,7 +137,7 @@ extension ConfigCommand {
                 value = try SecretInput.firstLine(of: fromFile, context)
                 try Self.check(key, value)
             }
-            let stored = try home.library().setSetting(key, to: value)
+            let stored = try await home.library().setSetting(key, to: value)
             home.output.line("\(key.rawValue) = \(shown(key, stored))")
         }
     }
@@ -156,7 +156,7 @@ extension ConfigCommand {
         func run(_ context: Context) async throws {
             let home = try global.home(context)
             let key = try settingKey(key)
-            try home.library().unsetSetting(key)
+            try await home.library().unsetSetting(key)
             home.output.line(key.defaultValue.map { "\(key.rawValue) = \($0) (default)" } ?? "\(key.rawValue) unset")
         }
     }

@@ -51,21 +51,22 @@ struct DoctorCommand: ContextCommand {
         let library: LibraryDatabase?
         do {
             // Read-only: nothing migrated, no journal switched, no file created.
-            let opened = try home.library(readOnly: true)
-            if let newer = try opened.migratedByNewerIvy() {
+            let opened = try await home.library(readOnly: true)
+            if let newer = try await opened.migratedByNewerIvy() {
                 add(.problem, "library", newer, fix: "run the newer ivy")
             } else {
                 let exists = FileManager.default.fileExists(atPath: home.paths.database)
-                note(DoctorRules.library(home.paths.database, exists: exists, pending: try opened.pendingMigrations()))
+                try await note(
+                    DoctorRules.library(home.paths.database, exists: exists, pending: opened.pendingMigrations()))
             }
             library = opened
         } catch {
             add(.problem, "library", error.localizedDescription, fix: "see the error; `ivy status` says more")
             library = nil
         }
-        let credentials = Self.checkClient(home, library, add)
+        let credentials = await Self.checkClient(home, library, add)
         await Self.checkNetwork(home, library: library, credentials: credentials, note)
-        if let library { try Self.checkLibraryState(home, library, add) }
+        if let library { try await Self.checkLibraryState(home, library, add) }
         await Self.checkSchedule(home, add)
         try report(findings, home)
         if findings.contains(where: { $0.level == .problem }) { throw ExitCode.failure }
@@ -139,8 +140,9 @@ struct DoctorCommand: ContextCommand {
     /// The OAuth client and where it comes from (see `Home.client`).
     private static func checkClient(
         _ home: Home, _ library: LibraryDatabase?, _ add: (Finding.Level, String, String, String?) -> Void
-    ) -> ClientCredentials? {
-        let resolution = library.flatMap { try? home.client($0) }
+    ) async -> ClientCredentials? {
+        var resolution: ClientResolution?
+        if let library { resolution = try? await home.client(library) }
         if let incomplete = resolution?.incomplete {
             add(.problem, "oauth client", incomplete, ClientResolution.halfClientFix)
             return nil
@@ -262,7 +264,7 @@ struct DoctorCommand: ContextCommand {
             drive: endpoints.drive, authorized: AuthorizedTransport(tokens: provider, transport: effects.transport),
             concurrency: 1, sleep: effects.sleep, now: effects.elapsed)
         do {
-            let remembered = try library?.rememberedFolders()
+            let remembered = try await library?.rememberedFolders()
             let found = try await drive.existingFolders(remembered: remembered)
             let finding = DoctorRules.folders(found, remembered: remembered)
             add(finding.level, finding.check, finding.detail, finding.fix)
@@ -367,8 +369,8 @@ struct DoctorCommand: ContextCommand {
 
     private static func checkLibraryState(
         _ home: Home, _ library: LibraryDatabase, _ add: (Finding.Level, String, String, String?) -> Void
-    ) throws {
-        let held = try library.heldItems()
+    ) async throws {
+        let held = try await library.heldItems()
         if let first = held.first {
             add(
                 .problem, "held changes", "\(held.count) held back; first: \(first.key): \(first.lastError ?? "")",
@@ -376,7 +378,7 @@ struct DoctorCommand: ContextCommand {
         } else {
             add(.ok, "held changes", "none", nil)
         }
-        if let held = try library.internalSetting(.deletionsHeld) {
+        if let held = try await library.internalSetting(.deletionsHeld) {
             // The planner's reason ends with what to do, which is the fix here.
             let reason = held.components(separatedBy: "; nothing was deleted").first ?? held
             add(
@@ -386,7 +388,7 @@ struct DoctorCommand: ContextCommand {
             add(.ok, "held deletions", "none", nil)
         }
         let now = home.clock.now()
-        if let success = try library.localStatus().lastSuccess {
+        if let success = try await library.localStatus().lastSuccess {
             let age = now - success
             let shown = Display.dateWithAge(success, now: now, zone: home.displayZone)
             add(
@@ -395,15 +397,15 @@ struct DoctorCommand: ContextCommand {
         } else {
             add(.warning, "last success", "never", "run `ivy sync`")
         }
-        if let stored = try library.setting(.healthURL) {
+        if let stored = try await library.setting(.healthURL) {
             var refusal: String?
             do {
                 _ = try GoogleEndpoints.checkedURL(stored, named: SettingKey.healthURL.rawValue)
             } catch {
                 refusal = error.localizedDescription
             }
-            let finding = DoctorRules.healthURL(
-                stored, refusal: refusal, last: try library.lastHealthPing(),
+            let finding = try await DoctorRules.healthURL(
+                stored, refusal: refusal, last: library.lastHealthPing(),
                 when: { Display.dateWithAge($0, now: now, zone: home.displayZone) })
             add(finding.level, finding.check, finding.detail, finding.fix)
         } else {

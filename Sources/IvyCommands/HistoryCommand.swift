@@ -54,13 +54,13 @@ extension Result {
 
 /// What an id, or its first 4 or more characters, names: a book or a clip of this library or
 /// its history (`IDPrefix.entity`).
-func entityKey(_ id: String, in library: LibraryDatabase) throws -> EntityKey {
+func entityKey(_ id: String, in library: LibraryDatabase) async throws -> EntityKey {
     guard EntityID.isValid(id) else {
         throw ValidationError(
             "'\(id)' is not a book or clip id: ids are lowercase UUIDs such as 3f2a9c1e-…, or their first "
                 + "\(IDPrefix.shortest) or more characters; `ivy history` shows them")
     }
-    return try IDPrefix.entity(id, in: library)
+    return try await IDPrefix.entity(id, in: library)
 }
 
 struct HistoryCommand: ContextCommand {
@@ -160,10 +160,11 @@ struct HistoryCommand: ContextCommand {
                 "--since '\(self.since ?? "")' is after --until '\(self.until ?? "")': no change can be in that "
                     + "period; give --since the earlier moment")
         }
-        if conflicts { return try showConflicts(home: home, since: since, until: until) }
-        let library = try home.library(readOnly: true)
-        let key = try id.map { try entityKey($0, in: library) }
-        let versions = try library.history(of: key, since: since, until: until)
+        if conflicts { return try await showConflicts(home: home, since: since, until: until) }
+        let library = try await home.library(readOnly: true)
+        var key: EntityKey?
+        if let id { key = try await entityKey(id, in: library) }
+        let versions = try await library.history(of: key, since: since, until: until)
         if json { return try home.output.json(versions.map(Item.init)) }
         guard !versions.isEmpty else {
             return home.output.line(key.map { "No versions of \($0) kept." } ?? "No changes in that period.")
@@ -186,11 +187,12 @@ struct HistoryCommand: ContextCommand {
 
     /// The conflicts, newest first; looking at them marks them seen for `ivy status`, where the
     /// library can be written (a read-only one is listed all the same, and stays counted).
-    private func showConflicts(home: Home, since: Milliseconds?, until: Milliseconds?) throws {
-        let library = try home.library(readOnly: true)
-        let key = try id.map { try entityKey($0, in: library) }
-        let found = try library.conflicts(of: key, since: since, until: until)
-        try? home.library().markConflictsSeen(found.map(\.id))
+    private func showConflicts(home: Home, since: Milliseconds?, until: Milliseconds?) async throws {
+        let library = try await home.library(readOnly: true)
+        var key: EntityKey?
+        if let id { key = try await entityKey(id, in: library) }
+        let found = try await library.conflicts(of: key, since: since, until: until)
+        try? await home.library().markConflictsSeen(found.map(\.id))
         if json { return try home.output.json(found.map(ConflictItem.init)) }
         guard !found.isEmpty else {
             return home.output.line(key.map { "No conflicts of \($0) recorded." } ?? "No conflicts recorded.")
@@ -293,16 +295,21 @@ struct RestoreCommand: ContextCommand {
                 "restoring the whole library needs confirmation; run it on a terminal or pass --yes (or name the "
                     + "books and clips to restore)")
         }
-        let library = try home.library(readOnly: dryRun)
-        let keys = ids.isEmpty ? nil : try Self.unique(ids.map { try entityKey($0, in: library) })
+        let library = try await home.library(readOnly: dryRun)
+        var keys: [EntityKey]?
+        if !ids.isEmpty {
+            var found: [EntityKey] = []
+            for id in ids { found.append(try await entityKey(id, in: library)) }
+            keys = Self.unique(found)
+        }
         if dryRun {
-            let planned = try library.restore(at: moment, keys: keys, dryRun: true)
+            let planned = try await library.restore(at: moment, keys: keys, dryRun: true)
             report(planned, home: home, dryRun: true)
             if !planned.failed.isEmpty { throw ExitCode(IvyExit.partialFailure) }
             return
         }
         if ids.isEmpty, !yes {
-            let planned = try library.restore(at: moment, keys: nil, dryRun: true)
+            let planned = try await library.restore(at: moment, keys: nil, dryRun: true)
             guard !planned.changes.isEmpty else { return report(planned, home: home, dryRun: false) }
             let count = planned.changes.count
             let question =
@@ -313,7 +320,7 @@ struct RestoreCommand: ContextCommand {
         // A running sync writes the rows a restore reads and replaces: wait for it.
         try await withSyncLock(home.waitForSyncLock()) {
             let stop = home.environment["IVY_TEST_KILL"] == "restore-before-commit"
-            let result = try library.restore(at: moment, keys: keys) {
+            let result = try await library.restore(at: moment, keys: keys) {
                 // Tests prove a kill inside the transaction leaves the library as it was.
                 if stop { kill(getpid(), SIGKILL) }
             }
@@ -326,12 +333,12 @@ struct RestoreCommand: ContextCommand {
 
     /// `--version N`: one book or clip back to that version; no question, as for named ids.
     private func restore(version: Int64, home: Home) async throws {
-        let library = try home.library(readOnly: dryRun)
+        let library = try await home.library(readOnly: dryRun)
         let result: RestoreResult
         if dryRun {
-            result = try library.restore(version: version, dryRun: true)
+            result = try await library.restore(version: version, dryRun: true)
         } else {
-            result = try await withSyncLock(home.waitForSyncLock()) { try library.restore(version: version) }
+            result = try await withSyncLock(home.waitForSyncLock()) { try await library.restore(version: version) }
         }
         report(result, home: home, dryRun: dryRun, version: version)
         if !result.failed.isEmpty { throw ExitCode(IvyExit.partialFailure) }

@@ -33,23 +33,23 @@ enum IDPrefix {
     }
 
     /// The whole book id `text` names (`resolve(_:kind:in:)`).
-    static func book(_ text: String, in library: LibraryDatabase) throws -> BookID {
-        BookID(try resolve(text, kind: .book, in: library))
+    static func book(_ text: String, in library: LibraryDatabase) async throws -> BookID {
+        try await BookID(resolve(text, kind: .book, in: library))
     }
 
     /// The whole clip id `text` names (`resolve(_:kind:in:)`).
-    static func clip(_ text: String, in library: LibraryDatabase) throws -> ClipID {
-        ClipID(try resolve(text, kind: .clip, in: library))
+    static func clip(_ text: String, in library: LibraryDatabase) async throws -> ClipID {
+        try await ClipID(resolve(text, kind: .clip, in: library))
     }
 
     /// The book or clip `text` names, of this library or only of its history (a clip deleted
     /// here): a whole id, or the first `shortest` or more characters of one id alone among
     /// them all. `ivy history` and `ivy restore` take either kind.
-    static func entity(_ text: String, in library: LibraryDatabase) throws -> EntityKey {
+    static func entity(_ text: String, in library: LibraryDatabase) async throws -> EntityKey {
         if isWhole(text) {
-            if try library.book(id: BookID(text)) != nil { return EntityKey(.book, text) }
-            if try library.clip(id: ClipID(text)) != nil { return EntityKey(.clip, text) }
-            for kind in EntityKind.allCases where try !library.history(of: EntityKey(kind, text)).isEmpty {
+            if try await library.book(id: BookID(text)) != nil { return EntityKey(.book, text) }
+            if try await library.clip(id: ClipID(text)) != nil { return EntityKey(.clip, text) }
+            for kind in EntityKind.allCases where try await !library.history(of: EntityKey(kind, text)).isEmpty {
                 return EntityKey(kind, text)
             }
             throw IDPrefixError.unknownEntity(prefix: text)
@@ -61,10 +61,10 @@ enum IDPrefix {
         }
         var matches: [(kind: EntityKind, match: IDMatch)] = []
         for kind in EntityKind.allCases {
-            matches += try library.matches(kind, idPrefix: text, limit: listed + 1).map { (kind, $0) }
+            matches += try await library.matches(kind, idPrefix: text, limit: listed + 1).map { (kind, $0) }
         }
         let here = Set(matches.map { EntityKey($0.kind, $0.match.id) })
-        matches += try library.historyMatches(idPrefix: text, limit: listed + 1 + here.count)
+        matches += try await library.historyMatches(idPrefix: text, limit: listed + 1 + here.count)
             .filter { !here.contains(EntityKey($0.kind, $0.match.id)) }
         switch matches.count {
         case 0: throw IDPrefixError.unknownEntity(prefix: text)
@@ -76,20 +76,20 @@ enum IDPrefix {
 
     /// The whole id `text` names: `text` itself when it is a whole id (whether the library has
     /// it is the command's to say, as before prefixes), else the one id starting with it.
-    private static func resolve(_ text: String, kind: EntityKind, in library: LibraryDatabase) throws -> String {
+    private static func resolve(_ text: String, kind: EntityKind, in library: LibraryDatabase) async throws -> String {
         try check(text, kind: kind)
         // A book's id given for a clip, or a clip's for a book, is said to be one.
         let other: EntityKind = kind == .book ? .clip : .book
         if isWhole(text) {
-            if try !exists(text, kind, in: library), try exists(text, other, in: library) {
+            if try await !exists(text, kind, in: library), try await exists(text, other, in: library) {
                 throw IDPrefixError.otherKind(kind: other, id: text)
             }
             return text
         }
-        let matches = try library.matches(kind, idPrefix: text, limit: listed + 1)
+        let matches = try await library.matches(kind, idPrefix: text, limit: listed + 1)
         switch matches.count {
         case 0:
-            let others = try library.matches(other, idPrefix: text, limit: 2)
+            let others = try await library.matches(other, idPrefix: text, limit: 2)
             if others.count == 1 { throw IDPrefixError.otherKind(kind: other, id: others[0].id) }
             throw IDPrefixError.unknown(kind: kind, prefix: text)
         case 1: return matches[0].id
@@ -97,10 +97,10 @@ enum IDPrefix {
         }
     }
 
-    private static func exists(_ id: String, _ kind: EntityKind, in library: LibraryDatabase) throws -> Bool {
+    private static func exists(_ id: String, _ kind: EntityKind, in library: LibraryDatabase) async throws -> Bool {
         switch kind {
-        case .book: try library.book(id: BookID(id)) != nil
-        case .clip: try library.clip(id: ClipID(id)) != nil
+        case .book: try await library.book(id: BookID(id)) != nil
+        case .clip: try await library.clip(id: ClipID(id)) != nil
         }
     }
 

@@ -198,9 +198,9 @@ struct Home {
 
     /// The library; `readOnly` for commands that only read: they change nothing on disk, work
     /// on a read-only file or directory, and never wait for another program's write.
-    func library(readOnly: Bool = false) throws -> LibraryDatabase {
-        let library = try LibraryDatabase(paths: paths, clock: clock, access: readOnly ? .readOnly : .readWrite)
-        if !readOnly { pruneHistoryWhenDue(library) }
+    func library(readOnly: Bool = false) async throws -> LibraryDatabase {
+        let library = try await LibraryDatabase(paths: paths, clock: clock, access: readOnly ? .readOnly : .readWrite)
+        if !readOnly { await pruneHistoryWhenDue(library) }
         return library
     }
 
@@ -208,11 +208,11 @@ struct Home {
     /// purges it at once when `history_days` is 0), so a device that no longer syncs, signed
     /// out for months, still keeps only what `history_days` says. Only when no sync runs: the
     /// lock is tried, never waited for. A failure only delays it.
-    private func pruneHistoryWhenDue(_ library: LibraryDatabase) {
+    private func pruneHistoryWhenDue(_ library: LibraryDatabase) async {
         guard case .acquired(let lock)? = try? SyncLock.acquire(path: paths.lockFile) else { return }
-        withSyncLock(lock) {
-            let days = (try? library.number(.historyDays)) ?? History.defaultDays
-            _ = try? library.pruneHistoryIfDue(days: days, every: 86_400_000)
+        await withSyncLock(lock) {
+            let days = (try? await library.number(.historyDays)) ?? History.defaultDays
+            _ = try? await library.pruneHistoryIfDue(days: days, every: 86_400_000)
         }
     }
 
@@ -265,11 +265,12 @@ struct Home {
 
     /// swift-log into the state directory's ivy.log, which must be writable (and not a link),
     /// in the format `--log-format` asks for, else the setting `log_format`.
-    func logger(_ library: LibraryDatabase) throws -> Logger {
+    func logger(_ library: LibraryDatabase) async throws -> Logger {
         let path = paths.logFile
         try FileLogHandler.prepare(path: path)
         // The setting is checked when set; a value written by another program reads as text.
-        let format = try logFormat ?? library.setting(.logFormat).flatMap { LogFormat(rawValue: $0) } ?? .text
+        let setting = try await library.setting(.logFormat).flatMap { LogFormat(rawValue: $0) }
+        let format = logFormat ?? setting ?? .text
         return Logger(label: "ivy", factory: { _ in FileLogHandler(path: path, format: format) })
     }
 
@@ -293,12 +294,12 @@ struct Home {
     }
 
     /// The OAuth client and its source (see `SignInSetup.client`).
-    func client(_ library: LibraryDatabase, option: PartialClient = PartialClient()) throws -> ClientResolution {
-        try signInSetup.client(library, option: option)
+    func client(_ library: LibraryDatabase, option: PartialClient = PartialClient()) async throws -> ClientResolution {
+        try await signInSetup.client(library, option: option)
     }
 
     /// The OAuth client to sign in and refresh with (see `client`), or the error naming how to give one.
-    func credentials(_ library: LibraryDatabase) throws -> ClientCredentials {
-        try signInSetup.credentials(library)
+    func credentials(_ library: LibraryDatabase) async throws -> ClientCredentials {
+        try await signInSetup.credentials(library)
     }
 }

@@ -77,13 +77,13 @@ struct LoginCommand: ContextCommand {
         // token file, read.
         guard try Self.mayReplaceSignIn(home) else { return }
         let created = !FileManager.default.fileExists(atPath: home.paths.database)
-        let library = try home.library()
+        let library = try await home.library()
         // The command line wins over the environment and the settings for this sign-in; what it
         // names is stored only once the sign-in is saved, so a login that fails (a mistyped
         // secret, a denied code, Ctrl-C) leaves the working client and sign-in as they were.
         let option = PartialClient(
             id: given.first { $0.0 == .clientID }?.1, secret: given.first { $0.0 == .clientSecret }?.1)
-        let credentials = try home.client(library, option: option).required()
+        let credentials = try await home.client(library, option: option).required()
         // Ctrl-C (or SIGTERM) ends the wait for approval at once: there is nothing in flight to finish.
         let stop = StopRequest(forcedAt: 1)
         home.context.interruptions { _ in stop.request() }
@@ -108,7 +108,7 @@ struct LoginCommand: ContextCommand {
             throw ExitCode(130)
         }
         for (key, value) in given {
-            let stored = try library.setSetting(key, to: value)
+            let stored = try await library.setSetting(key, to: value)
             home.output.line("\(key.rawValue) = \(shown(key, stored))")
         }
         let overridden = ["IVY_CLIENT_ID", "IVY_CLIENT_SECRET"].contains { !(home.environment[$0] ?? "").isEmpty }
@@ -153,7 +153,8 @@ struct LoginCommand: ContextCommand {
         _ home: Home, library: LibraryDatabase, tokens: TokenStore, holdingSyncLock: Bool,
         credentials given: ClientCredentials? = nil
     ) async throws -> StoredToken {
-        let credentials = try given ?? home.credentials(library)
+        let credentials: ClientCredentials
+        if let given { credentials = given } else { credentials = try await home.credentials(library) }
         let signIn = SignIn(
             library: library, tokens: tokens, lockFile: home.paths.lockFile, endpoints: try home.endpoints(),
             credentials: credentials, effects: home.google)

@@ -43,7 +43,7 @@ struct QueueCommand: ContextCommand {
 
     func run(_ context: Context) async throws {
         let home = try global.home(context)
-        let items = try home.library(readOnly: true).queueItems()
+        let items = try await home.library(readOnly: true).queueItems()
         if json {
             return try home.output.json(
                 items.map {

@@ -22,7 +22,7 @@ struct ResetManifestCommand: ContextCommand {
 
     func run(_ context: Context) async throws {
         let home = try global.home(context)
-        let library = try home.library()
+        let library = try await home.library()
         if !yes {
             guard home.terminal.input else {
                 throw ValidationError("reset-manifest needs confirmation; run it on a terminal or pass --yes")
@@ -34,8 +34,8 @@ struct ResetManifestCommand: ContextCommand {
         // A running sync would write back the mirror and folders it read before the reset:
         // wait for it, so what is forgotten stays forgotten.
         try await withSyncLock(home.waitForSyncLock()) {
-            let entries = try library.localStatus().manifestEntries
-            try library.resetManifest()
+            let entries = try await library.localStatus().manifestEntries
+            try await library.resetManifest()
             home.output.line(
                 "Forgot \(entries) synced entr\(entries == 1 ? "y" : "ies"); the next `ivy sync` is a full re-sync.")
         }

@@ -16,7 +16,7 @@ struct RetryFailedCommand: ContextCommand {
 
     func run(_ context: Context) async throws {
         let home = try global.home(context)
-        let count = try home.library().retryFailed()
+        let count = try await home.library().retryFailed()
         home.output.line(
             count == 0
                 ? "No failed items."

@@ -168,8 +168,8 @@ struct StatusCommand: ContextCommand {
 
     func run(_ context: Context) async throws {
         let home = try global.home(context)
-        let library = try home.library(readOnly: true)
-        let report = try Self.report(
+        let library = try await home.library(readOnly: true)
+        let report = try await Self.report(
             library: library, tokens: home.tokenStore, paths: home.paths, environment: home.environment,
             client: try home.client(library), now: home.clock.now(), zone: home.displayZone)
         if json { return try home.output.json(report) }
@@ -179,25 +179,25 @@ struct StatusCommand: ContextCommand {
     private static func report(
         library: LibraryDatabase, tokens: TokenStore, paths: IvyPaths, environment: [String: String],
         client: ClientResolution, now: Milliseconds, zone: LocalZone?
-    ) throws -> Report {
+    ) async throws -> Report {
         let running = SyncLock.holder(path: paths.lockFile)
-        let local = try library.localStatus()
+        let local = try await library.localStatus()
         let signIn = tokens.signIn()
         let token: StoredToken? = if case .signedIn(let saved) = signIn { saved } else { tokens.quietLoad() }
-        let enabled = try library.setting(.syncEnabled) == "true"
-        let cooldown = Milliseconds(try library.number(.autoSyncCooldown)) * 1000
+        let enabled = try await library.setting(.syncEnabled) == "true"
+        let cooldown = try await Milliseconds(library.number(.autoSyncCooldown)) * 1000
         let signedIn = if case .signedIn = signIn { true } else { false }
         let next: String? =
             if !enabled || !signedIn { nil } else { Display.date(max(now, (local.lastSyncTime ?? 0) + cooldown)) }
         let (stoppedReason, stoppedSince): (String?, Milliseconds?) =
             if case .stopped(let reason, let since) = signIn { (reason, since) } else { (nil, nil) }
-        let spent = try library.quotaSpent(since: now - 86_400_000)
-        let held = try library.heldItems().map {
+        let spent = try await library.quotaSpent(since: now - 86_400_000)
+        let held = try await library.heldItems().map {
             Report.Held(entity: "\($0.key)", reason: $0.lastError ?? "no error was recorded")
         }
-        let healthURL = try library.setting(.healthURL)
+        let healthURL = try await library.setting(.healthURL)
         // A record made for another URL says nothing of this one.
-        let ping = try library.lastHealthPing().flatMap { $0.url == healthURL ? $0 : nil }
+        let ping = try await library.lastHealthPing().flatMap { $0.url == healthURL ? $0 : nil }
         return Report(
             authenticated: signedIn, account: token?.email,
             accessTokenExpires: token?.expiresAt.map(Display.date), refreshToken: token?.refreshToken != nil,
@@ -208,8 +208,9 @@ struct StatusCommand: ContextCommand {
             lastSuccessAge: local.lastSuccess.map { Display.dateWithAge($0, now: now, zone: zone) },
             // Never "-" while a change is held back: its error is the one that matters.
             lastError: local.lastError ?? held.first.map { "\($0.entity): \($0.reason)" },
-            manifestEntries: local.manifestEntries, nextAutoSync: next, orphanClips: try library.orphanClipCount(),
-            history: try library.historySummary(), newConflicts: try library.unseenConflicts(),
+            manifestEntries: local.manifestEntries, nextAutoSync: next,
+            orphanClips: try await library.orphanClipCount(),
+            history: try await library.historySummary(), newConflicts: try await library.unseenConflicts(),
             quotaUnits24h: spent.units, requests24h: spent.requests, heldChanges: held, syncEnabled: enabled,
             signInProblem: SignInText.problem(signIn),
             syncRunning: running.running, syncProcess: running.pid, library: paths.database,

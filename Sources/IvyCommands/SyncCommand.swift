@@ -87,8 +87,8 @@ struct SyncCommand: ContextCommand {
                 home: home, interval: interval ?? 10, json: json, full: full, quiet: quiet, verbose: verbose
             ).run()
         }
-        guard let library = try openLibrary(home) else { return }
-        let logger = try home.logger(library)
+        guard let library = try await openLibrary(home) else { return }
+        let logger = try await home.logger(library)
         // Cron never hears about sign-in: a damaged token file is logged, not printed.
         let tokens = auto ? home.tokenStore(warn: { logger.warning("\($0)") }) : home.tokenStore
         var request = SyncRequest(dryRun: dryRun, allowDeletes: allowDeletes, full: full)
@@ -156,9 +156,9 @@ struct SyncCommand: ContextCommand {
 
     /// The library, or nil for --auto while another program holds a long write: like
     /// another sync running, cron need not hear.
-    private func openLibrary(_ home: Home) throws -> LibraryDatabase? {
+    private func openLibrary(_ home: Home) async throws -> LibraryDatabase? {
         do {
-            return try home.library()
+            return try await home.library()
         } catch let error as StoreError where auto && error.isBusy {
             return nil
         }

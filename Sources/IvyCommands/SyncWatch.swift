@@ -18,11 +18,11 @@ struct SyncWatch {
     var verbose = false
 
     func run() async throws {
-        let library = try home.library()
-        let logger = try home.logger(library)
+        let library = try await home.library()
+        let logger = try await home.logger(library)
         // Settings a watch cannot run without are errors now, not a retry every few minutes.
         _ = try home.endpoints()
-        _ = try home.credentials(library)
+        _ = try await home.credentials(library)
         let probe = try LocalChangeProbe(library)
         let stop = StopRequest()
         let display = WatchDisplay(
@@ -37,10 +37,11 @@ struct SyncWatch {
         let door = home.syncDoor(library, tokens: home.tokenStore(warn: { logger.warning("\($0)") }), logger: logger)
         let full = full
         let layers = Watch.layers()
+        let maxInterval = try await library.number(.watchMaxInterval)
         let watch = Watch(
-            interval: .seconds(interval), maxInterval: .seconds(try library.number(.watchMaxInterval)),
+            interval: .seconds(interval), maxInterval: .seconds(maxInterval),
             timing: .system(), logger: logger,
-            pending: { try probe.pending(since: $0) },
+            pending: { try await probe.pending(since: $0) },
             attempt: { memory, stop in
                 try await door.sync(Watch.request(memory, full: full, steps: steps, stop: stop), through: layers)
             },

@@ -59,7 +59,7 @@ extension TrashCommand {
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            let entries = try home.library(readOnly: true).trashEntries()
+            let entries = try await home.library(readOnly: true).trashEntries()
             if json { return try home.output.json(entries.map(Item.init)) }
             guard !entries.isEmpty else { return home.output.line("The trash is empty.") }
             let shown = IDPrefix.shown(entries.map(\.key.id), full: fullIds)
@@ -114,8 +114,8 @@ extension TrashCommand {
 
         /// The entry `id` names: itself, or the newest entry of the book or clip whose id is `id`
         /// or starts with it (`ivy trash list` cuts ids short).
-        private func entryID(in library: LibraryDatabase) throws -> Int64 {
-            let entries = try library.trashEntries()
+        private func entryID(in library: LibraryDatabase) async throws -> Int64 {
+            let entries = try await library.trashEntries()
             let number = Int64(id)
             let named = IDPrefix.isWhole(id) ? [id] : Array(Set(entries.map(\.key.id).filter { $0.hasPrefix(id) }))
             // Digits may be an entry's number and start an id (`0003`, `12345678`): which one was
@@ -150,13 +150,13 @@ extension TrashCommand {
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            let library = try home.library()
+            let library = try await home.library()
             // A running sync may be removing this clip's audio or purging the trash: wait for it.
             try await withSyncLock(home.waitForSyncLock()) {
-                let id = try entryID(in: library)
+                let id = try await entryID(in: library)
                 let entry: TrashEntry
                 do {
-                    entry = try library.restoreFromTrash(id: id, replacingNewer: yes)
+                    entry = try await library.restoreFromTrash(id: id, replacingNewer: yes)
                 } catch TrashError.newerHere(let id, let key, let trashedAt) {
                     guard home.terminal.input, home.terminal.output else {
                         throw ValidationError(
@@ -166,7 +166,7 @@ extension TrashCommand {
                         "\(key) here changed after trash entry \(id) was kept on \(Display.date(trashedAt)). "
                         + "Restore the entry over it? (The version here is kept in the trash.)"
                     guard home.agrees(question) else { return home.output.line("Nothing changed.") }
-                    entry = try library.restoreFromTrash(id: id, replacingNewer: true)
+                    entry = try await library.restoreFromTrash(id: id, replacingNewer: true)
                 }
                 home.output.line(
                     "Restored \(entry.key.kind.rawValue) \(entry.key.id) from trash entry \(entry.id); "
@@ -185,19 +185,19 @@ extension TrashCommand {
 
         func run(_ context: Context) async throws {
             let home = try global.home(context)
-            let library = try home.library()
+            let library = try await home.library()
             if !yes {
                 guard home.terminal.input else {
                     throw ValidationError("trash empty needs confirmation; run it on a terminal or pass --yes")
                 }
-                let count = try library.trashEntries().count
+                let count = try await library.trashEntries().count
                 guard count > 0 else { return home.output.line("The trash is empty.") }
                 guard home.agrees("Remove the \(count) entr\(count == 1 ? "y" : "ies") in the trash for good?") else {
                     return home.output.line("Nothing changed.")
                 }
             }
             try await withSyncLock(home.waitForSyncLock()) {
-                let removed = try library.emptyTrash()
+                let removed = try await library.emptyTrash()
                 home.output.line("Removed \(removed) trash entr\(removed == 1 ? "y" : "ies").")
             }
         }

@@ -27,35 +27,35 @@ package enum InternalSetting: String, Sendable, CaseIterable {
 }
 
 extension LibraryDatabase {
-    package func internalSetting(_ key: InternalSetting) throws -> String? {
-        try read { db in
+    package func internalSetting(_ key: InternalSetting) async throws -> String? {
+        try await read { db in
             try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [key.rawValue])
         }
     }
 
-    package func setInternalSetting(_ key: InternalSetting, _ value: String?) throws {
-        try recordSetting(rawKey: key.rawValue, value)
+    package func setInternalSetting(_ key: InternalSetting, _ value: String?) async throws {
+        try await recordSetting(rawKey: key.rawValue, value)
     }
 
     /// How the last health-check ping went; nil before the first (or when another program
     /// wrote something else there).
-    package func lastHealthPing() throws -> HealthPingRecord? {
-        guard let text = try internalSetting(.lastHealthPing) else { return nil }
+    package func lastHealthPing() async throws -> HealthPingRecord? {
+        guard let text = try await internalSetting(.lastHealthPing) else { return nil }
         return try? JSONDecoder().decode(HealthPingRecord.self, from: Data(text.utf8))
     }
 
-    package func recordHealthPing(_ record: HealthPingRecord) throws {
+    package func recordHealthPing(_ record: HealthPingRecord) async throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try setInternalSetting(.lastHealthPing, String(decoding: try encoder.encode(record), as: UTF8.self))
+        try await setInternalSetting(.lastHealthPing, String(decoding: try encoder.encode(record), as: UTF8.self))
     }
 
     /// Records that this library syncs with `permissionID`. Signing in as another account
     /// forgets the manifest, the folder ids and the mirror (the queue stays): the next sync uploads the
     /// whole library to the new account. Returns true when that reset happened.
     @discardableResult
-    package func bindAccount(permissionID: String, email: String) throws -> Bool {
-        try write { db in
+    package func bindAccount(permissionID: String, email: String) async throws -> Bool {
+        try await write { db in
             let current = try String.fetchOne(
                 db, sql: "SELECT value FROM settings WHERE key = ?",
                 arguments: [InternalSetting.accountPermissionID.rawValue])
@@ -75,8 +75,8 @@ extension LibraryDatabase {
     /// Forgets what was synced: the manifest, the remembered Drive folders and the mirror of
     /// Drive's listing (with its change token). Queued changes stay, and the next sync lists
     /// Drive in full and compares everything afresh.
-    package func resetManifest() throws {
-        try write { db in try Self.clearManifest(db) }
+    package func resetManifest() async throws {
+        try await write { db in try Self.clearManifest(db) }
     }
 
     static func clearManifest(_ db: Database) throws {

@@ -101,8 +101,14 @@ extension LibraryDatabase {
         FileManager.default.fileExists(atPath: audioPath(clipID: clipID))
     }
 
-    /// The md5 of the clip's audio, or nil when there is no file.
-    package func audioMD5(clipID: ClipID) throws -> String? {
+    /// The md5 of the clip's audio, or nil when there is no file. Hashing reads the whole file,
+    /// so it runs on ivy's own threads.
+    package func audioMD5(clipID: ClipID) async throws -> String? {
+        try await BlockingExecutor.blocking { try hashAudio(clipID: clipID) }
+    }
+
+    /// `audioMD5` where blocking is already allowed: inside a transaction, on GRDB's queue.
+    func hashAudio(clipID: ClipID) throws -> String? {
         guard hasAudio(clipID: clipID) else { return nil }
         return try LocalFile.md5(of: URL(fileURLWithPath: audioPath(clipID: clipID)))
     }
@@ -176,34 +182,40 @@ struct AudioJournal {
 extension LibraryDatabase {
     /// Runs `body` (which changes the clip's row) and puts `staged` in place as the clip's
     /// audio: both happen or neither, even across a kill (`AudioJournal`).
-    func writeReplacingAudio<T>(clipID: ClipID, staged: String, _ body: (Database) throws -> T) throws -> T {
-        try writeReplacingAudios([(clipID, staged)], body)
+    func writeReplacingAudio<T: Sendable>(
+        clipID: ClipID, staged: String, _ body: @Sendable (Database) throws -> T
+    ) async throws -> T {
+        try await writeReplacingAudios([(clipID, staged)], body)
     }
 
     /// Runs `body` and puts each staged MP3 in place as its clip's audio, in one transaction:
     /// all of it happens or none, even across a kill (a journal per clip, each committed by
     /// the same `audio_replacements` rows). The MP3s replaced are kept in the history first.
     /// `beforeCommit` runs last inside the transaction, after the MP3s are in place.
-    func writeReplacingAudios<T>(
-        _ replacements: [(clipID: ClipID, staged: String)], beforeCommit: () throws -> Void = {},
-        _ body: (Database) throws -> T
-    ) throws -> T {
-        let kept = try keepAudioInHistory(clipIDs: replacements.map(\.clipID))
-        var journals: [AudioJournal] = []
-        do {
-            for replacement in replacements {
-                journals.append(
-                    try AudioJournal.begin(
-                        clipID: replacement.clipID, audioPath: audioPath(clipID: replacement.clipID),
-                        audioDirectory: paths.audioDirectory))
+    func writeReplacingAudios<T: Sendable>(
+        _ replacements: [(clipID: ClipID, staged: String)], beforeCommit: @Sendable () throws -> Void = {},
+        _ body: @Sendable (Database) throws -> T
+    ) async throws -> T {
+        let kept = try await keepAudioInHistory(clipIDs: replacements.map(\.clipID))
+        // Linking and locking each copy aside waits on the file system: on ivy's own threads.
+        let journals = try await BlockingExecutor.blocking { () throws -> [AudioJournal] in
+            var journals: [AudioJournal] = []
+            do {
+                for replacement in replacements {
+                    journals.append(
+                        try AudioJournal.begin(
+                            clipID: replacement.clipID, audioPath: audioPath(clipID: replacement.clipID),
+                            audioDirectory: paths.audioDirectory))
+                }
+            } catch {
+                for journal in journals { journal.rolledBack() }
+                throw error
             }
-        } catch {
-            for journal in journals { journal.rolledBack() }
-            throw error
+            return journals
         }
         let result: T
         do {
-            result = try write { db in
+            result = try await write { db in
                 for (clipID, md5) in kept { try HistoryAudio.stamp(clipID: clipID, md5: md5, in: db) }
                 let newest = try HistoryAudio.newestVersions(replacements.map(\.clipID), in: db)
                 let value = try body(db)
@@ -224,7 +236,7 @@ extension LibraryDatabase {
         }
         for journal in journals { journal.committed() }
         // A marker left by a failure here is dropped by the next opening of the library.
-        try? write { db in
+        try? await write { db in
             for replacement in replacements {
                 try db.execute(
                     sql: "DELETE FROM audio_replacements WHERE clip_id = ?", arguments: [replacement.clipID])
@@ -235,12 +247,12 @@ extension LibraryDatabase {
 
     /// Finishes or undoes the audio replacements a killed ivy left (`AudioJournal`); one still
     /// running in another process (its copy aside locked) is left to it.
-    func recoverAudioReplacements() throws {
+    func recoverAudioReplacements() async throws {
         let directory = paths.audioDirectory
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter {
             $0.hasPrefix(AudioJournal.prefix)
         }
-        let pending = try read { db in try ClipID.fetchAll(db, sql: "SELECT clip_id FROM audio_replacements") }
+        let pending = try await read { db in try ClipID.fetchAll(db, sql: "SELECT clip_id FROM audio_replacements") }
         guard !names.isEmpty || !pending.isEmpty else { return }
         let committed = Set(pending)
         var running: Set<ClipID> = []
@@ -268,7 +280,7 @@ extension LibraryDatabase {
         }
         let done = pending.filter { !running.contains($0) }
         guard !done.isEmpty else { return }
-        try write { db in
+        try await write { db in
             for clipID in done {
                 try db.execute(sql: "DELETE FROM audio_replacements WHERE clip_id = ?", arguments: [clipID])
             }

@@ -4,8 +4,8 @@ package import IvyCore
 extension LibraryDatabase {
     /// Books by title; archived (hidden) books only when `includeHidden`; with `search`, only
     /// those whose title or artist contains it, in any case (`TextSearch`).
-    package func books(includeHidden: Bool, search: String? = nil) throws -> [Book] {
-        let books = try read { db in
+    package func books(includeHidden: Bool, search: String? = nil) async throws -> [Book] {
+        let books = try await read { db in
             let filter = includeHidden ? "" : "WHERE hidden = 0"
             return try Row.fetchAll(
                 db, sql: "SELECT * FROM books \(filter) ORDER BY title COLLATE NOCASE, created_at, id"
@@ -17,8 +17,8 @@ extension LibraryDatabase {
         return books.filter { query.matches($0.title) || query.matches($0.artist) }
     }
 
-    package func book(id: BookID) throws -> Book? {
-        try read { db in try Self.book(id: id, in: db) }
+    package func book(id: BookID) async throws -> Book? {
+        try await read { db in try Self.book(id: id, in: db) }
     }
 
     static func book(id: BookID, in db: Database) throws -> Book? {
@@ -30,24 +30,24 @@ extension LibraryDatabase {
     @discardableResult
     package func addBook(
         id: BookID, title: String, artist: String?, artwork: String?, position: Double
-    ) throws -> Book {
+    ) async throws -> Book {
         try Self.checkTitle(title)
         try Self.checkTime(position, field: "position")
         let now = clock.now()
         let book = Book(
             id: id, title: title, artist: artist, artwork: artwork, position: position,
             createdAt: now, updatedAt: now)
-        try write { db in try db.execute(sql: Book.upsertSQL, arguments: book.arguments) }
+        try await write { db in try db.execute(sql: Book.upsertSQL, arguments: book.arguments) }
         return book
     }
 
     /// Applies `changes`. When they leave the book as it was, nothing is written
     /// (so nothing is queued) and `changed` is false.
     @discardableResult
-    package func updateBook(id: BookID, _ changes: BookChanges) throws -> (book: Book, changed: Bool) {
+    package func updateBook(id: BookID, _ changes: BookChanges) async throws -> (book: Book, changed: Bool) {
         if let title = changes.title { try Self.checkTitle(title) }
         if let position = changes.position { try Self.checkTime(position, field: "position") }
-        return try write { db in
+        return try await write { db in
             guard let current = try Self.book(id: id, in: db) else { throw StoreError.bookNotFound(id: id) }
             var updated = changes.applied(to: current)
             guard updated != current else { return (current, false) }

@@ -91,8 +91,8 @@ extension LibraryDatabase {
     /// recorded so far counts as seen afterwards (`unseenConflicts`), in the same transaction.
     package func conflicts(
         of key: EntityKey? = nil, since: Milliseconds? = nil, until: Milliseconds? = nil
-    ) throws -> [ConflictRecord] {
-        try read { db in
+    ) async throws -> [ConflictRecord] {
+        try await read { db in
             guard try db.tableExists("merge_conflicts") else { return [] }
             var conditions: [String] = []
             var arguments: StatementArguments = []
@@ -139,9 +139,9 @@ extension LibraryDatabase {
 
     /// Marks the conflicts shown (`ids`) seen: `ivy status` counts only the others. One
     /// recorded while they were listed stays unseen.
-    package func markConflictsSeen(_ ids: [Int64]) throws {
+    package func markConflictsSeen(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
-        try write { db in
+        try await write { db in
             guard try db.tableExists("merge_conflicts") else { return }
             try db.execute(
                 sql: "UPDATE merge_conflicts SET seen = 1 WHERE seen = 0 AND id IN (SELECT value FROM json_each(?))",
@@ -151,8 +151,8 @@ extension LibraryDatabase {
 
     /// How many conflicts were recorded since `ivy history --conflicts` last showed them (all
     /// of them when it never has); 0 for a library an older ivy wrote last.
-    package func unseenConflicts() throws -> Int {
-        try read { db in
+    package func unseenConflicts() async throws -> Int {
+        try await read { db in
             guard try db.tableExists("merge_conflicts") else { return 0 }
             return try Int.fetchOne(db, sql: "SELECT count(*) FROM merge_conflicts WHERE seen = 0") ?? 0
         }

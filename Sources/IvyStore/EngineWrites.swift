@@ -48,8 +48,8 @@ extension LibraryDatabase {
     /// The marker row is inserted and deleted inside the transaction, so no other
     /// connection ever sees it: a program writing at the same time still has its change
     /// captured. If `body` throws, the whole transaction, marker included, rolls back.
-    package func applyingRemoteChanges<T>(_ body: (EngineWriter) throws -> T) throws -> T {
-        try write { db in
+    package func applyingRemoteChanges<T: Sendable>(_ body: @Sendable (EngineWriter) throws -> T) async throws -> T {
+        try await write { db in
             try db.executeCached("INSERT INTO sync_applying (engine) VALUES (1)")
             let writer = EngineWriter(
                 db: db, trashDirectory: paths.trashDirectory, historyDirectory: paths.historyDirectory)

@@ -10,14 +10,14 @@ extension LibraryDatabase {
     /// With the history off nothing is kept, but the md5 of each clip whose versions still
     /// say "the audio now" is returned all the same, so that they are named their own audio
     /// (gone) rather than whatever a later version has (`HistoryAudio.namesAudioNow`).
-    func keepAudioInHistory(clipIDs: [ClipID]) throws -> [ClipID: String] {
-        let enabled = try read { db in try HistoryAudio.enabled(db) }
+    func keepAudioInHistory(clipIDs: [ClipID]) async throws -> [ClipID: String] {
+        let enabled = try await read { db in try HistoryAudio.enabled(db) }
         var kept: [ClipID: String] = [:]
         for clipID in clipIDs {
             let path = audioPath(clipID: clipID)
             if enabled {
                 kept[clipID] = try HistoryAudio.keep(path, in: paths.historyDirectory)
-            } else if try read({ db in try HistoryAudio.namesAudioNow(clipID: clipID, in: db) }),
+            } else if try await read({ db in try HistoryAudio.namesAudioNow(clipID: clipID, in: db) }),
                 hasAudio(clipID: clipID)
             {
                 kept[clipID] = try LocalFile.md5(of: URL(fileURLWithPath: path))
@@ -36,8 +36,8 @@ extension LibraryDatabase {
     /// before it, whenever that was recorded.
     package func history(
         of key: EntityKey? = nil, since: Milliseconds? = nil, until: Milliseconds? = nil
-    ) throws -> [HistoryVersion] {
-        try read { db in
+    ) async throws -> [HistoryVersion] {
+        try await read { db in
             guard try db.tableExists("history") else { return [] }
             var conditions: [String] = []
             var arguments: StatementArguments = []
@@ -90,8 +90,8 @@ extension LibraryDatabase {
 
     /// How many versions the history keeps, since when, and the bytes they and their MP3s
     /// take. A library an older ivy wrote last has none.
-    package func historySummary() throws -> HistorySummary {
-        let (count, since, bytes) = try read { db -> (Int, Milliseconds?, Int64) in
+    package func historySummary() async throws -> HistorySummary {
+        let (count, since, bytes) = try await read { db -> (Int, Milliseconds?, Int64) in
             guard try db.tableExists("history") else { return (0, nil, 0) }
             let row = try Row.fetchOne(
                 db,

@@ -22,7 +22,7 @@ extension LibraryDatabase {
     /// The books or clips whose ids start with `prefix`, by id, at most `limit` of them, in one
     /// query. Archived and deleted books are books too (`book unarchive` names them), so they
     /// match; a deleted clip has no row and cannot.
-    package func matches(_ kind: EntityKind, idPrefix prefix: String, limit: Int) throws -> [IDMatch] {
+    package func matches(_ kind: EntityKind, idPrefix prefix: String, limit: Int) async throws -> [IDMatch] {
         // Ids are checked to be hex and dashes before they get here; the escape keeps LIKE's
         // wildcards literal whatever reaches it.
         let pattern = prefix.replacing("\\", with: "\\\\").replacing("%", with: "\\%").replacing("_", with: "\\_") + "%"
@@ -36,7 +36,7 @@ extension LibraryDatabase {
                 WHERE clips.id LIKE ? ESCAPE '\\' ORDER BY clips.id LIMIT ?
                 """
             }
-        return try read { db in
+        return try await read { db in
             try Row.fetchAll(db, sql: sql, arguments: [pattern, limit]).map { row in
                 IDMatch(id: row["id"], title: row["title"], note: row["note"])
             }
@@ -48,9 +48,11 @@ extension LibraryDatabase {
     /// The books and clips whose ids start with `prefix` that only the history knows (a clip
     /// deleted here, say), by kind and id, at most `limit` of them: each with its newest kept
     /// version's title (a clip's book title is not kept in its JSON, so a clip has its note).
-    package func historyMatches(idPrefix prefix: String, limit: Int) throws -> [(kind: EntityKind, match: IDMatch)] {
+    package func historyMatches(idPrefix prefix: String, limit: Int) async throws -> [(
+        kind: EntityKind, match: IDMatch
+    )] {
         let pattern = prefix.replacing("\\", with: "\\\\").replacing("%", with: "\\%").replacing("_", with: "\\_") + "%"
-        return try read { db in
+        return try await read { db in
             // A library an older ivy wrote last, read without migrating it, has no history.
             guard try db.tableExists("history") else { return [] }
             // SQLite takes a bare column from the row max() chose: the newest version's JSON.

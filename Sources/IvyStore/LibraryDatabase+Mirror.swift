@@ -9,8 +9,8 @@ package import IvyCore
 extension LibraryDatabase {
     /// The mirror, or nil when there is none to go on from (never built, reset, or a new
     /// account): then the sync lists Drive in full.
-    package func driveMirror() throws -> DriveMirror? {
-        try read { db in
+    package func driveMirror() async throws -> DriveMirror? {
+        try await read { db in
             guard let token = try String.fetchOne(db, sql: "SELECT token FROM drive_mirror_token WHERE id = 1") else {
                 return nil
             }
@@ -25,16 +25,16 @@ extension LibraryDatabase {
     }
 
     /// The change token the mirror is current up to; nil when there is no mirror.
-    package func driveMirrorToken() throws -> String? {
-        try read { db in try String.fetchOne(db, sql: "SELECT token FROM drive_mirror_token WHERE id = 1") }
+    package func driveMirrorToken() async throws -> String? {
+        try await read { db in try String.fetchOne(db, sql: "SELECT token FROM drive_mirror_token WHERE id = 1") }
     }
 
     /// Replaces the mirror with a full listing, the change token taken before that listing
     /// and the folders it covers, in one transaction.
     package func replaceDriveMirror(
         _ files: [MirroredFile], token: String, folders: DriveFolders, listedAt: Milliseconds? = nil
-    ) throws {
-        try write { db in
+    ) async throws {
+        try await write { db in
             try db.execute(sql: "DELETE FROM drive_mirror")
             for file in files { try Self.upsert(file, db) }
             try Self.saveToken(token, db)
@@ -64,8 +64,8 @@ extension LibraryDatabase {
     /// have been a newer copy of it, so its absence was broken, and a copy here kept since may
     /// be older than the one Drive last held.
     @discardableResult
-    package func applyDriveMirrorPage(_ update: MirrorUpdate, from token: String) throws -> Bool {
-        try write { db in
+    package func applyDriveMirrorPage(_ update: MirrorUpdate, from token: String) async throws -> Bool {
+        try await write { db in
             let saved = try String.fetchOne(db, sql: "SELECT token FROM drive_mirror_token WHERE id = 1")
             guard saved == token else { return false }
             for id in update.removals {
@@ -87,14 +87,14 @@ extension LibraryDatabase {
     }
 
     /// When the full listing the mirror was last rebuilt from was taken; nil without a mirror.
-    package func driveMirrorListedAt() throws -> Milliseconds? {
-        guard try driveMirrorToken() != nil else { return nil }
-        return try internalSetting(.mirrorListedAt).flatMap { Milliseconds($0) }
+    package func driveMirrorListedAt() async throws -> Milliseconds? {
+        guard try await driveMirrorToken() != nil else { return nil }
+        return try await internalSetting(.mirrorListedAt).flatMap { Milliseconds($0) }
     }
 
     /// Forgets the mirror and its token: the next sync lists Drive in full.
-    package func clearDriveMirror() throws {
-        try write { db in try Self.clearMirror(db) }
+    package func clearDriveMirror() async throws {
+        try await write { db in try Self.clearMirror(db) }
     }
 
     static func clearMirror(_ db: Database) throws {

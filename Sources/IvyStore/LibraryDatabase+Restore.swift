@@ -14,9 +14,9 @@ extension LibraryDatabase {
     @discardableResult
     package func restore(
         at moment: Milliseconds, keys: [EntityKey]? = nil, dryRun: Bool = false,
-        beforeCommit: () throws -> Void = {}
-    ) throws -> RestoreResult {
-        try restore(at: moment, keys: keys, pinned: nil, dryRun: dryRun, beforeCommit: beforeCommit)
+        beforeCommit: @Sendable () throws -> Void = {}
+    ) async throws -> RestoreResult {
+        try await restore(at: moment, keys: keys, pinned: nil, dryRun: dryRun, beforeCommit: beforeCommit)
     }
 
     /// Puts one book or clip back to the version of the history with that id (what
@@ -26,9 +26,9 @@ extension LibraryDatabase {
     /// none has that id.
     @discardableResult
     package func restore(
-        version id: Int64, dryRun: Bool = false, beforeCommit: () throws -> Void = {}
-    ) throws -> RestoreResult {
-        let found = try read { db -> (key: EntityKey, at: Milliseconds)? in
+        version id: Int64, dryRun: Bool = false, beforeCommit: @Sendable () throws -> Void = {}
+    ) async throws -> RestoreResult {
+        let found = try await read { db -> (key: EntityKey, at: Milliseconds)? in
             guard try db.tableExists("history"),
                 let row = try Row.fetchOne(
                     db, sql: "SELECT entity_type, entity_id, recorded_at FROM history WHERE id = ?", arguments: [id]),
@@ -37,13 +37,15 @@ extension LibraryDatabase {
             return (EntityKey(kind, row["entity_id"] ?? ""), row["recorded_at"] ?? 0)
         }
         guard let found else { throw HistoryError.noSuchVersion(id) }
-        return try restore(at: found.at, keys: [found.key], pinned: id, dryRun: dryRun, beforeCommit: beforeCommit)
+        return try await restore(
+            at: found.at, keys: [found.key], pinned: id, dryRun: dryRun, beforeCommit: beforeCommit)
     }
 
     func restore(
-        at moment: Milliseconds, keys: [EntityKey]?, pinned: Int64?, dryRun: Bool, beforeCommit: () throws -> Void
-    ) throws -> RestoreResult {
-        let planned = try read { db in
+        at moment: Milliseconds, keys: [EntityKey]?, pinned: Int64?, dryRun: Bool,
+        beforeCommit: @Sendable () throws -> Void
+    ) async throws -> RestoreResult {
+        let planned = try await read { db in
             // A library an older ivy wrote last, read without migrating it, has no history.
             guard try db.tableExists("history") else { return RestorePlanner.Plan(result: RestoreResult(at: moment)) }
             return try RestorePlanner(db: db, library: self, at: moment, keys: keys, pinned: pinned).plan()
@@ -59,9 +61,9 @@ extension LibraryDatabase {
         // Clips it deletes keep their MP3 in the history (`writeReplacingAudios` does the same
         // for the MP3s it replaces).
         let deleted = planned.result.changes.filter { $0.action == .delete }.compactMap(\.key.clipID)
-        let kept = try keepAudioInHistory(clipIDs: deleted)
+        let kept = try await keepAudioInHistory(clipIDs: deleted)
         let now = clock.now()
-        let result = try writeReplacingAudios(staged, beforeCommit: beforeCommit) { db in
+        let result = try await writeReplacingAudios(staged, beforeCommit: beforeCommit) { [staged] db in
             let again = try RestorePlanner(db: db, library: self, at: moment, keys: keys, pinned: pinned).plan()
             guard again.result == planned.result, again.audio == planned.audio else {
                 throw HistoryError.changedMeanwhile
@@ -150,7 +152,7 @@ private struct RestorePlanner {
                         try audio[backup.id].map {
                             (($0 as NSString).lastPathComponent as NSString).deletingPathExtension
                         }
-                        ?? library.audioMD5(clipID: backup.id)
+                        ?? library.hashAudio(clipID: backup.id)
                     let synced = try Self.synced(.clip(backup), audioMD5: md5, in: db)
                     clip.updatedAt =
                         synced
@@ -276,7 +278,7 @@ private struct RestorePlanner {
         var audioMD5: String?
         var audioMissing: String?
         if let clipID = key.clipID {
-            let currentMD5 = current == nil ? nil : try library.audioMD5(clipID: clipID)
+            let currentMD5 = current == nil ? nil : try library.hashAudio(clipID: clipID)
             if let md5 = version.audioMD5 {
                 audioMD5 = md5
                 if currentMD5 != md5 {

@@ -11,21 +11,21 @@ extension LibraryDatabase {
     /// device that no longer syncs (signed out for months) prunes too. Returns how many
     /// versions went.
     @discardableResult
-    package func pruneHistoryIfDue(days: Int, every interval: Milliseconds = 3_600_000) throws -> Int {
+    package func pruneHistoryIfDue(days: Int, every interval: Milliseconds = 3_600_000) async throws -> Int {
         let now = clock.now()
         if days <= 0 {
-            let kept = try read { db in
+            let kept = try await read { db in
                 try db.tableExists("history")
                     && (try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM history)") ?? false)
             }
             let files = (try? FileManager.default.contentsOfDirectory(atPath: paths.historyDirectory)) ?? []
             guard kept || !files.isEmpty else { return 0 }
-            return try pruneHistory(days: 0)
+            return try await pruneHistory(days: 0)
         }
-        let last = try internalSetting(.historyPrunedAt).flatMap { Milliseconds($0) } ?? 0
+        let last = try await internalSetting(.historyPrunedAt).flatMap { Milliseconds($0) } ?? 0
         guard now - last >= interval || now < last else { return 0 }
-        let removed = try pruneHistory(days: days)
-        try setInternalSetting(.historyPrunedAt, String(now))
+        let removed = try await pruneHistory(days: days)
+        try await setInternalSetting(.historyPrunedAt, String(now))
         return removed
     }
 
@@ -34,9 +34,9 @@ extension LibraryDatabase {
     /// an hour old (a younger one may belong to a change not committed yet). Returns how many
     /// versions went.
     @discardableResult
-    package func pruneHistory(days: Int) throws -> Int {
+    package func pruneHistory(days: Int) async throws -> Int {
         let now = clock.now()
-        let removed: Int = try write { db in
+        let removed: Int = try await write { db in
             guard try db.tableExists("history") else { return 0 }
             if days <= 0 {
                 try db.execute(sql: "DELETE FROM history")
@@ -76,15 +76,15 @@ extension LibraryDatabase {
             for id in prunable { try statement.execute(arguments: [id]) }
             return prunable.count
         }
-        try removeUnnamedHistoryAudio(olderThan: now - 3_600_000, all: days <= 0)
+        try await removeUnnamedHistoryAudio(olderThan: now - 3_600_000, all: days <= 0)
         return removed
     }
 
-    func removeUnnamedHistoryAudio(olderThan limit: Milliseconds, all: Bool) throws {
+    func removeUnnamedHistoryAudio(olderThan limit: Milliseconds, all: Bool) async throws {
         let directory = paths.historyDirectory
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         guard !files.isEmpty else { return }
-        let named = try read { db in
+        let named = try await read { db in
             Set(try String.fetchAll(db, sql: "SELECT DISTINCT audio_md5 FROM history WHERE audio_md5 IS NOT NULL"))
         }
         for file in files where !named.contains(String(file.prefix { $0 != "." })) {

@@ -3,20 +3,20 @@ package import IvyCore
 
 extension LibraryDatabase {
     /// The stored value of `key`, or its default.
-    package func setting(_ key: SettingKey) throws -> String? {
-        try read { db in
+    package func setting(_ key: SettingKey) async throws -> String? {
+        try await read { db in
             try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [key.rawValue])
         } ?? key.defaultValue
     }
 
     /// A whole-number setting (`auto_sync_cooldown`, `concurrency`), its default when unset.
-    package func number(_ key: SettingKey) throws -> Int {
-        try setting(key).flatMap { Int($0) } ?? key.defaultValue.flatMap { Int($0) } ?? 0
+    package func number(_ key: SettingKey) async throws -> Int {
+        try await setting(key).flatMap { Int($0) } ?? key.defaultValue.flatMap { Int($0) } ?? 0
     }
 
     /// Every known key with its value (or default) and whether it was set explicitly.
-    package func settings() throws -> [(key: SettingKey, value: String?, isDefault: Bool)] {
-        let stored = try read { db in
+    package func settings() async throws -> [(key: SettingKey, value: String?, isDefault: Bool)] {
+        let stored = try await read { db in
             try Row.fetchAll(db, sql: "SELECT key, value FROM settings").reduce(into: [String: String?]()) {
                 values, row in
                 values[row["key"]] = row["value"] as String?
@@ -30,42 +30,42 @@ extension LibraryDatabase {
 
     /// Stores `value` for `key` after checking it; returns the stored (normalized) form.
     @discardableResult
-    package func setSetting(_ key: SettingKey, to value: String) throws -> String {
+    package func setSetting(_ key: SettingKey, to value: String) async throws -> String {
         let normalized: String
         switch key.normalize(value) {
         case .success(let value): normalized = value
         case .failure(let error): throw StoreError.invalidSetting(message: error.message)
         }
-        try storeSetting(key.rawValue, normalized)
+        try await storeSetting(key.rawValue, normalized)
         return normalized
     }
 
     /// Forgets an explicitly set value, so the default applies again.
-    package func unsetSetting(_ key: SettingKey) throws {
-        try write { db in
+    package func unsetSetting(_ key: SettingKey) async throws {
+        try await write { db in
             try db.execute(sql: "DELETE FROM settings WHERE key = ?", arguments: [key.rawValue])
         }
     }
 
     /// For ivy's own records (`last_sync_time`, `last_error`, ...), without user validation.
-    package func recordSetting(_ key: SettingKey, _ value: String?) throws {
-        try storeSetting(key.rawValue, value)
+    package func recordSetting(_ key: SettingKey, _ value: String?) async throws {
+        try await storeSetting(key.rawValue, value)
     }
 
-    func recordSetting(rawKey: String, _ value: String?) throws {
-        try storeSetting(rawKey, value)
+    func recordSetting(rawKey: String, _ value: String?) async throws {
+        try await storeSetting(rawKey, value)
     }
 
-    private func storeSetting(_ key: String, _ value: String?) throws {
-        try write { db in try Self.store(key, value, db) }
+    private func storeSetting(_ key: String, _ value: String?) async throws {
+        try await write { db in try Self.store(key, value, db) }
     }
 
     /// What a sync that ran to its end leaves for `status` and `doctor`, in one transaction, so
     /// a kill between them never pairs one sync's time with another's error or held deletions.
     package func recordSyncOutcome(at time: Milliseconds, succeeded: Bool, lastError: String?, deletionsHeld: String?)
-        throws
+        async throws
     {
-        try write { db in
+        try await write { db in
             try Self.store(SettingKey.lastSyncTime.rawValue, String(time), db)
             if succeeded { try Self.store(SettingKey.lastSuccess.rawValue, String(time), db) }
             try Self.store(SettingKey.lastError.rawValue, lastError, db)

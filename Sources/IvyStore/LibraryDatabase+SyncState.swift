@@ -5,8 +5,8 @@ package import IvyCore
 /// What the sync engine reads and records: the manifest, queue settlement, failures,
 /// unknown backup keys and the remembered Drive folders.
 extension LibraryDatabase {
-    package func manifestEntries() throws -> [ManifestEntry] {
-        try read { db in
+    package func manifestEntries() async throws -> [ManifestEntry] {
+        try await read { db in
             let columns =
                 "entity_type, entity_id, local_updated_at, remote_updated_at, remote_file_id, remote_mp3_file_id, "
                 + "synced_at, missing_since"
@@ -28,8 +28,8 @@ extension LibraryDatabase {
     /// Records what both sides looked like after an operation finished, with the content
     /// they agreed on (the base of later merges), and settles the entity's queue item
     /// unless a newer change was queued meanwhile.
-    package func recordSynced(_ entry: ManifestEntry, base: SyncBase, queuedAt: Milliseconds?) throws {
-        try write { db in try Self.recordSynced(entry, base: base, queuedAt: queuedAt, db) }
+    package func recordSynced(_ entry: ManifestEntry, base: SyncBase, queuedAt: Milliseconds?) async throws {
+        try await write { db in try Self.recordSynced(entry, base: base, queuedAt: queuedAt, db) }
     }
 
     static func recordSynced(_ entry: ManifestEntry, base: SyncBase, queuedAt: Milliseconds?, _ db: Database) throws {
@@ -58,14 +58,14 @@ extension LibraryDatabase {
     /// now), and forgets it for every other entity: `entries` are the manifest as the sync
     /// read it. Writes nothing when nothing changes, as in almost every sync.
     package func recordMissingOnDrive(_ missing: Set<EntityKey>, entries: [ManifestEntry], at now: Milliseconds)
-        throws
+        async throws
     {
         let start = entries.filter { entry in
             missing.contains(entry.key) && (entry.missingSince.map { $0 > now } ?? true)
         }
         let stop = entries.filter { !missing.contains($0.key) && $0.missingSince != nil }
         guard !start.isEmpty || !stop.isEmpty else { return }
-        try write { db in
+        try await write { db in
             for (entries, value) in [(start, now as Milliseconds?), (stop, nil)] {
                 for entry in entries {
                     try db.execute(
@@ -83,8 +83,8 @@ extension LibraryDatabase {
     /// replace's own `recordSynced` clears it. Waiting instead let a device that missed this
     /// one's edits restore its older copy first, which every device then took for a newer
     /// edit (ivy-soak seeds 133 and 1).
-    package func recordReplaceCutShort(_ key: EntityKey) throws {
-        try write { db in
+    package func recordReplaceCutShort(_ key: EntityKey) async throws {
+        try await write { db in
             try db.execute(
                 sql: "UPDATE sync_manifest SET missing_since = 0 WHERE entity_type = ? AND entity_id = ?",
                 arguments: [key.kind.rawValue, key.id])
@@ -94,8 +94,8 @@ extension LibraryDatabase {
     /// Takes back `recordReplaceCutShort` when the replace deleted nothing after all (its first
     /// delete failed): the entity's absence clock goes back to what it was. Only a mark still
     /// in place is taken back.
-    package func withdrawReplaceMark(_ key: EntityKey, restoring previous: Milliseconds?) throws {
-        try write { db in
+    package func withdrawReplaceMark(_ key: EntityKey, restoring previous: Milliseconds?) async throws {
+        try await write { db in
             try db.execute(
                 sql: "UPDATE sync_manifest SET missing_since = ? WHERE entity_type = ? AND entity_id = ? "
                     + "AND missing_since = 0",
@@ -105,8 +105,8 @@ extension LibraryDatabase {
 
     /// The content both sides last agreed on, or nil where none was recorded (a library
     /// synced by an older ivy, or never synced).
-    package func base(_ key: EntityKey) throws -> SyncBase? {
-        try read { db in
+    package func base(_ key: EntityKey) async throws -> SyncBase? {
+        try await read { db in
             guard
                 let row = try Row.fetchOne(
                     db,
@@ -119,8 +119,8 @@ extension LibraryDatabase {
     }
 
     /// The base before the current one (see `Schema.v7`), or nil.
-    package func priorBase(_ key: EntityKey) throws -> Data? {
-        try read { db in
+    package func priorBase(_ key: EntityKey) async throws -> Data? {
+        try await read { db in
             try String.fetchOne(
                 db, sql: "SELECT prior_base_json FROM sync_manifest WHERE entity_type = ? AND entity_id = ?",
                 arguments: [key.kind.rawValue, key.id]
@@ -129,8 +129,8 @@ extension LibraryDatabase {
     }
 
     /// Forgets an entity that is gone on both sides now.
-    package func forgetSynced(_ key: EntityKey, queuedAt: Milliseconds?) throws {
-        try write { db in
+    package func forgetSynced(_ key: EntityKey, queuedAt: Milliseconds?) async throws {
+        try await write { db in
             try db.execute(
                 sql: "DELETE FROM sync_manifest WHERE entity_type = ? AND entity_id = ?",
                 arguments: [key.kind.rawValue, key.id])
@@ -139,8 +139,8 @@ extension LibraryDatabase {
     }
 
     /// Removes manifest rows whose entity is still missing locally (read afresh now).
-    package func cleanUpManifest(_ keys: [EntityKey]) throws {
-        try write { db in
+    package func cleanUpManifest(_ keys: [EntityKey]) async throws {
+        try await write { db in
             for key in keys {
                 let table = key.kind == .book ? "books" : "clips"
                 let exists =
@@ -154,8 +154,8 @@ extension LibraryDatabase {
         }
     }
 
-    package func dropQueueItem(_ key: EntityKey, queuedAt: Milliseconds?) throws {
-        try write { db in try Self.settle(key, queuedAt: queuedAt, db) }
+    package func dropQueueItem(_ key: EntityKey, queuedAt: Milliseconds?) async throws {
+        try await write { db in try Self.settle(key, queuedAt: queuedAt, db) }
     }
 
     /// A queue item is removed only if it is the one the sync read: a change made during
@@ -170,9 +170,9 @@ extension LibraryDatabase {
     /// Counts a failed operation against the entity's queue item, creating one when there
     /// is none, so every failure is counted. A non-retryable failure fails the item at once.
     package func recordFailure(_ key: EntityKey, operation: QueueItem.Operation, message: String, retryable: Bool)
-        throws
+        async throws
     {
-        try write { db in
+        try await write { db in
             let now = clock.now()
             let attempts = retryable ? "attempts + 1" : "max(attempts, \(QueueItem.maximumAttempts))"
             try db.execute(
@@ -190,8 +190,8 @@ extension LibraryDatabase {
     }
 
     /// Failed items become pending again; returns how many.
-    package func retryFailed() throws -> Int {
-        try write { db in
+    package func retryFailed() async throws -> Int {
+        try await write { db in
             try db.execute(
                 sql: "UPDATE sync_queue SET attempts = 0 WHERE attempts >= ?", arguments: [QueueItem.maximumAttempts])
             return db.changesCount
@@ -199,8 +199,8 @@ extension LibraryDatabase {
     }
 
     /// Clips whose book is not in the library (it failed to decode, or comes later).
-    package func orphanClipCount() throws -> Int {
-        try read { db in
+    package func orphanClipCount() async throws -> Int {
+        try await read { db in
             try Int.fetchOne(db, sql: "SELECT count(*) FROM clips WHERE book_id NOT IN (SELECT id FROM books)") ?? 0
         }
     }
@@ -209,12 +209,14 @@ extension LibraryDatabase {
 
     /// The keys another app wrote that ivy keeps for this entity. Unreadable ones are an
     /// error, never an empty set: an upload without them would drop them from Drive.
-    package func extras(_ key: EntityKey) throws -> [String: JSONValue] {
-        let text = try read { db in
-            try String.fetchOne(
-                db, sql: "SELECT json FROM backup_extras WHERE entity_type = ? AND entity_id = ?",
-                arguments: [key.kind.rawValue, key.id])
-        }
+    package func extras(_ key: EntityKey) async throws -> [String: JSONValue] {
+        try await read { db in try self.extras(key, in: db) }
+    }
+
+    func extras(_ key: EntityKey, in db: Database) throws -> [String: JSONValue] {
+        let text = try String.fetchOne(
+            db, sql: "SELECT json FROM backup_extras WHERE entity_type = ? AND entity_id = ?",
+            arguments: [key.kind.rawValue, key.id])
         guard let text else { return [:] }
         do {
             return try JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8))
@@ -227,16 +229,19 @@ extension LibraryDatabase {
 
     /// Drive folder ids as kept between syncs: each a list, oldest first (twins included).
     /// Nil until a sync has found them (or after the manifest was reset).
-    package func rememberedFolders() throws -> DriveFolders? {
-        let values = try [InternalSetting.ivyFolderID, .booksFolderID, .clipsFolderID].map { try internalSetting($0) }
+    package func rememberedFolders() async throws -> DriveFolders? {
+        var values: [String?] = []
+        for key in [InternalSetting.ivyFolderID, .booksFolderID, .clipsFolderID] {
+            values.append(try await internalSetting(key))
+        }
         guard let ivy = values[0], let books = values[1], let clips = values[2] else { return nil }
         return DriveFolders(ivy: Self.folderIDs(ivy), books: Self.folderIDs(books), clips: Self.folderIDs(clips))
     }
 
-    package func rememberFolders(_ folders: DriveFolders) throws {
-        try setInternalSetting(.ivyFolderID, Self.folderSetting(folders.ivy))
-        try setInternalSetting(.booksFolderID, Self.folderSetting(folders.books))
-        try setInternalSetting(.clipsFolderID, Self.folderSetting(folders.clips))
+    package func rememberFolders(_ folders: DriveFolders) async throws {
+        try await setInternalSetting(.ivyFolderID, Self.folderSetting(folders.ivy))
+        try await setInternalSetting(.booksFolderID, Self.folderSetting(folders.books))
+        try await setInternalSetting(.clipsFolderID, Self.folderSetting(folders.clips))
     }
 
     /// One folder's ids as a setting: a JSON array of strings.

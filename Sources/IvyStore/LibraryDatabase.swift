@@ -27,22 +27,33 @@ package final class LibraryDatabase: Sendable {
 
     /// Opens the library. A file that is not an ivy library (not SQLite, or SQLite without
     /// ivy's migrations), or that a newer ivy has migrated, is refused before anything in it
-    /// changes. `.readWrite` creates a missing library (mode 0600) and migrates it.
-    package init(paths: IvyPaths, clock: WallClock, access: Access = .readWrite) throws {
+    /// changes. `.readWrite` creates a missing library (mode 0600) and migrates it. Opening
+    /// and migrating block, so they run on ivy's own threads.
+    package convenience init(paths: IvyPaths, clock: WallClock, access: Access = .readWrite) async throws {
+        let pool = try await BlockingExecutor.blocking { try LibraryDatabase.connect(paths, access) }
+        self.init(paths: paths, clock: clock, pool: pool)
+        if access == .readWrite { try await recoverAudioReplacements() }
+    }
+
+    private init(paths: IvyPaths, clock: WallClock, pool: any DatabaseWriter) {
         self.paths = paths
         self.clock = clock
+        self.pool = pool
+    }
+
+    private static func connect(_ paths: IvyPaths, _ access: Access) throws -> any DatabaseWriter {
         let path = paths.database
         switch access {
         case .readOnly:
             try Directories.checkPrivate(paths.dataDirectory)
             switch try Self.inspect(path) {
             case .ivy(let connection):
-                pool = connection
+                return connection
             case .missing, .empty:
                 // An empty library with the current schema, in memory: nothing is created on disk.
-                let memory = try DatabaseQueue()
+                let memory = try DatabaseQueue(configuration: configuration())
                 try Schema.migrator.migrate(memory)
-                pool = memory
+                return memory
             }
         case .readWrite:
             try Directories.ensurePrivate(paths.dataDirectory)
@@ -59,11 +70,10 @@ package final class LibraryDatabase: Sendable {
             do {
                 let pool = try DatabasePool(path: path, configuration: configuration)
                 try Schema.migrator.migrate(pool)
-                self.pool = pool
+                return pool
             } catch let error as DatabaseError {
                 throw Self.openError(error, path: path)
             }
-            try recoverAudioReplacements()
         }
     }
 
@@ -71,6 +81,8 @@ package final class LibraryDatabase: Sendable {
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
         configuration.readonly = readOnly
+        // Every database access (GRDB runs each on a serial queue of its own) counts as ivy's.
+        configuration.targetQueue = BlockingExecutor.dispatchQueue
         return configuration
     }
 
@@ -124,8 +136,8 @@ package final class LibraryDatabase: Sendable {
 
     /// Why this ivy must stop using the library, when a newer ivy has migrated it since it
     /// was opened (a long-running watch after an upgrade); nil otherwise.
-    package func migratedByNewerIvy() throws -> String? {
-        let applied = try read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations") }
+    package func migratedByNewerIvy() async throws -> String? {
+        let applied = try await read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations") }
         guard !Set(applied).isSubset(of: Schema.migrator.migrations) else { return nil }
         return "\(paths.database) was upgraded by a newer ivy; start the newer ivy instead of this one "
             + "(systemctl --user restart ivy-watch)"
@@ -213,19 +225,26 @@ package final class LibraryDatabase: Sendable {
     }
 
     /// Runs a write transaction, turning SQLite's refusals into messages that name the library.
-    func write<T>(_ updates: (Database) throws -> T) throws -> T {
-        BlockingCalls.check("a library write")
+    /// The caller suspends while GRDB runs `updates` on the writer's own queue; a cancelled
+    /// task interrupts it and gets `CancellationError`.
+    func write<T: Sendable>(_ updates: @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try pool.write(updates)
+            return try await pool.write { db in
+                BlockingCalls.check("a library write")
+                return try updates(db)
+            }
         } catch {
             throw describing(error)
         }
     }
 
-    func read<T>(_ value: (Database) throws -> T) throws -> T {
-        BlockingCalls.check("a library read")
+    /// Runs a read transaction (a snapshot, while writes go on) on a reader's own queue.
+    func read<T: Sendable>(_ value: @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try pool.read(value)
+            return try await pool.read { db in
+                BlockingCalls.check("a library read")
+                return try value(db)
+            }
         } catch {
             throw describing(error)
         }

@@ -42,14 +42,15 @@ package final class LocalChangeProbe: Sendable {
         var configuration = Configuration()
         configuration.readonly = true
         configuration.busyMode = .timeout(LibraryDatabase.busyTimeout)
+        configuration.targetQueue = BlockingExecutor.dispatchQueue
         connection = try DatabaseQueue(path: library.paths.database, configuration: configuration)
     }
 
     /// The queue's pending rows as they stand; `last` is returned as it was when nothing was
     /// committed since it was read.
-    package func pending(since last: Pending?) throws -> Pending {
-        BlockingCalls.check("a look at the queue")
-        return try connection.read { db in
+    package func pending(since last: Pending?) async throws -> Pending {
+        try await connection.read { db in
+            BlockingCalls.check("a look at the queue")
             let version = try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0
             if let last, last.dataVersion == version { return last }
             let row = try Row.fetchOne(

@@ -7,9 +7,9 @@ extension LibraryDatabase {
 
     /// Records what one sync (or one look of a watch) cost in Google's quota units, and drops
     /// records older than a week.
-    package func recordQuotaSpent(at time: Milliseconds, units: Int, requests: Int) throws {
+    package func recordQuotaSpent(at time: Milliseconds, units: Int, requests: Int) async throws {
         guard units > 0 || requests > 0 else { return }
-        try write { db in
+        try await write { db in
             try db.execute(
                 sql: "INSERT INTO quota_spent (spent_at, units, requests) VALUES (?, ?, ?)",
                 arguments: [time, max(0, units), max(0, requests)])
@@ -18,8 +18,8 @@ extension LibraryDatabase {
     }
 
     /// The quota units and requests this device spent from `since` on.
-    package func quotaSpent(since: Milliseconds) throws -> (units: Int, requests: Int) {
-        try read { db in
+    package func quotaSpent(since: Milliseconds) async throws -> (units: Int, requests: Int) {
+        try await read { db in
             // A library opened read-only before its migration to this table has spent nothing yet.
             guard try db.tableExists("quota_spent") else { return (0, 0) }
             let row = try Row.fetchOne(

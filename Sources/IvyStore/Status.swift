@@ -13,15 +13,15 @@ package struct LocalStatus: Sendable, Equatable {
 }
 
 extension LibraryDatabase {
-    package func queueItems() throws -> [QueueItem] {
-        try read { db in
+    package func queueItems() async throws -> [QueueItem] {
+        try await read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM sync_queue ORDER BY queued_at, entity_type, entity_id")
                 .map(Self.queueItem)
         }
     }
 
-    package func localStatus() throws -> LocalStatus {
-        try read { db in
+    package func localStatus() async throws -> LocalStatus {
+        try await read { db in
             let limit = QueueItem.maximumAttempts
             let pending =
                 try Int.fetchOne(db, sql: "SELECT count(*) FROM sync_queue WHERE attempts < ?", arguments: [limit]) ?? 0
@@ -46,8 +46,8 @@ extension LibraryDatabase {
 
 extension LibraryDatabase {
     /// This ivy's migrations the library has not had yet (`ivy doctor`; a sync applies them).
-    package func pendingMigrations() throws -> [String] {
-        let applied = try read { db -> Set<String> in
+    package func pendingMigrations() async throws -> [String] {
+        let applied = try await read { db -> Set<String> in
             guard try db.tableExists("grdb_migrations") else { return [] }
             return Set(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations"))
         }
@@ -66,15 +66,15 @@ extension LibraryDatabase {
     }
 
     /// Changes held back after failing: they reach Drive only after `ivy retry-failed`.
-    package func heldItems() throws -> [QueueItem] {
-        try queueItems().filter(\.hasFailed)
+    package func heldItems() async throws -> [QueueItem] {
+        try await queueItems().filter(\.hasFailed)
     }
 
     /// Held changes that `sync --auto` has not told cron about yet, marked as told in the same
     /// transaction. A change made since (a new queue row) or a retry (attempts reset) is news
     /// again; an item told about stays quiet for as long as it stays the same.
-    package func takeUnreportedHeldItems() throws -> [QueueItem] {
-        try write { db in
+    package func takeUnreportedHeldItems() async throws -> [QueueItem] {
+        try await write { db in
             let limit = QueueItem.maximumAttempts
             try db.execute(
                 sql: """

@@ -298,8 +298,8 @@ package enum TrashError: LocalizedError, Equatable {
 extension LibraryDatabase {
     /// The trash's entries, oldest first. A library an older ivy wrote last, opened read-only
     /// (so not migrated), has no trash yet.
-    package func trashEntries() throws -> [TrashEntry] {
-        try read { db in
+    package func trashEntries() async throws -> [TrashEntry] {
+        try await read { db in
             guard try db.tableExists("trash") else { return [] }
             return try Row.fetchAll(db, sql: "SELECT * FROM trash ORDER BY id").map(TrashEntry.init(row:))
         }
@@ -318,8 +318,8 @@ extension LibraryDatabase {
     /// after the entry was kept (edited since, or made again by another device) is replaced
     /// only with `replacingNewer`; otherwise `TrashError.newerHere`.
     @discardableResult
-    package func restoreFromTrash(id: Int64, replacingNewer: Bool = false) throws -> TrashEntry {
-        guard let entry = try read({ db in try Self.trashEntry(id: id, in: db) }) else {
+    package func restoreFromTrash(id: Int64, replacingNewer: Bool = false) async throws -> TrashEntry {
+        guard let entry = try await read({ db in try Self.trashEntry(id: id, in: db) }) else {
             throw TrashError.notFound(id: id)
         }
         guard let entity = entry.entity else { throw TrashError.unreadable(id: id) }
@@ -329,8 +329,9 @@ extension LibraryDatabase {
         }
         defer { if let staged { AudioFiles.remove(staged) } }
         let now = clock.now()
-        var kept: String?
-        let restore = { [self] (db: Database) throws in
+        // Set inside the transaction, read if it fails to commit.
+        let kept = SharedValue<String?>(nil)
+        let restore = { @Sendable [self, staged] (db: Database) throws in
             guard try Self.trashEntry(id: id, in: db) != nil else { throw TrashError.notFound(id: id) }
             let writer = EngineWriter(
                 db: db, trashDirectory: paths.trashDirectory, historyDirectory: paths.historyDirectory)
@@ -364,19 +365,20 @@ extension LibraryDatabase {
             // What it replaces is kept after the write, so the entry's mark is past this change.
             if let current, let restored = entry.entity, !current.sameContent(as: restored) || staged != nil {
                 let audio = staged == nil ? nil : entry.key.clipID.map { audioPath(clipID: $0) }
-                kept = try writer.keepInTrash(current, reason: .restore, audio: audio, at: now)
+                let path = try writer.keepInTrash(current, reason: .restore, audio: audio, at: now)
+                kept.set(path)
             }
             try db.execute(sql: "DELETE FROM trash WHERE id = ?", arguments: [id])
         }
         do {
             if let staged, let clipID = entry.key.clipID {
-                try writeReplacingAudio(clipID: clipID, staged: staged, restore)
+                try await writeReplacingAudio(clipID: clipID, staged: staged, restore)
             } else {
-                try write(restore)
+                try await write(restore)
             }
         } catch {
             // Not committed: the MP3 kept for an entry that does not exist goes.
-            if let kept { unlink(kept) }
+            if let path = kept.current { unlink(path) }
             throw error
         }
         TrashFiles.remove(entry.audioFile, in: paths.trashDirectory)
@@ -385,8 +387,8 @@ extension LibraryDatabase {
 
     /// Removes every entry and its MP3; returns how many there were.
     @discardableResult
-    package func emptyTrash() throws -> Int {
-        let removed = try write { db in
+    package func emptyTrash() async throws -> Int {
+        let removed = try await write { db in
             let entries = try Row.fetchAll(db, sql: "SELECT * FROM trash").map(TrashEntry.init(row:))
             try db.execute(sql: "DELETE FROM trash")
             return entries
@@ -401,17 +403,17 @@ extension LibraryDatabase {
     /// copy of the audio it replaced. Only under the sync lock, which every writer of the
     /// trash holds (syncs, `ivy trash restore` and `empty`). Returns how many entries went.
     @discardableResult
-    package func purgeTrash(keepingDays days: Int) throws -> Int {
+    package func purgeTrash(keepingDays days: Int) async throws -> Int {
         let limit = days == 0 ? Int64.max : clock.now() - Milliseconds(max(days, 0)) * 86_400_000
         // Most syncs (every poll of a watch) find nothing to purge: one read, and no write.
-        let due = try read { db in
+        let due = try await read { db in
             guard try db.tableExists("trash") else { return false }
             let sql = "SELECT EXISTS (SELECT 1 FROM trash WHERE trashed_at <= ?)"
             return try Bool.fetchOne(db, sql: sql, arguments: [limit]) ?? false
         }
         var removed: [TrashEntry] = []
         if due {
-            removed = try write { db in
+            removed = try await write { db in
                 let old = try Row.fetchAll(db, sql: "SELECT * FROM trash WHERE trashed_at <= ?", arguments: [limit])
                     .map(TrashEntry.init(row:))
                 try db.execute(sql: "DELETE FROM trash WHERE trashed_at <= ?", arguments: [limit])
@@ -421,7 +423,7 @@ extension LibraryDatabase {
         for entry in removed { TrashFiles.remove(entry.audioFile, in: paths.trashDirectory) }
         let files = (try? FileManager.default.contentsOfDirectory(atPath: paths.trashDirectory)) ?? []
         guard !files.isEmpty else { return removed.count }
-        let named = try read { db in
+        let named = try await read { db in
             guard try db.tableExists("trash") else { return Set<String>() }
             return Set(try String.fetchAll(db, sql: "SELECT audio_file FROM trash WHERE audio_file IS NOT NULL"))
         }

@@ -80,7 +80,7 @@ extension SyncEngine {
             return AudioTwins(untouched: remote)
         }
         let mp3s = [current] + remote.stale.filter { $0.name == current.name }
-        let agreed = (try? library.base(key))?.audioMD5
+        let agreed = await (try? library.base(key))?.audioMD5
         let recorded = context.manifest[key]?.remoteMP3FileID
         var takes = mp3s.filter { $0.md5 == nil || $0.md5 != agreed }
         if takes.contains(where: { $0.id != recorded }), let own = mp3s.first(where: { $0.id == recorded }),
@@ -98,7 +98,7 @@ extension SyncEngine {
         guard let winner = ordered.first else { return AudioTwins(untouched: remote) }
         var resolved = AudioTwins(
             remote: remote, winner: winner, obsolete: mp3s.filter { $0.id != winner.id })
-        let here = try library.audioMD5(clipID: clipID)
+        let here = try await library.audioMD5(clipID: clipID)
         func take(_ file: RemoteFile) -> Merge.Take {
             Merge.Take(
                 md5: file.md5, updatedAt: AudioTwins.stamp(file, jsons: jsons, stamps: stamps),

@@ -135,12 +135,12 @@ package struct BackupChecker: Sendable {
         let listed = RemoteListing(files: listing.files, isComplete: true)
         // Twins a sync read and could not use are left alone by every sync: compared as a sync
         // sees Drive, and said apart.
-        let unreadable = try library.unreadableDriveFiles()
+        let unreadable = try await library.unreadableDriveFiles()
         let remote = listed.settingAside(unreadable)
-        let queue = Dictionary(try library.queueItems().map { ($0.key, $0) }, uniquingKeysWith: { $1 })
-        let manifest = Dictionary(try library.manifestEntries().map { ($0.key, $0) }, uniquingKeysWith: { $1 })
-        let books = try library.books(includeHidden: true)
-        let clips = try library.clips()
+        let queue = try await Dictionary(library.queueItems().map { ($0.key, $0) }, uniquingKeysWith: { $1 })
+        let manifest = try await Dictionary(library.manifestEntries().map { ($0.key, $0) }, uniquingKeysWith: { $1 })
+        let books = try await library.books(includeHidden: true)
+        let clips = try await library.clips()
 
         var check = BackupCheck()
         check.readData = readData
@@ -154,12 +154,12 @@ package struct BackupChecker: Sendable {
 
         var local: [EntityKey: LocalEntity] = [:]
         for book in books {
-            local[EntityKey(book.id)] = .book(
-                BookBackup(book, extras: try library.extras(EntityKey(book.id))))
+            local[EntityKey(book.id)] = try await .book(
+                BookBackup(book, extras: library.extras(EntityKey(book.id))))
         }
         for clip in clips {
-            local[EntityKey(clip.id)] = .clip(
-                ClipBackup(clip, extras: try library.extras(EntityKey(clip.id))))
+            local[EntityKey(clip.id)] = try await .clip(
+                ClipBackup(clip, extras: library.extras(EntityKey(clip.id))))
         }
 
         let setAside = Dictionary(grouping: listed.setAside(unreadable), by: { $0.known.key })
@@ -228,7 +228,7 @@ package struct BackupChecker: Sendable {
         ]
         // Nothing a sync would fix: no request for advice nobody needs.
         guard check.problems.contains(where: { syncFixes.contains($0.kind) }),
-            let mirror = try library.driveMirror(), let folders = try library.rememberedFolders()
+            let mirror = try await library.driveMirror(), let folders = try await library.rememberedFolders()
         else { return }
         // A change the mirror cannot follow means the next sync lists Drive in full anyway,
         // and a Drive that does not answer leaves the check standing without the advice.
@@ -309,7 +309,7 @@ package struct BackupChecker: Sendable {
         if readData {
             try await compareContent(key, mine, json, fix, problem)
         } else {
-            compareChecksum(key, mine, json, entry, fix, problem)
+            await compareChecksum(key, mine, json, entry, fix, problem)
         }
         guard case .clip(let clip) = mine else { return }
         let audio = library.audioPath(clipID: clip.id)
@@ -320,7 +320,7 @@ package struct BackupChecker: Sendable {
                     + "`ivy sync` sends the MP3 from here")
             return
         }
-        guard let localMD5 = try library.audioMD5(clipID: clip.id) else {
+        guard let localMD5 = try await library.audioMD5(clipID: clip.id) else {
             problem(
                 .audioMissingHere, "the clip's audio \(audio) is missing here",
                 "run `ivy clip update \(key.id) --audio FILE` with the recording")
@@ -339,10 +339,10 @@ package struct BackupChecker: Sendable {
     /// manifest's base) or of what this library would upload now.
     private func compareChecksum(
         _ key: EntityKey, _ mine: LocalEntity, _ json: RemoteFile, _ entry: ManifestEntry?, _ fix: String,
-        _ problem: (BackupCheck.Kind, String, String) -> Void
-    ) {
+        _ problem: (BackupCheck.Kind, String, String) async -> Void
+    ) async {
         var expected: [Data] = []
-        let base = try? library.base(key)
+        let base = try? await library.base(key)
         if let base, entry?.localUpdatedAt == mine.updatedAt { expected.append(base.json) }
         // Synced by an ivy that kept no copy of what it agreed on: Drive's bytes (the app's,
         // say) cannot be matched by checksum; only --read-data can compare them.
@@ -354,7 +354,7 @@ package struct BackupChecker: Sendable {
             return json.id == entry?.remoteFileID && json.size == Int64(data.count)
         }
         if !matches {
-            problem(
+            await problem(
                 .jsonDiffers,
                 "Drive's \(key.jsonFileName) is not what this library last synced or would upload "
                     + "(md5 \(json.md5 ?? "unknown"))",

@@ -44,7 +44,7 @@ package struct CronPolicy: SyncMiddleware {
         _ request: SyncRequest, door: SyncDoor, next: (SyncRequest) async throws -> SyncOutcome
     ) async throws -> SyncOutcome {
         let library = door.library
-        if case .skips(let why) = try Self.gate(library: library, tokens: door.tokens, now: door.clock.now()) {
+        if case .skips(let why) = try await Self.gate(library: library, tokens: door.tokens, now: door.clock.now()) {
             return .skipped(why)
         }
         let outcome: SyncOutcome
@@ -58,12 +58,12 @@ package struct CronPolicy: SyncMiddleware {
                     "sync skipped: the library is busy", metadata: ["error": "\(error.localizedDescription)"])
                 return .skipped(.libraryBusy)
             }
-            guard Self.isNews(error, library: library) else { return .failed(error, cronHears: false) }
+            guard await Self.isNews(error, library: library) else { return .failed(error, cronHears: false) }
             throw error
         }
         switch outcome {
         case .finished(let report, _):
-            return .finished(report, cronNews: try Self.news(after: report, library: library))
+            return try await .finished(report, cronNews: Self.news(after: report, library: library))
         case .busy:
             return .skipped(.anotherSyncRunning)
         case .notSignedIn, .signedOut:
@@ -73,43 +73,45 @@ package struct CronPolicy: SyncMiddleware {
         case .failed(let error, _) where error is CancellationError || GoogleError.isUnreachable(error):
             return .failed(error, cronHears: false)
         case .failed(let error, _):
-            return .failed(error, cronHears: Self.isNews(error, library: library))
+            return await .failed(error, cronHears: Self.isNews(error, library: library))
         case .skipped:
             return outcome
         }
     }
 
     /// The gate before the lock: sync enabled, past the cooldown, signed in.
-    package static func gate(library: LibraryDatabase, tokens: TokenStore, now: Milliseconds) throws -> AutoGate {
-        guard try library.setting(.syncEnabled) == "true" else { return .skips(.syncDisabled) }
-        let cooldown = Milliseconds(try library.number(.autoSyncCooldown)) * 1000
-        if let last = try library.localStatus().lastSyncTime, now - last < cooldown { return .skips(.coolingDown) }
+    package static func gate(library: LibraryDatabase, tokens: TokenStore, now: Milliseconds) async throws -> AutoGate {
+        guard try await library.setting(.syncEnabled) == "true" else { return .skips(.syncDisabled) }
+        let cooldown = try await Milliseconds(library.number(.autoSyncCooldown)) * 1000
+        if let last = try await library.localStatus().lastSyncTime, now - last < cooldown {
+            return .skips(.coolingDown)
+        }
         guard case .signedIn = tokens.signIn() else { return .skips(.signedOut) }
         return .runs
     }
 
     /// Whether cron has yet to hear `error`: not when the last run's was the same. Kept until
     /// a sync finishes.
-    private static func isNews(_ error: any Error, library: LibraryDatabase) -> Bool {
+    private static func isNews(_ error: any Error, library: LibraryDatabase) async -> Bool {
         let message = error.localizedDescription
-        if (try? library.internalSetting(.autoReportedError)) == message { return false }
-        try? library.setInternalSetting(.autoReportedError, message)
+        if await (try? library.internalSetting(.autoReportedError)) == message { return false }
+        try? await library.setInternalSetting(.autoReportedError, message)
         return true
     }
 
     /// Settles what cron was told: a finished sync clears the last error said, and a hold
     /// or a held change is news once.
-    private static func news(after report: SyncReport, library: LibraryDatabase) throws -> CronNews {
-        try library.setInternalSetting(.autoReportedError, nil)
-        let newlyHeld = try library.takeUnreportedHeldItems()
+    private static func news(after report: SyncReport, library: LibraryDatabase) async throws -> CronNews {
+        try await library.setInternalSetting(.autoReportedError, nil)
+        let newlyHeld = try await library.takeUnreportedHeldItems()
         var newHold: String?
         if let hold = report.deletionsHeld {
-            if try library.internalSetting(.autoReportedHold) != hold {
-                try library.setInternalSetting(.autoReportedHold, hold)
+            if try await library.internalSetting(.autoReportedHold) != hold {
+                try await library.setInternalSetting(.autoReportedHold, hold)
                 newHold = hold
             }
         } else {
-            try library.setInternalSetting(.autoReportedHold, nil)
+            try await library.setInternalSetting(.autoReportedHold, nil)
         }
         return CronNews(newHold: newHold, newlyHeld: newlyHeld)
     }

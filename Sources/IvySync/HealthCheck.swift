@@ -48,14 +48,14 @@ package final class HealthCheck: Sendable {
     let logger: Logger
     let clock: WallClock
     /// Keeps each ping's outcome for `ivy status` and `ivy doctor`.
-    let record: @Sendable (HealthPingRecord) -> Void
+    let record: @Sendable (HealthPingRecord) async -> Void
     /// What is left of `deadline` for this sync's pings: a slow service delays a sync by at
     /// most `deadline` in all, however many pings it is sent.
     private let left: Mutex<Duration>
 
     package init(
         target: Target, setting: String, transport: any HTTPTransport, deadline: Duration, logger: Logger,
-        clock: WallClock, record: @escaping @Sendable (HealthPingRecord) -> Void
+        clock: WallClock, record: @escaping @Sendable (HealthPingRecord) async -> Void
     ) {
         self.target = target
         self.setting = setting
@@ -77,7 +77,7 @@ package final class HealthCheck: Sendable {
         case .url(let given): url = given
         case .refused(let why):
             logger.warning("health ping not sent", metadata: ["signal": "\(signal.rawValue)", "error": "\(why)"])
-            return keep(signal, problem: "not sent: \(why)")
+            return await keep(signal, problem: "not sent: \(why)")
         }
         guard let target = Self.target(url, signal) else { return }
         var request = HTTPRequest(
@@ -100,26 +100,26 @@ package final class HealthCheck: Sendable {
         switch result {
         case .answered(let response) where (200..<300).contains(response.status):
             logger.debug("health ping sent", metadata: ["signal": "\(signal.rawValue)"])
-            keep(signal, status: response.status)
+            await keep(signal, status: response.status)
         case .answered(let response):
             logger.warning(
                 "health ping refused", metadata: ["signal": "\(signal.rawValue)", "status": "\(response.status)"])
-            keep(signal, status: response.status)
+            await keep(signal, status: response.status)
         case .failed(let error):
             let message = URLText.masked(error.localizedDescription)
             logger.warning("health ping failed", metadata: ["signal": "\(signal.rawValue)", "error": "\(message)"])
-            keep(signal, problem: "could not be sent: \(message)")
+            await keep(signal, problem: "could not be sent: \(message)")
         case .timedOut:
             logger.warning(
                 "health ping given up",
                 metadata: ["signal": "\(signal.rawValue)", "after_s": "\(deadline.components.seconds)"])
-            keep(signal, problem: "no answer within \(deadline.components.seconds) s")
+            await keep(signal, problem: "no answer within \(deadline.components.seconds) s")
         }
     }
 
     /// Records how this ping went.
-    private func keep(_ signal: Signal, status: Int? = nil, problem: String? = nil) {
-        record(
+    private func keep(_ signal: Signal, status: Int? = nil, problem: String? = nil) async {
+        await record(
             HealthPingRecord(at: clock.now(), signal: signal.rawValue, url: setting, status: status, problem: problem))
     }
 

@@ -14,7 +14,7 @@ package struct HealthPings: SyncMiddleware {
     package func handle(
         _ request: SyncRequest, door: SyncDoor, next: (SyncRequest) async throws -> SyncOutcome
     ) async throws -> SyncOutcome {
-        guard !request.dryRun, let health = door.healthCheck() else { return try await next(request) }
+        guard !request.dryRun, let health = await door.healthCheck() else { return try await next(request) }
         var request = request
         let started = request.started
         request.started = {
@@ -72,7 +72,9 @@ package final class WatchHealthPings: SyncMiddleware {
     ) async throws -> SyncOutcome {
         let result: Result<SyncOutcome, any Error>
         do { result = .success(try await next(request)) } catch { result = .failure(error) }
-        if case (let signal, let text)? = ping(for: result, now: door.clock.now()), let health = door.healthCheck() {
+        if case (let signal, let text)? = ping(for: result, now: door.clock.now()),
+            let health = await door.healthCheck()
+        {
             await health.ping(signal, text)
         }
         return try result.get()

@@ -119,7 +119,7 @@ extension SyncEngine {
                 case .needsFullListing(let reason): throw FeedStop(reason: reason)
                 case .update(let update):
                     if let library {
-                        guard try library.applyDriveMirrorPage(update, from: token) else {
+                        guard try await library.applyDriveMirrorPage(update, from: token) else {
                             throw FeedStop(reason: "the mirror was reset while Drive's changes were read")
                         }
                     }

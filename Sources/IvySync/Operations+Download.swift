@@ -46,15 +46,15 @@ extension SyncEngine {
     /// What the copies of an entity on Drive were made from, to merge them against: the base,
     /// except when one of them is the file this device last recorded (its own upload, or one it
     /// adopted): the others were made from what came before it, the base before the last.
-    func twinBase<Backup: EntityBackup>(_ key: EntityKey, _ remote: RemoteEntity?, _ context: Context)
+    func twinBase<Backup: EntityBackup>(_ key: EntityKey, _ remote: RemoteEntity?, _ context: Context) async
         -> Backup?
     {
         let files = ([remote?.json].compactMap { $0 } + (remote?.jsonTwins ?? [])).map(\.id)
         if let recorded = context.manifest[key]?.remoteFileID, files.contains(recorded), files.count > 1 {
-            guard let prior = try? library.priorBase(key) else { return nil }
+            guard let prior = try? await library.priorBase(key) else { return nil }
             return try? Backup.decode(prior, expectedID: Backup.ID(key.id))
         }
-        return base(key).backup
+        return await base(key).backup
     }
 
     /// Drive's copy of the entity: its JSON file, or all of them when several carry its name
@@ -75,7 +75,7 @@ extension SyncEngine {
             } catch SyncFailure.unusableRemote(let name, let reason) {
                 // Remembered as it is, so `ivy check` can say that every sync skips it and what to
                 // do. With no usable copy beside it nothing is set aside: syncs read it and say so.
-                try library.rememberUnreadable(
+                try await library.rememberUnreadable(
                     UnreadableDriveFile(
                         key: key, fileID: json.id, name: json.name, modifiedTime: json.modifiedTime, md5: json.md5,
                         reason: reason, readAt: now))
@@ -84,7 +84,7 @@ extension SyncEngine {
             return Resolved(
                 chosen: fetched, value: fetched.backup, others: [], stamps: [json.id: fetched.backup.updatedAt])
         }
-        let base: Backup? = twinBase(key, remote, context)
+        let base: Backup? = await twinBase(key, remote, context)
         var copies: [Fetched<Backup>] = []
         var unreadable: [RemoteFile] = []
         var firstProblem: (any Error)?
@@ -99,7 +99,7 @@ extension SyncEngine {
                     "an unreadable copy among several files of one name, left alone",
                     metadata: ["file": "\(name)", "id": "\(file.id)", "reason": "\(reason)"])
                 // Remembered as it is, so later syncs leave it alone without reading it again.
-                try library.rememberUnreadable(
+                try await library.rememberUnreadable(
                     UnreadableDriveFile(
                         key: key, fileID: file.id, name: file.name, modifiedTime: file.modifiedTime, md5: file.md5,
                         reason: reason, readAt: now))
@@ -160,7 +160,7 @@ extension SyncEngine {
             let adopt = resolved.adoptable
             let agreement = adopt ? resolved.chosen.agreement(at: now) : nil
             let value = adopt ? resolved.chosen.backup : try Self.pushable(resolved.value)
-            try applyRemote(key, context, recording: agreement, trash: .download) { try value.save(in: $0) }
+            try await applyRemote(key, context, recording: agreement, trash: .download) { try value.save(in: $0) }
             if adopt {
                 await deleteTwins(resolved.others)
             } else {
@@ -182,7 +182,7 @@ extension SyncEngine {
             let audioFile = URL(fileURLWithPath: staged?.path ?? library.audioPath(clipID: clipID))
             let audioMD5 = try mp3.md5 ?? LocalFile.md5(of: audioFile)
             let agreement = adopt ? resolved.chosen.agreement(mp3: mp3, audioMD5: audioMD5, at: now) : nil
-            try applyRemote(
+            try await applyRemote(
                 key, context, recording: agreement, audio: staged, conflicts: twins.conflicts, trash: .download
             ) { writer in
                 try keepLosingTakes(twins, of: clipID, json: resolved.chosen.data, in: writer)

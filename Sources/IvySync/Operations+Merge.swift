@@ -10,8 +10,8 @@ import Logging
 extension SyncEngine {
     /// The base of a three-way merge, decoded; nil (two-way rules) when none was recorded
     /// or it cannot be read.
-    func base<Backup: EntityBackup>(_ key: EntityKey) -> (backup: Backup?, audioMD5: String?) {
-        guard let base = try? library.base(key) else { return (nil, nil) }
+    func base<Backup: EntityBackup>(_ key: EntityKey) async -> (backup: Backup?, audioMD5: String?) {
+        guard let base = try? await library.base(key) else { return (nil, nil) }
         return (try? Backup.decode(base.json, expectedID: Backup.ID(key.id)), base.audioMD5)
     }
 
@@ -37,22 +37,22 @@ extension SyncEngine {
     func mergeBook(_ action: PlannedAction, _ context: Context) async throws -> Outcome {
         let key = action.key
         let now = clock.now()
-        let base: BookBackup? = base(key).backup
+        let base: BookBackup? = await base(key).backup
         let resolved: Resolved<BookBackup> = try await fetchResolved(action.remote, key, context, now: now)
         let remote = resolved.chosen
-        guard let id = key.bookID, let local = try library.book(id: id),
+        guard let id = key.bookID, let local = try await library.book(id: id),
             local.updatedAt == context.snapshot.updatedAt(key)
         else {
             return Outcome(key: key, result: .nothing)
         }
-        let mine = BookBackup(local, extras: try localExtras(key))
+        let mine = try await BookBackup(local, extras: localExtras(key))
         let combined = Merge.bookMerge(local: mine, remote: resolved.value, base: base, now: now)
         let adopt = resolved.adoptable && combined.value.sameContent(as: remote.backup)
         let merged = adopt ? remote.backup : try Self.pushable(combined.value)
         // Drive's copy is the base from here on, even before the merge is uploaded: a sync
         // killed or failing in between merges Drive's next edit against what this one took.
         let recorded = adopt || resolved.others.isEmpty ? remote.agreement(at: now) : nil
-        try applyRemote(
+        try await applyRemote(
             key, context, recording: recorded, settling: adopt, conflicts: combined.conflicts, trash: .merge
         ) { try merged.save(in: $0) }
         if adopt {
@@ -74,21 +74,21 @@ extension SyncEngine {
     func mergeClip(_ action: PlannedAction, _ context: Context, _ moved: Moved?) async throws -> Outcome {
         let key = action.key
         let now = clock.now()
-        let base: (backup: ClipBackup?, audioMD5: String?) = base(key)
+        let base: (backup: ClipBackup?, audioMD5: String?) = await base(key)
         let resolved: Resolved<ClipBackup> = try await fetchResolved(action.remote, key, context, now: now)
         let remote = resolved.chosen
         let twins = try await resolveAudio(action.remote, key, context, stamps: resolved.stamps, moved)
         defer { discard(twins) }
         let files = twins.remote
         let mp3 = files?.mp3 == nil ? nil : try usableMP3(files)
-        guard let clipID = key.clipID, let local = try library.clip(id: clipID),
+        guard let clipID = key.clipID, let local = try await library.clip(id: clipID),
             local.updatedAt == context.snapshot.updatedAt(key)
         else {
             return Outcome(key: key, result: .nothing)
         }
-        let mine = ClipBackup(local, extras: try localExtras(key))
+        let mine = try await ClipBackup(local, extras: localExtras(key))
         let combined = Merge.clipMerge(local: mine, remote: resolved.value, base: base.backup, now: now)
-        let localMD5 = try library.audioMD5(clipID: clipID)
+        let localMD5 = try await library.audioMD5(clipID: clipID)
         let audio = mp3.map { mp3 in
             Merge.audioMerge(
                 Merge.AudioState(
@@ -117,7 +117,7 @@ extension SyncEngine {
                 ? remote.agreement(mp3: mp3, audioMD5: adopt ? mp3.md5 ?? localMD5 : mp3.md5, at: now) : nil
         }
         let conflicts = combined.conflicts + [audio?.conflict].compactMap { $0 } + twins.conflicts
-        try applyRemote(
+        try await applyRemote(
             key, context, recording: agreement, settling: adopt, audio: staged, conflicts: conflicts, trash: .merge
         ) { writer in
             try keepLosingTakes(twins, replaced: replaced, of: clipID, json: remote.data, in: writer)

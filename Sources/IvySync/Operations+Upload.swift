@@ -12,12 +12,12 @@ extension SyncEngine {
         let key = action.key
         switch key {
         case .book(let id):
-            guard let book = try library.book(id: id) else { return Outcome(key: key, result: .nothing) }
-            let backup = BookBackup(book, extras: try localExtras(key))
+            guard let book = try await library.book(id: id) else { return Outcome(key: key, result: .nothing) }
+            let backup = try await BookBackup(book, extras: localExtras(key))
             try await push(book: backup, replacing: action.remote, context)
         case .clip(let id):
-            guard let clip = try library.clip(id: id) else { return Outcome(key: key, result: .nothing) }
-            let backup = ClipBackup(clip, extras: try localExtras(key))
+            guard let clip = try await library.clip(id: id) else { return Outcome(key: key, result: .nothing) }
+            let backup = try await ClipBackup(clip, extras: localExtras(key))
             let bytes = try await push(clip: backup, replacing: action.remote, context, moved)
             return Outcome(key: key, result: .done(.upload, conflict: false), bytes: bytes, bytesUp: bytes)
         }
@@ -25,9 +25,9 @@ extension SyncEngine {
     }
 
     /// The unknown keys kept for an entity; unreadable ones fail its push at once.
-    func localExtras(_ key: EntityKey) throws -> [String: JSONValue] {
+    func localExtras(_ key: EntityKey) async throws -> [String: JSONValue] {
         do {
-            return try library.extras(key)
+            return try await library.extras(key)
         } catch let error as StoreError {
             guard case .unreadableExtras = error else { throw error }
             throw SyncFailure.permanent(error.localizedDescription)
@@ -48,10 +48,10 @@ extension SyncEngine {
         let key = EntityKey(book.id)
         let data = try Self.encoded(book)
         let files = remote?.allFiles ?? []
-        if !files.isEmpty { try library.recordReplaceCutShort(key) }
+        if !files.isEmpty { try await library.recordReplaceCutShort(key) }
         let uploaded = try await replaceJSON(
             key, data: data, folder: context.folders.books[0], replacing: files, context)
-        try recordPushed(
+        try await recordPushed(
             Agreement(
                 key, localUpdatedAt: book.updatedAt, jsonID: uploaded.id, jsonModifiedTime: uploaded.modifiedTime,
                 json: data, syncedAt: clock.now()),
@@ -85,7 +85,7 @@ extension SyncEngine {
         {
             keptMP3 = current
         }
-        if !files.isEmpty { try library.recordReplaceCutShort(key) }
+        if !files.isEmpty { try await library.recordReplaceCutShort(key) }
         let json = try await replaceJSON(
             key, data: data, folder: context.folders.clips[0], replacing: files.filter { $0.name == jsonName }, context)
         let mp3ID: DriveFileID
@@ -106,7 +106,7 @@ extension SyncEngine {
                 throw error
             }
         }
-        try recordPushed(
+        try await recordPushed(
             Agreement(
                 key, localUpdatedAt: clip.updatedAt, jsonID: json.id, jsonModifiedTime: json.modifiedTime, mp3ID: mp3ID,
                 json: data, audioMD5: md5, syncedAt: clock.now()),
@@ -133,7 +133,7 @@ extension SyncEngine {
             // Nothing deleted, nothing of this device's own making is missing: the mark goes, or
             // another device's replace seen later would not get its grace.
             if deleted == 0, !files.isEmpty {
-                try? library.withdrawReplaceMark(key, restoring: context.manifest[key]?.missingSince)
+                try? await library.withdrawReplaceMark(key, restoring: context.manifest[key]?.missingSince)
             }
             throw error
         }

@@ -135,17 +135,17 @@ extension SyncEngine {
             case .merge: return try await merge(action, context, moved)
             case .deleteRemote:
                 for file in action.remote?.allFiles ?? [] { try await drive.delete(file.id) }
-                try library.forgetSynced(key, queuedAt: context.queuedAt(key))
+                try await library.forgetSynced(key, queuedAt: context.queuedAt(key))
                 return Outcome(key: key, result: .done(.deleteRemote, conflict: false))
             case .deleteLocal:
                 // Only clips are deleted here: books are archived, never deleted (`SyncPlanner`).
                 guard case .clip(let clipID) = key else { return Outcome(key: key, result: .nothing) }
-                try applyRemote(key, context, trash: .deleted) { writer in
+                try await applyRemote(key, context, trash: .deleted) { writer in
                     try writer.deleteClip(id: clipID, audioPath: library.audioPath(clipID: clipID))
                     try writer.saveExtras(key, [:])
                 }
                 library.removeAudio(clipID: clipID)
-                try library.forgetSynced(key, queuedAt: nil)
+                try await library.forgetSynced(key, queuedAt: nil)
                 return Outcome(key: key, result: .done(.deleteLocal, conflict: false))
             }
         } catch {
@@ -154,7 +154,7 @@ extension SyncEngine {
                 // device was quicker). The next sync lists Drive in full and rebuilds it.
                 logger.warning(
                     "a mirrored file is gone on Drive; the next sync lists in full", metadata: ["entity": "\(key)"])
-                try? library.clearDriveMirror()
+                try? await library.clearDriveMirror()
             }
             switch SyncFailure.of(error) {
             case .stopsSync(let error): throw error
@@ -166,8 +166,8 @@ extension SyncEngine {
                     file.hasSuffix(".json")
                     ? reason + "; every sync skips it until it changes on Drive (`ivy check` says what to do)" : reason
                 return Outcome(key: key, result: .skipped(file, said))
-            case .permanent(let message): return failed(action, context, message, retryable: false)
-            case .retryable(let message): return failed(action, context, message, retryable: true)
+            case .permanent(let message): return await failed(action, context, message, retryable: false)
+            case .retryable(let message): return await failed(action, context, message, retryable: true)
             }
         }
     }
@@ -175,11 +175,11 @@ extension SyncEngine {
     /// Records a failed item. Only a push has a local change to retry: a failed download or
     /// local delete is reported and planned afresh next time (a queue row would turn it into
     /// a push).
-    func failed(_ action: PlannedAction, _ context: Context, _ message: String, retryable: Bool) -> Outcome {
+    func failed(_ action: PlannedAction, _ context: Context, _ message: String, retryable: Bool) async -> Outcome {
         let key = action.key
         if [.upload, .merge, .deleteRemote].contains(action.action) {
             let exists = context.snapshot.updatedAt(key) != nil
-            try? library.recordFailure(
+            try? await library.recordFailure(
                 key, operation: exists ? .upsert : .delete, message: message, retryable: retryable)
         }
         return Outcome(key: key, result: .failed(message))
@@ -207,19 +207,21 @@ extension SyncEngine {
     func applyRemote(
         _ key: EntityKey, _ context: Context, recording agreement: Agreement? = nil, settling: Bool = true,
         audio staged: StagedAudio? = nil, conflicts: [Merge.Conflict] = [], trash reason: TrashReason,
-        _ write: (EngineWriter) throws -> Void
-    ) throws {
+        _ write: @Sendable (EngineWriter) throws -> Void
+    ) async throws {
         let expected = context.snapshot.updatedAt(key)
         // A book has no audio: none is kept, replaced or placed for it.
         let audioPath = key.clipID.map { library.audioPath(clipID: $0) }
         var replacesAudio = false
-        if context.keepsTrash, let staged { replacesAudio = try replacesOtherAudio(key, with: staged) }
+        if context.keepsTrash, let staged { replacesAudio = try await replacesOtherAudio(key, with: staged) }
         // New bytes for the clip's MP3 are a version of the clip, even under the same JSON.
-        let newAudio = try staged.map { try replacesAudio || bringsOtherAudio(key, with: $0) } ?? false
-        var kept: String?
-        var placed = false
+        var newAudio = replacesAudio
+        if !newAudio, let staged { newAudio = try await bringsOtherAudio(key, with: staged) }
+        // Set inside the transaction, read when it did not commit.
+        let kept = SharedValue<String?>(nil)
+        let placed = SharedValue(false)
         do {
-            try library.applyingRemoteChanges { writer in
+            try await library.applyingRemoteChanges { [replacesAudio, newAudio] writer in
                 guard try writer.updatedAt(key) == expected else { throw SyncFailure.changedDuringSync }
                 let before = context.keepsTrash ? try writer.trashable(key) : nil
                 // The MP3 the download replaces stays in the history, named by the versions it belongs to.
@@ -237,8 +239,10 @@ extension SyncEngine {
                     let after = try writer.trashable(key)
                     let deleted = after == nil
                     if deleted || replacesAudio || !before.sameContent(as: after ?? before) {
-                        kept = try writer.keepInTrash(
-                            before, reason: reason, audio: deleted || replacesAudio ? audioPath : nil, at: clock.now())
+                        kept.set(
+                            try writer.keepInTrash(
+                                before, reason: reason, audio: deleted || replacesAudio ? audioPath : nil,
+                                at: clock.now()))
                     }
                 }
                 if let agreement {
@@ -247,32 +251,33 @@ extension SyncEngine {
                 }
                 if let staged, let audioPath {
                     try writer.placeAudio(staged.path, at: audioPath)
-                    placed = true
+                    placed.set(true)
                 }
             }
         } catch {
             // Nothing was committed. The MP3 kept for the entry that was not is removed, unless
             // the old audio was already replaced: then it is that audio's only copy, and the
             // purge removes it after `trash_days`.
-            if let kept, !placed { unlink(kept) }
+            if let kept = kept.current, !placed.current { unlink(kept) }
             throw error
         }
     }
 
     /// Whether placing `staged` would replace a clip's MP3 here with other bytes.
-    func replacesOtherAudio(_ key: EntityKey, with staged: StagedAudio) throws -> Bool {
-        guard let clipID = key.clipID, let local = try library.audioMD5(clipID: clipID) else { return false }
+    func replacesOtherAudio(_ key: EntityKey, with staged: StagedAudio) async throws -> Bool {
+        guard let clipID = key.clipID, let local = try await library.audioMD5(clipID: clipID) else { return false }
         return try LocalFile.md5(of: URL(fileURLWithPath: staged.path)) != local
     }
 
     /// Whether placing `staged` gives the clip here other audio than it has (or audio it lacks).
-    func bringsOtherAudio(_ key: EntityKey, with staged: StagedAudio) throws -> Bool {
-        guard let clipID = key.clipID, let local = try library.audioMD5(clipID: clipID) else { return true }
+    func bringsOtherAudio(_ key: EntityKey, with staged: StagedAudio) async throws -> Bool {
+        guard let clipID = key.clipID, let local = try await library.audioMD5(clipID: clipID) else { return true }
         return try LocalFile.md5(of: URL(fileURLWithPath: staged.path)) != local
     }
 
     /// Records an agreement reached by a push (nothing was applied locally).
-    func recordPushed(_ agreement: Agreement, _ context: Context) throws {
-        try library.recordSynced(agreement.entry, base: agreement.base, queuedAt: context.queuedAt(agreement.entry.key))
+    func recordPushed(_ agreement: Agreement, _ context: Context) async throws {
+        try await library.recordSynced(
+            agreement.entry, base: agreement.base, queuedAt: context.queuedAt(agreement.entry.key))
     }
 }

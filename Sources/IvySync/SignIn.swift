@@ -62,9 +62,9 @@ package struct SignIn: Sendable {
             scope: granted.scope, clientID: credentials.id, email: account.email, permissionID: account.permissionID,
             endpoints: endpoints)
         let lock = holdingSyncLock ? nil : try await SyncLock.acquireWaiting(path: lockFile, waiting: waiting)
-        return try withSyncLock(lock) {
+        return try await withSyncLock(lock) {
             try tokens.save(token)
-            let forgot = try library.bindAccount(permissionID: account.permissionID, email: account.email)
+            let forgot = try await library.bindAccount(permissionID: account.permissionID, email: account.email)
             return SignedIn(token: token, account: account, forgotOtherAccount: forgot)
         }
     }

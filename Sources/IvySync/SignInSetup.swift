@@ -26,17 +26,18 @@ package struct SignInSetup: Sendable {
     /// The OAuth client and its source: `option` (login's), then the environment, then
     /// `client_id` and `client_secret` from `ivy config`, then the built-in one
     /// (`ClientResolution.resolve`).
-    package func client(_ library: LibraryDatabase, option: PartialClient = PartialClient()) throws
+    package func client(_ library: LibraryDatabase, option: PartialClient = PartialClient()) async throws
         -> ClientResolution
     {
         ClientResolution.resolve(
             option: option, environment: .from(environment: environment),
-            settings: PartialClient(id: try library.setting(.clientID), secret: try library.setting(.clientSecret)),
+            settings: PartialClient(
+                id: try await library.setting(.clientID), secret: try await library.setting(.clientSecret)),
             builtIn: builtIn)
     }
 
     /// The OAuth client to sign in and refresh with, or the error naming how to give one.
-    package func credentials(_ library: LibraryDatabase) throws -> ClientCredentials {
-        try client(library).required()
+    package func credentials(_ library: LibraryDatabase) async throws -> ClientCredentials {
+        try await client(library).required()
     }
 }

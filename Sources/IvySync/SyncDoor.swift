@@ -138,7 +138,7 @@ package final class SyncDoor: Sendable {
             // for `ivy status` (and heard by cron once, as `CronPolicy` judges).
             let message = error.localizedDescription
             logger.error("sync could not start", metadata: ["error": "\(message)"])
-            try? library.recordSetting(.lastError, message)
+            try? await library.recordSetting(.lastError, message)
         }
         switch session {
         case .ran(let outcome):
@@ -167,7 +167,7 @@ package final class SyncDoor: Sendable {
     package func open<Value: Sendable>(
         readOnly: Bool = false, signInFirst: (@Sendable (TokenStore.SignIn) async throws -> StoredToken)? = nil,
         _ body: (DriveClient, GoogleEndpoints) async throws -> Value,
-        couldNotStart: (any Error) -> Void = { _ in }
+        couldNotStart: (any Error) async -> Void = { _ in }
     ) async throws -> DoorSession<Value> {
         var lock: SyncLock?
         do {
@@ -191,12 +191,12 @@ package final class SyncDoor: Sendable {
             let server: GoogleEndpoints
             let client: ClientCredentials
             do {
-                (server, client) = (try setup.endpoints(for: token), try setup.credentials(library))
+                (server, client) = await (try setup.endpoints(for: token), try setup.credentials(library))
             } catch {
-                couldNotStart(error)
+                await couldNotStart(error)
                 throw error
             }
-            let drive = try Self.drive(
+            let drive = try await Self.drive(
                 library: library, tokens: tokens, token: token, endpoints: server, credentials: client,
                 effects: currentEffects())
             return .ran(try await body(drive, server))
@@ -209,22 +209,22 @@ package final class SyncDoor: Sendable {
     package static func drive(
         library: LibraryDatabase, tokens: TokenStore, token: StoredToken, endpoints: GoogleEndpoints,
         credentials: ClientCredentials, effects: GoogleEffects
-    ) throws -> DriveClient {
+    ) async throws -> DriveClient {
         let provider = TokenProvider(
             token: token, store: tokens, endpoints: endpoints, credentials: credentials, effects: effects)
-        return DriveClient(
+        return try await DriveClient(
             drive: endpoints.drive, authorized: AuthorizedTransport(tokens: provider, transport: effects.transport),
-            concurrency: try library.number(.concurrency), sleep: effects.sleep, now: effects.elapsed,
-            unitsPerMinute: try library.number(.quotaUnitsPerMinute))
+            concurrency: library.number(.concurrency), sleep: effects.sleep, now: effects.elapsed,
+            unitsPerMinute: library.number(.quotaUnitsPerMinute))
     }
 
     /// The health check `health_url` names, or nil when none is set. A value ivy will not
     /// send to (another program wrote it) makes a check whose pings are not sent, each logged
     /// and recorded as such, so `ivy status` and `ivy doctor` say it.
-    package func healthCheck() -> HealthCheck? {
+    package func healthCheck() async -> HealthCheck? {
         let stored: String
         do {
-            guard let text = try library.setting(.healthURL) else { return nil }
+            guard let text = try await library.setting(.healthURL) else { return nil }
             stored = text
         } catch {
             logger.warning("no health ping", metadata: ["error": "\(error.localizedDescription)"])
@@ -243,7 +243,7 @@ package final class SyncDoor: Sendable {
             clock: clock,
             record: { outcome in
                 do {
-                    try library.recordHealthPing(outcome)
+                    try await library.recordHealthPing(outcome)
                 } catch {
                     logger.warning(
                         "recording the health ping failed", metadata: ["error": "\(error.localizedDescription)"])
@@ -265,7 +265,7 @@ package final class SyncDoor: Sendable {
     private func run(_ engine: SyncEngine, _ request: SyncRequest, server: GoogleEndpoints) async -> SyncOutcome {
         do {
             var options = request.options
-            options.timeout = Duration.seconds(try library.number(.syncTimeout))
+            options.timeout = try await Duration.seconds(library.number(.syncTimeout))
             return .finished(try await engine.run(options), cronNews: nil)
         } catch  where error is CancellationError || Task.isCancelled {
             // Only a stop forced at once cancels a sync (its requests then fail as cancelled):
@@ -278,17 +278,17 @@ package final class SyncDoor: Sendable {
                 logger.warning("sync skipped: signed out", metadata: ["reason": "\(error.localizedDescription)"])
                 return .signedOut(error)
             default:
-                return record(error, server: server)
+                return await record(error, server: server)
             }
         } catch {
-            return record(error, server: server)
+            return await record(error, server: server)
         }
     }
 
     /// The one place a sync that could not run is logged and written to `last_error`: with
     /// what to do when Google could not be reached (`Unreachable`), which `ivy sync` prints
     /// too, so `ivy status` keeps that fix.
-    private func record(_ error: any Error, server: GoogleEndpoints) -> SyncOutcome {
+    private func record(_ error: any Error, server: GoogleEndpoints) async -> SyncOutcome {
         let message = error.localizedDescription
         // Recording a busy library's error would only wait for the same lock again; and the
         // next sync tries again, so it is a warning.
@@ -297,7 +297,7 @@ package final class SyncDoor: Sendable {
         } else {
             logger.error("sync failed", metadata: ["error": "\(message)"])
             let explained = Unreachable.explained(error, server: server.isGoogle ? nil : server)
-            try? library.recordSetting(.lastError, explained.localizedDescription)
+            try? await library.recordSetting(.lastError, explained.localizedDescription)
         }
         return .failed(error, cronHears: true)
     }

@@ -173,14 +173,15 @@ package final class SyncEngine: Sendable {
         }
         if options.dryRun {
             report.preview(plan)
-            try finish(&report, started: started)
+            try await finish(&report, started: started)
             return report
         }
         // Only a listing taken at its word says what is missing on Drive, and what is not.
         if gathered.remote.isComplete, plan.listingDistrustedReason == nil {
-            try library.recordMissingOnDrive(Set(plan.missingOnDrive), entries: gathered.manifest, at: clock.now())
+            try await library.recordMissingOnDrive(
+                Set(plan.missingOnDrive), entries: gathered.manifest, at: clock.now())
         }
-        let trashDays = try library.number(.trashDays)
+        let trashDays = try await library.number(.trashDays)
         let context = Context(gathered, syncStarted: started, keepsTrash: trashDays > 0)
         let tally = progress.map { told in
             TransferTally(plan, expected: { self.expectedBytes($0, context) }, progress: told)
@@ -190,11 +191,11 @@ package final class SyncEngine: Sendable {
         report.leftForNextSync = plan.actions.count - outcomes.count
         report.planned = plan.actions.count
         try await settle(plan, context, into: &report, stopping: options.stopping, tally: tally)
-        report.orphanClips = try library.orphanClipCount()
-        purgeTrash(keepingDays: trashDays)
-        pruneHistory()
-        try finish(&report, started: started)
-        try record(report, knownSkips: options.knownSkips)
+        report.orphanClips = try await library.orphanClipCount()
+        await purgeTrash(keepingDays: trashDays)
+        await pruneHistory()
+        try await finish(&report, started: started)
+        try await record(report, knownSkips: options.knownSkips)
         return report
     }
 
@@ -231,13 +232,13 @@ package final class SyncEngine: Sendable {
         if !options.dryRun { library.removeTransferLeftovers() }
         progress?(SyncProgress(phase: "listing Drive"))
 
-        let remembered = try library.rememberedFolders()
+        let remembered = try await library.rememberedFolders()
         var fullListingReason = forced ?? (options.full ? "--full" : nil)
         var followed: [RemoteFile]?
         if fullListingReason == nil {
-            if let listedAt = try library.driveMirrorListedAt(), clock.now() - listedAt > Self.mirrorMaximumAge {
+            if let listedAt = try await library.driveMirrorListedAt(), clock.now() - listedAt > Self.mirrorMaximumAge {
                 fullListingReason = "the last full listing is over a day old"
-            } else if let remembered, let mirror = try library.driveMirror() {
+            } else if let remembered, let mirror = try await library.driveMirror() {
                 switch try await followChanges(mirror, folders: remembered, dryRun: options.dryRun) {
                 case .current(let files): followed = files
                 case .needsFullListing(let reason): fullListingReason = reason
@@ -256,16 +257,16 @@ package final class SyncEngine: Sendable {
             listing = try await listInFull(remembered: remembered, dryRun: options.dryRun)
         }
         let folderIsRecorded = remembered.map { $0.ivy.first == listing.folders.ivy.first } ?? true
-        if listing.isComplete, !options.dryRun { try library.forgetUnreadable(keeping: listing.files) }
-        return Gathered(
+        if listing.isComplete, !options.dryRun { try await library.forgetUnreadable(keeping: listing.files) }
+        return try await Gathered(
             listing: listing, fullListingReason: fullListingReason, folderIsRecorded: folderIsRecorded,
-            queue: try library.queueItems(),
-            snapshot: LocalSnapshot(books: try library.books(includeHidden: true), clips: try library.clips()),
-            manifest: try library.manifestEntries(),
+            queue: library.queueItems(),
+            snapshot: LocalSnapshot(books: library.books(includeHidden: true), clips: library.clips()),
+            manifest: library.manifestEntries(),
             // A twin read once and found unusable is left alone, not downloaded at every sync.
             remote: RemoteListing(files: listing.files, isComplete: listing.isComplete)
-                .settingAside(try library.unreadableDriveFiles()),
-            grace: Milliseconds(try library.number(.replaceGrace)) * 1000)
+                .settingAside(library.unreadableDriveFiles()),
+            grace: Milliseconds(library.number(.replaceGrace)) * 1000)
     }
 
     /// How long the mirror goes without a full listing behind it. Drive's own listing can lag
@@ -310,11 +311,11 @@ package final class SyncEngine: Sendable {
         let listing = try await drive.listLibrary(remembered: remembered, createFolders: !dryRun)
         guard !dryRun else { return listing }
         if listing.isComplete, let token {
-            try library.replaceDriveMirror(
+            try await library.replaceDriveMirror(
                 listing.mirrored, token: token, folders: listing.folders, listedAt: clock.now())
         } else {
-            try library.clearDriveMirror()
-            try library.rememberFolders(listing.folders)
+            try await library.clearDriveMirror()
+            try await library.rememberFolders(listing.folders)
         }
         return listing
     }
@@ -363,7 +364,7 @@ package final class SyncEngine: Sendable {
                     let moved = tally.map { tally in { @Sendable bytes in tally.moved(bytes, by: index) } }
                     let outcome = try await self.perform(action, context, moved: moved)
                     tally?.finished(index, bytes: outcome.bytes)
-                    self.tell(outcome, context.snapshot)
+                    await self.tell(outcome, context.snapshot)
                     return outcome
                 }
             }
@@ -398,13 +399,13 @@ package final class SyncEngine: Sendable {
             }
             tally?.finished(nil, bytes: 0)
         }
-        try library.cleanUpManifest(plan.manifestCleanup)
-        for key in plan.droppedQueueItems { try library.dropQueueItem(key, queuedAt: context.queuedAt(key)) }
+        try await library.cleanUpManifest(plan.manifestCleanup)
+        for key in plan.droppedQueueItems { try await library.dropQueueItem(key, queuedAt: context.queuedAt(key)) }
     }
 
     /// Tells `steps` of one finished operation, with a book's title as it now stands here
     /// (after a download or merge, the one just written; after a delete, the one it had).
-    private func tell(_ outcome: Outcome, _ snapshot: LocalSnapshot) {
+    private func tell(_ outcome: Outcome, _ snapshot: LocalSnapshot) async {
         guard let steps else { return }
         let result: SyncStep.Result
         switch outcome.result {
@@ -415,15 +416,16 @@ package final class SyncEngine: Sendable {
         }
         let key = outcome.key
         // A clip has no title of its own; its id says which.
-        let title = key.bookID.flatMap { id in ((try? library.book(id: id)) ?? snapshot.books[id])?.title }
+        var title: String?
+        if let id = key.bookID { title = ((try? await library.book(id: id)) ?? snapshot.books[id])?.title }
         steps(SyncStep(entity: "\(key)", title: title, result: result))
     }
 
     /// Ends the stay of trash entries older than `trash_days`: one query and a look at the
     /// trash directory. A failure here only delays that, so it is logged, not reported.
-    private func purgeTrash(keepingDays days: Int) {
+    private func purgeTrash(keepingDays days: Int) async {
         do {
-            let purged = try library.purgeTrash(keepingDays: days)
+            let purged = try await library.purgeTrash(keepingDays: days)
             if purged > 0 { logger.info("purged the local trash", metadata: ["entries": "\(purged)"]) }
         } catch {
             logger.warning("purging the local trash failed", metadata: ["error": "\(error.localizedDescription)"])
@@ -432,9 +434,9 @@ package final class SyncEngine: Sendable {
 
     /// Prunes the history as `history_days` says (all of it at 0). A failure only delays that,
     /// so it is logged, not reported.
-    private func pruneHistory() {
+    private func pruneHistory() async {
         do {
-            let pruned = try library.pruneHistoryIfDue(days: try library.number(.historyDays))
+            let pruned = try await library.pruneHistoryIfDue(days: try library.number(.historyDays))
             if pruned > 0 { logger.info("pruned the history", metadata: ["versions": "\(pruned)"]) }
         } catch {
             logger.warning("pruning the history failed", metadata: ["error": "\(error.localizedDescription)"])
@@ -443,14 +445,14 @@ package final class SyncEngine: Sendable {
 
     /// What the report says of every sync, a dry run's included: the changes still held
     /// back, the requests made and the time taken.
-    private func finish(_ report: inout SyncReport, started: Milliseconds) throws {
-        report.heldChanges = try heldChanges()
+    private func finish(_ report: inout SyncReport, started: Milliseconds) async throws {
+        report.heldChanges = try await heldChanges()
         report.requests = drive.requestCount
         report.quotaUnits = drive.quotaUnits
         report.sharedQuotaWaits = drive.sharedQuotaCount
         report.durationMilliseconds = clock.now() - started
         do {
-            try library.recordQuotaSpent(at: clock.now(), units: report.quotaUnits, requests: report.requests)
+            try await library.recordQuotaSpent(at: clock.now(), units: report.quotaUnits, requests: report.requests)
         } catch {
             // Only `ivy status`'s count of units misses this sync.
             logger.warning(
@@ -461,8 +463,8 @@ package final class SyncEngine: Sendable {
     /// Records the sync: its time, its first failure as `last_error` (or none), the deletions it
     /// held back (or none, for `ivy doctor`), and every failure and skipped file in the log (a
     /// skip already logged, as `knownSkips` says, once).
-    private func record(_ report: SyncReport, knownSkips: Set<SyncReport.Problem>) throws {
-        try library.recordSyncOutcome(
+    private func record(_ report: SyncReport, knownSkips: Set<SyncReport.Problem>) async throws {
+        try await library.recordSyncOutcome(
             at: clock.now(), succeeded: report.isSuccess,
             lastError: report.failures.first.map { "\($0.entity): \($0.reason)" }, deletionsHeld: report.deletionsHeld)
         for failure in report.failures {
@@ -474,8 +476,10 @@ package final class SyncEngine: Sendable {
     }
 
     /// The queue's failed items, read after the sync: what is still not on Drive, and why.
-    private func heldChanges() throws -> [SyncReport.Problem] {
-        try library.heldItems().map { .init(entity: "\($0.key)", reason: $0.lastError ?? "no error was recorded") }
+    private func heldChanges() async throws -> [SyncReport.Problem] {
+        try await library.heldItems().map {
+            .init(entity: "\($0.key)", reason: $0.lastError ?? "no error was recorded")
+        }
     }
 
     /// What every operation of one sync reads: the folders, and the queue, rows and manifest

@@ -151,7 +151,7 @@ package final class Watch: Sendable {
     let timing: Timing
     let logger: Logger
     /// The library's pending changes, as `LocalChangeProbe.pending(since:)` reads them.
-    let pending: @Sendable (LocalChangeProbe.Pending?) throws -> LocalChangeProbe.Pending
+    let pending: @Sendable (LocalChangeProbe.Pending?) async throws -> LocalChangeProbe.Pending
     /// One sync through the door and the watch's layers, knowing what the last one found
     /// (`request(_:full:steps:stop:)`).
     let attempt: @Sendable (Memory, StopRequest) async throws -> SyncOutcome
@@ -160,7 +160,7 @@ package final class Watch: Sendable {
 
     package init(
         interval: Duration, maxInterval: Duration? = nil, timing: Timing, logger: Logger,
-        pending: @escaping @Sendable (LocalChangeProbe.Pending?) throws -> LocalChangeProbe.Pending,
+        pending: @escaping @Sendable (LocalChangeProbe.Pending?) async throws -> LocalChangeProbe.Pending,
         attempt: @escaping @Sendable (Memory, StopRequest) async throws -> SyncOutcome,
         events: @escaping @Sendable (Event) -> Void
     ) {
@@ -177,7 +177,7 @@ package final class Watch: Sendable {
     /// or until it must not go on: then the reason.
     package func run(until stop: StopRequest) async -> String? {
         var schedule = WatchSchedule(interval: interval, maxInterval: maxInterval)
-        var seen = look(since: nil)
+        var seen = await look(since: nil)
         /// What was left queued after the last clean sync: it is synced again once.
         var leftover: LocalChangeProbe.Pending?
         var memory = Memory()
@@ -197,7 +197,7 @@ package final class Watch: Sendable {
         defer { logger.info("watch stopped") }
         while !stop.requested {
             let now = timing.now()
-            if let latest = look(since: seen), latest != seen {
+            if let latest = await look(since: seen), latest != seen {
                 seen = latest
                 if !latest.isEmpty { schedule.changed(at: now) }
             }
@@ -266,7 +266,7 @@ package final class Watch: Sendable {
                 // The sync's own writes are not changes to push; a change queued while it
                 // ran is, once. After failed items (still queued, tried) only a change no sync
                 // tried yet counts: it goes out a second later, not after the back-off.
-                seen = look(since: nil)
+                seen = await look(since: nil)
                 if let seen, !seen.isEmpty, report.failures.isEmpty || seen.fresh > 0, report.leftForNextSync == 0,
                     seen != leftover
                 {
@@ -292,9 +292,9 @@ package final class Watch: Sendable {
 
     /// The library's pending changes; a probe that fails (logged once) leaves the watch to
     /// its polls, which push every change anyway.
-    private func look(since last: LocalChangeProbe.Pending?) -> LocalChangeProbe.Pending? {
+    private func look(since last: LocalChangeProbe.Pending?) async -> LocalChangeProbe.Pending? {
         do {
-            return try pending(last)
+            return try await pending(last)
         } catch {
             if probeFailed.withLock({ reported in
                 defer { reported = true }

@@ -11,8 +11,8 @@ package struct WatchGate: SyncMiddleware {
     package func handle(
         _ request: SyncRequest, door: SyncDoor, next: (SyncRequest) async throws -> SyncOutcome
     ) async throws -> SyncOutcome {
-        if let newer = try door.library.migratedByNewerIvy() { throw NewerIvy(errorDescription: newer) }
-        guard try door.library.setting(.syncEnabled) == "true" else { return .skipped(.syncDisabled) }
+        if let newer = try await door.library.migratedByNewerIvy() { throw NewerIvy(errorDescription: newer) }
+        guard try await door.library.setting(.syncEnabled) == "true" else { return .skipped(.syncDisabled) }
         return try await next(request)
     }
 }

@@ -1,3 +1,4 @@
+package import Dispatch
 import Foundation
 
 /// Threads of ivy's own for async code that may block the thread it runs on: a synchronous
@@ -53,8 +54,29 @@ package final class BlockingExecutor: TaskExecutor, @unchecked Sendable {
         }
     }
 
-    /// Whether the calling thread is one of a `BlockingExecutor`'s (any pool's).
-    package static var onOwnThread: Bool { pthread_getspecific(ownThreadKey) != nil }
+    /// Runs a synchronous body that may block (open and migrate the library, hash or move a
+    /// file) on this pool's threads, so that the awaiting task's thread is never held.
+    package static func blocking<T>(_ body: () throws -> T) async throws -> T {
+        try await run { () async throws -> T in try body() }
+    }
+
+    /// The dispatch queue a library that runs its own blocking work on dispatch queues (GRDB:
+    /// every database access runs on a serial queue of its own) is given as their target, so
+    /// that work counts as ivy's own (`onOwnThread`). Concurrent, because GRDB's readers and
+    /// its writer must be able to run at once.
+    package static let dispatchQueue: DispatchQueue = {
+        let queue = DispatchQueue(label: "ivy-database", qos: .userInitiated, attributes: .concurrent)
+        queue.setSpecific(key: dispatchQueueKey, value: ())
+        return queue
+    }()
+
+    private static let dispatchQueueKey = DispatchSpecificKey<Void>()
+
+    /// Whether the calling thread is one of a `BlockingExecutor`'s (any pool's), or runs work
+    /// of `dispatchQueue`.
+    package static var onOwnThread: Bool {
+        pthread_getspecific(ownThreadKey) != nil || DispatchQueue.getSpecific(key: dispatchQueueKey) != nil
+    }
 
     private static let ownThreadKey: pthread_key_t = {
         var key = pthread_key_t()

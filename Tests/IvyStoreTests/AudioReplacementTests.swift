@@ -18,14 +18,14 @@ struct AudioReplacementTests {
     let new = Data("ID3 the new take".utf8)
     static let old = Data("ID3 the old take".utf8)
 
-    init() throws {
+    init() async throws {
         home = try TemporaryHome()
-        library = try LibraryDatabase(paths: home.paths, clock: TestClock(tickPerRead: 1).clock)
-        let book = try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
-        clip = try library.addClip(
+        library = try await LibraryDatabase(paths: home.paths, clock: TestClock(tickPerRead: 1).clock)
+        let book = try await library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
+        clip = try await library.addClip(
             id: testID(2), bookID: book.id, start: 0, duration: 1, note: nil, transcription: nil,
             audio: try Self.source(Self.old, in: home))
-        try library.externalConnection().write { db in try db.execute(sql: "DELETE FROM sync_queue") }
+        try await library.externalConnection().write { db in try db.execute(sql: "DELETE FROM sync_queue") }
     }
 
     private func source(_ bytes: Data, mode: mode_t = 0o644) throws -> String {
@@ -46,27 +46,28 @@ struct AudioReplacementTests {
         }
     }
 
-    private func reopen() throws -> LibraryDatabase {
-        try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
+    private func reopen() async throws -> LibraryDatabase {
+        try await LibraryDatabase(paths: home.paths, clock: TestClock().clock)
     }
 
-    private func markers(_ library: LibraryDatabase) throws -> [String] {
-        try library.read { db in try String.fetchAll(db, sql: "SELECT clip_id FROM audio_replacements") }
+    private func markers(_ library: LibraryDatabase) async throws -> [String] {
+        try await library.read { db in try String.fetchAll(db, sql: "SELECT clip_id FROM audio_replacements") }
     }
 
     @Test("new audio comes in private (0600) with its row, and nothing is left aside")
-    func replaced() throws {
-        let result = try library.updateClip(
+    func replaced() async throws {
+        let result = try await library.updateClip(
             id: clip.id, ClipChanges(note: "retaken"), audio: try source(new, mode: 0o666))
         #expect(result.changed && audio == new)
         var info = stat()
         #expect(stat(library.audioPath(clipID: clip.id), &info) == 0 && info.st_mode & 0o777 == 0o600)
-        #expect(try aside.isEmpty && markers(library).isEmpty)
+        #expect(aside.isEmpty)
+        #expect(try await markers(library).isEmpty)
         #expect(try queueRows(library.externalConnection()) == ["clip \(clip.id) upsert 0"])
     }
 
     @Test("killed after the new audio is in place, before the commit: the old audio comes back with the old row")
-    func killedBeforeCommit() throws {
+    func killedBeforeCommit() async throws {
         let journal = try AudioJournal.begin(
             clipID: clip.id, audioPath: library.audioPath(clipID: clip.id), audioDirectory: home.paths.audioDirectory)
         let staged = try AudioFiles.stage(try source(new), in: home.paths.audioDirectory)
@@ -74,19 +75,20 @@ struct AudioReplacementTests {
         journal.abandoned()
         #expect(audio == new, "the state a kill leaves: new audio, old row")
 
-        let next = try reopen()
+        let next = try await reopen()
         #expect(audio == old, "the audio goes back with the row that never changed")
-        #expect(try next.clip(id: clip.id) == clip)
-        #expect(try aside.isEmpty && markers(next).isEmpty)
+        #expect(try await next.clip(id: clip.id) == clip)
+        #expect(aside.isEmpty)
+        #expect(try await markers(next).isEmpty)
         #expect(try queueRows(next.externalConnection()).isEmpty)
     }
 
     @Test("killed after the commit, before the old audio is dropped: the new audio stays")
-    func killedAfterCommit() throws {
+    func killedAfterCommit() async throws {
         let journal = try AudioJournal.begin(
             clipID: clip.id, audioPath: library.audioPath(clipID: clip.id), audioDirectory: home.paths.audioDirectory)
         let staged = try AudioFiles.stage(try source(new), in: home.paths.audioDirectory)
-        try library.write { db in
+        try await library.write { db in
             try db.execute(
                 sql: "UPDATE clips SET note = 'retaken', updated_at = updated_at + 1 WHERE id = ?", arguments: [clip.id]
             )
@@ -95,29 +97,30 @@ struct AudioReplacementTests {
         }
         journal.abandoned()
 
-        let next = try reopen()
+        let next = try await reopen()
         #expect(audio == new)
-        #expect(try next.clip(id: clip.id)?.note == "retaken")
-        #expect(try aside.isEmpty && markers(next).isEmpty)
+        #expect(try await next.clip(id: clip.id)?.note == "retaken")
+        #expect(aside.isEmpty)
+        #expect(try await markers(next).isEmpty)
     }
 
     @Test("killed while a new clip's audio was placed but not committed: no audio without a row is left")
-    func newClipKilled() throws {
+    func newClipKilled() async throws {
         let id: ClipID = testID(3)
         let journal = try AudioJournal.begin(
             clipID: id, audioPath: library.audioPath(clipID: id), audioDirectory: home.paths.audioDirectory)
         let staged = try AudioFiles.stage(try source(new), in: home.paths.audioDirectory)
         try AudioFiles.place(staged, at: library.audioPath(clipID: id))
         journal.abandoned()
-        _ = try reopen()
+        _ = try await reopen()
         #expect(!library.hasAudio(clipID: id) && aside.isEmpty)
     }
 
     @Test("a replacement still running in another process is left to it")
-    func running() throws {
+    func running() async throws {
         let journal = try AudioJournal.begin(
             clipID: clip.id, audioPath: library.audioPath(clipID: clip.id), audioDirectory: home.paths.audioDirectory)
-        _ = try reopen()
+        _ = try await reopen()
         #expect(aside == [".replacing-\(clip.id).mp3"])
         journal.rolledBack()
         #expect(aside.isEmpty && audio == old)

@@ -12,9 +12,9 @@ struct LibraryTests {
     let clock = TestClock()
     let library: LibraryDatabase
 
-    init() throws {
+    init() async throws {
         home = try TemporaryHome()
-        library = try LibraryDatabase(paths: home.paths, clock: clock.clock)
+        library = try await LibraryDatabase(paths: home.paths, clock: clock.clock)
     }
 
     func audioFiles() throws -> [String] {
@@ -22,42 +22,42 @@ struct LibraryTests {
     }
 
     @Test("a new book gets created_at and updated_at from the clock")
-    func addStampsTimes() throws {
+    func addStampsTimes() async throws {
         clock.set(5000)
-        let book = try library.addBook(
+        let book = try await library.addBook(
             id: testID(1), title: "Dune", artist: "Frank Herbert", artwork: nil, position: 12.5)
         #expect(book.createdAt == 5000 && book.updatedAt == 5000)
-        #expect(try library.book(id: testID(1)) == book)
+        #expect(try await library.book(id: testID(1)) == book)
     }
 
     @Test("an edit after the clock stepped back still moves updated_at forward")
-    func clockStepBack() throws {
+    func clockStepBack() async throws {
         clock.set(10_000)
-        try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
+        try await library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
         clock.set(2_000)
-        let edited = try library.updateBook(id: testID(1), BookChanges(position: 60)).book
+        let edited = try await library.updateBook(id: testID(1), BookChanges(position: 60)).book
         #expect(edited.updatedAt == 10_001)
         #expect(edited.createdAt == 10_000)
     }
 
     @Test("an edit that changes nothing writes nothing")
-    func unchangedEdit() throws {
-        try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
+    func unchangedEdit() async throws {
+        try await library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
         clock.set(9_999_999_999_999)
-        let result = try library.updateBook(id: testID(1), BookChanges(title: "Dune", position: 0))
+        let result = try await library.updateBook(id: testID(1), BookChanges(title: "Dune", position: 0))
         #expect(!result.changed)
-        #expect(try library.book(id: testID(1))?.updatedAt == 1_700_000_000_000)
+        #expect(try await library.book(id: testID(1))?.updatedAt == 1_700_000_000_000)
     }
 
     @Test("deleting a book hides it and forgets its uri; it is never removed")
-    func deleteIsSoft() throws {
-        try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
-        try library.pool.write { db in try db.execute(sql: "UPDATE books SET uri = '/m/dune.m4b'") }
-        try library.updateBook(id: testID(1), BookChanges(hidden: true, uri: .some(nil)))
-        let book = try #require(try library.book(id: testID(1)))
+    func deleteIsSoft() async throws {
+        try await library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
+        try await library.pool.write { db in try db.execute(sql: "UPDATE books SET uri = '/m/dune.m4b'") }
+        try await library.updateBook(id: testID(1), BookChanges(hidden: true, uri: .some(nil)))
+        let book = try #require(try await library.book(id: testID(1)))
         #expect(book.hidden && book.uri == nil)
-        #expect(try library.books(includeHidden: false).isEmpty)
-        #expect(try library.books(includeHidden: true).count == 1)
+        #expect(try await library.books(includeHidden: false).isEmpty)
+        #expect(try await library.books(includeHidden: true).count == 1)
     }
 
     @Test(
@@ -66,89 +66,89 @@ struct LibraryTests {
             BookChanges(title: "  "), BookChanges(position: -1), BookChanges(position: .infinity),
             BookChanges(position: .nan),
         ])
-    func badBookValues(changes: BookChanges) throws {
-        try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
-        let before = try library.book(id: testID(1))
-        #expect(throws: StoreError.self) { try library.updateBook(id: testID(1), changes) }
-        #expect(try library.book(id: testID(1)) == before)
+    func badBookValues(changes: BookChanges) async throws {
+        try await library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
+        let before = try await library.book(id: testID(1))
+        await #expect(throws: StoreError.self) { try await library.updateBook(id: testID(1), changes) }
+        #expect(try await library.book(id: testID(1)) == before)
     }
 
     @Test("unknown ids are errors that say how to find the right one")
-    func unknownIDs() throws {
-        #expect(throws: StoreError.bookNotFound(id: testID(9))) {
-            try library.updateBook(id: testID(9), BookChanges(title: "X"))
+    func unknownIDs() async throws {
+        await #expect(throws: StoreError.bookNotFound(id: testID(9))) {
+            try await library.updateBook(id: testID(9), BookChanges(title: "X"))
         }
-        #expect(throws: StoreError.clipNotFound(id: testID(9))) { try library.deleteClip(id: testID(9)) }
-        #expect(throws: StoreError.clipNotFound(id: testID(9))) {
-            try library.updateClip(id: testID(9), ClipChanges(note: "n"))
+        await #expect(throws: StoreError.clipNotFound(id: testID(9))) { try await library.deleteClip(id: testID(9)) }
+        await #expect(throws: StoreError.clipNotFound(id: testID(9))) {
+            try await library.updateClip(id: testID(9), ClipChanges(note: "n"))
         }
         #expect(StoreError.bookNotFound(id: "x").errorDescription?.contains("ivy book list") == true)
     }
 
     @Test("a clip's audio is copied in and removed with the clip")
-    func clipAudioLifecycle() throws {
-        try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
+    func clipAudioLifecycle() async throws {
+        try await library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
         let source = try home.mp3("in.mp3", size: 300_000)
-        try library.addClip(
+        try await library.addClip(
             id: testID(2), bookID: testID(1), start: 5, duration: 10, note: "n", transcription: nil, audio: source)
         let stored = library.audioPath(clipID: testID(2))
         #expect(FileManager.default.contents(atPath: stored) == FileManager.default.contents(atPath: source))
         #expect(try audioFiles() == ["\(testID(2)).mp3"])
-        try library.deleteClip(id: testID(2))
+        try await library.deleteClip(id: testID(2))
         #expect(try audioFiles().isEmpty)
-        #expect(try library.clip(id: testID(2)) == nil)
+        #expect(try await library.clip(id: testID(2)) == nil)
     }
 
     @Test("exactly 50 MB of audio is allowed; one byte more is not")
-    func sizeCap() throws {
-        try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
+    func sizeCap() async throws {
+        try await library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
         let atCap = try home.mp3("cap.mp3", size: 52_428_800)
-        try library.addClip(
+        try await library.addClip(
             id: testID(2), bookID: testID(1), start: 0, duration: 1, note: nil, transcription: nil, audio: atCap)
         let over = try home.mp3("over.mp3", size: 52_428_801)
-        #expect(throws: StoreError.audioTooLarge(path: over, bytes: 52_428_801)) {
-            try library.addClip(
+        await #expect(throws: StoreError.audioTooLarge(path: over, bytes: 52_428_801)) {
+            try await library.addClip(
                 id: testID(3), bookID: testID(1), start: 0, duration: 1, note: nil, transcription: nil, audio: over)
         }
         #expect(try audioFiles() == ["\(testID(2)).mp3"])
     }
 
     @Test("a clip whose row cannot be written leaves no audio behind")
-    func noPartialAudio() throws {
-        try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
+    func noPartialAudio() async throws {
+        try await library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
         let source = try home.mp3("in.mp3")
         // The database refuses the id, after the audio was staged: nothing may remain.
-        #expect(throws: StoreError.self) {
-            try library.addClip(
+        await #expect(throws: StoreError.self) {
+            try await library.addClip(
                 id: "NOT-VALID", bookID: testID(1), start: 0, duration: 1, note: nil, transcription: nil, audio: source)
         }
         #expect(try audioFiles().isEmpty)
-        #expect(try library.clips().isEmpty)
+        #expect(try await library.clips().isEmpty)
         #expect(try queueRows(library.externalConnection()) == ["book \(testID(1)) upsert 0"])
     }
 
     @Test("replacing a clip's audio counts as a change even when nothing else changes")
-    func newAudioIsAChange() throws {
-        try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
-        try library.addClip(
+    func newAudioIsAChange() async throws {
+        try await library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
+        try await library.addClip(
             id: testID(2), bookID: testID(1), start: 0, duration: 1, note: nil, transcription: nil,
             audio: try home.mp3("a.mp3", size: 100))
         clock.set(1_800_000_000_000)
         let replacement = try home.mp3("b.mp3", size: 200)
-        let result = try library.updateClip(id: testID(2), ClipChanges(), audio: replacement)
+        let result = try await library.updateClip(id: testID(2), ClipChanges(), audio: replacement)
         #expect(result.changed && result.clip.updatedAt == 1_800_000_000_000)
         #expect(FileManager.default.contents(atPath: library.audioPath(clipID: testID(2)))?.count == 200)
         #expect(try audioFiles() == ["\(testID(2)).mp3"])
     }
 
     @Test("settings: defaults, validated changes, and unset")
-    func settings() throws {
-        #expect(try library.setting(.autoSyncCooldown) == "300")
-        #expect(try library.setSetting(.syncEnabled, to: "no") == "false")
-        #expect(try library.setting(.syncEnabled) == "false")
-        #expect(throws: StoreError.self) { try library.setSetting(.concurrency, to: "0") }
-        #expect(try library.setting(.concurrency) == "8")
-        try library.unsetSetting(.syncEnabled)
-        #expect(try library.setting(.syncEnabled) == "true")
+    func settings() async throws {
+        #expect(try await library.setting(.autoSyncCooldown) == "300")
+        #expect(try await library.setSetting(.syncEnabled, to: "no") == "false")
+        #expect(try await library.setting(.syncEnabled) == "false")
+        await #expect(throws: StoreError.self) { try await library.setSetting(.concurrency, to: "0") }
+        #expect(try await library.setting(.concurrency) == "8")
+        try await library.unsetSetting(.syncEnabled)
+        #expect(try await library.setting(.syncEnabled) == "true")
     }
 }

@@ -17,79 +17,79 @@ struct LibraryOpeningTests {
     }
 
     @Test("read-only: a missing library is an empty one, and nothing is created")
-    func readOnlyMissing() throws {
+    func readOnlyMissing() async throws {
         let nested = try IvyPaths.resolve(home: home.file("not/yet"), environment: [:], workingDirectory: "/")
-        let library = try LibraryDatabase(paths: nested, clock: TestClock().clock, access: .readOnly)
-        #expect(try library.books(includeHidden: true).isEmpty)
-        #expect(try library.setting(.concurrency) == "8")
-        #expect(try library.localStatus().pending == 0)
+        let library = try await LibraryDatabase(paths: nested, clock: TestClock().clock, access: .readOnly)
+        #expect(try await library.books(includeHidden: true).isEmpty)
+        #expect(try await library.setting(.concurrency) == "8")
+        #expect(try await library.localStatus().pending == 0)
         #expect(!FileManager.default.fileExists(atPath: home.file("not")))
     }
 
     @Test("read-only: no migration runs and nothing can be written")
-    func readOnlyNoMigration() throws {
+    func readOnlyNoMigration() async throws {
         try FileManager.default.createDirectory(atPath: home.paths.dataDirectory, withIntermediateDirectories: true)
         let queue = try DatabaseQueue(path: home.paths.database)
         try Schema.migrator.migrate(queue, upTo: "v1: library, queue, manifest, settings")
         try queue.close()
-        let library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock, access: .readOnly)
-        #expect(try library.books(includeHidden: true).isEmpty)
-        #expect(throws: StoreError.self) {
-            try library.addBook(id: testID(1), title: "T", artist: nil, artwork: nil, position: 0)
+        let library = try await LibraryDatabase(paths: home.paths, clock: TestClock().clock, access: .readOnly)
+        #expect(try await library.books(includeHidden: true).isEmpty)
+        await #expect(throws: StoreError.self) {
+            try await library.addBook(id: testID(1), title: "T", artist: nil, artwork: nil, position: 0)
         }
-        let applied = try DatabaseQueue(path: home.paths.database).read { db in
+        let applied = try await DatabaseQueue(path: home.paths.database).read { db in
             try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
         }
         #expect(applied == ["v1: library, queue, manifest, settings"])
     }
 
     @Test("a new library file is 0600 from the start; an older loose one is tightened")
-    func fileModes() throws {
+    func fileModes() async throws {
         // (The umask is process-wide and tests run in parallel: the CLI tests try umask 002.)
-        _ = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
+        _ = try await LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         #expect(mode(home.paths.database) == 0o600)
         chmod(home.paths.database, 0o664)
-        _ = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
+        _ = try await LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         #expect(mode(home.paths.database) == 0o600)
     }
 
     @Test("an SQLite database with other tables is refused before anything in it changes")
-    func foreignDatabase() throws {
+    func foreignDatabase() async throws {
         let queue = try DatabaseQueue(path: home.paths.database)
-        try queue.write { db in
+        try await queue.write { db in
             try db.execute(sql: "CREATE TABLE recipes (name TEXT); INSERT INTO recipes VALUES ('soup')")
         }
         try queue.close()
         let before = try #require(FileManager.default.contents(atPath: home.paths.database))
         for access in [LibraryDatabase.Access.readWrite, .readOnly] {
-            #expect(throws: StoreError.notAnIvyLibrary(path: home.paths.database)) {
-                try LibraryDatabase(paths: home.paths, clock: TestClock().clock, access: access)
+            await #expect(throws: StoreError.notAnIvyLibrary(path: home.paths.database)) {
+                try await LibraryDatabase(paths: home.paths, clock: TestClock().clock, access: access)
             }
         }
         #expect(FileManager.default.contents(atPath: home.paths.database) == before)
-        let journal = try DatabaseQueue(path: home.paths.database).read { db in
+        let journal = try await DatabaseQueue(path: home.paths.database).read { db in
             try String.fetchOne(db, sql: "PRAGMA journal_mode")
         }
         #expect(journal == "delete")
     }
 
     @Test("an empty SQLite database, with no schema at all, becomes the library")
-    func emptySQLite() throws {
+    func emptySQLite() async throws {
         let queue = try DatabaseQueue(path: home.paths.database)
-        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA user_version = 0; VACUUM") }
+        try await queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA user_version = 0; VACUUM") }
         try queue.close()
-        let library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
-        try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
-        #expect(try library.books(includeHidden: true).count == 1)
+        let library = try await LibraryDatabase(paths: home.paths, clock: TestClock().clock)
+        try await library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
+        #expect(try await library.books(includeHidden: true).count == 1)
     }
 
     @Test("a data directory others can write to is refused, read-only or not")
-    func unsafeDirectory() throws {
-        _ = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
+    func unsafeDirectory() async throws {
+        _ = try await LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         chmod(home.path, 0o775)
         for access in [LibraryDatabase.Access.readWrite, .readOnly] {
-            #expect {
-                try LibraryDatabase(paths: home.paths, clock: TestClock().clock, access: access)
+            await #expect {
+                try await LibraryDatabase(paths: home.paths, clock: TestClock().clock, access: access)
             } throws: { error in
                 (error as? StoreError)?.errorDescription?.contains("chmod 700 \(home.path)") == true
             }

@@ -9,10 +9,10 @@ import Testing
 @Suite("The library database")
 struct SchemaTests {
     @Test("tables have the contract's columns")
-    func contractColumns() throws {
+    func contractColumns() async throws {
         let home = try TemporaryHome()
-        let library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
-        let columns = try library.externalConnection().read { db in
+        let library = try await LibraryDatabase(paths: home.paths, clock: TestClock().clock)
+        let columns = try await library.externalConnection().read { db in
             try ["books", "clips", "sync_queue", "sync_manifest", "settings"].reduce(into: [String: [String]]()) {
                 all, table in
                 all[table] = try db.columns(in: table).map(\.name)
@@ -38,10 +38,10 @@ struct SchemaTests {
     }
 
     @Test("the database runs in WAL mode and waits for other writers")
-    func walAndBusyTimeout() throws {
+    func walAndBusyTimeout() async throws {
         let home = try TemporaryHome()
-        let library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
-        let (mode, timeout) = try library.pool.write { db in
+        let library = try await LibraryDatabase(paths: home.paths, clock: TestClock().clock)
+        let (mode, timeout) = try await library.pool.write { db in
             (try String.fetchOne(db, sql: "PRAGMA journal_mode"), try Int.fetchOne(db, sql: "PRAGMA busy_timeout"))
         }
         #expect(mode == "wal")
@@ -49,32 +49,32 @@ struct SchemaTests {
     }
 
     @Test("the data directory is created with mode 0700")
-    func privateDirectory() throws {
+    func privateDirectory() async throws {
         let home = try TemporaryHome()
         let nested = home.file("deep/er/ivy")
         let paths = try IvyPaths.resolve(home: nested, environment: [:], workingDirectory: "/")
-        _ = try LibraryDatabase(paths: paths, clock: TestClock().clock)
+        _ = try await LibraryDatabase(paths: paths, clock: TestClock().clock)
         let mode = try FileManager.default.attributesOfItem(atPath: nested)[.posixPermissions] as? Int
         #expect(mode == 0o700)
     }
 
     @Test("opening twice migrates once and keeps the data")
-    func reopen() throws {
+    func reopen() async throws {
         let home = try TemporaryHome()
         let clock = TestClock().clock
-        _ = try LibraryDatabase(paths: home.paths, clock: clock).addBook(
+        _ = try await LibraryDatabase(paths: home.paths, clock: clock).addBook(
             id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
-        let again = try LibraryDatabase(paths: home.paths, clock: clock)
-        #expect(try again.books(includeHidden: true).map(\.title) == ["Dune"])
+        let again = try await LibraryDatabase(paths: home.paths, clock: clock)
+        #expect(try await again.books(includeHidden: true).map(\.title) == ["Dune"])
     }
 
     @Test("a file that is not SQLite is refused, named, and left untouched")
-    func notADatabase() throws {
+    func notADatabase() async throws {
         let home = try TemporaryHome()
         let garbage = Data(("this is my shopping list, not a database\n" + String(repeating: "x", count: 5000)).utf8)
         _ = FileManager.default.createFile(atPath: home.paths.database, contents: garbage)
-        #expect(throws: StoreError.notADatabase(path: home.paths.database)) {
-            try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
+        await #expect(throws: StoreError.notADatabase(path: home.paths.database)) {
+            try await LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         }
         #expect(FileManager.default.contents(atPath: home.paths.database) == garbage)
         let message = StoreError.notADatabase(path: home.paths.database).errorDescription ?? ""
@@ -82,14 +82,14 @@ struct SchemaTests {
     }
 
     @Test("a library from a newer ivy is refused and not migrated")
-    func newerSchema() throws {
+    func newerSchema() async throws {
         let home = try TemporaryHome()
-        let library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
-        try library.externalConnection().write { db in
+        let library = try await LibraryDatabase(paths: home.paths, clock: TestClock().clock)
+        try await library.externalConnection().write { db in
             try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99: from the future')")
         }
-        #expect(throws: StoreError.newerSchema(path: home.paths.database)) {
-            try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
+        await #expect(throws: StoreError.newerSchema(path: home.paths.database)) {
+            try await LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         }
     }
 
@@ -98,9 +98,9 @@ struct SchemaTests {
         arguments: [
             "ABC", "", "has space", "x", "../etc",
         ])
-    func idRule(id: String) throws {
+    func idRule(id: String) async throws {
         let home = try TemporaryHome()
-        let library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
+        let library = try await LibraryDatabase(paths: home.paths, clock: TestClock().clock)
         let external = try library.externalConnection()
         #expect {
             try external.write { db in
@@ -110,17 +110,17 @@ struct SchemaTests {
         } throws: { error in
             (error as? DatabaseError)?.message?.contains("^[a-f0-9-]+$") == true
         }
-        #expect(throws: StoreError.self) {
-            try library.addBook(id: BookID(id), title: "T", artist: nil, artwork: nil, position: 0)
+        await #expect(throws: StoreError.self) {
+            try await library.addBook(id: BookID(id), title: "T", artist: nil, artwork: nil, position: 0)
         }
-        #expect(try library.books(includeHidden: true).isEmpty)
+        #expect(try await library.books(includeHidden: true).isEmpty)
     }
 
     @Test("ids cannot be changed in place")
-    func idsFixed() throws {
+    func idsFixed() async throws {
         let home = try TemporaryHome()
-        let library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
-        try library.addBook(id: testID(1), title: "T", artist: nil, artwork: nil, position: 0)
+        let library = try await LibraryDatabase(paths: home.paths, clock: TestClock().clock)
+        try await library.addBook(id: testID(1), title: "T", artist: nil, artwork: nil, position: 0)
         #expect(throws: DatabaseError.self) {
             try library.externalConnection().write { db in
                 try db.execute(sql: "UPDATE books SET id = ? WHERE id = ?", arguments: [testID(2), testID(1)])

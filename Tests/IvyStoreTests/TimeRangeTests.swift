@@ -11,10 +11,10 @@ struct TimeRangeTests {
     let home: TemporaryHome
     let library: LibraryDatabase
 
-    init() throws {
+    init() async throws {
         home = try TemporaryHome()
-        library = try LibraryDatabase(paths: home.paths, clock: TestClock().clock)
-        try library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
+        library = try await LibraryDatabase(paths: home.paths, clock: TestClock().clock)
+        try await library.addBook(id: testID(1), title: "Dune", artist: nil, artwork: nil, position: 0)
     }
 
     @Test(
@@ -22,28 +22,28 @@ struct TimeRangeTests {
         arguments: [
             10_000_000.001, 1e300, -0.5,
         ])
-    func storeRefuses(seconds: Double) throws {
-        #expect(throws: StoreError.invalidTime(field: "position", value: seconds)) {
-            try library.updateBook(id: testID(1), BookChanges(position: seconds))
+    func storeRefuses(seconds: Double) async throws {
+        await #expect(throws: StoreError.invalidTime(field: "position", value: seconds)) {
+            try await library.updateBook(id: testID(1), BookChanges(position: seconds))
         }
-        #expect(throws: StoreError.self) {
-            try library.addBook(id: testID(2), title: "T", artist: nil, artwork: nil, position: seconds)
+        await #expect(throws: StoreError.self) {
+            try await library.addBook(id: testID(2), title: "T", artist: nil, artwork: nil, position: seconds)
         }
-        #expect(throws: StoreError.self) {
-            try library.addClip(
+        await #expect(throws: StoreError.self) {
+            try await library.addClip(
                 id: testID(3), bookID: testID(1), start: 0, duration: seconds, note: nil, transcription: nil,
-                audio: try home.mp3("a.mp3"))
+                audio: home.mp3("a.mp3"))
         }
-        #expect(try library.books(includeHidden: true).map(\.position) == [0])
-        #expect(try library.clips().isEmpty)
+        #expect(try await library.books(includeHidden: true).map(\.position) == [0])
+        #expect(try await library.clips().isEmpty)
         let message = StoreError.invalidTime(field: "position", value: seconds).errorDescription ?? ""
         #expect(message.contains("0 to 10,000,000 seconds"))
     }
 
     @Test("exactly 10,000,000 seconds is a valid time")
-    func limitAccepted() throws {
-        try library.updateBook(id: testID(1), BookChanges(position: 10_000_000))
-        #expect(try library.book(id: testID(1))?.position == 10_000_000)
+    func limitAccepted() async throws {
+        try await library.updateBook(id: testID(1), BookChanges(position: 10_000_000))
+        #expect(try await library.book(id: testID(1))?.position == 10_000_000)
     }
 
     static var badValues: [(any DatabaseValueConvertible)?] {
@@ -51,10 +51,10 @@ struct TimeRangeTests {
     }
 
     @Test("the database refuses another program's out-of-range times, inserted or updated", arguments: 0..<8)
-    func databaseRefuses(index: Int) throws {
+    func databaseRefuses(index: Int) async throws {
         let value = Self.badValues[index]
         let external = try library.externalConnection()
-        try external.write { db in
+        try await external.write { db in
             try db.execute(
                 sql:
                     "INSERT INTO clips (id, book_id, start, duration, created_at, updated_at) "
@@ -85,17 +85,17 @@ struct TimeRangeTests {
                 (error as? DatabaseError)?.message?.contains("from 0 to 10000000") == true
             }
         }
-        #expect(try library.books(includeHidden: true).map(\.position) == [0])
-        #expect(try library.clips().map { [$0.start, $0.duration] } == [[1, 2]])
+        #expect(try await library.books(includeHidden: true).map(\.position) == [0])
+        #expect(try await library.clips().map { [$0.start, $0.duration] } == [[1, 2]])
     }
 
     @Test("rows written before the time rules still read, migrate, and must be fixed by their next write")
-    func rowsFromBefore() throws {
+    func rowsFromBefore() async throws {
         let old = try TemporaryHome()
         try FileManager.default.createDirectory(atPath: old.paths.dataDirectory, withIntermediateDirectories: true)
         let queue = try DatabaseQueue(path: old.paths.database)
         try Schema.migrator.migrate(queue, upTo: "v1: library, queue, manifest, settings")
-        try queue.write { db in
+        try await queue.write { db in
             try db.execute(
                 sql: """
                     INSERT INTO books (id, title, position, created_at, updated_at)
@@ -106,18 +106,18 @@ struct TimeRangeTests {
         }
         try queue.close()
 
-        let library = try LibraryDatabase(paths: old.paths, clock: TestClock().clock)
-        #expect(try library.book(id: testID(1))?.position == 1e300)
-        #expect(try library.clip(id: testID(2))?.duration == .infinity)
-        #expect(
+        let library = try await LibraryDatabase(paths: old.paths, clock: TestClock().clock)
+        #expect(try await library.book(id: testID(1))?.position == 1e300)
+        #expect(try await library.clip(id: testID(2))?.duration == .infinity)
+        await #expect(
             throws: StoreError.storedTimeOutOfRange(kind: .book, field: "position", value: 1e300, option: "--position")
         ) {
-            try library.updateBook(id: testID(1), BookChanges(title: "Renamed"))
+            try await library.updateBook(id: testID(1), BookChanges(title: "Renamed"))
         }
-        try library.updateBook(id: testID(1), BookChanges(title: "Renamed", position: 10))
-        #expect(try library.book(id: testID(1))?.position == 10)
-        #expect(throws: StoreError.self) { try library.updateClip(id: testID(2), ClipChanges(start: 5)) }
-        try library.updateClip(id: testID(2), ClipChanges(start: 5, duration: 2))
-        #expect(try library.clip(id: testID(2)).map { [$0.start, $0.duration] } == [5, 2])
+        try await library.updateBook(id: testID(1), BookChanges(title: "Renamed", position: 10))
+        #expect(try await library.book(id: testID(1))?.position == 10)
+        await #expect(throws: StoreError.self) { try await library.updateClip(id: testID(2), ClipChanges(start: 5)) }
+        try await library.updateClip(id: testID(2), ClipChanges(start: 5, duration: 2))
+        #expect(try await library.clip(id: testID(2)).map { [$0.start, $0.duration] } == [5, 2])
     }
 }

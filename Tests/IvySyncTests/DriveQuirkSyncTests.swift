@@ -3,6 +3,7 @@ import GoogleEmulator
 import IvyCore
 import IvyStore
 import IvySync
+import IvyTestSupport
 import Testing
 
 /// Syncs against a Drive that behaves as Google's does, not as a tidy fake would.
@@ -14,20 +15,20 @@ struct DriveQuirkSyncTests {
             await world.state.setNameIndexDelay(seconds: 60)
             let a = try await world.device("a")
             let b = try await world.device("b")
-            try a.addBook("Dune")
+            try await a.addBook("Dune")
             #expect(try await a.sync().uploaded.books == 1)
             await world.state.advanceClock(by: 3)
             let again = try await a.sync()
             #expect(again.transferredNothing && again.failures.isEmpty, "\(again.summary)")
 
             await world.state.advanceClock(by: 3)
-            try b.addBook("Emma")
+            try await b.addBook("Emma")
             let second = try await b.sync()
             #expect(second.downloaded.books == 1 && second.uploaded.books == 1, "\(second.summary)")
             let folders = await world.state.dump(email: alice).filter(\.isFolder).map(\.name).sorted()
             #expect(folders == ["Ivy", "books", "clips"], "one tree, no twin made while the name index lagged")
             #expect(try await a.sync().downloaded.books == 1)
-            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.snapshot() == b.snapshot())
             let queries = await world.requests().filter { $0.path == "/drive/v3/files" && $0.method == "GET" }.map(
                 \.query)
             #expect(
@@ -41,19 +42,21 @@ struct DriveQuirkSyncTests {
         try await withWorld { world in
             let a = try await world.device("a")
             let b = try await world.device("b")
-            let book = try a.addBook("Dune")
-            let clips = try (0..<3).map { try a.addClip(to: book, note: "clip \($0)", start: Double($0)) }
+            let book = try await a.addBook("Dune")
+            let clips = try await (0..<3).asyncMap {
+                try await a.addClip(to: book, note: "clip \($0)", start: Double($0))
+            }
             #expect(try await a.sync().uploaded.pair == [1, 3])
             #expect(try await b.sync().downloaded.pair == [1, 3])
 
             await world.state.setListFault(ListFault(.dropOrParent))
             let quiet = try await b.sync()
             #expect(quiet.transferredNothing && quiet.skipped.isEmpty, "\(quiet.summary)")
-            #expect(try b.library.clips().count == 3)
-            try a.edit(clip: clips[0].id, ClipChanges(note: "edited on A"))
+            #expect(try await b.library.clips().count == 3)
+            try await a.edit(clip: clips[0].id, ClipChanges(note: "edited on A"))
             #expect(try await a.sync().uploaded.clips == 1)
             #expect(try await b.sync().downloaded.clips == 1)
-            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.snapshot() == b.snapshot())
         }
     }
 
@@ -62,9 +65,9 @@ struct DriveQuirkSyncTests {
         try await withWorld { world in
             let a = try await world.device("a")
             let b = try await world.device("b")
-            for index in 0..<12 { try a.addBook("Book \(index)") }
-            let book = try #require(try a.library.books(includeHidden: true).first)
-            try a.addClip(to: book, note: "kept")
+            for index in 0..<12 { try await a.addBook("Book \(index)") }
+            let book = try #require(try await a.library.books(includeHidden: true).first)
+            try await a.addClip(to: book, note: "kept")
             #expect(try await a.sync().uploaded.pair == [12, 1])
             #expect(try await b.sync().downloaded.pair == [12, 1])
             let names = await world.names()
@@ -78,12 +81,12 @@ struct DriveQuirkSyncTests {
             let reason = try #require(report.skipReason("Drive listing"), "the report says why")
             #expect(reason.contains("0 of the 12 books"), "\(reason)")
             #expect(await world.names() == names, "no book uploaded again as a duplicate")
-            #expect(try b.library.books(includeHidden: true).count == 12)
-            #expect(try b.library.localStatus().manifestEntries == 13, "the sync records are kept")
+            #expect(try await b.library.books(includeHidden: true).count == 12)
+            #expect(try await b.library.localStatus().manifestEntries == 13, "the sync records are kept")
 
             await world.state.clearFaults()
             #expect(try await b.sync().transferredNothing)
-            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.snapshot() == b.snapshot())
         }
     }
 
@@ -98,8 +101,8 @@ struct DriveQuirkSyncTests {
             let a = try await world.device("a")
             let b = try await world.device("b")
             for index in 0..<20 {
-                let book = try a.addBook("Book \(index)")
-                if index < 5 { try a.addClip(to: book, note: "clip \(index)") }
+                let book = try await a.addBook("Book \(index)")
+                if index < 5 { try await a.addClip(to: book, note: "clip \(index)") }
             }
             #expect(try await a.sync().uploaded.pair == [20, 5])
 
@@ -118,7 +121,7 @@ struct DriveQuirkSyncTests {
             #expect(!limited.isEmpty, "the limit was reached")
             #expect(limited.contains { $0.query.contains("alt=media") }, "downloads among them")
             #expect(!b.sleeps.isEmpty, "retries waited")
-            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.snapshot() == b.snapshot())
         }
     }
 
@@ -131,7 +134,7 @@ struct DriveQuirkSyncTests {
             await world.state.setTokenLifetime(seconds: 86_400)
             let a = try await world.device("a")
             let b = try await world.device("b")
-            for index in 0..<7 { try a.addBook("Book \(index)") }
+            for index in 0..<7 { try await a.addBook("Book \(index)") }
             #expect(try await a.sync().uploaded.books == 7)
             await world.state.setPageSizeCap(3)
 
@@ -146,7 +149,7 @@ struct DriveQuirkSyncTests {
             #expect(report.downloaded.books == 7)
             let rejected = await world.requests().filter { $0.status == 400 }
             #expect(rejected.count == 1 && rejected[0].query.contains("pageToken="))
-            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.snapshot() == b.snapshot())
         }
     }
 }

@@ -4,6 +4,7 @@ import IvyCore
 import IvyGoogle
 import IvyStore
 import IvySync
+import IvyTestSupport
 import Testing
 
 @Suite("Failures, retries and rate limits")
@@ -17,9 +18,9 @@ struct FailureTests {
     func queueFailsThenRetries() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
-            let book = try a.addBook("Offline book")
+            let book = try await a.addBook("Offline book")
             let key = EntityKey(book.id)
-            #expect(try a.library.queueItems().map(\.key) == [key])
+            #expect(try await a.library.queueItems().map(\.key) == [key])
             await world.state.addFault(FaultRule(method: "POST", pathContains: "/upload", status: 500))
 
             for attempt in 1...3 {
@@ -27,16 +28,16 @@ struct FailureTests {
                 let report = try await a.sync()
                 #expect(report.uploaded.total == 0)
                 #expect(report.failures.map(\.entity) == ["book \(book.id)"], "sync \(attempt)")
-                let item = try #require(try a.library.queueItems().first)
+                let item = try #require(try await a.library.queueItems().first)
                 #expect(item.attempts == attempt, "each sync counts one failed attempt, whatever the client retried")
                 #expect(item.lastError?.contains("500") == true, "\(item.lastError ?? "no error")")
                 // The client retried 5xx up to 6 attempts, waiting (virtually) between them.
                 #expect(
                     a.sleeps.count - sleepsBefore == 5, "sync \(attempt): \(a.sleeps.count - sleepsBefore) retry waits")
             }
-            let status = try a.library.localStatus()
+            let status = try await a.library.localStatus()
             #expect(status.failed == 1 && status.pending == 0)
-            #expect(try a.library.queueItems().first!.attempts >= 3)
+            #expect(try await a.library.queueItems().first!.attempts >= 3)
             #expect(status.lastError?.contains("book \(book.id)") == true)
 
             await world.state.clearRequests()
@@ -46,15 +47,15 @@ struct FailureTests {
             #expect(
                 await world.requests().filter { $0.path.contains("/upload") }.isEmpty, "a failed item is not even tried"
             )
-            #expect(try a.library.queueItems().first?.attempts == 3, "holding back is not another failure")
+            #expect(try await a.library.queueItems().first?.attempts == 3, "holding back is not another failure")
 
-            #expect(try a.library.retryFailed() == 1)
-            #expect(try a.library.localStatus().pending == 1)
+            #expect(try await a.library.retryFailed() == 1)
+            #expect(try await a.library.localStatus().pending == 1)
             await world.state.clearFaults()
             let retried = try await a.sync()
             #expect(retried.uploaded.pair == [1, 0] && retried.failures.isEmpty && retried.held.isEmpty)
-            #expect(try a.library.queueItems().isEmpty)
-            #expect(try a.library.localStatus().failed == 0)
+            #expect(try await a.library.queueItems().isEmpty)
+            #expect(try await a.library.localStatus().failed == 0)
             #expect(await world.names() == ["book_\(book.id).json"])
         }
     }
@@ -68,9 +69,9 @@ struct FailureTests {
     func mp3FailureRollsBack() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
-            let book = try a.addBook("Dune")
-            let clip = try a.addClip(to: book, note: "spice")
-            let others = try (1...3).map { try a.addClip(to: book, note: "more \($0)") }
+            let book = try await a.addBook("Dune")
+            let clip = try await a.addClip(to: book, note: "spice")
+            let others = try await (1...3).asyncMap { try await a.addClip(to: book, note: "more \($0)") }
             await world.state.addFault(
                 FaultRule(method: "PUT", pathContains: "/upload", status: 403, reason: "storageQuotaExceeded"))
 
@@ -88,9 +89,10 @@ struct FailureTests {
             let log = await world.requests()
             #expect(log.contains { $0.method == "DELETE" }, "a clip JSON made before its MP3 was deleted again")
             #expect(log.filter { $0.method == "PUT" }.count <= 4 * 4, "at most one refused MP3 per clip and sync")
-            #expect(try a.library.queueItems().allSatisfy { $0.attempts == 0 }, "a full Drive is no item's failure")
-            #expect(try a.library.localStatus().failed == 0)
-            #expect(try a.clip(clip.id) != nil && a.audio(clip.id) != nil, "nothing local is lost")
+            #expect(
+                try await a.library.queueItems().allSatisfy { $0.attempts == 0 }, "a full Drive is no item's failure")
+            #expect(try await a.library.localStatus().failed == 0)
+            #expect(try await a.clip(clip.id) != nil && a.audio(clip.id) != nil, "nothing local is lost")
 
             await world.state.clearFaults()
             #expect(try await a.sync().uploaded.clips == 1 + others.count)
@@ -103,8 +105,8 @@ struct FailureTests {
         try await withWorld { world in
             let a = try await world.device("a")
             var books: [Book] = []
-            for index in 0..<30 { books.append(try a.addBook("Book \(index)", position: Double(index))) }
-            let clip = try a.addClip(to: books[0], note: "one clip too")
+            for index in 0..<30 { try await books.append(a.addBook("Book \(index)", position: Double(index))) }
+            let clip = try await a.addClip(to: books[0], note: "one clip too")
             // A refill far below what the client sends, so the limit is always reached; the
             // emulator's clock stands still but for the client's backoff waits, which alone
             // refill the bucket.
@@ -120,7 +122,7 @@ struct FailureTests {
             #expect(log.contains { $0.status == 403 }, "the write limit was reached")
             #expect(log.filter { $0.status == 503 }.count == 4)
             #expect(!a.sleeps.isEmpty, "the client backed off (in virtual time)")
-            #expect(try a.library.queueItems().isEmpty)
+            #expect(try await a.library.queueItems().isEmpty)
 
             let names = await world.names()
             #expect(names.count == 32 && Set(names).count == 32, "one file per name")
@@ -130,7 +132,7 @@ struct FailureTests {
             let b = try await world.device("b")
             let downloaded = try await b.sync()
             #expect(downloaded.downloaded.pair == [30, 1] && downloaded.failures.isEmpty)
-            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.snapshot() == b.snapshot())
             #expect(b.audio(clip.id) == a.audio(clip.id))
             #expect(try await a.sync().transferredNothing)
         }

@@ -13,16 +13,16 @@ struct HeldChangesTests {
     func oneBadRequestIsOneAttempt() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
-            let book = try a.addBook("Dune")
+            let book = try await a.addBook("Dune")
             await world.state.addFault(
                 FaultRule(method: "POST", pathContains: "/upload", times: 1, status: 400, reason: "badRequest"))
             let first = try await a.sync()
             #expect(first.failures.map(\.entity) == ["book \(book.id)"])
-            let item = try #require(try a.library.queueItems().first)
+            let item = try #require(try await a.library.queueItems().first)
             #expect(item.attempts == 1 && !item.hasFailed, "one odd answer must not hold the change back")
             let second = try await a.sync()
             #expect(second.uploaded.books == 1 && second.failures.isEmpty)
-            #expect(try a.library.queueItems().isEmpty)
+            #expect(try await a.library.queueItems().isEmpty)
             #expect(await world.names() == ["book_\(book.id).json"])
         }
     }
@@ -31,12 +31,12 @@ struct HeldChangesTests {
     func threeSyncsThenHeld() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
-            _ = try a.addBook("Dune")
+            _ = try await a.addBook("Dune")
             await world.state.addFault(
                 FaultRule(method: "POST", pathContains: "/upload", status: 403, reason: "forbidden"))
             for attempt in 1...3 {
                 _ = try await a.sync()
-                let item = try #require(try a.library.queueItems().first)
+                let item = try #require(try await a.library.queueItems().first)
                 #expect(item.attempts == attempt)
                 #expect(item.hasFailed == (attempt == 3))
             }
@@ -67,13 +67,13 @@ struct HeldChangesTests {
         let (name, fault) = Self.retriedCreates[index]
         try await withWorld { world in
             let a = try await world.device("a")
-            let book = try a.addBook("Dune")
+            let book = try await a.addBook("Dune")
             await world.state.addFault(fault)
             let report = try await a.sync()
             #expect(report.failures.isEmpty, "\(name): \(report.failures)")
             #expect(report.uploaded.books == 1, "\(name)")
             #expect(await world.names() == ["book_\(book.id).json"], "\(name)")
-            #expect(try a.library.queueItems().isEmpty, "\(name)")
+            #expect(try await a.library.queueItems().isEmpty, "\(name)")
             #expect(await world.state.faultsFired == 1, "\(name): the fault was exercised")
             let again = try await a.sync()
             #expect(again.transferredNothing, "\(name): \(again.summary)")

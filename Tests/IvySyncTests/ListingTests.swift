@@ -12,11 +12,11 @@ struct ListingTests {
         try await withWorld { world in
             let a = try await world.device("a")
             let b = try await world.device("b")
-            let book = try a.addBook("Dune")
-            let clip = try a.addClip(to: book, note: "keep me")
+            let book = try await a.addBook("Dune")
+            let clip = try await a.addClip(to: book, note: "keep me")
             _ = try await a.sync()
             #expect(try await b.sync().downloaded.pair == [1, 1])
-            try a.library.deleteClip(id: clip.id)
+            try await a.library.deleteClip(id: clip.id)
             #expect(try await a.sync().deletedRemote.pair == [0, 1])
 
             // Only the listing of the files misbehaves, not the folder lookup.

@@ -21,8 +21,8 @@ struct MergeBaseTests {
         fields["updated_at"] = world.clock.now + 1_000
         let content = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
         try await world.state.trash(id: old.id)
-        _ = await world.state.putFile(
-            email: alice, name: name, parents: [try await world.folderID("clips")], content: content,
+        _ = try await world.state.putFile(
+            email: alice, name: name, parents: [await world.folderID("clips")], content: content,
             mimeType: "application/json")
         await world.state.advanceClock(by: 1)
     }
@@ -37,22 +37,22 @@ struct MergeBaseTests {
             let pair = try await SyncedPair(world)
             let id = pair.clip.id
             try await appEdits(clip: id, note: "app: first", world)
-            _ = try pair.a.edit(clip: id, ClipChanges(start: 180))
+            _ = try await pair.a.edit(clip: id, ClipChanges(start: 180))
             // The merge is written here; its upload (delete, then create) fails at the delete.
             await world.state.addFault(FaultRule(method: "DELETE", status: 400, reason: "badRequest"))
             let failed = try await pair.a.sync()
             #expect(failed.failures.count == 1, "\(failed.failures)")
-            #expect(try pair.a.clip(id)?.note == "app: first")
+            #expect(try await pair.a.clip(id)?.note == "app: first")
             await world.state.clearFaults()
 
             try await appEdits(clip: id, note: "app: second", world)
             let report = try await pair.a.sync()
             #expect(report.failures.isEmpty && report.conflicts.isEmpty, "\(report.conflicts)")
-            let clip = try #require(try pair.a.clip(id))
+            let clip = try #require(try await pair.a.clip(id))
             #expect(clip.note == "app: second", "the app's first note came back beside its second")
             #expect(clip.start == 180)
             _ = try await pair.b.sync()
-            #expect(try pair.a.snapshot() == pair.b.snapshot())
+            #expect(try await pair.a.snapshot() == pair.b.snapshot())
         }
     }
 
@@ -66,15 +66,15 @@ struct MergeBaseTests {
             let id = pair.clip.id
             let name = "clip_\(id).json"
             let before = try #require(await world.files().first { $0.name == name && !$0.explicitlyTrashed })
-            try pair.a.library.deleteClip(id: id)
+            try await pair.a.library.deleteClip(id: id)
             #expect(try await pair.a.sync().deletedRemote.clips == 1)
             // The app's edit, from the copy it read before the delete, lands after it.
             var fields = try #require(try JSONSerialization.jsonObject(with: before.content) as? [String: Any])
             fields["note"] = "the app's note"
             fields["updated_at"] = world.clock.now + 1_000
-            _ = await world.state.putFile(
-                email: alice, name: name, parents: [try await world.folderID("clips")],
-                content: try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]),
+            _ = try await world.state.putFile(
+                email: alice, name: name, parents: [await world.folderID("clips")],
+                content: JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]),
                 mimeType: "application/json")
 
             let waiting = try await pair.b.sync()
@@ -82,10 +82,10 @@ struct MergeBaseTests {
             world.clock.advance(seconds: 61)
             let completed = try await pair.b.sync()
             #expect(completed.merged.clips == 1 && completed.failures.isEmpty, "\(completed.summary)")
-            #expect(try pair.b.clip(id)?.note == "the app's note")
+            #expect(try await pair.b.clip(id)?.note == "the app's note")
             let resurrected = try await pair.a.sync()
             #expect(resurrected.downloaded.clips == 1, "\(resurrected.summary)")
-            #expect(try pair.a.snapshot() == pair.b.snapshot())
+            #expect(try await pair.a.snapshot() == pair.b.snapshot())
             #expect(pair.a.audio(id) == pair.b.audio(id) && pair.a.audio(id) != nil)
             let live = await world.files().filter { $0.name.hasPrefix("clip_\(id)") && !$0.explicitlyTrashed }
             #expect(live.map(\.name).sorted() == [name, "clip_\(id).mp3"])
@@ -100,12 +100,12 @@ struct MergeBaseTests {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let id = pair.book.id
-            _ = try pair.a.edit(book: id, BookChanges(artist: "Stanisław Lem"))
+            _ = try await pair.a.edit(book: id, BookChanges(artist: "Stanisław Lem"))
             await world.state.addFault(FaultRule(method: "DELETE", status: 400, reason: "badRequest"))
             let failed = try await pair.a.sync()
             #expect(failed.failures.count == 1, "\(failed.summary)")
             await world.state.clearFaults()
-            let entry = try #require(try pair.a.library.manifestEntries().first { $0.key == EntityKey(id) })
+            let entry = try #require(try await pair.a.library.manifestEntries().first { $0.key == EntityKey(id) })
             #expect(entry.missingSince == nil, "nothing was deleted: no absence of this device's own")
         }
     }
@@ -120,9 +120,9 @@ struct MergeBaseTests {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let id = pair.book.id
-            _ = try pair.a.edit(book: id, BookChanges(artist: "Stanisław Lem"))
+            _ = try await pair.a.edit(book: id, BookChanges(artist: "Stanisław Lem"))
             #expect(try await pair.a.sync().uploaded.books == 1)
-            _ = try pair.a.edit(book: id, BookChanges(position: 9000))
+            _ = try await pair.a.edit(book: id, BookChanges(position: 9000))
             await world.state.addFault(
                 FaultRule(
                     method: "POST", pathContains: "upload/drive/v3/files", times: 1, status: 400, reason: "badRequest"))
@@ -140,10 +140,10 @@ struct MergeBaseTests {
             world.clock.advance(seconds: 61)
             _ = try await pair.b.sync()
             _ = try await pair.a.sync()
-            #expect(try pair.a.book(id)?.artist == "Stanisław Lem")
-            #expect(try pair.b.book(id)?.artist == "Stanisław Lem")
-            #expect(try pair.b.book(id)?.position == 9000)
-            #expect(try pair.a.snapshot() == pair.b.snapshot())
+            #expect(try await pair.a.book(id)?.artist == "Stanisław Lem")
+            #expect(try await pair.b.book(id)?.artist == "Stanisław Lem")
+            #expect(try await pair.b.book(id)?.position == 9000)
+            #expect(try await pair.a.snapshot() == pair.b.snapshot())
         }
     }
 }

@@ -30,25 +30,25 @@ struct NeverLoseAChangeTests {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let (a, b) = (pair.a, pair.b)
-            try a.edit(book: pair.book.id, BookChanges(hidden: true))
+            try await a.edit(book: pair.book.id, BookChanges(hidden: true))
             _ = try await a.sync()
             _ = try await b.sync()
-            #expect(try b.book(pair.book.id)?.hidden == true)
+            #expect(try await b.book(pair.book.id)?.hidden == true)
 
-            try a.edit(book: pair.book.id, BookChanges(position: 30, hidden: false))  // rewound and unarchived
-            try b.edit(book: pair.book.id, BookChanges(title: "Dune (annotated)"))
+            try await a.edit(book: pair.book.id, BookChanges(position: 30, hidden: false))  // rewound and unarchived
+            try await b.edit(book: pair.book.id, BookChanges(title: "Dune (annotated)"))
             #expect(try await a.sync().uploaded.books == 1)
             let merged = try await b.sync()
             #expect(merged.merged.books == 1)
             #expect(merged.conflicts.isEmpty, "no field changed on both sides: \(merged.conflicts)")
             #expect(try await a.sync().downloaded.books == 1)
             for device in [a, b] {
-                let book = try #require(try device.book(pair.book.id))
+                let book = try #require(try await device.book(pair.book.id))
                 #expect(book.position == 30, "\(device.name) lost the rewind")
                 #expect(book.hidden == false, "\(device.name) lost the unarchive")
                 #expect(book.title == "Dune (annotated)")
             }
-            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.snapshot() == b.snapshot())
         }
     }
 
@@ -57,20 +57,20 @@ struct NeverLoseAChangeTests {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             for device in [pair.a, pair.b] {
-                #expect(try device.library.base(EntityKey(pair.book.id)) != nil)
-                let clipBase = try #require(try device.library.base(EntityKey(pair.clip.id)))
+                #expect(try await device.library.base(EntityKey(pair.book.id)) != nil)
+                let clipBase = try #require(try await device.library.base(EntityKey(pair.clip.id)))
                 #expect(clipBase.audioMD5 == MD5.hex(try #require(device.audio(pair.clip.id))))
             }
             // As an older ivy left it: manifest rows without bases.
             try sqlite(pair.b) { db in
                 try db.execute(sql: "UPDATE sync_manifest SET base_json = NULL, base_audio_md5 = NULL")
             }
-            #expect(try pair.b.library.base(EntityKey(pair.book.id)) == nil)
-            try pair.a.edit(book: pair.book.id, BookChanges(position: 100))
+            #expect(try await pair.b.library.base(EntityKey(pair.book.id)) == nil)
+            try await pair.a.edit(book: pair.book.id, BookChanges(position: 100))
             _ = try await pair.a.sync()
             #expect(try await pair.b.sync().downloaded.books == 1)
-            #expect(try pair.b.library.base(EntityKey(pair.book.id)) != nil)
-            #expect(try pair.b.library.base(EntityKey(pair.clip.id)) == nil)
+            #expect(try await pair.b.library.base(EntityKey(pair.book.id)) != nil)
+            #expect(try await pair.b.library.base(EntityKey(pair.clip.id)) == nil)
         }
     }
 
@@ -79,9 +79,10 @@ struct NeverLoseAChangeTests {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let (a, b) = (pair.a, pair.b)
-            try b.edit(clip: pair.clip.id, ClipChanges(note: "B's note"))
+            try await b.edit(clip: pair.clip.id, ClipChanges(note: "B's note"))
             #expect(try await b.sync().uploaded.clips == 1)
-            try a.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "retake", byte: 9))
+            try await a.library.updateClip(
+                id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "retake", byte: 9))
             let retake = try #require(a.audio(pair.clip.id))
 
             let merged = try await a.sync()
@@ -90,13 +91,13 @@ struct NeverLoseAChangeTests {
             #expect(merged.bytesUploaded == Int64(retake.count), "the merge's upload is counted")
             #expect(a.audio(pair.clip.id) == retake, "the local recording was replaced")
             #expect(try await world.file("clip_\(pair.clip.id).mp3").content == retake)
-            #expect(try a.clip(pair.clip.id)?.note == "B's note")
+            #expect(try await a.clip(pair.clip.id)?.note == "B's note")
 
             let pulled = try await b.sync()
             #expect(pulled.downloaded.clips == 1)
             #expect(pulled.bytesDownloaded == Int64(retake.count))
             #expect(b.audio(pair.clip.id) == retake)
-            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.snapshot() == b.snapshot())
         }
     }
 
@@ -105,9 +106,11 @@ struct NeverLoseAChangeTests {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let (a, b) = (pair.a, pair.b)
-            try a.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "a-take", byte: 1))
+            try await a.library.updateClip(
+                id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "a-take", byte: 1))
             #expect(try await a.sync().uploaded.clips == 1)
-            try b.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "b-take", byte: 2))
+            try await b.library.updateClip(
+                id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "b-take", byte: 2))
             let newer = try #require(b.audio(pair.clip.id))
 
             let merged = try await b.sync()
@@ -117,11 +120,13 @@ struct NeverLoseAChangeTests {
             #expect(b.audio(pair.clip.id) == newer)
             #expect(try await a.sync().downloaded.clips == 1)
             #expect(a.audio(pair.clip.id) == newer)
-            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.snapshot() == b.snapshot())
 
             // And when Drive's recording is the newer one, it is downloaded, and counted.
-            try b.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "b-again", byte: 3))
-            try a.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "a-again", byte: 4))
+            try await b.library.updateClip(
+                id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "b-again", byte: 3))
+            try await a.library.updateClip(
+                id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "a-again", byte: 4))
             let newest = try #require(a.audio(pair.clip.id))
             _ = try await a.sync()
             let lost = try await b.sync()
@@ -137,10 +142,12 @@ struct NeverLoseAChangeTests {
             let pair = try await SyncedPair(world)
             let (a, b) = (pair.a, pair.b)
             let name = "clip_\(pair.clip.id).mp3"
-            try a.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "a-take", byte: 1))
+            try await a.library.updateClip(
+                id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "a-take", byte: 1))
             let older = try #require(a.audio(pair.clip.id))
             world.clock.advance(seconds: 1)
-            try b.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "b-take", byte: 2))
+            try await b.library.updateClip(
+                id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "b-take", byte: 2))
             let newer = try #require(b.audio(pair.clip.id))
             // A lists and is about to delete the old files; B replaces them meanwhile; then A's
             // deletes find them gone and A creates its own: two MP3s of one name, A's the last.
@@ -164,18 +171,20 @@ struct NeverLoseAChangeTests {
             let md5 = MD5.hex(older)
             var keptBy: [String] = []
             for device in [a, b] {
-                let named = try device.library.history(of: EntityKey(pair.clip.id)).contains { $0.audioMD5 == md5 }
+                let named = try await device.library.history(of: EntityKey(pair.clip.id)).contains {
+                    $0.audioMD5 == md5
+                }
                 let file = FileManager.default.contents(atPath: device.library.historyAudioPath(md5: md5))
                 if named && file == older { keptBy.append(device.name) }
             }
             #expect(!keptBy.isEmpty, "A's take is in no device's history")
             // The conflict names both takes, which won by which rule, and the version keeping the other.
             var recorded: [ConflictRecord] = []
-            for device in [a, b] { recorded += try device.library.conflicts(of: EntityKey(pair.clip.id)) }
+            for device in [a, b] { recorded += try await device.library.conflicts(of: EntityKey(pair.clip.id)) }
             let take = recorded.first { $0.field == "audio" && $0.lost == .string(md5) }
             #expect(take?.kept == .string(MD5.hex(newer)) && take?.rule == "later_write", "\(recorded)")
             #expect(take?.lostVersion != nil, "\(recorded)")
-            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.snapshot() == b.snapshot())
         }
     }
 
@@ -184,7 +193,8 @@ struct NeverLoseAChangeTests {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let (a, b) = (pair.a, pair.b)
-            try a.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "a-take", byte: 5))
+            try await a.library.updateClip(
+                id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "a-take", byte: 5))
             _ = try await a.sync()
             // B's download of A's MP3 is parked at Drive; B records a new take meanwhile.
             let mp3 = try await world.file("clip_\(pair.clip.id).mp3")
@@ -192,7 +202,8 @@ struct NeverLoseAChangeTests {
                 FaultRule(method: "GET", pathContains: "\(mp3.id)?alt=media", times: 1, hold: true))
             let sync = Task { try await b.sync() }
             await world.state.waitForHeld(count: 1)
-            try b.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "b-take", byte: 6))
+            try await b.library.updateClip(
+                id: pair.clip.id, ClipChanges(), audio: try writeAudio(world, "b-take", byte: 6))
             let mine = try #require(b.audio(pair.clip.id))
             await world.state.releaseHeld()
             let report = try await sync.value
@@ -215,11 +226,11 @@ struct NeverLoseAChangeTests {
             let pair = try await SyncedPair(world)
             let (a, b) = (pair.a, pair.b)
             let name = "book_\(pair.book.id).json"
-            try a.edit(book: pair.book.id, BookChanges(position: 2700, hidden: true))  // listened on, archived
+            try await a.edit(book: pair.book.id, BookChanges(position: 2700, hidden: true))  // listened on, archived
             _ = try await a.sync()
             _ = try await b.sync()
 
-            try a.edit(book: pair.book.id, BookChanges(position: 30, hidden: false))  // unarchived and rewound
+            try await a.edit(book: pair.book.id, BookChanges(position: 30, hidden: false))  // unarchived and rewound
             await world.state.addFault(FaultRule(method: "POST", pathContains: "/upload", status: 500))
             let interrupted = try await a.sync()
             #expect(interrupted.failures.map(\.entity) == ["book \(pair.book.id)"])
@@ -238,11 +249,11 @@ struct NeverLoseAChangeTests {
             #expect(merged.merged.books == 1)
             _ = try await b.sync()
             for device in [a, b] {
-                let book = try #require(try device.book(pair.book.id))
+                let book = try #require(try await device.book(pair.book.id))
                 #expect(book.position == 30 && book.hidden == false, "\(device.name): \(book.position) \(book.hidden)")
             }
             #expect(await world.names().filter { $0 == name }.count == 1)
-            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.snapshot() == b.snapshot())
         }
     }
 
@@ -251,7 +262,7 @@ struct NeverLoseAChangeTests {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let name = "book_\(pair.book.id).json"
-            try pair.a.edit(book: pair.book.id, BookChanges(title: "Dune Messiah"))
+            try await pair.a.edit(book: pair.book.id, BookChanges(title: "Dune Messiah"))
             await world.state.addFault(FaultRule(method: "POST", pathContains: "/upload", status: 500))
             #expect(try await pair.a.sync().failures.map(\.entity) == ["book \(pair.book.id)"])
             #expect(await world.names().contains(name) == false)
@@ -260,7 +271,7 @@ struct NeverLoseAChangeTests {
             // let a device that missed its edits restore an older copy first (ivy-soak seed 133).
             #expect(try await pair.a.sync().uploaded.books == 1)
             #expect(try await pair.b.sync().downloaded.books == 1)
-            #expect(try pair.b.book(pair.book.id)?.title == "Dune Messiah")
+            #expect(try await pair.b.book(pair.book.id)?.title == "Dune Messiah")
             #expect(await world.names().filter { $0 == name }.count == 1)
         }
     }
@@ -272,7 +283,7 @@ struct NeverLoseAChangeTests {
             let (a, b) = (pair.a, pair.b)
             let json = "clip_\(pair.clip.id).json"
             let mp3 = "clip_\(pair.clip.id).mp3"
-            try a.edit(clip: pair.clip.id, ClipChanges(note: "A's note"))
+            try await a.edit(clip: pair.clip.id, ClipChanges(note: "A's note"))
             await world.state.addFault(FaultRule(method: "POST", pathContains: "uploadType=multipart", status: 500))
             #expect(try await a.sync().failures.map(\.entity) == ["clip \(pair.clip.id)"])
             #expect(
@@ -288,10 +299,10 @@ struct NeverLoseAChangeTests {
             #expect(try await a.sync().merged.clips == 1)
             #expect(try await b.sync().downloaded.clips == 1)
             for device in [a, b] {
-                #expect(try device.library.clip(id: pair.clip.id)?.note == "A's note", "\(device.name)")
+                #expect(try await device.library.clip(id: pair.clip.id)?.note == "A's note", "\(device.name)")
             }
             #expect(await world.names().filter { $0.hasPrefix("clip_") } == [json, mp3])
-            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.snapshot() == b.snapshot())
         }
     }
 
@@ -303,7 +314,7 @@ struct NeverLoseAChangeTests {
             let (a, b) = (pair.a, pair.b)
             let json = "clip_\(pair.clip.id).json"
             let mp3 = "clip_\(pair.clip.id).mp3"
-            try a.library.updateClip(
+            try await a.library.updateClip(
                 id: pair.clip.id, ClipChanges(note: "retaken"), audio: try writeAudio(world, "retake", byte: 7))
             let retake = try #require(a.audio(pair.clip.id))
             // Every resumable session start fails: the old MP3 is deleted, the new one never made.
@@ -318,7 +329,7 @@ struct NeverLoseAChangeTests {
             let meanwhile = try await b.sync()
             #expect(meanwhile.deletedLocal.clips == 0)
             #expect(meanwhile.skipped.map(\.entity) == ["clip \(pair.clip.id)"], "left alone while incomplete")
-            #expect(try b.library.clip(id: pair.clip.id) != nil, "B kept the clip")
+            #expect(try await b.library.clip(id: pair.clip.id) != nil, "B kept the clip")
 
             // The JSON on Drive is not the one A recorded (its own, unrecorded) and the MP3 is
             // missing. A knows the absence is its own replace's, so it does not wait the grace
@@ -327,9 +338,9 @@ struct NeverLoseAChangeTests {
             #expect(try await a.sync().merged.clips == 1)
             #expect(try await b.sync().downloaded.clips == 1)
             #expect(b.audio(pair.clip.id) == retake)
-            #expect(try b.library.clip(id: pair.clip.id)?.note == "retaken")
+            #expect(try await b.library.clip(id: pair.clip.id)?.note == "retaken")
             #expect(await world.names().filter { $0.hasPrefix("clip_") } == [json, mp3])
-            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.snapshot() == b.snapshot())
         }
     }
 
@@ -337,8 +348,8 @@ struct NeverLoseAChangeTests {
     func unencodableFailsItsItem() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
-            let good = try a.addBook("Good")
-            let bad = try a.addBook("Bad")
+            let good = try await a.addBook("Good")
+            let bad = try await a.addBook("Bad")
             try sqlite(a) { db in
                 // As an older ivy or another program could have left it, before times were checked.
                 let triggers = try String.fetchAll(
@@ -356,7 +367,7 @@ struct NeverLoseAChangeTests {
             #expect(failure.entity == "book \(bad.id)")
             #expect(failure.reason.contains("book \(bad.id)") && failure.reason.contains("position"))
             #expect(await world.names() == ["book_\(good.id).json"])
-            let item = try #require(try a.library.queueItems().first { $0.key == EntityKey(bad.id) })
+            let item = try #require(try await a.library.queueItems().first { $0.key == EntityKey(bad.id) })
             #expect(item.hasFailed, "a local cause fails at once")
         }
     }
@@ -365,8 +376,8 @@ struct NeverLoseAChangeTests {
     func oversizedNoteFails() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
-            let book = try a.addBook("Dune")
-            let clip = try a.addClip(to: book)
+            let book = try await a.addBook("Dune")
+            let clip = try await a.addClip(to: book)
             let note = String(repeating: "x", count: BackupCodec.maximumBytes)
             try sqlite(a) { db in
                 try db.execute(sql: "UPDATE clips SET note = ? WHERE id = ?", arguments: [note, clip.id])
@@ -375,7 +386,7 @@ struct NeverLoseAChangeTests {
             #expect(report.failures.map(\.entity) == ["clip \(clip.id)"])
             #expect(report.failures.first?.reason.contains("limit") == true)
             #expect(await world.names() == ["book_\(book.id).json"])
-            #expect(try a.library.queueItems().first { $0.key == EntityKey(clip.id) }?.hasFailed == true)
+            #expect(try await a.library.queueItems().first { $0.key == EntityKey(clip.id) }?.hasFailed == true)
         }
     }
 
@@ -383,13 +394,13 @@ struct NeverLoseAChangeTests {
     func oversizedRemoteSkipped() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
-            _ = try a.addBook("Seed")
+            _ = try await a.addBook("Seed")
             _ = try await a.sync()
             let id = UUID().uuidString.lowercased()
             let big =
                 #"{"id":"\#(id)","title":"\#(String(repeating: "t", count: BackupCodec.maximumBytes))","updated_at":1}"#
-            await world.state.putFile(
-                email: alice, name: "book_\(id).json", parents: [try await world.folderID("books")],
+            try await world.state.putFile(
+                email: alice, name: "book_\(id).json", parents: [await world.folderID("books")],
                 content: Data(big.utf8))
             let b = try await world.device("b")
             for round in 0..<2 {
@@ -414,12 +425,12 @@ struct NeverLoseAChangeTests {
                     arguments: [pair.book.id])
             }
             let before = try await world.file("book_\(pair.book.id).json")
-            try a.edit(book: pair.book.id, BookChanges(position: 1))
+            try await a.edit(book: pair.book.id, BookChanges(position: 1))
             let report = try await a.sync()
             let failure = try #require(report.failures.first)
             #expect(failure.reason.contains("backup_extras"))
             #expect(try await world.file("book_\(pair.book.id).json").id == before.id, "nothing was uploaded")
-            #expect(try a.library.queueItems().first?.hasFailed == true)
+            #expect(try await a.library.queueItems().first?.hasFailed == true)
         }
     }
 
@@ -430,9 +441,9 @@ struct NeverLoseAChangeTests {
     func deadlineInSlices() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
-            _ = try a.addBook("Dune")
+            _ = try await a.addBook("Dune")
             let sleeps = Mutex<[Duration]>([])
-            _ = try a.library.setSetting(.syncTimeout, to: "1800")
+            _ = try await a.library.setSetting(.syncTimeout, to: "1800")
             let report = try await a.sync(deadlineSleep: { duration in
                 sleeps.withLock { $0.append(duration) }
                 try await Task.sleep(for: duration)
@@ -447,11 +458,11 @@ struct NeverLoseAChangeTests {
     func deadline() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
-            _ = try a.addBook("Dune")
+            _ = try await a.addBook("Dune")
             // Drive stops answering; the deadline passes once a request hangs there, on the
             // event itself, so a slow machine cannot let the sync finish first.
             await world.state.addFault(FaultRule(method: "GET", pathContains: "/drive/v3/files", hold: true))
-            _ = try a.library.setSetting(.syncTimeout, to: "1")
+            _ = try await a.library.setSetting(.syncTimeout, to: "1")
             let state = world.state
             do {
                 _ = try await a.sync(deadlineSleep: { _ in await state.waitForHeld(count: 1) })
@@ -463,7 +474,7 @@ struct NeverLoseAChangeTests {
             await world.state.clearFaults()
             await world.state.releaseHeld()
             // The default deadline: on a loaded machine a healthy sync may take a minute.
-            _ = try a.library.setSetting(.syncTimeout, to: "1800")
+            _ = try await a.library.setSetting(.syncTimeout, to: "1800")
             #expect(try await a.sync().uploaded.books == 1)
         }
     }

@@ -51,7 +51,7 @@ struct OverlapTests {
         let name = "book_\(pair.book.id).json"
         let books = try await world.folderID("books")
         let base = try #require(await live(world, name).first).content
-        try pair.b.edit(book: pair.book.id, BookChanges(title: "Dune: B's title"))
+        try await pair.b.edit(book: pair.book.id, BookChanges(title: "Dune: B's title"))
         #expect(try await pair.b.sync().uploaded.books == 1)
         await world.state.advanceClock(by: 1)
         let copy = await world.state.putFile(
@@ -112,7 +112,8 @@ struct OverlapTests {
 
             for device in [pair.a, pair.b, pair.a] { _ = try await device.sync() }
             for device in [pair.a, pair.b] {
-                #expect(try device.book(pair.book.id)?.title == "Dune (app)", "\(device.name) lost the app's edit")
+                #expect(
+                    try await device.book(pair.book.id)?.title == "Dune (app)", "\(device.name) lost the app's edit")
             }
             #expect(await live(world, name).count == 1)
             let onDrive = try await json(world, name)
@@ -139,10 +140,11 @@ struct OverlapTests {
 
             for device in [pair.a, pair.b, pair.a, pair.b] { _ = try await device.sync() }
             for device in [pair.a, pair.b] {
-                #expect(try device.clip(pair.clip.id)?.note == "the app's note", "\(device.name) lost the app's edit")
+                #expect(
+                    try await device.clip(pair.clip.id)?.note == "the app's note", "\(device.name) lost the app's edit")
             }
             #expect(await live(world, name).count == 1)
-            #expect(try pair.a.snapshot() == pair.b.snapshot())
+            #expect(try await pair.a.snapshot() == pair.b.snapshot())
         }
     }
 
@@ -154,12 +156,12 @@ struct OverlapTests {
 
             let report = try await pair.a.sync()
             #expect(report.downloaded.books + report.merged.books == 1)
-            #expect(try pair.a.book(pair.book.id)?.title == "Dune: B's title")
+            #expect(try await pair.a.book(pair.book.id)?.title == "Dune: B's title")
             #expect(await live(world, name).count == 1, "the older content is deleted once read")
             #expect(try await json(world, name)["title"] as? String == "Dune: B's title")
             _ = try await pair.b.sync()
-            #expect(try pair.b.book(pair.book.id)?.title == "Dune: B's title")
-            #expect(try pair.a.snapshot() == pair.b.snapshot())
+            #expect(try await pair.b.book(pair.book.id)?.title == "Dune: B's title")
+            #expect(try await pair.a.snapshot() == pair.b.snapshot())
         }
     }
 
@@ -182,11 +184,11 @@ struct OverlapTests {
 
             for device in [pair.a, pair.b, pair.a, pair.b] { _ = try await device.sync() }
             for device in [pair.a, pair.b] {
-                let book = try #require(try device.book(pair.book.id))
+                let book = try #require(try await device.book(pair.book.id))
                 #expect(book.title == "Dune (renamed)" && book.position == 7200, "\(device.name): \(book)")
             }
             #expect(await live(world, name).count == 1)
-            #expect(try pair.a.snapshot() == pair.b.snapshot())
+            #expect(try await pair.a.snapshot() == pair.b.snapshot())
         }
     }
 
@@ -204,7 +206,7 @@ struct OverlapTests {
             #expect(try await pair.b.sync().uploaded.books == 1)
             #expect(await live(world, name).count == 1)
             // Seen again, the absence is forgotten: a later one waits the whole grace anew.
-            #expect(try pair.b.library.manifestEntries().allSatisfy { $0.missingSince == nil })
+            #expect(try await pair.b.library.manifestEntries().allSatisfy { $0.missingSince == nil })
         }
     }
 
@@ -226,7 +228,7 @@ struct OverlapTests {
             _ = await world.state.putFile(
                 email: alice, name: name, parents: [books], content: edited, mimeType: "application/json")
             #expect(try await pair.a.sync().downloaded.books == 1)
-            try pair.a.edit(book: pair.book.id, BookChanges(position: 7200))
+            try await pair.a.edit(book: pair.book.id, BookChanges(position: 7200))
             await world.state.addFault(
                 FaultRule(method: "POST", pathContains: "/upload", times: 1, status: 400, reason: "badRequest"))
             #expect(try await pair.a.sync().uploaded.books == 0)
@@ -241,7 +243,7 @@ struct OverlapTests {
             #expect(try await pair.a.sync().uploaded.books == 1, "A restores the book with the app's edit")
             _ = try await pair.b.sync()
             for device in [pair.a, pair.b] {
-                let book = try #require(try device.book(pair.book.id))
+                let book = try #require(try await device.book(pair.book.id))
                 #expect(book.title == "Dune (app)" && book.position == 7200, "\(device.name): \(book)")
             }
             #expect(try await json(world, name)["title"] as? String == "Dune (app)")
@@ -257,9 +259,9 @@ struct OverlapTests {
             let pair = try await SyncedPair(world)
             let (name, _) = try await oldCopyAfterBsRename(world, pair)
             _ = try await pair.b.sync()
-            #expect(try pair.b.book(pair.book.id)?.title == "Dune: B's title", "B reverted its own edit")
+            #expect(try await pair.b.book(pair.book.id)?.title == "Dune: B's title", "B reverted its own edit")
             _ = try await pair.a.sync()
-            #expect(try pair.a.book(pair.book.id)?.title == "Dune: B's title")
+            #expect(try await pair.a.book(pair.book.id)?.title == "Dune: B's title")
             #expect(await live(world, name).count == 1)
         }
     }
@@ -269,8 +271,8 @@ struct OverlapTests {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let name = "book_\(pair.book.id).json"
-            try pair.a.edit(book: pair.book.id, BookChanges(position: 9999))
-            try pair.b.edit(book: pair.book.id, BookChanges(title: "Dune (B)"))
+            try await pair.a.edit(book: pair.book.id, BookChanges(position: 9999))
+            try await pair.b.edit(book: pair.book.id, BookChanges(title: "Dune (B)"))
             // A lists and is about to delete the old file; B replaces it meanwhile; then A's delete
             // finds it gone and A creates its own: two files of one name, from the same base.
             await world.state.addFault(FaultRule(method: "DELETE", nth: 1, hold: true))
@@ -283,7 +285,7 @@ struct OverlapTests {
             #expect(await live(world, name).count == 2)
             for device in [pair.a, pair.b, pair.a, pair.b] { _ = try await device.sync() }
             for device in [pair.a, pair.b] {
-                let book = try #require(try device.book(pair.book.id))
+                let book = try #require(try await device.book(pair.book.id))
                 #expect(book.title == "Dune (B)" && book.position == 9999, "\(device.name): \(book)")
             }
             #expect(await live(world, name).count == 1)
@@ -298,13 +300,13 @@ struct OverlapTests {
             await world.state.addFault(
                 FaultRule(method: "DELETE", pathContains: stale.id, status: 403, reason: "insufficientFilePermissions"))
             _ = try await pair.a.sync()
-            #expect(try pair.a.book(pair.book.id)?.title == "Dune: B's title")
+            #expect(try await pair.a.book(pair.book.id)?.title == "Dune: B's title")
             #expect(await live(world, name).count == 2, "the twin's delete failed")
             await world.state.clearFaults()
             _ = try await pair.a.sync()
-            #expect(try pair.a.book(pair.book.id)?.title == "Dune: B's title", "A reverted to the old title")
+            #expect(try await pair.a.book(pair.book.id)?.title == "Dune: B's title", "A reverted to the old title")
             _ = try await pair.b.sync()
-            #expect(try pair.b.book(pair.book.id)?.title == "Dune: B's title", "B lost its edit")
+            #expect(try await pair.b.book(pair.book.id)?.title == "Dune: B's title", "B lost its edit")
             #expect(await live(world, name).count == 1)
         }
     }
@@ -317,7 +319,7 @@ struct OverlapTests {
             let books = try await world.folderID("books")
             let old = try #require(await live(world, name).first)
             let edited = try await appEdit(world, name) { $0["title"] = "Dune (app)" }
-            try pair.a.edit(book: pair.book.id, BookChanges(position: 9999))
+            try await pair.a.edit(book: pair.book.id, BookChanges(position: 9999))
             try await world.state.trash(id: old.id)
             let (first, uploadedInTheGap) = try await sync(pair.a, world) {
                 _ = await world.state.putFile(
@@ -326,7 +328,7 @@ struct OverlapTests {
             #expect(!uploadedInTheGap && first.uploaded.books == 0)
             for device in [pair.a, pair.b, pair.a, pair.b] { _ = try await device.sync() }
             for device in [pair.a, pair.b] {
-                let book = try #require(try device.book(pair.book.id))
+                let book = try #require(try await device.book(pair.book.id))
                 #expect(book.title == "Dune (app)" && book.position == 9999, "\(device.name): \(book)")
             }
             #expect(await live(world, name).count == 1)
@@ -337,7 +339,7 @@ struct OverlapTests {
     func heldTwins() async throws {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
-            try pair.a.edit(book: pair.book.id, BookChanges(position: 1))
+            try await pair.a.edit(book: pair.book.id, BookChanges(position: 1))
             await world.state.addFault(FaultRule(method: "DELETE", status: 403, reason: "insufficientFilePermissions"))
             for _ in 0..<3 { _ = try await pair.a.sync() }
             await world.state.clearFaults()
@@ -363,7 +365,7 @@ struct OverlapTests {
                 let clips = try await world.folderID("clips")
                 let oldJSON = try #require(await live(world, jsonName).first)
                 let oldMP3 = try #require(await live(world, mp3Name).first)
-                try pair.b.edit(clip: pair.clip.id, ClipChanges(note: "B's note"))
+                try await pair.b.edit(clip: pair.clip.id, ClipChanges(note: "B's note"))
                 if jsonReplacedToo {
                     let theirs = try await appEdit(world, jsonName) { _ in }
                     try await world.state.trash(id: oldJSON.id)
@@ -383,7 +385,7 @@ struct OverlapTests {
                 #expect(mp3s.count == 1 && mp3s.first?.content == retake, "the retake is lost on Drive")
                 for device in [pair.a, pair.b] {
                     #expect(device.audio(pair.clip.id) == retake, "\(device.name) lacks the retake")
-                    #expect(try device.clip(pair.clip.id)?.note == "B's note", "\(device.name) lost B's note")
+                    #expect(try await device.clip(pair.clip.id)?.note == "B's note", "\(device.name) lost B's note")
                 }
             }
         }

@@ -2,6 +2,7 @@ import Foundation
 import GoogleEmulator
 import IvyCore
 import IvySync
+import IvyTestSupport
 import Synchronization
 import Testing
 
@@ -29,8 +30,8 @@ struct ProgressTests {
     func bytesAsTheyMove() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
-            let book = try a.addBook("Dune")
-            let clips = try (0..<4).map { try a.addClip(to: book, start: Double($0)) }
+            let book = try await a.addBook("Dune")
+            let clips = try await (0..<4).asyncMap { try await a.addClip(to: book, start: Double($0)) }
             let audio = clips.reduce(Int64(0)) { $0 + Int64(a.audio($1.id)?.count ?? 0) }
 
             for (device, direction) in [(a, "up"), (try await world.device("b"), "down")] {
@@ -59,8 +60,8 @@ struct ProgressTests {
     func failedDownloadsKeepTheirBytes() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
-            let book = try a.addBook("Dune")
-            let clips = try (0..<3).map { try a.addClip(to: book, start: Double($0)) }
+            let book = try await a.addBook("Dune")
+            let clips = try await (0..<3).asyncMap { try await a.addClip(to: book, start: Double($0)) }
             _ = try await a.sync()
             let b = try await world.device("b")
             // Drive lists each MP3 longer than it is: its bytes count as they arrive, then it
@@ -91,7 +92,7 @@ struct ProgressTests {
     func quiet() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
-            _ = try a.addBook("Dune")
+            _ = try await a.addBook("Dune")
             _ = try await a.sync()
             let log = ProgressLog()
             _ = try await a.sync(progress: log.told)

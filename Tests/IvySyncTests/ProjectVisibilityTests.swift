@@ -41,7 +41,7 @@ struct ProjectVisibilityTests {
     func visibility() async throws {
         try await withWorld { world in
             let laptop = try await world.device("laptop")
-            try laptop.addBook("Dune")
+            try await laptop.addBook("Dune")
             #expect(try await laptop.sync().failures.isEmpty)
             let books = try await world.folderID("books")
 
@@ -68,9 +68,10 @@ struct ProjectVisibilityTests {
             let report = try await laptop.sync()
             #expect(report.failures.isEmpty && report.skipped.isEmpty, "\(report.failures) \(report.skipped)")
             #expect(report.downloaded.pair == [1, 0])
-            #expect(try laptop.book(BookID(fromApp))?.title == "Emma")
-            #expect(try laptop.book(BookID(fromOther)) == nil && laptop.book(BookID(byHand)) == nil)
-            #expect(try laptop.library.books(includeHidden: true).map(\.title).sorted() == ["Dune", "Emma"])
+            #expect(try await laptop.book(BookID(fromApp))?.title == "Emma")
+            #expect(try await laptop.book(BookID(fromOther)) == nil)
+            #expect(try await laptop.book(BookID(byHand)) == nil)
+            #expect(try await laptop.library.books(includeHidden: true).map(\.title).sorted() == ["Dune", "Emma"])
             let ivyFolders = await world.state.dump(email: alice).filter { $0.isFolder && $0.name == "Ivy" }
             #expect(ivyFolders.count == 2, "ivy's tree and the other app's, neither seeing the other")
             #expect(try await laptop.sync().transferredNothing)

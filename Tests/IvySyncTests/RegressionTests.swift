@@ -13,8 +13,8 @@ struct KnownIssueTests {
     func failedDownloadIsRetriedNotDeleted() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
-            let book = try a.addBook("Dune")
-            let clip = try a.addClip(to: book, note: "precious")
+            let book = try await a.addBook("Dune")
+            let clip = try await a.addClip(to: book, note: "precious")
             #expect(try await a.sync().uploaded.pair == [1, 1])
             let names = await world.names()
 
@@ -32,9 +32,9 @@ struct KnownIssueTests {
                 #expect(retried.deletedRemote.total == 0, "\(retried.summary)")
             }
             let after = await world.names()
-            let kept = try b.clip(clip.id)
+            let kept = try await b.clip(clip.id)
             let originReport = try await a.sync()
-            let origin = try a.clip(clip.id)
+            let origin = try await a.clip(clip.id)
             do {
                 #expect(after == names)
                 #expect(kept?.note == "precious")
@@ -49,11 +49,11 @@ struct KnownIssueTests {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let (a, b) = (pair.a, pair.b)
-            try a.edit(clip: pair.clip.id, ClipChanges(note: "first"))
+            try await a.edit(clip: pair.clip.id, ClipChanges(note: "first"))
             #expect(try await a.sync().uploaded.pair == [0, 1])
             #expect(try await b.sync().downloaded.pair == [0, 1])
-            try a.edit(clip: pair.clip.id, ClipChanges(note: "second"))
-            try a.edit(book: pair.book.id, BookChanges(position: 60))  // rewound
+            try await a.edit(clip: pair.clip.id, ClipChanges(note: "second"))
+            try await a.edit(book: pair.book.id, BookChanges(position: 60))  // rewound
             #expect(try await a.sync().uploaded.pair == [1, 1])
 
             await world.state.addFault(FaultRule(method: "GET", pathContains: "alt=media", status: 500))
@@ -61,8 +61,8 @@ struct KnownIssueTests {
             await world.state.clearFaults()
             let retried = try await b.sync()
             #expect(retried.failures.isEmpty)
-            let note = try b.clip(pair.clip.id)?.note
-            let position = try b.book(pair.book.id)?.position
+            let note = try await b.clip(pair.clip.id)?.note
+            let position = try await b.book(pair.book.id)?.position
             do {
                 #expect(retried.conflicts.isEmpty, "\(retried.conflicts)")
                 #expect(retried.downloaded.pair == [1, 1], "\(retried.summary)")
@@ -79,21 +79,21 @@ struct KnownIssueTests {
             let (a, b) = (pair.a, pair.b)
             let source = world.directory + "/retake.mp3"
             try (Data("ID3".utf8) + Data(repeating: 7, count: 5000)).write(to: URL(fileURLWithPath: source))
-            try b.library.updateClip(id: pair.clip.id, ClipChanges(), audio: source)
+            try await b.library.updateClip(id: pair.clip.id, ClipChanges(), audio: source)
             let retake = try #require(b.audio(pair.clip.id))
             #expect(try await b.sync().uploaded.pair == [0, 1])
 
-            try a.edit(clip: pair.clip.id, ClipChanges(note: "A's note"))
+            try await a.edit(clip: pair.clip.id, ClipChanges(note: "A's note"))
             #expect(try await a.sync().merged.pair == [0, 1])
             #expect(try await b.sync().downloaded.pair == [0, 1])
-            #expect(try b.clip(pair.clip.id)?.note == "A's note")
+            #expect(try await b.clip(pair.clip.id)?.note == "A's note")
             let onDrive = try await world.file("clip_\(pair.clip.id).mp3").content
             do {
                 #expect(onDrive == retake)
                 #expect(a.audio(pair.clip.id) == retake)
                 #expect(b.audio(pair.clip.id) == retake)
             }
-            #expect(try a.snapshot() == b.snapshot(), "whichever audio, both devices agree")
+            #expect(try await a.snapshot() == b.snapshot(), "whichever audio, both devices agree")
         }
     }
 }

@@ -12,13 +12,15 @@ struct SafetyTests {
         try await withWorld { world in
             let a = try await world.device("a")
             let b = try await world.device("b")
-            let book = try a.addBook("Dune")
+            let book = try await a.addBook("Dune")
             var clips: [Clip] = []
-            for index in 0..<12 { clips.append(try a.addClip(to: book, note: "clip \(index)", start: Double(index))) }
+            for index in 0..<12 {
+                try await clips.append(a.addClip(to: book, note: "clip \(index)", start: Double(index)))
+            }
             #expect(try await a.sync().uploaded.pair == [1, 12])
             #expect(try await b.sync().downloaded.pair == [1, 12])
 
-            for clip in clips { try a.library.deleteClip(id: clip.id) }
+            for clip in clips { try await a.library.deleteClip(id: clip.id) }
             #expect(try await a.sync().deletedRemote.pair == [0, 12])
             #expect(await world.names() == ["book_\(book.id).json"])
 
@@ -27,16 +29,16 @@ struct SafetyTests {
             let reason = try #require(held.deletionsHeld)
             #expect(reason.contains("12 of the 12 clips") && reason.contains("--allow-deletes"), "\(reason)")
             #expect(held.held.count == 12)
-            #expect(try b.library.clips().count == 12)
+            #expect(try await b.library.clips().count == 12)
             #expect(clips.allSatisfy { b.audio($0.id) != nil })
             #expect(await world.names() == ["book_\(book.id).json"], "holding back deletes uploads nothing")
 
             let allowed = try await b.sync(SyncRequest(allowDeletes: true))
             #expect(allowed.deletedLocal.pair == [0, 12] && allowed.deletionsHeld == nil)
-            #expect(try b.library.clips().isEmpty)
+            #expect(try await b.library.clips().isEmpty)
             #expect(clips.allSatisfy { b.audio($0.id) == nil })
-            #expect(try a.snapshot() == b.snapshot())
-            #expect(try b.library.queueItems().isEmpty)
+            #expect(try await a.snapshot() == b.snapshot())
+            #expect(try await b.library.queueItems().isEmpty)
         }
     }
 
@@ -45,12 +47,14 @@ struct SafetyTests {
         try await withWorld { world in
             let a = try await world.device("a")
             let b = try await world.device("b")
-            let book = try a.addBook("Dune")
+            let book = try await a.addBook("Dune")
             var clips: [Clip] = []
-            for index in 0..<12 { clips.append(try a.addClip(to: book, note: "clip \(index)", start: Double(index))) }
+            for index in 0..<12 {
+                try await clips.append(a.addClip(to: book, note: "clip \(index)", start: Double(index)))
+            }
             _ = try await a.sync()
             _ = try await b.sync()
-            for clip in clips { try a.library.deleteClip(id: clip.id) }
+            for clip in clips { try await a.library.deleteClip(id: clip.id) }
             _ = try await a.sync()
 
             let held = try await b.sync()
@@ -64,7 +68,7 @@ struct SafetyTests {
             let polled = try await b.sync(SyncRequest(knownDoubt: held.checkedDoubt))
             #expect(polled.fullListing == nil && polled.deletionsHeld == held.deletionsHeld, "\(polled.summary)")
             #expect(polled.requests == 1 && polled.checkedDoubt == held.checkedDoubt)
-            #expect(try b.library.clips().count == 12)
+            #expect(try await b.library.clips().count == 12)
             // Another doubt than the one checked is checked again.
             let other = try await b.sync(SyncRequest(knownDoubt: "some other hold"))
             #expect(other.fullListing != nil)
@@ -76,36 +80,36 @@ struct SafetyTests {
         try await withWorld { world in
             let a = try await world.device("a")
             let b = try await world.device("b")
-            let dune = try a.addBook("Dune", position: 100)
-            let emma = try a.addBook("Emma", position: 200)
-            try a.addClip(to: dune, note: "first")
-            try a.addClip(to: dune, note: "second")
-            try a.addClip(to: emma, note: "third")
+            let dune = try await a.addBook("Dune", position: 100)
+            let emma = try await a.addBook("Emma", position: 200)
+            try await a.addClip(to: dune, note: "first")
+            try await a.addClip(to: dune, note: "second")
+            try await a.addClip(to: emma, note: "third")
             #expect(try await a.sync().uploaded.pair == [2, 3])
             #expect(try await b.sync().downloaded.pair == [2, 3])
             let names = await world.names()
             #expect(names.count == 8)
 
             for device in [a, b] {
-                try device.library.resetManifest()
-                #expect(try device.library.localStatus().manifestEntries == 0)
-                #expect(try device.library.rememberedFolders() == nil)
+                try await device.library.resetManifest()
+                #expect(try await device.library.localStatus().manifestEntries == 0)
+                #expect(try await device.library.rememberedFolders() == nil)
                 let report = try await device.sync()
                 #expect(report.failures.isEmpty && report.conflicts.isEmpty, "\(device.name): \(report.summary)")
                 #expect(
                     report.uploaded.total == 0 && report.downloaded.total == 0 && report.deletedLocal.total == 0,
                     "\(report.summary)")
-                #expect(try device.library.localStatus().manifestEntries == 5)
+                #expect(try await device.library.localStatus().manifestEntries == 5)
                 #expect(await world.names() == names, "\(device.name): every name once, nothing replaced")
                 let folders = await world.state.dump(email: alice).filter(\.isFolder).map(\.name).sorted()
                 #expect(folders == ["Ivy", "books", "clips"])
             }
             for device in [a, b] {
-                #expect(try device.library.clips().allSatisfy { !($0.note ?? "").contains("--- Conflict (") })
+                #expect(try await device.library.clips().allSatisfy { !($0.note ?? "").contains("--- Conflict (") })
                 let quiet = try await device.sync()
                 #expect(quiet.transferredNothing && quiet.requests == 1, "\(device.name): \(quiet.summary)")
             }
-            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.snapshot() == b.snapshot())
         }
     }
 
@@ -115,19 +119,19 @@ struct SafetyTests {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let (a, b) = (pair.a, pair.b)
-            try b.edit(clip: pair.clip.id, ClipChanges(note: "written on B"))
-            try b.edit(book: pair.book.id, BookChanges(position: 6000))
+            try await b.edit(clip: pair.clip.id, ClipChanges(note: "written on B"))
+            try await b.edit(book: pair.book.id, BookChanges(position: 6000))
             #expect(try await b.sync().uploaded.pair == [1, 1])
 
-            try a.library.resetManifest()
+            try await a.library.resetManifest()
             let report = try await a.sync()
             #expect(report.failures.isEmpty && report.merged.pair == [1, 1], "\(report.summary)")
-            #expect(try a.clip(pair.clip.id)?.note == "written on B")
-            #expect(try a.book(pair.book.id)?.position == 6000)
+            #expect(try await a.clip(pair.clip.id)?.note == "written on B")
+            #expect(try await a.book(pair.book.id)?.position == 6000)
             let names = await world.names()
             #expect(names.count == 3 && Set(names).count == 3)
             _ = try await b.sync()
-            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.snapshot() == b.snapshot())
         }
     }
 
@@ -140,20 +144,22 @@ struct SafetyTests {
     func accountSwitch() async throws {
         try await withWorld { world in
             let a = try await world.device("a", as: alice)
-            let dune = try a.addBook("Dune")
-            let emma = try a.addBook("Emma")
-            let clip = try a.addClip(to: dune, note: "n")
+            let dune = try await a.addBook("Dune")
+            let emma = try await a.addBook("Emma")
+            let clip = try await a.addClip(to: dune, note: "n")
             #expect(try await a.sync().uploaded.pair == [2, 1])
             let aliceNames = await world.names(alice)
             #expect(aliceNames.count == 4)
             #expect(await world.names(bob).isEmpty)
 
-            #expect(try a.library.bindAccount(permissionID: bobPermissionID, email: bob), "a different account resets")
-            #expect(try a.library.manifestEntries().isEmpty)
-            #expect(try a.library.rememberedFolders() == nil)
-            #expect(try a.library.internalSetting(.accountEmail) == bob)
             #expect(
-                try a.library.bindAccount(permissionID: bobPermissionID, email: bob) == false,
+                try await a.library.bindAccount(permissionID: bobPermissionID, email: bob), "a different account resets"
+            )
+            #expect(try await a.library.manifestEntries().isEmpty)
+            #expect(try await a.library.rememberedFolders() == nil)
+            #expect(try await a.library.internalSetting(.accountEmail) == bob)
+            try await #expect(
+                a.library.bindAccount(permissionID: bobPermissionID, email: bob) == false,
                 "the same account again does not")
 
             #expect(try await a.signIn(as: bob) == false)
@@ -168,7 +174,7 @@ struct SafetyTests {
 
             let bobsOtherDevice = try await world.device("b", as: bob)
             #expect(try await bobsOtherDevice.sync().downloaded.pair == [2, 1])
-            #expect(try a.snapshot() == bobsOtherDevice.snapshot())
+            #expect(try await a.snapshot() == bobsOtherDevice.snapshot())
         }
     }
 }

@@ -39,7 +39,7 @@ final class World: Sendable {
 
     /// A new device with an empty library, signed in as `email` (like `ivy login`).
     func device(_ name: String, as email: String = alice) async throws -> Device {
-        let device = try Device(name: name, world: self)
+        let device = try await Device(name: name, world: self)
         try await device.signIn(as: email)
         return device
     }
@@ -116,11 +116,11 @@ final class Device: Sendable {
     /// The Drive client's pacing clock: it moves only with the waits, as the emulator's does.
     private let waited = Mutex<Duration>(.zero)
 
-    init(name: String, world: World) throws {
+    init(name: String, world: World) async throws {
         self.name = name
         self.world = world
         paths = try IvyPaths.resolve(home: world.directory + "/" + name, environment: [:], workingDirectory: "/")
-        library = try LibraryDatabase(paths: paths, clock: world.clock.clock)
+        library = try await LibraryDatabase(paths: paths, clock: world.clock.clock)
     }
 
     /// The retry and pacing waits the Drive client asked for. None is really waited: each
@@ -200,14 +200,14 @@ final class Device: Sendable {
     // MARK: library
 
     @discardableResult
-    func addBook(_ title: String, position: Double = 0) throws -> Book {
-        try library.addBook(
+    func addBook(_ title: String, position: Double = 0) async throws -> Book {
+        try await library.addBook(
             id: BookID(UUID().uuidString.lowercased()), title: title, artist: nil, artwork: nil, position: position)
     }
 
     /// A clip with its own audio: a small file starting with an ID3 tag, unique bytes.
     @discardableResult
-    func addClip(to book: Book, note: String? = nil, start: Double = 0) throws -> Clip {
+    func addClip(to book: Book, note: String? = nil, start: Double = 0) async throws -> Clip {
         let id = UUID().uuidString.lowercased()
         let source = world.directory + "/incoming-\(id).mp3"
         var bytes = Data("ID3".utf8)
@@ -215,23 +215,23 @@ final class Device: Sendable {
         try FileManager.default.createDirectory(atPath: world.directory, withIntermediateDirectories: true)
         try bytes.write(to: URL(fileURLWithPath: source))
         defer { try? FileManager.default.removeItem(atPath: source) }
-        return try library.addClip(
+        return try await library.addClip(
             id: ClipID(id), bookID: book.id, start: start, duration: 30, note: note, transcription: nil, audio: source)
     }
 
-    func book(_ id: BookID) throws -> Book? { try library.book(id: id) }
-    func clip(_ id: ClipID) throws -> Clip? { try library.clip(id: id) }
+    func book(_ id: BookID) async throws -> Book? { try await library.book(id: id) }
+    func clip(_ id: ClipID) async throws -> Clip? { try await library.clip(id: id) }
 
     @discardableResult
-    func edit(book id: BookID, _ changes: BookChanges) throws -> Book {
-        let result = try library.updateBook(id: id, changes)
+    func edit(book id: BookID, _ changes: BookChanges) async throws -> Book {
+        let result = try await library.updateBook(id: id, changes)
         #expect(result.changed)
         return result.book
     }
 
     @discardableResult
-    func edit(clip id: ClipID, _ changes: ClipChanges) throws -> Clip {
-        let result = try library.updateClip(id: id, changes)
+    func edit(clip id: ClipID, _ changes: ClipChanges) async throws -> Clip {
+        let result = try await library.updateClip(id: id, changes)
         #expect(result.changed)
         return result.clip
     }
@@ -240,10 +240,10 @@ final class Device: Sendable {
         FileManager.default.contents(atPath: library.audioPath(clipID: clipID))
     }
 
-    func snapshot() throws -> LibrarySnapshot {
-        let clips = try library.clips().sorted { $0.id < $1.id }
-        return LibrarySnapshot(
-            books: try library.books(includeHidden: true).sorted { $0.id < $1.id }, clips: clips,
+    func snapshot() async throws -> LibrarySnapshot {
+        let clips = try await library.clips().sorted { $0.id < $1.id }
+        return try await LibrarySnapshot(
+            books: library.books(includeHidden: true).sorted { $0.id < $1.id }, clips: clips,
             audio: Dictionary(uniqueKeysWithValues: clips.map { ($0.id, audio($0.id) ?? Data()) }))
     }
 }
@@ -279,13 +279,13 @@ struct SyncedPair {
     init(_ world: World) async throws {
         a = try await world.device("a")
         b = try await world.device("b")
-        book = try a.addBook("Dune", position: 5400)
-        clip = try a.addClip(to: book, start: 120)
+        book = try await a.addBook("Dune", position: 5400)
+        clip = try await a.addClip(to: book, start: 120)
         let first = try await a.sync()
         #expect(first.uploaded.pair == [1, 1] && first.failures.isEmpty)
         let second = try await b.sync()
         #expect(second.downloaded.pair == [1, 1] && second.failures.isEmpty)
-        #expect(try a.snapshot() == b.snapshot())
+        #expect(try await a.snapshot() == b.snapshot())
     }
 }
 

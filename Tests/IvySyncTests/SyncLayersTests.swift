@@ -39,7 +39,7 @@ struct SyncLayersTests {
     func order() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
-            let book = try a.addBook("Dune")
+            let book = try await a.addBook("Dune")
             let passes = Passes()
             let door = a.door()
             let held = [
@@ -64,7 +64,7 @@ struct SyncLayersTests {
     func busyIsCronsSkip() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
-            _ = try a.addBook("Dune")
+            _ = try await a.addBook("Dune")
             let door = a.door()
             guard case .acquired(let lock) = try SyncLock.acquire(path: a.paths.lockFile) else {
                 throw DeviceError("the lock was taken")
@@ -86,8 +86,8 @@ struct SyncLayersTests {
     func watchGate() async throws {
         try await withWorld { world in
             let a = try await world.device("a")
-            _ = try a.addBook("Dune")
-            _ = try a.library.setSetting(.syncEnabled, to: "false")
+            _ = try await a.addBook("Dune")
+            _ = try await a.library.setSetting(.syncEnabled, to: "false")
             let door = a.door()
             let outcome = try await BlockingExecutor.run { try await door.sync(SyncRequest(), through: Watch.layers()) }
             guard case .skipped(.syncDisabled) = outcome else { throw DeviceError("not a wait: \(outcome)") }

@@ -25,19 +25,19 @@ import Testing
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let (a, b) = (pair.a, pair.b)
-            try b.edit(clip: pair.clip.id, ClipChanges(note: "remember this"))
+            try await b.edit(clip: pair.clip.id, ClipChanges(note: "remember this"))
             #expect(try await b.sync().uploaded.pair == [0, 1])
             #expect(try await a.sync().downloaded.pair == [0, 1])
-            let original = try #require(try b.clip(pair.clip.id))
+            let original = try #require(try await b.clip(pair.clip.id))
             let originalAudio = try #require(b.audio(pair.clip.id))
 
-            try a.library.deleteClip(id: pair.clip.id)
+            try await a.library.deleteClip(id: pair.clip.id)
             #expect(try await a.sync().deletedRemote.pair == [0, 1])
             let deleted = try await b.sync()
             #expect(deleted.deletedLocal.pair == [0, 1] && deleted.failures.isEmpty)
-            #expect(try b.clip(pair.clip.id) == nil && b.audio(pair.clip.id) == nil)
+            #expect(try await b.clip(pair.clip.id) == nil && b.audio(pair.clip.id) == nil)
 
-            let entries = try b.library.trashEntries()
+            let entries = try await b.library.trashEntries()
             #expect(entries.count == 1)
             let entry = try #require(entries.first)
             #expect(entry.key == EntityKey(pair.clip.id) && entry.reason == .deleted)
@@ -46,10 +46,10 @@ import Testing
             #expect(FileManager.default.contents(atPath: kept) == originalAudio)
             #expect(mode(kept) == 0o600 && mode(b.paths.trashDirectory) == 0o700)
 
-            try b.library.restoreFromTrash(id: entry.id)
-            #expect(try b.library.trashEntries().isEmpty)
+            try await b.library.restoreFromTrash(id: entry.id)
+            #expect(try await b.library.trashEntries().isEmpty)
             #expect(!FileManager.default.fileExists(atPath: kept))
-            let restored = try #require(try b.clip(pair.clip.id))
+            let restored = try #require(try await b.clip(pair.clip.id))
             #expect(restored.note == "remember this" && restored.start == original.start)
             #expect(restored.updatedAt > original.updatedAt)
             #expect(b.audio(pair.clip.id) == originalAudio)
@@ -59,8 +59,8 @@ import Testing
             #expect(await world.names().contains("clip_\(pair.clip.id).mp3"))
             let back = try await a.sync()
             #expect(back.downloaded.pair == [0, 1] && back.failures.isEmpty)
-            #expect(try a.clip(pair.clip.id)?.note == "remember this")
-            #expect(try a.snapshot() == b.snapshot())
+            #expect(try await a.clip(pair.clip.id)?.note == "remember this")
+            #expect(try await a.snapshot() == b.snapshot())
             // Nothing is undone afterwards: both agree and stay agreed.
             #expect(try await b.sync().transferredNothing)
             #expect(try await a.sync().transferredNothing)
@@ -73,19 +73,19 @@ import Testing
             let pair = try await SyncedPair(world)
             let (a, b) = (pair.a, pair.b)
             let before = try #require(b.audio(pair.clip.id))
-            try a.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try audio(world, "retake", byte: 7))
+            try await a.library.updateClip(id: pair.clip.id, ClipChanges(), audio: try audio(world, "retake", byte: 7))
             #expect(try await a.sync().uploaded.pair == [0, 1])
             #expect(try await b.sync().downloaded.pair == [0, 1])
             #expect(b.audio(pair.clip.id) == a.audio(pair.clip.id))
 
-            let entry = try #require(try b.library.trashEntries().first)
+            let entry = try #require(try await b.library.trashEntries().first)
             #expect(entry.reason == .download && entry.key == EntityKey(pair.clip.id))
             let kept = try #require(b.library.trashAudioPath(entry))
             #expect(FileManager.default.contents(atPath: kept) == before)
             #expect(mode(kept) == 0o600)
 
             // Restored, the old take wins the next sync and replaces the retake everywhere.
-            try b.library.restoreFromTrash(id: entry.id)
+            try await b.library.restoreFromTrash(id: entry.id)
             #expect(try await b.sync().uploaded.pair == [0, 1])
             #expect(try await a.sync().downloaded.pair == [0, 1])
             #expect(a.audio(pair.clip.id) == before && b.audio(pair.clip.id) == before)
@@ -97,15 +97,15 @@ import Testing
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let (a, b) = (pair.a, pair.b)
-            try a.edit(clip: pair.clip.id, ClipChanges(note: "first"))
-            try a.edit(book: pair.book.id, BookChanges(title: "Dune Messiah"))
+            try await a.edit(clip: pair.clip.id, ClipChanges(note: "first"))
+            try await a.edit(book: pair.book.id, BookChanges(title: "Dune Messiah"))
             #expect(try await a.sync().uploaded.pair == [1, 1])
             #expect(try await b.sync().downloaded.pair == [1, 1])
-            try a.edit(clip: pair.clip.id, ClipChanges(note: "second"))
+            try await a.edit(clip: pair.clip.id, ClipChanges(note: "second"))
             #expect(try await a.sync().uploaded.pair == [0, 1])
             #expect(try await b.sync().downloaded.pair == [0, 1])
 
-            let entries = try b.library.trashEntries()
+            let entries = try await b.library.trashEntries()
             #expect(entries.map(\.reason) == [.download, .download, .download])
             #expect(entries.allSatisfy { $0.audioFile == nil })
             let books = entries.compactMap { if case .book(let book) = $0.entity { book } else { nil } }
@@ -114,7 +114,7 @@ import Testing
             #expect(notes == ["-", "first"])
             // A sync that changes nothing here keeps nothing.
             #expect(try await b.sync().transferredNothing)
-            #expect(try b.library.trashEntries().count == 3)
+            #expect(try await b.library.trashEntries().count == 3)
         }
     }
 
@@ -124,12 +124,12 @@ import Testing
             let pair = try await SyncedPair(world)
             let (a, b) = (pair.a, pair.b)
             for position in [60.0, 120.0, 180.0] {
-                try a.edit(book: pair.book.id, BookChanges(position: position))
+                try await a.edit(book: pair.book.id, BookChanges(position: position))
                 #expect(try await a.sync().uploaded.pair == [1, 0])
                 #expect(try await b.sync().downloaded.pair == [1, 0])
             }
-            #expect(try b.library.book(id: pair.book.id)?.position == 180)
-            #expect(try b.library.trashEntries().isEmpty, "three positions, no entry")
+            #expect(try await b.library.book(id: pair.book.id)?.position == 180)
+            #expect(try await b.library.trashEntries().isEmpty, "three positions, no entry")
         }
     }
 
@@ -138,16 +138,16 @@ import Testing
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let (a, b) = (pair.a, pair.b)
-            try b.edit(clip: pair.clip.id, ClipChanges(note: "mine"))
-            try a.edit(clip: pair.clip.id, ClipChanges(note: "theirs"))
+            try await b.edit(clip: pair.clip.id, ClipChanges(note: "mine"))
+            try await a.edit(clip: pair.clip.id, ClipChanges(note: "theirs"))
             #expect(try await a.sync().uploaded.pair == [0, 1])
             let merged = try await b.sync()
             #expect(merged.merged.pair == [0, 1] && merged.failures.isEmpty)
             // Both notes are kept in the merged one, with a conflict marker: the note here changed.
-            let note = try #require(try b.clip(pair.clip.id)?.note)
+            let note = try #require(try await b.clip(pair.clip.id)?.note)
             #expect(note != "mine" && note.contains("theirs"), "\(note)")
 
-            let entry = try #require(try b.library.trashEntries().first)
+            let entry = try #require(try await b.library.trashEntries().first)
             #expect(entry.reason == .merge && entry.audioFile == nil)
             guard case .clip(let kept) = entry.entity else { return #expect(Bool(false), "not a clip") }
             #expect(kept.note == "mine")
@@ -159,24 +159,24 @@ import Testing
         try await withWorld { world in
             let pair = try await SyncedPair(world)
             let (a, b) = (pair.a, pair.b)
-            try a.edit(clip: pair.clip.id, ClipChanges(note: "first"))
+            try await a.edit(clip: pair.clip.id, ClipChanges(note: "first"))
             #expect(try await a.sync().uploaded.pair == [0, 1])
             #expect(try await b.sync().downloaded.pair == [0, 1])
-            #expect(try b.library.trashEntries().count == 1)
+            #expect(try await b.library.trashEntries().count == 1)
 
-            try b.library.setSetting(.trashDays, to: "2")
+            try await b.library.setSetting(.trashDays, to: "2")
             world.clock.advance(seconds: 86_400)
             _ = try await b.sync()
-            #expect(try b.library.trashEntries().count == 1, "purged a day early")
+            #expect(try await b.library.trashEntries().count == 1, "purged a day early")
             world.clock.advance(seconds: 86_400 + 1)
             _ = try await b.sync()
-            #expect(try b.library.trashEntries().isEmpty)
+            #expect(try await b.library.trashEntries().isEmpty)
 
-            try b.library.setSetting(.trashDays, to: "0")
-            try a.library.deleteClip(id: pair.clip.id)
+            try await b.library.setSetting(.trashDays, to: "0")
+            try await a.library.deleteClip(id: pair.clip.id)
             #expect(try await a.sync().deletedRemote.pair == [0, 1])
             #expect(try await b.sync().deletedLocal.pair == [0, 1])
-            #expect(try b.library.trashEntries().isEmpty)
+            #expect(try await b.library.trashEntries().isEmpty)
             let files = (try? FileManager.default.contentsOfDirectory(atPath: b.paths.trashDirectory)) ?? []
             #expect(files.isEmpty)
         }

@@ -23,9 +23,9 @@ let package = Package(
         // MD5 from a maintained library, for ivy (IvySystem) and for the emulator, which calls it
         // directly and never through ivy's code.
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
-        // Child processes (the tests' and ivy-soak's) are started, read, signalled and reaped by
-        // swift-subprocess; its descriptors and paths are swift-system's `FileDescriptor` and
-        // `FilePath`.
+        // Child processes (the tests', ivy-soak's and `ivy-emulator --background`'s) are started,
+        // read, signalled and reaped by swift-subprocess; its descriptors and paths are
+        // swift-system's `FileDescriptor` and `FilePath`.
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
         .package(url: "https://github.com/apple/swift-system", from: "1.5.0"),
     ],
@@ -93,6 +93,8 @@ let package = Package(
                 "GoogleEmulator",
                 "IvyCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         // ivy's programs run as child processes, always killed at the end; where the build put

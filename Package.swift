@@ -23,6 +23,11 @@ let package = Package(
         // MD5 from a maintained library, for ivy (IvySystem) and for the emulator, which calls it
         // directly and never through ivy's code.
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // Child processes (the tests', ivy-soak's and `ivy-emulator --background`'s) are started,
+        // read, signalled and reaped by swift-subprocess; its descriptors and paths are
+        // swift-system's `FileDescriptor` and `FilePath`.
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.5.0"),
     ],
     targets: [
         // Pure: models, ids, time parsing, settings rules, paths. No I/O, no GRDB, no networking.
@@ -88,11 +93,21 @@ let package = Package(
                 "GoogleEmulator",
                 "IvyCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         // ivy's programs run as child processes, always killed at the end; where the build put
         // them; `ivy login` approved as a person approves it. For the tests and ivy-soak.
-        .target(name: "IvyProcesses", dependencies: ["IvySystem", "GoogleEmulator"]),
+        .target(
+            name: "IvyProcesses",
+            dependencies: [
+                "IvySystem",
+                "GoogleEmulator",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
         // The convergence soak: three `ivy` installs and a stand-in for the phone app editing
         // one Drive under faults and kills. Depends on IvyCLI so `ivy` is built beside it.
         .executableTarget(

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import GoogleEmulator
+import Subprocess
+import SystemPackage
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -57,7 +59,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         if background {
-            try startInBackground()
+            try await startInBackground()
             return
         }
         // One emulator per state file: two would each save their own Drive over the other's.
@@ -153,7 +155,7 @@ struct Serve: AsyncParsableCommand {
     /// until it listens: it reports its export line through a pipe, or closes the pipe by
     /// exiting when it cannot start (its error reaches our standard error, which it shares
     /// until then).
-    private func startInBackground() throws {
+    private func startInBackground() async throws {
         guard let executable = Bundle.main.executablePath else {
             throw EmulatorFailure("cannot find the ivy-emulator program to start in the background")
         }
@@ -166,67 +168,41 @@ struct Serve: AsyncParsableCommand {
         if let envFile { arguments += ["--env-file", envFile] }
         if let log { arguments += ["--log", log] }
 
-        var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else { throw EmulatorFailure("cannot make a pipe: \(String(cString: strerror(errno)))") }
-        let (reading, writing) = (ends[0], ends[1])
-        // It keeps none of our other descriptors: held open for its life, a pipe or socket of
-        // whatever started us would look unfinished to it (Foundation's Process, for one,
-        // waits for a socket it hands its child to close), and a file could not be unmounted.
-        for descriptor in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
-            if let number = Int32(descriptor), number > STDERR_FILENO {
-                _ = fcntl(number, F_SETFD, fcntl(number, F_GETFD) | FD_CLOEXEC)
-            }
-        }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
-        // dup2 makes a descriptor that survives exec, as the pipe's own ones now do not.
-        posix_spawn_file_actions_adddup2(&actions, writing, STDOUT_FILENO)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
         // Its own session: closing the terminal (SIGHUP) or Ctrl-C in it does not reach it.
-        // Signals unblocked and at their defaults, whatever this process's threads had.
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for number in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&defaults, number) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        // glibc's POSIX_SPAWN_SETSID (0x80), which Swift's Glibc module leaves out (it is a GNU
-        // extension there).
-        let setSession: Int32 = 0x80
-        posix_spawnattr_setflags(
-            &attributes, Int16(setSession | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var child: pid_t = 0
-        let spawned = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
-        close(writing)
-        defer { close(reading) }
-        guard spawned == 0 else {
-            throw EmulatorFailure("cannot start \(executable): \(String(cString: strerror(spawned)))")
+        // swift-subprocess starts it with signals unblocked and at their defaults, whatever
+        // this process's threads had, and with none of our descriptors but the three it is
+        // given (closefrom): held open for its life, a pipe or socket of whatever started us
+        // would look unfinished to it (Foundation's Process, for one, waits for a socket it
+        // hands its child to close), and a file could not be unmounted.
+        var options = PlatformOptions()
+        options.createSession = true
+        let ended: ExecutionResult<Void, SequenceOutput, FileDescriptorOutput>
+        do {
+            ended = try await Subprocess.run(
+                .path(FilePath(executable)), arguments: Arguments(arguments), environment: .inherit,
+                platformOptions: options, input: .none, output: .sequence, error: .currentStandardError
+            ) { execution in
+                var report: [UInt8] = []
+                for try await chunk in execution.standardOutput {
+                    report += chunk.withUnsafeBytes { Array($0) }
+                    if report.contains(UInt8(ascii: "\n")) { break }
+                }
+                let line = String(decoding: report.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+                // Without the line it could not start, said why on standard error, and exits.
+                guard report.contains(UInt8(ascii: "\n")), line.hasPrefix("export ") else { return }
+                write(line + "\n", to: STDOUT_FILENO)
+                // It runs on, detached. `run` returns only once its child has ended (and tears
+                // it down if the body throws), so this process leaves from here.
+                Self.exit()
+            }
+        } catch {
+            throw EmulatorFailure("cannot start \(executable): \(error)")
         }
-
-        var report = Data()
-        var buffer = [UInt8](repeating: 0, count: 512)
-        while !report.contains(UInt8(ascii: "\n")) {
-            let count = read(reading, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            report.append(contentsOf: buffer[0..<count])
-        }
-        let line = String(decoding: report.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
-        guard report.contains(UInt8(ascii: "\n")), line.hasPrefix("export ") else {
-            // It could not start, and said why on standard error.
-            var status: Int32 = 0
-            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-            let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 1
-            throw ExitCode(code == 0 ? 1 : code)
-        }
-        write(line + "\n", to: STDOUT_FILENO)
+        let code: Int32 =
+            switch ended.terminationStatus {
+            case .exited(let code): code
+            case .signaled: 1
+            }
+        throw ExitCode(code == 0 ? 1 : code)
     }
 }

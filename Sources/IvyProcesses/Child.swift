@@ -2,21 +2,38 @@ package import Foundation
 import IvySystem
 import Synchronization
 
+// Only the type this file names: with the whole module, `pid_t` would name Subprocess's alias
+// of it, which a package declaration cannot use through an internal import.
+import struct Subprocess.SubprocessOutputSequence
+
 /// Runs `command` as a child process for as long as `body` runs, and then kills it: SIGKILL
 /// to its process group (it and whatever it started), whether `body` returned or threw, then
-/// waits until it is reaped. Nothing here blocks a cooperative thread: the child's output is
-/// read, and its exit awaited, on `BlockingExecutor`'s threads.
+/// waits until it is reaped. swift-subprocess starts it, reads and writes its pipes, signals
+/// it and reaps it, in a child task on `BlockingExecutor`'s threads: nothing here blocks a
+/// cooperative thread.
 package func withChild<T>(
     _ command: ChildCommand, isolation: isolated (any Actor)? = #isolation, _ body: (Child) async throws -> T
 ) async throws -> T {
-    let child = try Child(command)
-    do {
-        let value = try await body(child)
+    try await withThrowingTaskGroup(of: Void.self, returning: T.self) { group in
+        let child = try await withCheckedThrowingContinuation { started in
+            group.addTask(executorPreference: BlockingExecutor.shared) {
+                try await Child.run(command, handingOutTo: started)
+            }
+        }
+        let outcome: Result<T, any Error>
+        do {
+            outcome = .success(try await body(child))
+        } catch {
+            outcome = .failure(error)
+        }
         await child.kill()
-        return value
-    } catch {
-        await child.kill()
-        throw error
+        do {
+            try await group.waitForAll()
+        } catch {
+            // The body's own error says more than one from reaping after it.
+            if case .success = outcome { throw error }
+        }
+        return try outcome.get()
     }
 }
 
@@ -29,8 +46,9 @@ package func runChild(_ command: ChildCommand, within limit: Duration = .seconds
 /// A child process started by `withChild`: its output as it comes, its exit, signals to it.
 package final class Child: Sendable {
     package let command: ChildCommand
-    package let pid: pid_t
-    private let descriptors: SpawnedChild
+    private let running: StartedChild
+    /// The pseudo-terminal's primary side, when any stream is on it.
+    private let terminalDescriptor: Int32?
     private let state = Mutex(State())
 
     fileprivate enum Sink { case output, error, terminal }
@@ -42,10 +60,11 @@ package final class Child: Sendable {
         /// Readers still reading.
         var reading = 0
         var exit: ChildExit?
-        /// Readers stop at their next look even if the stream is still open (a process that
-        /// left the group, like a daemon, may hold it).
+        /// The terminal's reader stops at its next look even if a process still holds the
+        /// terminal (one that left the group, like a daemon, may).
         var abandoned = false
         var inputClosed = false
+        /// The terminal's primary side is closed.
         var closed = false
         /// Bumped on every change; a waiter that saw version n sleeps only while it is still n.
         var version = 0
@@ -69,24 +88,53 @@ package final class Child: Sendable {
         }
     }
 
-    init(_ command: ChildCommand) throws {
+    private init(_ command: ChildCommand, _ running: StartedChild, terminal: Int32?) {
         self.command = command
-        descriptors = try ChildRegistry.register(command) { try spawn(command) }
-        pid = descriptors.pid
-        let readers: [(Int32, Sink)] =
-            [(descriptors.output, .output), (descriptors.error, .error), (descriptors.terminal, .terminal)]
-            .compactMap { descriptor, sink in descriptor.map { ($0, sink) } }
-        state.withLock { $0.reading = readers.count }
-        for (descriptor, sink) in readers {
-            Task(executorPreference: BlockingExecutor.shared) { [self] in pump(descriptor, into: sink) }
-        }
-        Task(executorPreference: BlockingExecutor.shared) { [self] in reap() }
-        if case .text(let text) = command.input, let input = descriptors.input {
-            Task(executorPreference: BlockingExecutor.shared) { [self] in
-                writeAll(input, Array(text.utf8))
-                closeInput()
+        self.running = running
+        terminalDescriptor = terminal
+        let readers = [running.output != nil, running.error != nil, terminal != nil].filter { $0 }.count
+        state.withLock { $0.reading = readers }
+    }
+
+    /// Starts `command`, hands the child to `started` (or the reason it could not start), and
+    /// returns once the child has exited, what it wrote is read, and swift-subprocess has
+    /// reaped it.
+    fileprivate static func run(
+        _ command: ChildCommand, handingOutTo started: CheckedContinuation<Child, any Error>
+    ) async throws {
+        var handedOut: pid_t?
+        var terminal: (primary: Int32, secondary: Int32)?
+        do {
+            try await ChildRegistry.prepare(command)
+            if !command.terminal.isEmpty {
+                do {
+                    terminal = try pseudoTerminal(columns: command.columns, raw: command.rawTerminal)
+                } catch {
+                    throw ChildError.cannotStart(command: command.description, reason: "no pseudo-terminal: \(error)")
+                }
             }
+            if let terminal, command.terminal.contains(.input), case .text(let text) = command.input {
+                // Typed ahead: the terminal keeps the line until the child reads it.
+                writeAll(terminal.primary, Array(text.utf8))
+            }
+            try await start(command, terminal: terminal?.secondary) { running in
+                let child = Child(command, running, terminal: terminal?.primary)
+                ChildRegistry.started(child.pid)
+                handedOut = child.pid
+                started.resume(returning: child)
+                await child.watch()
+            }
+        } catch {
+            if let handedOut {
+                ChildRegistry.forget(handedOut)
+                throw error
+            }
+            if let terminal { close(terminal.primary) }
+            started.resume(
+                throwing: error as? ChildError ?? .cannotStart(command: command.description, reason: "\(error)"))
+            return
         }
+        if let handedOut { ChildRegistry.forget(handedOut) }
     }
 
     // MARK: What it wrote, and whether it ended
@@ -96,6 +144,7 @@ package final class Child: Sendable {
     package var stderr: String { state.withLock { String(decoding: $0.error, as: UTF8.self) } }
     /// What it wrote to its pseudo-terminal so far.
     package var terminal: String { state.withLock { String(decoding: $0.terminal, as: UTF8.self) } }
+    package var pid: pid_t { running.pid }
     /// How it ended; nil while it runs.
     package var exit: ChildExit? { state.withLock { $0.exit } }
 
@@ -155,57 +204,88 @@ package final class Child: Sendable {
 
     // MARK: Talking to it
 
-    /// Sends `signal` to the child (or its whole process group), unless it was reaped already.
+    /// Sends `signal` to the child (or its whole process group), unless it has exited.
     package func send(_ signal: Int32, toGroup: Bool = false) {
         state.withLock { state in
-            if state.exit == nil { Glibc.kill(toGroup ? -pid : pid, signal) }
+            if state.exit == nil { running.signal(signal, toGroup) }
         }
     }
 
     /// Writes `text` to its standard input: the pipe of `.open` input, or the terminal.
     package func type(_ text: String) async {
-        let target = state.withLock { state -> Int32? in
-            if command.terminal.contains(.input) { return state.closed ? nil : descriptors.terminal }
-            return state.inputClosed ? nil : descriptors.input
+        if command.terminal.contains(.input) {
+            guard let primary = state.withLock({ $0.closed ? nil : terminalDescriptor }) else { return }
+            // A terminal whose reader has stopped blocks a write once its buffer is full.
+            _ = await BlockingExecutor.run { writeAll(primary, Array(text.utf8)) }
+        } else if let input = running.input, !state.withLock({ $0.inputClosed }) {
+            _ = try? await input.write(Array(text.utf8))
         }
-        guard let target else { return }
-        // A pipe the child does not read blocks a write past 64 KiB.
-        _ = await Task(executorPreference: BlockingExecutor.shared) { writeAll(target, Array(text.utf8)) }.value
     }
 
     /// Closes its standard input's pipe: it reads end-of-file.
-    package func closeInput() {
-        state.withLock { state in
-            guard !state.inputClosed, let input = descriptors.input else { return }
-            state.inputClosed = true
-            close(input)
+    package func closeInput() async {
+        let closing = state.withLock { state in
+            defer { state.inputClosed = true }
+            return !state.inputClosed
         }
+        if closing { try? await running.input?.finish() }
     }
 
-    /// SIGKILLs its process group unless it was reaped already, waits until it is, and stops
-    /// reading once what it wrote is read. Waits through cancellation: it is the cleanup.
+    /// SIGKILLs its process group unless it has exited, waits until it has, and stops reading
+    /// once what it wrote is read. Waits through cancellation: it is the cleanup.
     package func kill() async {
         send(SIGKILL, toGroup: true)
         await until(nil) { $0.exit != nil }
-        // Its group is dead: only a process that left the group can still hold its output open.
+        // Its group is dead: only a process that left the group can still hold its terminal open.
         await until(ContinuousClock.now + .seconds(2)) { $0.reading == 0 }
         changed { $0.abandoned = true }
         await until(nil) { $0.reading == 0 }
-        closeInput()
-        state.withLock { state in
-            guard !state.closed else { return }
-            state.closed = true
-            for descriptor in [descriptors.output, descriptors.error, descriptors.terminal].compactMap({ $0 }) {
-                close(descriptor)
+    }
+
+    // MARK: While it runs
+
+    /// Reads its pipes and its terminal into the state as they come, writes its input text,
+    /// and waits for its exit; returns once it has exited and its output is read.
+    private func watch() async {
+        await withTaskGroup(of: Void.self) { group in
+            for (pipe, sink) in [(running.output, Sink.output), (running.error, .error)] {
+                if let pipe { group.addTask { await self.read(pipe, into: sink) } }
             }
+            if let terminalDescriptor { group.addTask { self.pump(terminalDescriptor) } }
+            if case .text(let text) = command.input, running.input != nil {
+                group.addTask {
+                    await self.type(text)
+                    await self.closeInput()
+                }
+            }
+            group.addTask { self.awaitExit() }
+        }
+        await closeInput()
+        state.withLock { state in
+            guard !state.closed, let terminalDescriptor else { return }
+            state.closed = true
+            close(terminalDescriptor)
         }
     }
 
-    // MARK: The threads that read and reap
+    /// Reads a pipe to its end. swift-subprocess reads it on its own epoll thread, ends it at
+    /// end-of-file, and, once the child has exited, with what the pipe still holds (a process
+    /// that left the group, like a daemon, may hold it open for longer).
+    private func read(_ pipe: SubprocessOutputSequence, into sink: Sink) async {
+        do {
+            for try await buffer in pipe {
+                let bytes = buffer.withUnsafeBytes { Array($0) }
+                changed { $0[sink].append(contentsOf: bytes) }
+            }
+        } catch {
+            // A failed read ends the stream as its end would.
+        }
+        changed { $0.reading -= 1 }
+    }
 
-    /// Reads `descriptor` to its end (a pipe's end-of-file, a terminal's EIO once no process
-    /// holds it), looking every 200 ms whether it is abandoned.
-    private func pump(_ descriptor: Int32, into sink: Sink) {
+    /// Reads the terminal to its end (EIO once no process holds it), looking every 200 ms
+    /// whether it is abandoned: swift-subprocess reads only the pipes it made.
+    private func pump(_ descriptor: Int32) {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
             var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
@@ -216,33 +296,30 @@ package final class Child: Sendable {
                 if state.withLock({ $0.abandoned }) { break }
                 continue
             }
-            let count = read(descriptor, &buffer, buffer.count)
+            let count = Glibc.read(descriptor, &buffer, buffer.count)
             if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
             if count <= 0 { break }
-            changed { $0[sink].append(contentsOf: buffer[..<count]) }
+            changed { $0.terminal.append(contentsOf: buffer[..<count]) }
         }
         changed { $0.reading -= 1 }
     }
 
-    /// Waits for the child to exit without reaping it (WNOWAIT), so its process-group id stays
-    /// its own while the rest of the group is killed; then reaps it.
-    private func reap() {
+    /// Waits on this thread (one of `BlockingExecutor`'s) for the child to exit, without
+    /// reaping it (WNOWAIT), and kills the rest of its group while the group's id is still its
+    /// own. swift-subprocess waits on its own thread too (epoll on a pidfd), but tells the exit
+    /// only in `run`'s result, after its body has returned and it has reaped the child; the
+    /// body needs it while it runs (a test waits for the exit, then looks further).
+    private func awaitExit() {
         var info = siginfo_t()
-        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
+        var waited: Int32
+        repeat { waited = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) } while waited < 0 && errno == EINTR
+        let status = info._sifields._sigchld.si_status
+        let exit: ChildExit =
+            waited < 0 ? .exited(-1) : info.si_code == Int32(CLD_EXITED) ? .exited(status) : .signalled(status)
         changed { state in
-            Glibc.kill(-pid, SIGKILL)
-            var status: Int32 = 0
-            var reaped: pid_t
-            repeat { reaped = waitpid(pid, &status, 0) } while reaped < 0 && errno == EINTR
-            if reaped != pid {
-                state.exit = .exited(-1)
-            } else if status & 0x7f == 0 {
-                state.exit = .exited((status >> 8) & 0xff)
-            } else {
-                state.exit = .signalled(status & 0x7f)
-            }
+            running.signal(SIGKILL, true)
+            state.exit = exit
         }
-        ChildRegistry.forget(pid)
     }
 
     // MARK: Waking waiters

@@ -1,4 +1,5 @@
 package import Foundation
+import IvySystem
 import Synchronization
 
 /// Every child this process started and has not reaped yet, so none outlives it.
@@ -10,8 +11,8 @@ import Synchronization
 /// group started with the first child, reads this process's registrations from a socket and,
 /// at end-of-file, which the kernel gives it however this process ends (SIGKILL and crashes
 /// included), kills every group still registered. Linux's "die with my parent"
-/// (PR_SET_PDEATHSIG) is out of reach: posix_spawn cannot set it, and it fires when the
-/// spawning *thread* ends, which pool threads do.
+/// (PR_SET_PDEATHSIG) is out of reach: swift-subprocess's `PlatformOptions` cannot set it
+/// (nor can posix_spawn), and it fires when the spawning *thread* ends, which pool threads do.
 package enum ChildRegistry {
     private struct State {
         var live: Set<pid_t> = []
@@ -23,25 +24,29 @@ package enum ChildRegistry {
 
     private static let state = Mutex(State())
 
-    /// Starts a child through `start` and registers it, under one lock with `stopAll()`: a
-    /// child is either started before the stop, and killed by it, or never started.
-    static func register(_ command: ChildCommand, start: () throws -> SpawnedChild) throws -> SpawnedChild {
-        try state.withLock { state in
-            guard !state.stopping else { throw ChildError.stopping(command: command.description) }
-            watchOver(&state)
-            let child = try start()
-            state.live.insert(child.pid)
-            tell(state.sentinel, "+\(child.pid)\n")
-            return child
+    /// Before a child starts: throws if the process is stopping, and starts the sentinel and
+    /// the exit handler the first time.
+    static func prepare(_ command: ChildCommand) async throws {
+        guard !isStopping else { throw ChildError.stopping(command: command.description) }
+        await watchOver()
+    }
+
+    /// Registers a child just started, under one lock with `stopAll()`: a child is either
+    /// registered before the stop, and killed by it, or killed here as soon as it started.
+    static func started(_ pid: pid_t) {
+        state.withLock { state in
+            state.live.insert(pid)
+            tell(state.sentinel, "+\(pid)\n")
+            if state.stopping { kill(-pid, SIGKILL) }
         }
     }
 
     /// Registers a process group this process did not start as a child but must not outlive:
     /// a daemon a child started in a session of its own (`ivy-emulator --background`'s), killed
     /// at exit as a child is. `forget` it once it is stopped.
-    package static func adopt(_ group: pid_t) {
+    package static func adopt(_ group: pid_t) async {
+        await watchOver()
         state.withLock { state in
-            watchOver(&state)
             state.live.insert(group)
             tell(state.sentinel, "+\(group)\n")
         }
@@ -71,11 +76,16 @@ package enum ChildRegistry {
     /// The children started and not reaped yet.
     package static var live: Set<pid_t> { state.withLock { $0.live } }
 
-    /// Starts the sentinel and the exit handler, once.
-    private static func watchOver(_ state: inout State) {
-        guard state.sentinel == nil else { return }
-        state.sentinel = startSentinel()
+    /// Starts the sentinel and the exit handler, once; returns once the sentinel listens.
+    private static func watchOver() async {
+        let socket = await sentinel.value
+        state.withLock { $0.sentinel = socket }
+    }
+
+    /// The sentinel's end of its socket, once it has started (-1 if it could not).
+    private static let sentinel = Task(executorPreference: BlockingExecutor.shared) {
         atexit { ChildRegistry.killAll() }
+        return await startSentinel(sentinelScript)
     }
 
     /// At exit: kills what is left, without waiting for a lock another thread may hold forever.
@@ -106,38 +116,4 @@ package enum ChildRegistry {
         done
         for group in $live; do kill -9 "-$group" 2>/dev/null; done
         """
-
-    private static func startSentinel() -> Int32 {
-        var ends: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
-            return -1
-        }
-        var command = ChildCommand("/bin/sh", ["-c", sentinelScript])
-        command.environment = ["PATH": "/usr/bin:/bin"]
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, ends[1], STDIN_FILENO)
-        posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0)
-        closeTheOthers(&actions)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // A group of its own: Ctrl-C on this process's group does not reach it.
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
-        let argv = ([command.executable] + command.arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        let environment = command.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for pointer in environment { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, command.executable, &actions, &attributes, argv, environment)
-        close(ends[1])
-        guard spawned == 0 else {
-            close(ends[0])
-            return -1
-        }
-        return ends[0]
-    }
 }

@@ -1,141 +1,139 @@
 import Foundation
+import IvySystem
+import Subprocess
+import SystemPackage
 
-/// The descriptors this process keeps to talk to a started child.
-struct SpawnedChild {
+/// How `command` is started: its program, arguments, whole environment and working directory,
+/// in a process group of its own (so the whole of what it starts can be killed at once).
+///
+/// swift-subprocess does the rest the way this helper needs it (`Subprocess+Spawn.swift`,
+/// 1.0.2): posix_spawn with every signal unblocked and at its default whatever this process's
+/// threads had set (`POSIX_SPAWN_SETSIGMASK | SETSIGDEF`), the child's three streams dup2'ed
+/// from close-on-exec pipes, and no other descriptor of this process
+/// (`posix_spawn_file_actions_addclosefrom_np(3)`, or its own fork and exec where the C
+/// library lacks that), so no child holds another's pipe open.
+func configuration(of command: ChildCommand) -> Configuration {
+    var options = PlatformOptions()
+    options.processGroupID = 0
+    // A child whose task is cancelled loses its whole group, as one whose scope ends does.
+    options.teardownSequence = [.send(signal: .kill, toProcessGroup: true, allowedDurationToNextStep: .zero)]
+    var environment: [Environment.Key: String] = [:]
+    for (key, value) in command.environment { environment[Environment.Key(stringLiteral: key)] = value }
+    return Configuration(
+        executable: .path(FilePath(command.executable)),
+        arguments: Arguments(command.arguments),
+        environment: .custom(environment),
+        workingDirectory: command.workingDirectory.map { FilePath($0) },
+        platformOptions: options)
+}
+
+/// A started child as the code that watches it sees it, whatever its streams' kinds: its
+/// signals, and this side of its standard streams (each nil where the stream is not a pipe
+/// read or written here: the pseudo-terminal, /dev/null, standard output's pipe for error).
+struct StartedChild: Sendable {
     let pid: pid_t
-    /// Standard input's pipe (nil: /dev/null or the terminal).
-    var input: Int32?
-    var output: Int32?
-    var error: Int32?
-    /// The pseudo-terminal's primary side, when any stream is on it.
-    var terminal: Int32?
+    /// Sends a signal to the child (through its pidfd) or to its process group.
+    let signal: @Sendable (_ number: Int32, _ toGroup: Bool) -> Void
+    var input: StandardInputWriter?
+    var output: SubprocessOutputSequence?
+    var error: SubprocessOutputSequence?
 }
 
-/// Starts `command` with posix_spawn, in a process group of its own (so the whole of what it
-/// starts can be killed at once), signals unblocked and at their defaults whatever this
-/// process's threads had set, and no descriptor of this process but the three it is given.
-func spawn(_ command: ChildCommand) throws -> SpawnedChild {
-    var opened: [Int32] = []
-    func fail(_ reason: String) -> ChildError {
-        for descriptor in opened { close(descriptor) }
-        return .cannotStart(command: command.description, reason: reason)
+/// Starts `command` through swift-subprocess with its streams on pipes, /dev/null or
+/// `terminal` (the pseudo-terminal's secondary side, closed here once the child has it), runs
+/// `body` while it runs, and returns once `body` has returned and the child is reaped.
+func start(
+    _ command: ChildCommand, terminal: Int32?, _ body: (StartedChild) async -> Void
+) async throws {
+    let secondary = terminal.map { FileDescriptor(rawValue: $0) }
+    func onTerminal(_ stream: StandardStream) -> FileDescriptor? {
+        command.terminal.contains(stream) ? secondary : nil
     }
-    func pipePair() throws -> (read: Int32, write: Int32) {
-        var ends: [Int32] = [-1, -1]
-        guard let pipe2 = glibcFunction("pipe2", as: Pipe2.self), pipe2(&ends, O_CLOEXEC) == 0 else {
-            throw fail("pipe: \(String(cString: strerror(errno)))")
+    // swift-subprocess closes a descriptor given for several streams once.
+    let input: any InputProtocol =
+        if let secondary = onTerminal(.input) {
+            FileDescriptorInput.fileDescriptor(secondary, closeAfterSpawningProcess: true)
+        } else if case .none = command.input {
+            NoInput.none
+        } else {
+            CustomWriteInput.inputWriter
         }
-        opened += ends
-        return (ends[0], ends[1])
-    }
-
-    // Every descriptor made here is close-on-exec; the child gets its three by dup2, which
-    // clears the flag on the copy. So no other child started meanwhile inherits a pipe end
-    // and holds its reader open.
-    var terminal: (primary: Int32, secondary: Int32)?
-    if !command.terminal.isEmpty {
-        do {
-            let made = try pseudoTerminal(columns: command.columns, raw: command.rawTerminal)
-            opened += [made.primary, made.secondary]
-            terminal = made
-        } catch {
-            throw fail("no pseudo-terminal: \(error)")
+    let output: any OutputProtocol =
+        if let secondary = onTerminal(.output) {
+            FileDescriptorOutput.fileDescriptor(secondary, closeAfterSpawningProcess: true)
+        } else {
+            SequenceOutput.sequence
         }
-    }
-    var child = SpawnedChild(pid: 0)
-    var sources: [Int32] = [-1, -1, -1]
-    var childEnds: [Int32] = []
-
-    if let terminal, command.terminal.contains(.input) {
-        sources[0] = terminal.secondary
-    } else {
-        switch command.input {
-        case .none: break
-        case .text, .open:
-            let ends = try pipePair()
-            sources[0] = ends.read
-            child.input = ends.write
-            childEnds.append(ends.read)
+    let error: any ErrorOutputProtocol =
+        if let secondary = onTerminal(.error) {
+            FileDescriptorOutput.fileDescriptor(secondary, closeAfterSpawningProcess: true)
+        } else if command.errorToOutput {
+            CombinedErrorOutput.combinedWithOutput
+        } else {
+            SequenceOutput.sequence
         }
-    }
-    if let terminal, command.terminal.contains(.output) {
-        sources[1] = terminal.secondary
-    } else {
-        let ends = try pipePair()
-        sources[1] = ends.write
-        child.output = ends.read
-        childEnds.append(ends.write)
-    }
-    if let terminal, command.terminal.contains(.error) {
-        sources[2] = terminal.secondary
-    } else if command.errorToOutput {
-        sources[2] = sources[1]
-    } else {
-        let ends = try pipePair()
-        sources[2] = ends.write
-        child.error = ends.read
-        childEnds.append(ends.write)
-    }
-
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    if sources[0] >= 0 {
-        posix_spawn_file_actions_adddup2(&actions, sources[0], STDIN_FILENO)
-    } else {
-        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
-    }
-    posix_spawn_file_actions_adddup2(&actions, sources[1], STDOUT_FILENO)
-    posix_spawn_file_actions_adddup2(&actions, sources[2], STDERR_FILENO)
-    if let directory = command.workingDirectory {
-        guard let addChdir = glibcFunction("posix_spawn_file_actions_addchdir_np", as: AddChdir.self) else {
-            throw fail("this C library cannot set a child's working directory")
-        }
-        _ = addChdir(&actions, directory)
-    }
-    closeTheOthers(&actions)
-
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var none = sigset_t()
-    sigemptyset(&none)
-    posix_spawnattr_setsigmask(&attributes, &none)
-    var defaults = sigset_t()
-    sigemptyset(&defaults)
-    for number: Int32 in 1..<32 where number != SIGKILL && number != SIGSTOP { sigaddset(&defaults, number) }
-    posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setpgroup(&attributes, 0)
-    posix_spawnattr_setflags(
-        &attributes,
-        Int16(POSIX_SPAWN_SETPGROUP) | Int16(POSIX_SPAWN_SETSIGMASK) | Int16(POSIX_SPAWN_SETSIGDEF))
-
-    if let terminal, command.terminal.contains(.input), case .text(let text) = command.input {
-        // Typed ahead: the terminal keeps the line until the child reads it.
-        writeAll(terminal.primary, Array(text.utf8))
-    }
-
-    let argv = ([command.executable] + command.arguments).map { strdup($0) } + [nil]
-    defer { for pointer in argv { free(pointer) } }
-    let environment = command.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { for pointer in environment { free(pointer) } }
-    var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, command.executable, &actions, &attributes, argv, environment)
-    guard spawned == 0 else { throw fail(String(cString: strerror(spawned))) }
-    child = SpawnedChild(
-        pid: pid, input: child.input, output: child.output, error: child.error, terminal: terminal?.primary)
-    // Only the child holds its ends now, so reading ends when it (and whatever it started) does.
-    for descriptor in childEnds { close(descriptor) }
-    if let terminal { close(terminal.secondary) }
-    return child
+    try await start(configuration(of: command), input: input, output: output, error: error, body)
 }
 
-/// A new pseudo-terminal `columns` wide. posix_openpt and friends are not in Swift's Glibc
-/// module; this is what they do: unlock it (TIOCSPTLCK), ask its number (TIOCGPTN), and set
-/// its size (TIOCSWINSZ), which a program reads back with TIOCGWINSZ.
-private func pseudoTerminal(columns: UInt16, raw: Bool) throws -> (primary: Int32, secondary: Int32) {
+/// `Subprocess.run` with streams of any kind: the writer and sequences `Execution` offers for
+/// some kinds only are looked up by the kind they turned out to be.
+private func start<Input: InputProtocol, Output: OutputProtocol, Error: ErrorOutputProtocol>(
+    _ configuration: Configuration, input: Input, output: Output, error: Error, _ body: (StartedChild) async -> Void
+) async throws {
+    _ = try await Subprocess.run(configuration, input: input, output: output, error: error) { execution in
+        await body(
+            StartedChild(
+                pid: execution.processIdentifier.value,
+                signal: { number, toGroup in
+                    try? execution.send(signal: Signal(rawValue: number), toProcessGroup: toGroup)
+                },
+                input: (execution as Any as? Execution<CustomWriteInput, Output, Error>)?.standardInputWriter,
+                output: (execution as Any as? Execution<Input, SequenceOutput, Error>)?.standardOutput,
+                error: (execution as Any as? Execution<Input, Output, SequenceOutput>)?.standardError))
+    }
+}
+
+/// Starts `ChildRegistry`'s sentinel, `script`, in a process group of its own (Ctrl-C on this
+/// process's group does not reach it), reading one end of a socket pair; returns the other
+/// end, or -1 if it could not start. swift-subprocess runs a child only within `run`'s body,
+/// and this one must run as long as this process does: the body never returns, in a task
+/// nothing awaits.
+func startSentinel(_ script: String) async -> Int32 {
+    var ends: [Int32] = [-1, -1]
+    guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+        return -1
+    }
+    var options = PlatformOptions()
+    options.processGroupID = 0
+    let configuration = Configuration(
+        executable: .path("/bin/sh"), arguments: ["-c", script], environment: .custom(["PATH": "/usr/bin:/bin"]),
+        platformOptions: options)
+    let (kept, given) = (ends[0], FileDescriptor(rawValue: ends[1]))
+    return await withCheckedContinuation { started in
+        Task(executorPreference: BlockingExecutor.shared) {
+            do {
+                _ = try await Subprocess.run(
+                    configuration, input: .fileDescriptor(given, closeAfterSpawningProcess: true),
+                    output: .discarded, error: .discarded
+                ) { _ in
+                    started.resume(returning: kept)
+                    while true { try? await Task.sleep(for: .seconds(3600)) }
+                }
+            } catch {
+                close(kept)
+                started.resume(returning: -1)
+            }
+        }
+    }
+}
+
+/// A new pseudo-terminal `columns` wide; swift-subprocess has none to offer. posix_openpt and
+/// friends are not in Swift's Glibc module; this is what they do: unlock it (TIOCSPTLCK), ask
+/// its number (TIOCGPTN), and set its size (TIOCSWINSZ), which a program reads back with
+/// TIOCGWINSZ.
+func pseudoTerminal(columns: UInt16, raw: Bool) throws -> (primary: Int32, secondary: Int32) {
     let primary = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
-    guard primary >= 0 else { throw Errno(errno) }
+    guard primary >= 0 else { throw Errno(rawValue: errno) }
     var unlock: CInt = 0
     var number: CUnsignedInt = 0
     var size = winsize(ws_row: 24, ws_col: columns, ws_xpixel: 0, ws_ypixel: 0)
@@ -146,7 +144,7 @@ private func pseudoTerminal(columns: UInt16, raw: Bool) throws -> (primary: Int3
         let error = errno
         close(primary)
         if secondary >= 0 { close(secondary) }
-        throw Errno(error)
+        throw Errno(rawValue: error)
     }
     if raw {
         var settings = termios()
@@ -157,14 +155,8 @@ private func pseudoTerminal(columns: UInt16, raw: Bool) throws -> (primary: Int3
     return (primary, secondary)
 }
 
-/// An errno value, named as strerror names it.
-struct Errno: Error, CustomStringConvertible {
-    let number: Int32
-    init(_ number: Int32) { self.number = number }
-    var description: String { String(cString: strerror(number)) }
-}
-
-/// Writes every byte, however many writes it takes (a pipe takes 64 KiB before it blocks).
+/// Writes every byte, however many writes it takes (a terminal's buffer takes a few KiB before
+/// it blocks).
 @discardableResult
 func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
     var rest = bytes[...]
@@ -177,24 +169,4 @@ func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
         rest = rest.dropFirst(written)
     }
     return true
-}
-
-private typealias AddChdir =
-    @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>)
-    -> Int32
-private typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
-private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-
-/// Closes in the child every descriptor but its three standard ones: those another thread
-/// opened without close-on-exec stay out of it too.
-func closeTheOthers(_ actions: inout posix_spawn_file_actions_t) {
-    if let closeFrom = glibcFunction("posix_spawn_file_actions_addclosefrom_np", as: AddCloseFrom.self) {
-        _ = closeFrom(&actions, STDERR_FILENO + 1)
-    }
-}
-
-/// A glibc function Swift's Glibc module leaves out (GNU extensions), found at run time.
-private func glibcFunction<Function>(_ name: String, as type: Function.Type) -> Function? {
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { return nil }
-    return unsafeBitCast(symbol, to: type)
 }

@@ -423,7 +423,7 @@ private final class Background: @unchecked Sendable {
         if let match = started.output.firstMatch(of: /IVY_EMULATOR_PID=(\d+)/), let pid = pid_t(match.1) {
             started.pid = pid
             // Detached, so no longer our child; it must not outlive this process all the same.
-            ChildRegistry.adopt(pid)
+            await ChildRegistry.adopt(pid)
         }
         return started
     }

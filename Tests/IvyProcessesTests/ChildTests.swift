@@ -83,6 +83,41 @@ struct ChildTests {
         #expect(result.terminal.contains("24 57") && result.terminal.contains("got hello"), "\(result.terminal)")
     }
 
+    @Test(
+        """
+        a child runs in a process group of its own, with the given environment and directory, no descriptor of \
+        this process but its three, and every signal unblocked and at its default
+        """)
+    func startedClean() async throws {
+        // Opened without close-on-exec, as code this process does not control may open one.
+        let inherited = open("/dev/null", O_RDONLY)
+        defer { close(inherited) }
+        let ignored = signal(SIGUSR2, SIG_IGN)
+        defer { signal(SIGUSR2, ignored) }
+        // The shell reads its own status with builtins first: dash blocks every signal around
+        // a fork, so a command it forks could catch it mid-fork.
+        var command = Self.shell(
+            """
+            while read -r line; do case $line in Sig[BI]*) echo "$line" ;; esac; done < /proc/$$/status
+            read -r stat < /proc/$$/stat; set -- $stat; echo "$5 $$"
+            ls /proc/$$/fd; env | sort; pwd
+            """)
+        command.environment["IVY_WORD"] = "two words"
+        command.workingDirectory = "/usr"
+        let result = try await runChild(command)
+        #expect(result.exit == .exited(0), "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        try #require(lines.count == 10, "\(result.stdout)")
+        #expect(lines[0] == "SigBlk:\t0000000000000000", "\(result.stdout)")
+        // Signals 1 to 31; glibc's posix_spawn ignores its own two (32 and 33) in every child.
+        let ignoring = UInt64(lines[1].dropFirst("SigIgn:\t".count), radix: 16)
+        #expect(ignoring.map { $0 & 0x7fff_ffff } == 0, "\(result.stdout)")
+        let group = lines[2].split(separator: " ")
+        #expect(group.count == 2 && group[0] == group[1], "its process group is its own: \(result.stdout)")
+        #expect(lines[3...5] == ["0", "1", "2"], "\(result.stdout)")
+        #expect(lines[6...] == ["IVY_WORD=two words", "PATH=/usr/bin:/bin", "PWD=/usr", "/usr"], "\(result.stdout)")
+    }
+
     @Test("the sentinel kills, at end-of-file, every group still registered and none that was forgotten")
     func sentinel() async throws {
         try await withChild(Self.shell("sleep 300")) { kept in

@@ -87,4 +87,62 @@ struct PrivateFilesTests {
         #expect(chmod(local, 0o1777) == 0, "sticky: no one may rename another's entries")
         #expect(try await ivy.runBinaryAsync("book", "add", "--title", "Dune").status == 0)
     }
+
+    /// Second review of issue 40, item 9 (c, d): a directory that did not exist yet passed the
+    /// check, so `book add` made `~/.local/share` inside a `~/.local` others can write to before
+    /// refusing, and `login` ran the whole sign-in before refusing to save it.
+    @Test("under a directory others can write to, a command makes nothing and login asks Google nothing")
+    func refusedBeforeAnything() async throws {
+        try await withEmulator { emulator in
+            let ivy = try SignInEndpointTests.cronHome()
+            let local = ivy.path + "/.local"
+            #expect(mkdir(local, 0o700) == 0 && chmod(local, 0o777) == 0)
+            let added = try await ivy.run("book", "add", "--title", "Dune")
+            #expect(added.status == 1 && added.stderr.contains("chmod go-w \(local)"), "\(added.stderr)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: local).isEmpty, "nothing made in it")
+
+            #expect(chmod(local, 0o755) == 0)
+            let config = ivy.path + "/.config"
+            #expect(mkdir(config, 0o700) == 0 && chmod(config, 0o777) == 0)
+            await emulator.state.clearRequests()
+            let login = try await SignInEndpointTests.login(ivy, emulator)
+            #expect(login.status == 1 && login.stderr.contains("chmod go-w \(config)"), "\(login.stderr)")
+            #expect(!login.stdout.contains("enter the code"), "\(login.stdout)")
+            let requests = await emulator.state.requests
+            #expect(requests.isEmpty, "\(requests.map(\.path))")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: config).isEmpty)
+        }
+    }
+
+    /// Second review of issue 40, item 9 (b): doctor looked above the directories that existed
+    /// only, and status not at all, so a `~/.config` others can write to went unnamed until login.
+    @Test("doctor and status name a directory others can write to above any of ivy's three, made yet or not")
+    func doctorAndStatusNameIt() async throws {
+        let ivy = try SignInEndpointTests.cronHome()
+        _ = try await ivy.id("book", "add", "--title", "Dune")
+        #expect(try await ivy.run("doctor", "--json").stdout.contains("and its files are private"))
+        let config = ivy.path + "/.config"
+        #expect(mkdir(config, 0o700) == 0 && chmod(config, 0o777) == 0)
+        let doctor = try await ivy.run("doctor", "--json")
+        #expect(doctor.status == 1)
+        var home = try #require(try doctor.json() as? [[String: Any]]).filter { $0["check"] as? String == "home" }
+        #expect(
+            home.map { $0["fix"] as? String } == ["chmod go-w \(config)"]
+                && home.allSatisfy { $0["level"] as? String == "problem" }, "\(doctor.stdout)")
+        let status = try await ivy.run("status")
+        #expect(status.status == 1, "\(status.stdout)")
+        #expect(
+            status.stderr.contains("ivy will not use \(config)/ivy: it is inside \(config)")
+                && status.stderr.contains("chmod go-w \(config)"), "\(status.stderr)")
+
+        // Each directory at fault once, with its fix, by the rule every command refuses by.
+        let local = ivy.path + "/.local"
+        #expect(chmod(local, 0o757) == 0)
+        home = try #require(try await ivy.run("doctor", "--json").json() as? [[String: Any]]).filter {
+            $0["check"] as? String == "home"
+        }
+        #expect(
+            Set(home.compactMap { $0["fix"] as? String }) == ["chmod go-w \(config)", "chmod go-w \(local)"]
+                && home.count == 2, "\(home)")
+    }
 }

@@ -145,4 +145,43 @@ struct PrivateFilesTests {
             Set(home.compactMap { $0["fix"] as? String }) == ["chmod go-w \(config)", "chmod go-w \(local)"]
                 && home.count == 2, "\(home)")
     }
+
+    /// Second review of issue 40, item 9 (a): cron's `--auto` in a refused home exited 1 every
+    /// run with the error and pinged nothing, unlike every other sync that cannot start.
+    @Test("--auto in a refused home: cron hears it once, the health check every run, and it ends with the fix")
+    func cronHearsTheRefusalOnce() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            let ivy = device.ivy
+            let url = emulator.baseURL.absoluteString + "/health/check"
+            #expect(try await ivy.run("config", "set", "health_url", url).status == 0)
+            #expect(try await ivy.run("config", "set", "auto_sync_cooldown", "0").status == 0)
+            _ = try await ivy.id("book", "add", "--title", "Dune")
+            #expect(chmod(ivy.path, 0o777) == 0)
+            defer { chmod(ivy.path, 0o700) }
+            let first = try await ivy.run("sync", "--auto")
+            #expect(first.status == 1 && first.stdout.isEmpty, "\(first.stderr)")
+            #expect(
+                first.stderr.hasPrefix("ivy sync: ivy will not use \(ivy.home): it is inside \(ivy.path)")
+                    && first.stderr.hasSuffix("run `chmod go-w \(ivy.path)`\n"), "\(first.stderr)")
+            for run in 1...2 {
+                if run == 2 {
+                    let again = try await ivy.run("sync", "--auto")
+                    #expect(again.status == 0 && again.stdout.isEmpty && again.stderr.isEmpty, "\(again.stderr)")
+                }
+                let pings = await emulator.state.healthPings
+                #expect(pings.map(\.path) == Array(repeating: "/health/check/fail", count: run), "\(pings)")
+                #expect(pings.last?.body.hasPrefix("ivy refuses its home") == true, "\(pings)")
+                #expect(pings.last?.body.contains(ivy.path) == false, "never a path: \(pings)")
+            }
+            // Nothing of the home was used: no sync ran, nothing went to Drive.
+            #expect(try ivy.sql("SELECT entity_id FROM sync_queue").count == 1)
+
+            #expect(chmod(ivy.path, 0o700) == 0)
+            let fixed = try await ivy.run("sync", "--auto")
+            #expect(fixed.status == 0 && fixed.stderr.isEmpty, "\(fixed.stderr)")
+            #expect(await emulator.state.healthPings.last?.path == "/health/check")
+            #expect(!FileManager.default.fileExists(atPath: ivy.home + "/cron-refusal"), "what cron heard is over")
+        }
+    }
 }

@@ -87,6 +87,26 @@ struct PrivateFileTests {
         #expect(PrivateDirectory.problem(of: data) == nil)
     }
 
+    @Test("a note kept through its directory's descriptor: written 0600, read back, removed; none in another's")
+    func directoryNote() throws {
+        let root = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let directory = root + "/ivy"
+        #expect(mkdir(directory, 0o700) == 0)
+        let note = DirectoryNote("said", in: directory)
+        #expect(note.read() == nil)
+        #expect(note.write("once"))
+        #expect(note.read() == "once" && mode(directory + "/said") == 0o600)
+        note.remove()
+        #expect(!FileManager.default.fileExists(atPath: directory + "/said"))
+        // A directory others can write to keeps no note, and one reached through a link neither.
+        #expect(chmod(directory, 0o777) == 0)
+        #expect(!note.write("once") && !note.directoryIsPrivate)
+        #expect(chmod(directory, 0o700) == 0 && symlink(directory, root + "/link") == 0)
+        #expect(!DirectoryNote("said", in: root + "/link").write("once"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/said"))
+    }
+
     @Test("an atomic write leaves a 0600 file and no temporary one, replacing the old content")
     func atomicWrite() throws {
         let root = try temporaryDirectory()

@@ -49,6 +49,16 @@ package enum URLText {
         return String(text[..<scheme.upperBound]) + "***" + String(text[at...])
     }
 
+    /// `text` with its scheme in lower case (`HTTPS://host/x` as `https://host/x`): schemes are
+    /// case-insensitive (RFC 3986 §3.1), and lower case is their canonical form, the only one
+    /// URLSession takes. Text without a scheme is returned as it is.
+    package static func lowercasingScheme(_ text: String) -> String {
+        guard let colon = text.firstIndex(of: ":"), colon != text.startIndex,
+            text[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
+        else { return text }
+        return text[..<colon].lowercased() + text[colon...]
+    }
+
     /// Whether `text` carries a user name or password before its host.
     package static func hasUserinfo(_ text: String) -> Bool {
         userinfoEnd(text) != nil

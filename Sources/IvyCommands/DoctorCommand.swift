@@ -143,8 +143,8 @@ struct DoctorCommand: ContextCommand {
             add(
                 .problem, "oauth client", "no OAuth client is configured, and this build has none built in",
                 "install a release of ivy (it has a client built in), or `ivy config set client_id ID` and "
-                    + "`ivy config set client_secret SECRET` (a \"TVs and Limited Input devices\" client), or "
-                    + "IVY_CLIENT_ID and IVY_CLIENT_SECRET")
+                    + "`ivy config set client_secret --from-file FILE` (a \"TVs and Limited Input devices\" client; "
+                    + "FILE holding the secret, or - for standard input), or IVY_CLIENT_ID and IVY_CLIENT_SECRET")
             return nil
         }
         add(.ok, "oauth client", "\(credentials.id) (from \(resolution.source.phrase))", nil)

@@ -128,6 +128,10 @@ struct HealthCheckTests {
             let log = try String(contentsOfFile: device.ivy.home + "/ivy.log", encoding: .utf8)
             #expect(log.contains("health ping given up"), "\(log)")
             #expect(log.contains("health ping not sent"), "\(log)")
+            // Said as a sentence: the ping got no answer (second review of issue 40, low 6).
+            let status = try await device.ivy.run("status")
+            let line = status.lines.first { $0.hasPrefix("last health ping") } ?? status.stdout
+            #expect(line.hasSuffix("the start ping got no answer within 0.3 s"), "\(line)")
         }
     }
 

@@ -139,6 +139,14 @@ extension ConfigCommand {
             }
             let stored = try await home.library().setSetting(key, to: value)
             home.output.line("\(key.rawValue) = \(shown(key, stored))")
+            if key.isSecret, fromFile == nil {
+                // Stored all the same: the argument has been seen already, and refusing it would
+                // only make the person type it again.
+                home.output.error(
+                    "warning: a \(key.rawValue) given as an argument shows in the process list and your shell's "
+                        + "history; `ivy config set \(key.rawValue) --from-file FILE` (or - for standard input) "
+                        + "keeps it out")
+            }
         }
     }
 

@@ -84,49 +84,43 @@ struct DoctorCommand: ContextCommand {
     }
 
     /// The directories ivy keeps files in and its private files (the library, its journal, the
-    /// sign-in), then the free space where the library is. False when ivy refuses the home.
+    /// sign-in), then the free space where the library is. False when ivy refuses the home: by
+    /// the rule every command refuses it by (`GlobalOptions.refusals`), each directory at fault
+    /// named once with its fix, whether the one it makes unsafe exists yet or not.
     private static func checkHome(_ home: Home, _ add: (Finding) -> Void) -> Bool {
         let paths = home.paths
         let directory = paths.dataDirectory
+        let refusals = GlobalOptions.refusals(paths)
+        refusals.map(DoctorRules.refused).forEach(add)
         guard FileManager.default.fileExists(atPath: directory) else {
-            if let unsafe = PrivateDirectory.ancestorProblem(of: directory) {
-                add(DoctorRules.ancestor(unsafe))
-                return false
+            if refusals.isEmpty {
+                add(
+                    Finding(
+                        level: .warning, check: "home", detail: "\(directory) does not exist yet",
+                        fix: "any ivy command that writes creates it"))
             }
-            add(
-                Finding(
-                    level: .warning, check: "home", detail: "\(directory) does not exist yet",
-                    fix: "any ivy command that writes creates it"))
-            return true
+            return refusals.isEmpty
         }
         var wrong: [Finding] = []
-        var refused = false
         var directories: [String] = []
         for each in [paths.dataDirectory, paths.configDirectory, paths.stateDirectory]
         where !directories.contains(each) {
             directories.append(each)
             var info = stat()
-            guard stat(each, &info) == 0 else { continue }
-            if let finding = DoctorRules.directory(
-                each, mode: UInt32(info.st_mode), owner: UInt32(info.st_uid), user: UInt32(geteuid()))
-            {
-                wrong.append(finding)
-                // A directory is a problem only when ivy refuses it.
-                refused = refused || finding.level == .problem
-            }
-            if let unsafe = PrivateDirectory.ancestorProblem(of: each),
-                !wrong.contains(where: { $0.detail.hasPrefix(unsafe.path + " ") })
-            {
-                wrong.append(DoctorRules.ancestor(unsafe))
-                refused = true
-            }
+            guard stat(each, &info) == 0,
+                let finding = DoctorRules.directory(
+                    each, mode: UInt32(info.st_mode), owner: UInt32(info.st_uid), user: UInt32(geteuid())),
+                // What ivy refuses is among the refusals already.
+                finding.level != .problem
+            else { continue }
+            wrong.append(finding)
         }
         for file in [paths.database, paths.database + "-wal", paths.database + "-shm", paths.tokenFile] {
             var info = stat()
             guard lstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
             if let finding = DoctorRules.file(file, mode: UInt32(info.st_mode)) { wrong.append(finding) }
         }
-        if wrong.isEmpty {
+        if wrong.isEmpty, refusals.isEmpty {
             add(Finding(level: .ok, check: "home", detail: "\(directory) and its files are private", fix: nil))
         }
         wrong.forEach(add)
@@ -134,7 +128,7 @@ struct DoctorCommand: ContextCommand {
         if statvfs(directory, &space) == 0 {
             add(DoctorRules.disk(freeBytes: Int64(space.f_bavail) * Int64(space.f_frsize)))
         }
-        return !refused
+        return refusals.isEmpty
     }
 
     /// The OAuth client and where it comes from (see `Home.client`).
@@ -151,8 +145,8 @@ struct DoctorCommand: ContextCommand {
             add(
                 .problem, "oauth client", "no OAuth client is configured, and this build has none built in",
                 "install a release of ivy (it has a client built in), or `ivy config set client_id ID` and "
-                    + "`ivy config set client_secret SECRET` (a \"TVs and Limited Input devices\" client), or "
-                    + "IVY_CLIENT_ID and IVY_CLIENT_SECRET")
+                    + "`ivy config set client_secret --from-file FILE` (a \"TVs and Limited Input devices\" client; "
+                    + "FILE holding the secret, or - for standard input), or IVY_CLIENT_ID and IVY_CLIENT_SECRET")
             return nil
         }
         add(.ok, "oauth client", "\(credentials.id) (from \(resolution.source.phrase))", nil)

@@ -52,39 +52,42 @@ package enum DoctorRules {
     }
 
     /// A directory ivy keeps files in, by its mode and owner; nil when it is as ivy makes it
-    /// (0700, the user's). One others can write to, or another user's, ivy refuses to use; one
-    /// others can only read lets them list the library's file names.
+    /// (0700, the user's). One others can write to, or another user's, ivy refuses to use
+    /// (`refused`); one others can only read lets them list the library's file names.
     package static func directory(_ path: String, mode: UInt32, owner: UInt32, user: UInt32) -> DoctorFinding? {
-        let bits = String(mode & 0o7777, radix: 8)
-        if UnsafeDirectoryError.check(path: path, mode: mode, owner: owner, user: user) != nil {
-            let fix =
-                owner != user
-                ? "use a directory of your own with --home or IVY_HOME, or `chown $(id -u) \(path)` and "
-                    + "`chmod 700 \(path)`"
-                : "chmod 700 \(path)"
-            let why =
-                owner != user
-                ? "belongs to another user (uid \(owner))" : "can be written by others (mode \(bits))"
-            return DoctorFinding(
-                level: .problem, check: "home", detail: "\(path) \(why): ivy refuses to use it", fix: fix)
+        if let unsafe = UnsafeDirectoryError.check(path: path, mode: mode, owner: owner, user: user) {
+            return refused(unsafe)
         }
         guard mode & 0o077 != 0 else { return nil }
         return DoctorFinding(
             level: .warning, check: "home",
-            detail: "\(path) has mode \(bits): other users can list the files in it", fix: "chmod 700 \(path)")
+            detail: "\(path) has mode \(String(mode & 0o7777, radix: 8)): other users can list the files in it",
+            fix: "chmod 700 \(path)")
     }
 
-    /// A directory above one of ivy's through which another user could put a directory of
-    /// their own in its place (`PrivateDirectory.ancestorProblem`): ivy refuses it.
-    package static func ancestor(_ unsafe: UnsafeDirectoryError) -> DoctorFinding {
+    /// Why ivy refuses a directory (`PrivateDirectory.problem(of:)`), as a problem with its
+    /// fix: one of its own that another user owns or others can write to, or a directory above
+    /// one of its own through which another user could put a directory of theirs in its place.
+    package static func refused(_ unsafe: UnsafeDirectoryError) -> DoctorFinding {
+        let path = unsafe.path
+        let bits = String(unsafe.mode, radix: 8)
+        guard let reaches = unsafe.reaches else {
+            let foreign = unsafe.owner != unsafe.user
+            let why =
+                foreign ? "belongs to another user (uid \(unsafe.owner))" : "can be written by others (mode \(bits))"
+            return DoctorFinding(
+                level: .problem, check: "home", detail: "\(path) \(why): ivy refuses to use it",
+                fix: foreign
+                    ? "use a directory of your own with --home or IVY_HOME, or `chown $(id -u) \(path)` and "
+                        + "`chmod 700 \(path)`"
+                    : "chmod 700 \(path)")
+        }
         let foreign = unsafe.owner != unsafe.user && unsafe.owner != 0
         let why = foreign ? "belongs to another user (uid \(unsafe.owner))" : "can be written by others"
         return DoctorFinding(
             level: .problem, check: "home",
-            detail: "\(unsafe.path) \(why)"
-                + " (mode \(String(unsafe.mode, radix: 8))), and \(unsafe.reaches ?? "ivy's directory") is inside it: "
-                + "ivy refuses to use it",
-            fix: foreign ? "use a home of your own with --home or IVY_HOME" : "chmod go-w \(unsafe.path)")
+            detail: "\(path) \(why) (mode \(bits)), and \(reaches) is inside it: ivy refuses to use it",
+            fix: foreign ? "use a home of your own with --home or IVY_HOME" : "chmod go-w \(path)")
     }
 
     /// One of ivy's private files (the library, its journal, the sign-in), by its mode; nil when

@@ -168,12 +168,17 @@ struct GlobalOptions: ParsableArguments {
             throw ValidationError(error.message)
         }
         // Checked up front, so even a command that only reads refuses a home others could
-        // tamper with; missing directories are created private when first needed.
-        for directory in Set([paths.configDirectory, paths.dataDirectory, paths.stateDirectory]).sorted()
-        where checked {
-            try PrivateDirectory.check(directory)
-        }
+        // tamper with, and one that signs in refuses before it asks anything of Google;
+        // missing directories are created private when first needed.
+        if checked, let refusal = Self.refusals(paths).first { throw refusal }
         return Home(paths: paths, context: context, logFormat: logFormat)
+    }
+
+    /// Why ivy refuses the home `paths` names (`PrivateDirectory.refusals`): its data, config
+    /// and state directories, existing or not. Every command's refusal, and `ivy doctor`'s
+    /// findings, come from this one answer.
+    static func refusals(_ paths: IvyPaths) -> [UnsafeDirectoryError] {
+        PrivateDirectory.refusals(of: [paths.dataDirectory, paths.configDirectory, paths.stateDirectory])
     }
 }
 

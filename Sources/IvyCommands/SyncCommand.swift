@@ -81,7 +81,12 @@ struct SyncCommand: ContextCommand {
     }
 
     func run(_ context: Context) async throws {
-        let home = try global.home(context)
+        let home: Home
+        do {
+            home = try global.home(context)
+        } catch let refusal as UnsafeDirectoryError where auto {
+            return try await tellCron(refusal, context)
+        }
         if watch {
             return try await SyncWatch(
                 home: home, interval: interval ?? 10, json: json, full: full, quiet: quiet, verbose: verbose
@@ -152,6 +157,18 @@ struct SyncCommand: ContextCommand {
         if let cronNews { return try tellCron(cronNews, output: output) }
         if let held = report.deletionsHeld, !json { output.error("Held back: \(held)") }
         if !report.isComplete { throw ExitCode(IvyExit.partialFailure) }
+    }
+
+    /// --auto in a home ivy refuses: nothing in it is used; cron hears it once, as a sync that
+    /// could not start (exit 1), and the health check every run (`CronPolicy.refused`).
+    private func tellCron(_ refusal: UnsafeDirectoryError, _ context: Context) async throws {
+        let paths = try global.home(context, checked: false).paths
+        guard
+            await CronPolicy.refused(
+                refusal, paths: paths, clock: context.clock, deadline: context.healthDeadline)
+        else { return }
+        Output(context).errorText("ivy sync: \(Display.safe(refusal.description))\n")
+        throw ExitCode.failure
     }
 
     /// The library, or nil for --auto while another program holds a long write: like

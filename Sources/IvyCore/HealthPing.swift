@@ -12,7 +12,9 @@ package struct HealthPingRecord: Codable, Sendable, Equatable {
     package var url: String
     /// The HTTP status the service answered; nil when it did not answer.
     package var status: Int?
-    /// Why there is no status: not sent (a URL ivy refuses), no connection, no answer in time.
+    /// Why there is no status (a URL ivy refuses, no connection, no answer in time), worded to
+    /// follow the ping's name: "was not sent: …", "could not be sent: …", "got no answer within
+    /// 10 s".
     package var problem: String?
 
     package init(at: Milliseconds, signal: String, url: String, status: Int? = nil, problem: String? = nil) {
@@ -27,11 +29,12 @@ package struct HealthPingRecord: Codable, Sendable, Equatable {
     /// the ping was sent.
     package var succeeded: Bool { problem == nil && (200..<300).contains(status ?? 0) }
 
+    /// What became of the ping, worded to follow its name ("the start ping answered 200"):
     /// `answered 200`, `answered 404 (not found)`, `answered 307 (a redirect, which ivy does not
     /// follow)`, or the problem.
     package var outcome: String {
         if let problem { return problem }
-        guard let status else { return "no answer" }
+        guard let status else { return "got no answer" }
         switch status {
         case 300..<400: return "answered \(status) (a redirect, which ivy does not follow)"
         case 401, 403: return "answered \(status) (refused)"
@@ -47,6 +50,16 @@ package enum URLText {
     package static func masked(_ text: String) -> String {
         guard let at = userinfoEnd(text), let scheme = text.range(of: "://") else { return text }
         return String(text[..<scheme.upperBound]) + "***" + String(text[at...])
+    }
+
+    /// `text` with its scheme in lower case (`HTTPS://host/x` as `https://host/x`): schemes are
+    /// case-insensitive (RFC 3986 §3.1), and lower case is their canonical form, the only one
+    /// URLSession takes. Text without a scheme is returned as it is.
+    package static func lowercasingScheme(_ text: String) -> String {
+        guard let colon = text.firstIndex(of: ":"), colon != text.startIndex,
+            text[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
+        else { return text }
+        return text[..<colon].lowercased() + text[colon...]
     }
 
     /// Whether `text` carries a user name or password before its host.

@@ -148,7 +148,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .healthURL:
             // The loopback rule for plain http is IvyGoogle's (`GoogleEndpoints.checkedURL`), which
             // `ivy config set` applies too; this is the shape every stored value has.
-            var url = trimmed
+            var url = URLText.lowercasingScheme(trimmed)
             while url.hasSuffix("/") { url.removeLast() }
             let scheme = url.prefix(while: { $0 != ":" }).lowercased()
             guard ["http", "https"].contains(scheme), url.contains("://"), !url.contains(where: \.isWhitespace) else {

@@ -20,6 +20,8 @@ extension DriveClient {
         do {
             return try await http.execute(request, context: context).body
         } catch let error as DriveError where error.kind == .fileTooLarge {
+            // What comes of it is the caller's to say: a sync skips such a JSON, as it does one
+            // it cannot read.
             throw Self.longer(file, than: request.responseLimit, context: context)
         }
     }
@@ -53,7 +55,7 @@ extension DriveClient {
                 _ = try await http.execute(request, context: context, download: (temporary, 0))
             }
         } catch let error as DriveError where error.kind == .fileTooLarge {
-            throw Self.longer(file, than: request.responseLimit, context: context)
+            throw Self.longer(file, than: request.responseLimit, context: context, then: "the next sync tries again")
         } catch let error as StorageError {
             // Said of the directory: the temporary file's name means nothing to a reader.
             throw StorageError(path: destination.deletingLastPathComponent().path, problem: error.problem)
@@ -122,14 +124,15 @@ extension DriveClient {
         }
     }
 
-    /// A download that kept coming past what Drive listed (or past the cap).
-    static func longer(_ file: RemoteFile, than limit: Int64, context: String) -> DriveError {
+    /// A download that kept coming past what Drive listed (or past the cap); `then`, what
+    /// comes of it, when the caller does not say it itself.
+    static func longer(_ file: RemoteFile, than limit: Int64, context: String, then: String? = nil) -> DriveError {
         let listed =
             file.size.map { "the \(AudioRules.grouped($0)) bytes Drive listed" }
             ?? "\(AudioRules.grouped(limit)) bytes"
         return DriveError(
             .fileTooLarge,
-            message: "\(context): Drive sent more than \(listed), so the download was stopped and nothing was kept; "
-                + "the next sync lists it afresh")
+            message: "\(context): Drive sent more than \(listed), so the download was stopped and nothing was kept"
+                + (then.map { "; " + $0 } ?? ""))
     }
 }

@@ -70,7 +70,9 @@ package struct GoogleEndpoints: Sendable, Equatable {
     static func checked(_ text: String, variable: String, fix: String = "unset it to use Google") throws(GoogleError)
         -> URL
     {
-        var trimmed = text
+        // What the check takes is what the requests use: `HTTPS://` is https, which URLSession
+        // takes only as `https://`.
+        var trimmed = URLText.lowercasingScheme(text)
         while trimmed.hasSuffix("/") { trimmed.removeLast() }
         // A user name and password in the URL are credentials: never echoed.
         let shown = URLText.masked(text)

@@ -47,9 +47,9 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
             `scripts/package --client-id`, has one: install that, and `ivy login` needs nothing more). \
             Otherwise, in the Google Cloud project of the Ivy app, create an OAuth client of type \
             "TVs and Limited Input devices" (APIs & Services > Credentials > Create credentials > OAuth client ID), \
-            then give it to ivy: `ivy config set client_id ID` and `ivy config set client_secret SECRET` \
-            (or set IVY_CLIENT_ID and IVY_CLIENT_SECRET). It must be the same project as the app: \
-            drive.file only shows files made by that project.
+            then give it to ivy: `ivy config set client_id ID` and `ivy config set client_secret --from-file FILE` \
+            (FILE holding the secret, or - for standard input; or set IVY_CLIENT_ID and IVY_CLIENT_SECRET). \
+            It must be the same project as the app: drive.file only shows files made by that project.
             """
         case .incompleteCredentials(let what): "\(what): \(ClientResolution.halfClientFix)"
         case .clientMismatch(let signedInWith, let configured):

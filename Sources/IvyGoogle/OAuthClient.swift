@@ -96,9 +96,9 @@ package struct ClientResolution: Sendable, Equatable {
 
     /// What to do about half a client: the one fix `status`, `doctor` and `login` give.
     package static let halfClientFix =
-        "give the other half too (`ivy config set client_id ID` and `ivy config set client_secret SECRET`, or "
-        + "IVY_CLIENT_ID and IVY_CLIENT_SECRET), or unset the half that is given to use the client built into a "
-        + "release of ivy"
+        "give the other half too (`ivy config set client_id ID` and `ivy config set client_secret --from-file FILE`, "
+        + "FILE holding the secret or - for standard input; or IVY_CLIENT_ID and IVY_CLIENT_SECRET), or unset the "
+        + "half that is given to use the client built into a release of ivy"
 
     /// Half a client given: which half, where, and the fix, as `status`, `doctor` and `login`
     /// all say it; nil otherwise.

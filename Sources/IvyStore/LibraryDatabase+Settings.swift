@@ -1,5 +1,7 @@
+import Foundation
 import GRDB
 package import IvyCore
+import IvySystem
 
 extension LibraryDatabase {
     /// The stored value of `key`, or its default.
@@ -7,6 +9,28 @@ extension LibraryDatabase {
         try await read { db in
             try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [key.rawValue])
         } ?? key.defaultValue
+    }
+
+    /// The stored value of `key` in the library at `paths`, looked at without opening it as a
+    /// command does: for `ivy sync --auto` in a home ivy refuses, which pings `health_url` to
+    /// say so. Read-only and immutable (no lock, no `-shm` or `-wal` file, nothing on disk
+    /// created or changed); nil when there is no library, it is not SQLite, a write-ahead log
+    /// holds changes (only a connection that may write could read them), or it has no value.
+    package static func peekSetting(_ key: SettingKey, paths: IvyPaths) async -> String? {
+        let path = paths.database
+        guard FileManager.default.fileExists(atPath: path), LibraryFiles.hasSQLiteHeader(path),
+            !LibraryFiles.hasPendingLog(path)
+        else { return nil }
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.targetQueue = BlockingExecutor.dispatchQueue
+        guard let queue = try? DatabaseQueue(path: LibraryFiles.immutableURI(path), configuration: configuration)
+        else { return nil }
+        defer { try? queue.close() }
+        return try? await queue.read { db in
+            guard try db.tableExists("settings") else { return nil }
+            return try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [key.rawValue])
+        }
     }
 
     /// A whole-number setting (`auto_sync_cooldown`, `concurrency`), its default when unset.

@@ -163,6 +163,8 @@ package struct BackupChecker: Sendable {
         }
 
         let setAside = Dictionary(grouping: listed.setAside(unreadable), by: { $0.known.key })
+        // What no sync here acts on, so no listing in full would change it either.
+        var leftAlone: Set<String> = []
         for key in Set(local.keys).union(remote.entities.keys).sorted() {
             let entity = remote.entities[key]
             for name in Set((entity?.stale ?? []).map(\.name)).sorted() {
@@ -198,6 +200,11 @@ package struct BackupChecker: Sendable {
             // A change still in the queue is what `pending` (or `failed`) reports.
             if queue[key] != nil { continue }
             guard let mine = local[key] else {
+                if let incomplete = Self.incompleteClip(key, entity) {
+                    check.problems.append(incomplete)
+                    leftAlone.insert("\(key)")
+                    continue
+                }
                 check.problems.append(
                     .init(
                         kind: .remoteOnly, entity: "\(key)", detail: "on Drive but not in this library",
@@ -206,7 +213,7 @@ package struct BackupChecker: Sendable {
             }
             try await compare(key, mine, entity, manifest[key], readData: readData, into: &check)
         }
-        try await adviseFullListing(remote, into: &check)
+        try await adviseFullListing(remote, except: leftAlone, into: &check)
         for file in library.removeDamagedHistoryAudio() {
             check.problems.append(
                 .init(
@@ -222,7 +229,9 @@ package struct BackupChecker: Sendable {
     /// memory as the next sync would, disagree about an entity's files (the feed left a
     /// change out), a plain `ivy sync` would not see what the check found: the fix is
     /// `ivy sync --full`, which lists Drive in full and rebuilds the mirror. Nothing is saved.
-    private func adviseFullListing(_ remote: RemoteListing, into check: inout BackupCheck) async throws {
+    private func adviseFullListing(
+        _ remote: RemoteListing, except leftAlone: Set<String>, into check: inout BackupCheck
+    ) async throws {
         let syncFixes: Set<BackupCheck.Kind> = [
             .remoteOnly, .missingOnDrive, .jsonDiffers, .duplicateName, .missingMP3,
         ]
@@ -244,7 +253,9 @@ package struct BackupChecker: Sendable {
                 .map { "\($0)" })
         for index in check.problems.indices {
             let problem = check.problems[index]
-            guard syncFixes.contains(problem.kind), disagreeing.contains(problem.entity) else { continue }
+            guard syncFixes.contains(problem.kind), disagreeing.contains(problem.entity),
+                !leftAlone.contains(problem.entity)
+            else { continue }
             check.problems[index].fix =
                 "run `ivy sync --full`: the mirror of Drive kept here (followed through Drive's change feed) does "
                 + "not match Drive's listing here, so a plain `ivy sync` would not see this"
@@ -426,6 +437,24 @@ package struct BackupChecker: Sendable {
             guard left != right else { return nil }
             return "\(field) (here \(Self.text(left)), Drive \(Self.text(right)))"
         }
+    }
+
+    /// A clip on Drive that this library does not have, with its JSON or its MP3 missing: every
+    /// sync here leaves it alone (there is nothing whole to download, and no audio here to
+    /// complete it), so `ivy sync` is no advice. What completes it is another device: one still
+    /// uploading it, or one that has the clip, whose sync puts the missing file back; where no
+    /// device has it any more, what is left can only be deleted in Drive. Nil for anything else.
+    static func incompleteClip(_ key: EntityKey, _ entity: RemoteEntity?) -> BackupCheck.Problem? {
+        guard key.kind == .clip, let entity, (entity.json == nil) != (entity.mp3 == nil) else { return nil }
+        let (present, missing) =
+            entity.json == nil ? (key.mp3FileName, key.jsonFileName) : (key.jsonFileName, key.mp3FileName)
+        return .init(
+            kind: entity.json == nil ? .remoteOnly : .missingMP3, entity: "\(key)",
+            detail: "\(present) is on Drive without \(missing), and this library does not have the clip",
+            fix: "nothing to do here: every sync leaves it alone while it is incomplete. Another device may still be "
+                + "uploading it (a sync after that brings the clip here), and a device that has the clip puts "
+                + "\(missing) back when it syncs; if no device has it any more, delete \(present) in Drive "
+                + "(My Drive › Ivy › clips)")
     }
 
     /// A JSON on Drive every sync skips, alone under its name: what is wrong with it, and what

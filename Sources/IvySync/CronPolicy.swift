@@ -2,6 +2,7 @@ import Foundation
 package import IvyCore
 package import IvyGoogle
 package import IvyStore
+package import IvySystem
 import Logging
 
 /// Why `ivy sync --auto` does nothing this time. Cron hears none of these: each passes by
@@ -44,6 +45,8 @@ package struct CronPolicy: SyncMiddleware {
         _ request: SyncRequest, door: SyncDoor, next: (SyncRequest) async throws -> SyncOutcome
     ) async throws -> SyncOutcome {
         let library = door.library
+        // The home is used again: a refusal cron heard is over, and a new one is news.
+        DirectoryNote(Self.refusalNote, in: library.paths.dataDirectory).remove()
         if case .skips(let why) = try await Self.gate(library: library, tokens: door.tokens, now: door.clock.now()) {
             return .skipped(why)
         }
@@ -88,6 +91,43 @@ package struct CronPolicy: SyncMiddleware {
         }
         guard case .signedIn = tokens.signIn() else { return .skips(.signedOut) }
         return .runs
+    }
+
+    /// The note beside the library that says which refusal of the home cron heard.
+    package static let refusalNote = "cron-refusal"
+
+    /// `ivy sync --auto` in a home ivy refuses (`PrivateDirectory.refusals`): nothing in it is
+    /// used, and cron hears it as it hears a sync that could not start, once, while the health
+    /// check hears it every run (`health_url/fail`, its kind and no path). `health_url` is
+    /// looked at read-only (`LibraryDatabase.peekSetting`), and only when the library's own
+    /// directory is the user's and private, so only what is above it is at fault; what cron
+    /// heard is kept as a `DirectoryNote` there, written through the directory itself. Where it
+    /// cannot be kept (no library directory yet, or that directory is the one at fault) every
+    /// run says it. Returns whether cron hears it this run.
+    package static func refused(
+        _ refusal: UnsafeDirectoryError, paths: IvyPaths, clock: WallClock, deadline: Duration,
+        pingTransport: any HTTPTransport = URLSessionTransport(inlineCallbacks: true)
+    ) async -> Bool {
+        let note = DirectoryNote(refusalNote, in: paths.dataDirectory)
+        guard note.directoryIsPrivate else { return true }
+        if let stored = await LibraryDatabase.peekSetting(.healthURL, paths: paths) {
+            let target: HealthCheck.Target
+            do {
+                target = .url(try GoogleEndpoints.checkedURL(stored, named: SettingKey.healthURL.rawValue))
+            } catch {
+                target = .refused(error.localizedDescription)
+            }
+            // Neither logged nor recorded: the log and the library are in the home refused.
+            let check = HealthCheck(
+                target: target, setting: stored, transport: pingTransport, deadline: deadline,
+                logger: Logger(label: "ivy", factory: { _ in SwiftLogNoOpLogHandler() }), clock: clock,
+                record: { _ in })
+            await check.ping(.fail, HealthText.kind(of: refusal))
+        }
+        let said = refusal.description
+        if note.read() == said { return false }
+        note.write(said)
+        return true
     }
 
     /// Whether cron has yet to hear `error`: not when the last run's was the same. Kept until

@@ -77,7 +77,7 @@ package final class HealthCheck: Sendable {
         case .url(let given): url = given
         case .refused(let why):
             logger.warning("health ping not sent", metadata: ["signal": "\(signal.rawValue)", "error": "\(why)"])
-            return await keep(signal, problem: "not sent: \(why)")
+            return await keep(signal, problem: "was not sent: \(why)")
         }
         guard let target = Self.target(url, signal) else { return }
         var request = HTTPRequest(
@@ -113,11 +113,16 @@ package final class HealthCheck: Sendable {
             logger.warning(
                 "health ping given up",
                 metadata: ["signal": "\(signal.rawValue)", "after_s": "\(deadline.components.seconds)"])
-            await keep(signal, problem: "no answer within \(deadline.components.seconds) s")
+            await keep(signal, problem: "got no answer within \(Self.seconds(deadline)) s")
         }
     }
 
-    /// Records how this ping went.
+    /// `deadline` in seconds, as a person reads it: `10`, or `0.3` for a test's.
+    static func seconds(_ deadline: Duration) -> String {
+        (deadline / .seconds(1)).formatted(.number.precision(.fractionLength(0...1)))
+    }
+
+    /// Records how this ping went: `problem` reads after "the start ping" (`HealthPingRecord.outcome`).
     private func keep(_ signal: Signal, status: Int? = nil, problem: String? = nil) async {
         await record(
             HealthPingRecord(at: clock.now(), signal: signal.rawValue, url: setting, status: status, problem: problem))

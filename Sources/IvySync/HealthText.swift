@@ -64,6 +64,8 @@ enum HealthText {
             return error.isBusy ? "the library is busy" : "the library could not be used"
         case is CancellationError:
             return "stopped before its end"
+        case is UnsafeDirectoryError:
+            return "ivy refuses its home: another user could tamper with a directory of it; ivy doctor says which"
         default:
             return "error (\(type(of: error)))"
         }

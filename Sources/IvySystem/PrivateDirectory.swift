@@ -4,19 +4,18 @@ import Foundation
 /// created with mode 0700; an existing one must belong to the user and be writable by no one
 /// else, or another user could replace the files in it.
 package enum PrivateDirectory {
-    /// Creates `path` (and missing parents) with mode 0700 for the directory itself; an
-    /// existing one must pass `check`.
+    /// Creates `path` (and missing parents) with mode 0700 for the directory itself. Whether
+    /// it exists or not, it must pass `problem(of:)` first: a refusal creates nothing, not
+    /// even the parents.
     package static func ensure(_ path: String) throws {
         let manager = FileManager.default
         var isDirectory: ObjCBool = false
-        if manager.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else {
-                throw PrivateDirectoryError(path: path, reason: "a file of that name exists")
-            }
-            return try check(path)
+        if manager.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw PrivateDirectoryError(path: path, reason: "a file of that name exists")
         }
+        try check(path)
+        if isDirectory.boolValue { return }
         try createParents(of: path)
-        try checkAncestors(of: path)
         if mkdir(path, 0o700) != 0, errno != EEXIST {
             let code = errno
             if let storage = StorageError(path: path, errno: code) { throw storage }
@@ -26,18 +25,40 @@ package enum PrivateDirectory {
         _ = chmod(path, 0o700)
     }
 
-    /// Refuses an existing directory that another user owns or others can write to, or one
-    /// reached through a directory another user could rename it out of (see `ancestorProblem`).
-    /// A missing one passes: it is created private when something is first written.
+    /// Refuses what `problem(of:)` finds.
     package static func check(_ path: String) throws(UnsafeDirectoryError) {
+        if let problem = problem(of: path) { throw problem }
+    }
+
+    /// The one rule for a directory ivy keeps files in, whether it exists yet or not: why ivy
+    /// refuses it, or nil. An existing one must belong to the user and be writable by no one
+    /// else; and no directory above it may let another user swap it for one of theirs
+    /// (`ancestorProblem`). A missing one is judged by the directories above it, so a command
+    /// is refused before it creates anything or asks anything of the network.
+    package static func problem(of path: String) -> UnsafeDirectoryError? {
         var info = stat()
-        guard stat(path, &info) == 0 else { return }
-        if let problem = UnsafeDirectoryError.check(
-            path: path, mode: UInt32(info.st_mode), owner: UInt32(info.st_uid), user: UInt32(geteuid()))
+        if stat(path, &info) == 0,
+            let problem = UnsafeDirectoryError.check(
+                path: path, mode: UInt32(info.st_mode), owner: UInt32(info.st_uid), user: UInt32(geteuid()))
         {
-            throw problem
+            return problem
         }
-        try checkAncestors(of: path)
+        return ancestorProblem(of: path)
+    }
+
+    /// `problem(of:)` for each of `directories` (each once), one refusal per directory at
+    /// fault: a `~/.local` others can write to refuses the data and the state directory, and is
+    /// named once, for the first. What every command, `ivy doctor` and `ivy status` go by.
+    package static func refusals(of directories: [String]) -> [UnsafeDirectoryError] {
+        var seen: Set<String> = []
+        var found: [UnsafeDirectoryError] = []
+        for directory in directories where seen.insert(directory).inserted {
+            guard let problem = problem(of: directory), !found.contains(where: { $0.path == problem.path }) else {
+                continue
+            }
+            found.append(problem)
+        }
+        return found
     }
 
     /// The first directory above `path` through which another user could swap `path` for a
@@ -59,10 +80,6 @@ package enum PrivateDirectory {
             ancestor = (ancestor as NSString).deletingLastPathComponent
         }
         return nil
-    }
-
-    private static func checkAncestors(of path: String) throws(UnsafeDirectoryError) {
-        if let problem = ancestorProblem(of: path) { throw problem }
     }
 
     /// Creates the missing directories above `path` with mode 0755, whatever the umask (which

@@ -108,6 +108,37 @@ struct CheckCommandTests {
         }
     }
 
+    /// Second review of issue 40, low 4: a clip another device has only half uploaded (its JSON,
+    /// not its MP3) is one every sync here leaves alone, so "run `ivy sync` to download it" led
+    /// nowhere.
+    @Test("a clip on Drive without its MP3 that this library lacks: check names what completes it, not `ivy sync`")
+    func incompleteRemoteClip() async throws {
+        try await withEmulator { emulator in
+            let device = try await Self.synced(emulator)
+            let original = try await Self.file(emulator, "clip_\(try Self.ids(device, "clips")[0]).json")
+            let id = "0badc11b-0000-4000-8000-000000000000"
+            var object = try #require(try JSONSerialization.jsonObject(with: original.content) as? [String: Any])
+            object["id"] = id
+            await emulator.state.putFile(
+                email: "alice@example.com", name: "clip_\(id).json", parents: original.parents,
+                content: try JSONSerialization.data(withJSONObject: object), mimeType: "application/json")
+            for run in 1...2 {
+                let check = try await device.ivy.run("check")
+                #expect(check.status == 6, "run \(run): \(check.stdout)")
+                let line = check.lines.first { $0.contains("clip \(id)") } ?? check.stdout
+                #expect(
+                    line.contains(
+                        "missing_mp3: clip \(id): clip_\(id).json is on Drive without clip_\(id).mp3, and this library "
+                            + "does not have the clip"), "run \(run): \(line)")
+                #expect(line.contains("delete clip_\(id).json in Drive"), "run \(run): \(line)")
+                #expect(!line.contains("run `ivy sync"), "run \(run): \(line)")
+                // What the check says holds: the sync skips it.
+                let sync = try await device.ivy.run("sync", "--json")
+                #expect(sync.status == 0 && sync.stdout.contains("incomplete on Drive"), "\(sync.stdout)")
+            }
+        }
+    }
+
     @Test("a file Drive's change feed left out: check says to run `ivy sync --full`, which then brings it")
     func feedLeftOut() async throws {
         try await withEmulator { emulator in

@@ -128,6 +128,10 @@ struct HealthCheckTests {
             let log = try String(contentsOfFile: device.ivy.home + "/ivy.log", encoding: .utf8)
             #expect(log.contains("health ping given up"), "\(log)")
             #expect(log.contains("health ping not sent"), "\(log)")
+            // Said as a sentence: the ping got no answer (second review of issue 40, low 6).
+            let status = try await device.ivy.run("status")
+            let line = status.lines.first { $0.hasPrefix("last health ping") } ?? status.stdout
+            #expect(line.hasSuffix("the start ping got no answer within 0.3 s"), "\(line)")
         }
     }
 
@@ -230,6 +234,29 @@ struct HealthCheckTests {
                 #expect(after.first?.body.hasPrefix("signed out: run ivy login") == true, "\(after)")
                 #expect(try await watch.stop().status == 0)
             }
+        }
+    }
+
+    /// Second review of issue 40, low 1: `HTTPS://host/x` passed `config set`, and then every
+    /// ping failed: URLSession takes a scheme in lower case only.
+    @Test("a scheme in capitals is the same scheme: config set stores it lower case, and a stored one is pinged")
+    func schemeInCapitals() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            let url = emulator.baseURL.absoluteString + "/health/check"
+            let shouted = "HTTP" + url.dropFirst("http".count)
+            let set = try await device.ivy.run("config", "set", "health_url", shouted)
+            #expect(set.status == 0 && set.stdout == "health_url = \(url)\n", "\(set.stdout)\(set.stderr)")
+            #expect(
+                try await device.ivy.run("config", "set", "health_url", "HTTPS://hc-ping.com/abc").stdout
+                    == "health_url = https://hc-ping.com/abc\n")
+            // Written so by another program, it is pinged all the same.
+            try device.ivy.execute("UPDATE settings SET value = '\(shouted)' WHERE key = 'health_url'")
+            _ = try await device.ivy.id("book", "add", "--title", "Dune")
+            #expect(try await device.ivy.run("sync").status == 0)
+            #expect(await Self.pings(emulator).map(\.path) == ["/health/check/start", "/health/check"])
+            let status = try await device.ivy.run("status")
+            #expect(status.stdout.contains("the success ping answered 200"), "\(status.stdout)")
         }
     }
 

@@ -83,7 +83,7 @@ struct HealthOutcomeTests {
                 // Another program wrote a value `ivy config set` refuses.
                 try device.ivy.execute(
                     "UPDATE settings SET value = 'http://example.com/ping' WHERE key = 'health_url'")
-                expected = "not sent: health_url uses plain http:// to example.com"
+                expected = "was not sent: health_url uses plain http:// to example.com"
             }
             _ = try await device.ivy.id("book", "add", "--title", "Dune")
             let sync = try await device.ivy.runBinaryAsync("sync")

@@ -141,6 +141,40 @@ struct SignInClientTests {
         }
     }
 
+    /// Second review of issue 40, lows 2 and 3: the fix for half a client (and for none) told a
+    /// person to type the secret on the command line, and `config set client_secret VALUE` did
+    /// so without a word.
+    @Test("the fixes give the secret by file, never as an argument; an argument is stored with a warning")
+    func secretOffTheCommandLine() async throws {
+        let ivy = try Setup.cronHome()
+        let byFile = "`ivy config set client_secret --from-file FILE`"
+        let none = try await ivy.run("login")
+        #expect(none.status == 1 && none.stderr.contains(byFile), "\(none.stderr)")
+        let noneDoctor = try await ivy.run("doctor")
+        #expect(noneDoctor.stdout.contains("problem oauth client: ") && noneDoctor.stdout.contains(byFile))
+
+        #expect(try await ivy.run("config", "set", "client_id", "mine.apps.googleusercontent.com").status == 0)
+        let status = try await ivy.run("status")
+        let doctor = try await ivy.run("doctor")
+        let login = try await ivy.run("login")
+        for (name, text) in [("status", status.stdout), ("doctor", doctor.stdout), ("login", login.stderr)] {
+            #expect(text.contains(byFile), "\(name): \(text)")
+            #expect(!text.contains("client_secret SECRET"), "\(name): \(text)")
+        }
+        #expect(!noneDoctor.stdout.contains("client_secret SECRET") && !none.stderr.contains("client_secret SECRET"))
+
+        let typed = try await ivy.run("config", "set", "client_secret", "GOCSPX-typed")
+        #expect(typed.status == 0 && typed.stdout == "client_secret = (set)\n", "\(typed.stderr)")
+        #expect(
+            typed.stderr
+                == "warning: a client_secret given as an argument shows in the process list and your shell's history; "
+                + "`ivy config set client_secret --from-file FILE` (or - for standard input) keeps it out\n")
+        #expect(!typed.stderr.contains("GOCSPX-typed"))
+        let piped = try await ivy.run(["config", "set", "client_secret", "--from-file", "-"], input: ["GOCSPX-piped"])
+        #expect(piped.status == 0 && piped.stderr.isEmpty, "\(piped.stderr)")
+        #expect(try await ivy.run("config", "set", "client_id", "other.apps").stderr.isEmpty)
+    }
+
     @Test(
         "config set --from-file: a missing file, a directory, neither or both a value and a file say what to fix",
         arguments: [

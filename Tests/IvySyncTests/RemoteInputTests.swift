@@ -75,6 +75,32 @@ struct RemoteInputTests {
         }
     }
 
+    /// Second review of issue 40, low 5: the skip line said the next sync "lists it afresh",
+    /// then that every sync skips it until it changes.
+    @Test("a JSON Drive sends longer than it listed is skipped with one reason: skipped until it changes on Drive")
+    func overlongJSON() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            _ = try await a.addBook("Emma")
+            #expect(try await a.sync().uploaded.pair == [1, 0])
+            let id = UUID().uuidString.lowercased()
+            let file = await world.state.putFile(
+                email: alice, name: "book_\(id).json", parents: [try await world.folderID("books")],
+                content: Self.bookJSON(id: id, title: "Longer than listed"))
+            try await world.state.misreport(id: file.id, Misreport(extraBytes: 5000))
+
+            let b = try await world.device("b")
+            for run in 1...2 {
+                let report = try await b.sync()
+                let reason = try #require(report.skipReason("book_\(id).json"), "run \(run): \(report.skipped)")
+                #expect(reason.contains("Drive sent more than"), "run \(run): \(reason)")
+                #expect(reason.contains("every sync skips it until it changes on Drive"), "run \(run): \(reason)")
+                #expect(!reason.contains("afresh") && !reason.contains("next sync lists"), "run \(run): \(reason)")
+                await #expect(try b.book(BookID(id)) == nil)
+            }
+        }
+    }
+
     @Test("a clip whose book cannot be read on Drive is kept and counted as an orphan until the book comes back")
     func orphanClipIsKept() async throws {
         try await withWorld { world in

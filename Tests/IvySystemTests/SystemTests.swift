@@ -51,6 +51,62 @@ struct PrivateFileTests {
         #expect(throws: PrivateDirectoryError.self) { try PrivateDirectory.ensure(root + "/file") }
     }
 
+    /// Second review of issue 40, item 9: the parents were made (0755) inside the directory
+    /// others could write to before the refusal, and a missing directory passed the check.
+    @Test("a directory under one others can write to is refused, missing or not, before anything is made")
+    func refusedBeforeMaking() throws {
+        let root = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let open = root + "/open"
+        #expect(mkdir(open, 0o700) == 0 && chmod(open, 0o777) == 0)
+        let path = open + "/share/ivy"
+        #expect(throws: UnsafeDirectoryError.self) { try PrivateDirectory.check(path) }
+        #expect(throws: UnsafeDirectoryError.self) { try PrivateDirectory.ensure(path) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: open).isEmpty)
+
+        #expect(chmod(open, 0o755) == 0)
+        try PrivateDirectory.check(path)
+        try PrivateDirectory.ensure(path)
+        #expect(mode(open + "/share") == 0o755 && mode(path) == 0o700)
+    }
+
+    @Test("one rule for ivy's directories, existing or not: each directory at fault is named once, for the first")
+    func refusals() throws {
+        let root = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let open = root + "/open"
+        #expect(mkdir(open, 0o700) == 0 && chmod(open, 0o777) == 0)
+        let data = open + "/share/ivy"
+        #expect(PrivateDirectory.problem(of: data)?.path == open)
+        let own = root + "/config/ivy"
+        #expect(mkdir(root + "/config", 0o700) == 0 && mkdir(own, 0o770) == 0 && chmod(own, 0o770) == 0)
+        let refusals = PrivateDirectory.refusals(of: [data, own, open + "/state/ivy", data])
+        #expect(refusals.map(\.path) == [open, own], "\(refusals)")
+        #expect(refusals.first?.reaches == data && refusals.last?.reaches == nil)
+        #expect(chmod(open, 0o1777) == 0, "sticky: no one may rename another's entries")
+        #expect(PrivateDirectory.problem(of: data) == nil)
+    }
+
+    @Test("a note kept through its directory's descriptor: written 0600, read back, removed; none in another's")
+    func directoryNote() throws {
+        let root = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let directory = root + "/ivy"
+        #expect(mkdir(directory, 0o700) == 0)
+        let note = DirectoryNote("said", in: directory)
+        #expect(note.read() == nil)
+        #expect(note.write("once"))
+        #expect(note.read() == "once" && mode(directory + "/said") == 0o600)
+        note.remove()
+        #expect(!FileManager.default.fileExists(atPath: directory + "/said"))
+        // A directory others can write to keeps no note, and one reached through a link neither.
+        #expect(chmod(directory, 0o777) == 0)
+        #expect(!note.write("once") && !note.directoryIsPrivate)
+        #expect(chmod(directory, 0o700) == 0 && symlink(directory, root + "/link") == 0)
+        #expect(!DirectoryNote("said", in: root + "/link").write("once"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/said"))
+    }
+
     @Test("an atomic write leaves a 0600 file and no temporary one, replacing the old content")
     func atomicWrite() throws {
         let root = try temporaryDirectory()

@@ -51,14 +51,20 @@ struct PrivateFileTests {
         #expect(throws: PrivateDirectoryError.self) { try PrivateDirectory.ensure(root + "/file") }
     }
 
+    /// A temporary directory, and `open` inside it that every user may write to (0777).
+    private func directoryOthersCanWrite() throws -> (root: String, open: String) {
+        let root = try temporaryDirectory()
+        let open = root + "/open"
+        #expect(mkdir(open, 0o700) == 0 && chmod(open, 0o777) == 0)
+        return (root, open)
+    }
+
     /// Second review of issue 40, item 9: the parents were made (0755) inside the directory
     /// others could write to before the refusal, and a missing directory passed the check.
     @Test("a directory under one others can write to is refused, missing or not, before anything is made")
     func refusedBeforeMaking() throws {
-        let root = try temporaryDirectory()
+        let (root, open) = try directoryOthersCanWrite()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let open = root + "/open"
-        #expect(mkdir(open, 0o700) == 0 && chmod(open, 0o777) == 0)
         let path = open + "/share/ivy"
         #expect(throws: UnsafeDirectoryError.self) { try PrivateDirectory.check(path) }
         #expect(throws: UnsafeDirectoryError.self) { try PrivateDirectory.ensure(path) }
@@ -72,10 +78,8 @@ struct PrivateFileTests {
 
     @Test("one rule for ivy's directories, existing or not: each directory at fault is named once, for the first")
     func refusals() throws {
-        let root = try temporaryDirectory()
+        let (root, open) = try directoryOthersCanWrite()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let open = root + "/open"
-        #expect(mkdir(open, 0o700) == 0 && chmod(open, 0o777) == 0)
         let data = open + "/share/ivy"
         #expect(PrivateDirectory.problem(of: data)?.path == open)
         let own = root + "/config/ivy"

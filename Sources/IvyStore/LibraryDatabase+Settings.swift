@@ -1,7 +1,6 @@
 import Foundation
 import GRDB
 package import IvyCore
-import IvySystem
 
 extension LibraryDatabase {
     /// The stored value of `key`, or its default.
@@ -21,10 +20,9 @@ extension LibraryDatabase {
         guard FileManager.default.fileExists(atPath: path), LibraryFiles.hasSQLiteHeader(path),
             !LibraryFiles.hasPendingLog(path)
         else { return nil }
-        var configuration = Configuration()
-        configuration.readonly = true
-        configuration.targetQueue = BlockingExecutor.dispatchQueue
-        guard let queue = try? DatabaseQueue(path: LibraryFiles.immutableURI(path), configuration: configuration)
+        guard
+            let queue = try? DatabaseQueue(
+                path: LibraryFiles.immutableURI(path), configuration: configuration(readOnly: true))
         else { return nil }
         defer { try? queue.close() }
         return try? await queue.read { db in

@@ -230,9 +230,10 @@ extension LibraryDatabase {
     /// Drive folder ids as kept between syncs: each a list, oldest first (twins included).
     /// Nil until a sync has found them (or after the manifest was reset).
     package func rememberedFolders() async throws -> DriveFolders? {
-        var values: [String?] = []
-        for key in [InternalSetting.ivyFolderID, .booksFolderID, .clipsFolderID] {
-            values.append(try await internalSetting(key))
+        let values = try await read { db in
+            try [InternalSetting.ivyFolderID, .booksFolderID, .clipsFolderID].map { key in
+                try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [key.rawValue])
+            }
         }
         guard let ivy = values[0], let books = values[1], let clips = values[2] else { return nil }
         return DriveFolders(ivy: Self.folderIDs(ivy), books: Self.folderIDs(books), clips: Self.folderIDs(clips))

@@ -77,7 +77,9 @@ package final class LibraryDatabase: Sendable {
         }
     }
 
-    private static func configuration(readOnly: Bool = false) -> Configuration {
+    /// How every connection to the library is made: the busy timeout, and GRDB's queues
+    /// targeting ivy's own (`BlockingExecutor.dispatchQueue`).
+    static func configuration(readOnly: Bool = false) -> Configuration {
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
         configuration.readonly = readOnly

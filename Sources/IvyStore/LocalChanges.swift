@@ -39,11 +39,8 @@ package final class LocalChangeProbe: Sendable {
 
     /// A read-only connection to `library`'s file, beside the library's own.
     package init(_ library: LibraryDatabase) throws {
-        var configuration = Configuration()
-        configuration.readonly = true
-        configuration.busyMode = .timeout(LibraryDatabase.busyTimeout)
-        configuration.targetQueue = BlockingExecutor.dispatchQueue
-        connection = try DatabaseQueue(path: library.paths.database, configuration: configuration)
+        connection = try DatabaseQueue(
+            path: library.paths.database, configuration: LibraryDatabase.configuration(readOnly: true))
     }
 
     /// The queue's pending rows as they stand; `last` is returned as it was when nothing was

@@ -46,31 +46,26 @@ struct TimeRulesTests {
     static let id = "3f2a9c1e-0b4d-4e8f-9a7b-1c2d3e4f5a6b"
 
     @Test(
-        "a Drive book with a position out of range is unreadable, so it is skipped, not applied",
+        "a Drive book's position or clip's start or duration out of range is unreadable, so it is skipped, not applied",
         arguments: [
-            "10000000.5", "1e300", "-1", "1e20",
+            (EntityKind.book, #""position":10000000.5"#, "position"), (.book, #""position":1e300"#, "position"),
+            (.book, #""position":-1"#, "position"), (.book, #""position":1e20"#, "position"),
+            (.clip, #""start":10000001,"duration":1"#, "start"), (.clip, #""start":1,"duration":10000001"#, "duration"),
+            (.clip, #""start":1e300,"duration":1"#, "start"), (.clip, #""start":1,"duration":-0.5"#, "duration"),
         ])
-    func remoteBookPosition(position: String) {
-        let json = #"{"id":"\#(Self.id)","title":"T","position":\#(position),"updated_at":1700000000000}"#
+    func remoteTimes(kind: EntityKind, times: String, key: String) {
         #expect {
-            try BackupCodec.decodeBook(Data(json.utf8), expectedID: BookID(Self.id))
+            switch kind {
+            case .book:
+                let json = #"{"id":"\#(Self.id)","title":"T",\#(times),"updated_at":1700000000000}"#
+                _ = try BackupCodec.decodeBook(Data(json.utf8), expectedID: BookID(Self.id))
+            case .clip:
+                let json = #"{"id":"\#(Self.id)","book_id":"\#(Self.id)",\#(times),"updated_at":1700000000000}"#
+                _ = try BackupCodec.decodeClip(Data(json.utf8), expectedID: ClipID(Self.id))
+            }
         } throws: { error in
-            (error as? BackupDecodingError)?.reason.contains("10,000,000") == true
-        }
-    }
-
-    @Test(
-        "a Drive clip with a start or duration out of range is unreadable",
-        arguments: [
-            ("10000001", "1"), ("1", "10000001"), ("1e300", "1"), ("1", "-0.5"),
-        ])
-    func remoteClipTimes(start: String, duration: String) {
-        let json = #"""
-            {"id":"\#(Self.id)","book_id":"\#(Self.id)","start":\#(start),\#
-            "duration":\#(duration),"updated_at":1700000000000}
-            """#
-        #expect(throws: BackupDecodingError.self) {
-            try BackupCodec.decodeClip(Data(json.utf8), expectedID: ClipID(Self.id))
+            let reason = (error as? BackupDecodingError)?.reason ?? ""
+            return reason.contains("\"\(key)\"") && reason.contains("10,000,000")
         }
     }
 

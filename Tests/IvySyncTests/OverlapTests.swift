@@ -92,58 +92,67 @@ struct OverlapTests {
         return outcome
     }
 
-    @Test("a device that lists between the app's delete and create of a book never puts the old copy back")
-    func bookReplaceInProgress() async throws {
-        try await withWorld { world in
-            let pair = try await SyncedPair(world)
-            let name = "book_\(pair.book.id).json"
-            let books = try await world.folderID("books")
-            let old = try #require(await live(world, name).first)
-            let edited = try await appEdit(world, name) { $0["title"] = "Dune (app)" }
-            try await world.state.trash(id: old.id)
+    /// The entity whose JSON the app replaces, the field its edit sets, and the device that
+    /// lists Drive in the gap: A for the book, B for the clip (A made it).
+    struct Replace: Sendable, CustomTestStringConvertible {
+        let kind: EntityKind
+        let field: String
+        let value: String
+        let lister: @Sendable (SyncedPair) -> Device
 
-            let (during, uploadedInTheGap) = try await sync(pair.a, world) {
-                _ = await world.state.putFile(
-                    email: alice, name: name, parents: [books], content: edited, mimeType: "application/json")
-            }
-            #expect(!uploadedInTheGap, "A restored its old copy while the app's create was in flight")
-            #expect(during.uploaded.books == 0)
-            #expect(during.skipReason("book \(pair.book.id)")?.contains("perhaps while another device") == true)
+        var testDescription: String { "a \(kind.rawValue)'s JSON" }
 
-            for device in [pair.a, pair.b, pair.a] { _ = try await device.sync() }
-            for device in [pair.a, pair.b] {
-                #expect(
-                    try await device.book(pair.book.id)?.title == "Dune (app)", "\(device.name) lost the app's edit")
+        static let cases = [
+            Replace(kind: .book, field: "title", value: "Dune (app)", lister: { $0.a }),
+            Replace(kind: .clip, field: "note", value: "the app's note", lister: { $0.b }),
+        ]
+
+        func id(_ pair: SyncedPair) -> String {
+            switch kind {
+            case .book: "\(pair.book.id)"
+            case .clip: "\(pair.clip.id)"
             }
-            #expect(await live(world, name).count == 1)
-            let onDrive = try await json(world, name)
-            #expect(onDrive["title"] as? String == "Dune (app)")
+        }
+
+        /// What `device` holds in `field` now.
+        func value(on device: Device, _ pair: SyncedPair) async throws -> String? {
+            switch kind {
+            case .book: try await device.book(pair.book.id)?.title
+            case .clip: try await device.clip(pair.clip.id)?.note
+            }
         }
     }
 
-    @Test("a device that lists between the delete and create of a clip's JSON never puts the old copy back")
-    func clipReplaceInProgress() async throws {
+    @Test(
+        "a device that lists between the app's delete and create of a book's or clip's JSON never restores the old one",
+        arguments: Replace.cases)
+    func replaceInProgress(_ replace: Replace) async throws {
         try await withWorld { world in
             let pair = try await SyncedPair(world)
-            let name = "clip_\(pair.clip.id).json"
-            let clips = try await world.folderID("clips")
+            let kind = replace.kind
+            let name = "\(kind.rawValue)_\(replace.id(pair)).json"
+            let folder = try await world.folderID("\(kind.rawValue)s")
             let old = try #require(await live(world, name).first)
-            let edited = try await appEdit(world, name) { $0["note"] = "the app's note" }
+            let edited = try await appEdit(world, name) { $0[replace.field] = replace.value }
             try await world.state.trash(id: old.id)
 
-            let (during, uploadedInTheGap) = try await sync(pair.b, world) {
+            let lister = replace.lister(pair)
+            let (during, uploadedInTheGap) = try await sync(lister, world) {
                 _ = await world.state.putFile(
-                    email: alice, name: name, parents: [clips], content: edited, mimeType: "application/json")
+                    email: alice, name: name, parents: [folder], content: edited, mimeType: "application/json")
             }
-            #expect(!uploadedInTheGap, "B restored its old JSON while the app's create was in flight")
-            #expect(during.uploaded.clips == 0 && during.deletedLocal.clips == 0)
+            #expect(!uploadedInTheGap, "\(lister.name) restored its old copy while the app's create was in flight")
+            #expect(during.uploaded.pair == [0, 0] && during.deletedLocal.pair == [0, 0], "\(during.summary)")
+            let reason = during.skipReason("\(kind.rawValue) \(replace.id(pair))")
+            #expect(reason?.contains("perhaps while another device") == true, "\(reason ?? "not skipped")")
 
             for device in [pair.a, pair.b, pair.a, pair.b] { _ = try await device.sync() }
             for device in [pair.a, pair.b] {
                 #expect(
-                    try await device.clip(pair.clip.id)?.note == "the app's note", "\(device.name) lost the app's edit")
+                    try await replace.value(on: device, pair) == replace.value, "\(device.name) lost the app's edit")
             }
             #expect(await live(world, name).count == 1)
+            #expect(try await json(world, name)[replace.field] as? String == replace.value)
             #expect(try await pair.a.snapshot() == pair.b.snapshot())
         }
     }

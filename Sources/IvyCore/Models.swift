@@ -1,5 +1,6 @@
-/// A book as stored in the `books` table. `position` is in seconds.
-package struct Book: Sendable, Equatable {
+/// A book as stored in the `books` table. `position` is in seconds. `Codable` so the store
+/// reads and writes its row from these properties (IvyStore's `Book+Record.swift`).
+package struct Book: Sendable, Equatable, Codable {
     package var id: BookID
     package var title: String
     package var artist: String?
@@ -28,8 +29,9 @@ package struct Book: Sendable, Equatable {
 }
 
 /// A clip (a bookmark with a note and an MP3 snippet) as stored in the `clips` table.
-/// `start` and `duration` are in seconds; the audio lives at `audio/<id>.mp3`.
-package struct Clip: Sendable, Equatable {
+/// `start` and `duration` are in seconds; the audio lives at `audio/<id>.mp3`. `Codable` for
+/// its row, as `Book` is.
+package struct Clip: Sendable, Equatable, Codable {
     package var id: ClipID
     package var bookID: BookID
     package var start: Double

@@ -7,10 +7,9 @@ extension LibraryDatabase {
     package func books(includeHidden: Bool, search: String? = nil) async throws -> [Book] {
         let books = try await read { db in
             let filter = includeHidden ? "" : "WHERE hidden = 0"
-            return try Row.fetchAll(
+            return try Book.fetchAll(
                 db, sql: "SELECT * FROM books \(filter) ORDER BY title COLLATE NOCASE, created_at, id"
             )
-            .map(Book.init(row:))
         }
         guard let search else { return books }
         let query = TextSearch(search)
@@ -23,7 +22,7 @@ extension LibraryDatabase {
 
     static func book(id: BookID, in db: Database) throws -> Book? {
         let statement = try db.cachedStatement(sql: "SELECT * FROM books WHERE id = ?")
-        return try Row.fetchOne(statement, arguments: [id]).map(Book.init(row:))
+        return try Book.fetchOne(statement, arguments: [id])
     }
 
     /// Adds a book with a fresh id; the trigger queues its upload.
@@ -37,7 +36,7 @@ extension LibraryDatabase {
         let book = Book(
             id: id, title: title, artist: artist, artwork: artwork, position: position,
             createdAt: now, updatedAt: now)
-        try await write { db in try db.execute(sql: Book.upsertSQL, arguments: book.arguments) }
+        try await write { db in try book.upsert(db) }
         return book
     }
 
@@ -53,7 +52,7 @@ extension LibraryDatabase {
             guard updated != current else { return (current, false) }
             try Self.checkStoredTime(updated.position, field: "position", kind: .book, option: "--position")
             updated.updatedAt = Timestamp.next(now: clock.now(), previous: current.updatedAt)
-            try db.execute(sql: Book.upsertSQL, arguments: updated.arguments)
+            try updated.upsert(db)
             return (updated, true)
         }
     }

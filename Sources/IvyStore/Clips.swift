@@ -15,12 +15,11 @@ extension LibraryDatabase {
     package func clips(bookID: BookID? = nil) async throws -> [Clip] {
         try await read { db in
             if let bookID {
-                return try Row.fetchAll(
+                return try Clip.fetchAll(
                     db, sql: "SELECT * FROM clips WHERE book_id = ? ORDER BY start, created_at, id", arguments: [bookID]
-                ).map(Clip.init(row:))
+                )
             }
-            return try Row.fetchAll(db, sql: "SELECT * FROM clips ORDER BY book_id, start, created_at, id")
-                .map(Clip.init(row:))
+            return try Clip.fetchAll(db, sql: "SELECT * FROM clips ORDER BY book_id, start, created_at, id")
         }
     }
 
@@ -30,7 +29,7 @@ extension LibraryDatabase {
 
     static func clip(id: ClipID, in db: Database) throws -> Clip? {
         let statement = try db.cachedStatement(sql: "SELECT * FROM clips WHERE id = ?")
-        return try Row.fetchOne(statement, arguments: [id]).map(Clip.init(row:))
+        return try Clip.fetchOne(statement, arguments: [id])
     }
 
     /// Adds a clip of an existing book with its audio. Everything is checked before anything
@@ -53,7 +52,7 @@ extension LibraryDatabase {
         defer { AudioFiles.remove(staged) }
         try await writeReplacingAudio(clipID: id, staged: staged) { db in
             guard try Self.book(id: bookID, in: db) != nil else { throw StoreError.bookNotFound(id: bookID) }
-            try db.execute(sql: Clip.upsertSQL, arguments: clip.arguments)
+            try clip.upsert(db)
         }
         return clip
     }
@@ -77,7 +76,7 @@ extension LibraryDatabase {
             try Self.checkStoredTime(updated.duration, field: "duration", kind: .clip, option: "--duration")
             updated.updatedAt = Timestamp.next(now: clock.now(), previous: current.updatedAt)
             try checkBackupSize(updated, in: db)
-            try db.execute(sql: Clip.upsertSQL, arguments: updated.arguments)
+            try updated.upsert(db)
             return (updated, true)
         }
 

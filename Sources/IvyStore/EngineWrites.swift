@@ -12,12 +12,12 @@ package struct EngineWriter {
 
     /// Inserts or replaces a book exactly as given (timestamps included).
     package func save(_ book: Book) throws {
-        try db.executeCached(Book.upsertSQL, book.arguments)
+        try book.upsert(db)
     }
 
     /// Inserts or replaces a clip exactly as given (timestamps included).
     package func save(_ clip: Clip) throws {
-        try db.executeCached(Clip.upsertSQL, clip.arguments)
+        try clip.upsert(db)
     }
 
     /// The row's `updated_at` as this transaction sees it; nil when there is no row.

@@ -127,19 +127,13 @@ private struct RestorePlanner {
                         synced
                         ?? Timestamp.next(now: now, previous: max(write.current?.updatedAt ?? 0, backup.updatedAt))
                     if write.current?.extras != backup.extras { try writer.saveExtras(write.key, backup.extras) }
-                    // Cached statements: a whole-library restore writes thousands of rows. The
-                    // book's uri (this device's own) stays as it is.
+                    // The book's uri (this device's own) stays as it is. GRDB keeps both statements
+                    // prepared: a whole-library restore writes thousands of rows.
                     if write.current == nil {
-                        try db.cachedStatement(sql: Book.upsertSQL).execute(arguments: book.arguments)
+                        try book.upsert(db)
                     } else {
-                        try db.cachedStatement(
-                            sql: """
-                                UPDATE books SET title = :title, artist = :artist, artwork = :artwork,
-                                    position = :position, hidden = :hidden, created_at = :created_at,
-                                    updated_at = :updated_at
-                                WHERE id = :id
-                                """
-                        ).execute(arguments: book.arguments)
+                        try book.update(
+                            db, columns: ["title", "artist", "artwork", "position", "hidden", "created_at", "updated_at"])
                     }
                     if synced != nil { try Self.unqueue(write.key, in: db) }
                 case (.clip, .clip(let backup)?):
@@ -158,7 +152,7 @@ private struct RestorePlanner {
                         synced
                         ?? Timestamp.next(now: now, previous: max(write.current?.updatedAt ?? 0, backup.updatedAt))
                     if write.current?.extras != backup.extras { try writer.saveExtras(write.key, backup.extras) }
-                    try db.cachedStatement(sql: Clip.upsertSQL).execute(arguments: clip.arguments)
+                    try clip.upsert(db)
                     if synced != nil { try Self.unqueue(write.key, in: db) }
                 case (.book, nil):
                     guard let id = write.key.bookID, var book = try LibraryDatabase.book(id: id, in: db) else {
@@ -168,7 +162,7 @@ private struct RestorePlanner {
                     // restore shows the book again with it.
                     book.hidden = true
                     book.updatedAt = Timestamp.next(now: now, previous: book.updatedAt)
-                    try db.execute(sql: Book.upsertSQL, arguments: book.arguments)
+                    try book.upsert(db)
                 case (.clip, nil):
                     try db.execute(sql: "DELETE FROM clips WHERE id = ?", arguments: [write.key.id])
                     try writer.saveExtras(write.key, [:])
@@ -356,11 +350,11 @@ private struct RestorePlanner {
             extras[EntityKey(kind, row["entity_id"] ?? "")] = object
         }
         var entities: [EntityKey: TrashedEntity] = [:]
-        for book in try Row.fetchAll(db, sql: "SELECT * FROM books").map(Book.init(row:)) {
+        for book in try Book.fetchAll(db, sql: "SELECT * FROM books") {
             let key = EntityKey(book.id)
             entities[key] = .book(BookBackup(book, extras: extras[key] ?? [:]))
         }
-        for clip in try Row.fetchAll(db, sql: "SELECT * FROM clips").map(Clip.init(row:)) {
+        for clip in try Clip.fetchAll(db, sql: "SELECT * FROM clips") {
             let key = EntityKey(clip.id)
             entities[key] = .clip(ClipBackup(clip, extras: extras[key] ?? [:]))
         }

@@ -348,7 +348,7 @@ extension LibraryDatabase {
                 var book = backup.book(uri: current?.uri)
                 book.updatedAt = Timestamp.next(now: now, previous: max(current?.updatedAt ?? 0, backup.updatedAt))
                 try writer.saveExtras(entry.key, entity.extras)
-                try db.execute(sql: Book.upsertSQL, arguments: book.arguments)
+                try book.upsert(db)
             case .clip(let backup):
                 guard try Self.book(id: backup.bookID, in: db) != nil else {
                     throw TrashError.bookMissing(id: id, clipID: backup.id, bookID: backup.bookID)
@@ -360,7 +360,7 @@ extension LibraryDatabase {
                 var clip = backup.clip
                 clip.updatedAt = Timestamp.next(now: now, previous: max(current?.updatedAt ?? 0, backup.updatedAt))
                 try writer.saveExtras(entry.key, entity.extras)
-                try db.execute(sql: Clip.upsertSQL, arguments: clip.arguments)
+                try clip.upsert(db)
             }
             // What it replaces is kept after the write, so the entry's mark is past this change.
             if let current, let restored = entry.entity, !current.sameContent(as: restored) || staged != nil {

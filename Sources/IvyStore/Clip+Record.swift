@@ -1,0 +1,6 @@
+import GRDB
+package import IvyCore
+
+extension Clip: SnakeCaseColumns {
+    package static let databaseTableName = "clips"
+}

@@ -133,7 +133,8 @@ private struct RestorePlanner {
                         try book.upsert(db)
                     } else {
                         try book.update(
-                            db, columns: ["title", "artist", "artwork", "position", "hidden", "created_at", "updated_at"])
+                            db,
+                            columns: ["title", "artist", "artwork", "position", "hidden", "created_at", "updated_at"])
                     }
                     if synced != nil { try Self.unqueue(write.key, in: db) }
                 case (.clip, .clip(let backup)?):

@@ -109,31 +109,15 @@ extension LibraryDatabase {
                 _ = arguments.append(contentsOf: [until])
             }
             let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-            let rows = try Row.fetchAll(
+            return try ConflictRow.fetchAll(
                 db,
                 sql: """
                     SELECT c.*, EXISTS (SELECT 1 FROM history h WHERE h.id = c.history_id) AS version_kept,
                         EXISTS (SELECT 1 FROM history h WHERE h.id = c.lost_history_id) AS lost_version_kept
                     FROM merge_conflicts c \(filter) ORDER BY id DESC
                     """,
-                arguments: arguments)
-            return try rows.map { row in
-                let version: Int64? = row["history_id"]
-                let versionKept: Bool = row["version_kept"] ?? false
-                let lostVersion: Int64? = row["lost_history_id"]
-                let lostVersionKept: Bool = row["lost_version_kept"] ?? false
-                return ConflictRecord(
-                    id: try row.decode(forColumn: "id"),
-                    key: EntityKey(
-                        EntityKind(rawValue: try row.decode(forColumn: "entity_type")) ?? .clip,
-                        try row.decode(forColumn: "entity_id")),
-                    field: try row.decode(forColumn: "field"),
-                    kept: ConflictJSON.value(try row.decode(forColumn: "kept_json")),
-                    lost: (row["lost_json"] as String?).map(ConflictJSON.value),
-                    winner: try row.decode(forColumn: "winner"), rule: try row.decode(forColumn: "rule"),
-                    recordedAt: try row.decode(forColumn: "recorded_at"),
-                    version: versionKept ? version : nil, lostVersion: lostVersionKept ? lostVersion : nil)
-            }
+                arguments: arguments
+            ).map(\.record)
         }
     }
 
@@ -160,7 +144,7 @@ extension LibraryDatabase {
 }
 
 /// Conflict values as stored: JSON text, keys sorted.
-private enum ConflictJSON {
+enum ConflictJSON {
     static func text(_ value: JSONValue) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -54,7 +54,7 @@ extension LibraryDatabase {
                 _ = arguments.append(contentsOf: [until])
             }
             let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-            let rows = try Row.fetchAll(
+            return try HistoryRow.fetchAll(
                 db,
                 sql: """
                     SELECT h.*, p.json AS previous_json, p.audio_md5 AS previous_md5, p.id AS previous_id
@@ -65,26 +65,8 @@ extension LibraryDatabase {
                     \(filter)
                     ORDER BY h.id DESC
                     """,
-                arguments: arguments)
-            return try rows.map { row in
-                let json = (row["json"] as String?).map { Data($0.utf8) }
-                let previous = (row["previous_json"] as String?).flatMap { History.object(Data($0.utf8)) }
-                let hadPrevious = (row["previous_id"] as Int64?) != nil
-                let md5: String? = row["audio_md5"]
-                let previousMD5: String? = row["previous_md5"]
-                let audioChanged = json != nil && hadPrevious && previous != nil && md5 != previousMD5
-                return HistoryVersion(
-                    id: try row.decode(forColumn: "id"),
-                    key: EntityKey(
-                        EntityKind(rawValue: try row.decode(forColumn: "entity_type")) ?? .clip,
-                        try row.decode(forColumn: "entity_id")),
-                    recordedAt: try row.decode(forColumn: "recorded_at"),
-                    source: HistorySource(rawValue: try row.decode(forColumn: "source")) ?? .here,
-                    json: json, audioMD5: md5,
-                    changed: History.changedFields(
-                        from: hadPrevious ? previous ?? [:] : nil, to: json.flatMap(History.object),
-                        audioChanged: audioChanged))
-            }
+                arguments: arguments
+            ).map(\.versionWithChanges)
         }
     }
 

@@ -14,13 +14,8 @@ extension LibraryDatabase {
             guard let token = try String.fetchOne(db, sql: "SELECT token FROM drive_mirror_token WHERE id = 1") else {
                 return nil
             }
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT file_id, name, parents, mime_type, size, md5, modified_time, created_time
-                    FROM drive_mirror ORDER BY file_id
-                    """)
-            return DriveMirror(files: try rows.map(Self.mirroredFile), token: token)
+            let rows = try MirrorRow.fetchAll(db, sql: "SELECT * FROM drive_mirror ORDER BY file_id")
+            return DriveMirror(files: rows.map(\.mirrored), token: token)
         }
     }
 
@@ -109,33 +104,9 @@ extension LibraryDatabase {
             arguments: [token])
     }
 
+    /// Replaced whole: the row is only what Drive listed. GRDB keeps the statement prepared,
+    /// as a full listing writes one row per file, ten thousand and more.
     private static func upsert(_ mirrored: MirroredFile, _ db: Database) throws {
-        let file = mirrored.file
-        // Cached: a full listing writes one row per file, ten thousand and more.
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO drive_mirror (file_id, name, parents, mime_type, size, md5, modified_time, created_time)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (file_id) DO UPDATE SET
-                    name = excluded.name, parents = excluded.parents, mime_type = excluded.mime_type,
-                    size = excluded.size, md5 = excluded.md5, modified_time = excluded.modified_time,
-                    created_time = excluded.created_time
-                """
-        ).execute(
-            arguments: [
-                file.id, file.name, folderSetting(mirrored.parents), mirrored.mimeType, file.size, file.md5,
-                file.modifiedTime, file.createdTime,
-            ])
-    }
-
-    private static func mirroredFile(_ row: Row) throws -> MirroredFile {
-        let parents: String = try row.decode(forColumn: "parents")
-        return MirroredFile(
-            file: RemoteFile(
-                id: try row.decode(forColumn: "file_id"), name: try row.decode(forColumn: "name"),
-                modifiedTime: try row.decode(forColumn: "modified_time"),
-                createdTime: try row.decode(forColumn: "created_time"), size: try row.decode(forColumn: "size"),
-                md5: try row.decode(forColumn: "md5")),
-            parents: folderIDs(parents), mimeType: try row.decode(forColumn: "mime_type"))
+        try MirrorRow(mirrored).insert(db, onConflict: .replace)
     }
 }

@@ -371,8 +371,8 @@ private struct RestorePlanner {
             _ = arguments.append(contentsOf: StatementArguments(keys.map(\.id)))
         }
         let rows =
-            try pinned.map { try Row.fetchAll(db, sql: "SELECT * FROM history WHERE id = ?", arguments: [$0]) }
-            ?? Row.fetchAll(
+            try pinned.map { try HistoryRow.fetchAll(db, sql: "SELECT * FROM history WHERE id = ?", arguments: [$0]) }
+            ?? HistoryRow.fetchAll(
                 db,
                 sql: """
                     SELECT h.* FROM history h JOIN (
@@ -382,14 +382,8 @@ private struct RestorePlanner {
                 arguments: arguments)
         var versions: [EntityKey: HistoryVersion] = [:]
         for row in rows {
-            let key = EntityKey(
-                EntityKind(rawValue: try row.decode(forColumn: "entity_type")) ?? .clip,
-                try row.decode(forColumn: "entity_id"))
-            if let keys, !keys.contains(key) { continue }
-            versions[key] = HistoryVersion(
-                id: try row.decode(forColumn: "id"), key: key, recordedAt: try row.decode(forColumn: "recorded_at"),
-                source: HistorySource(rawValue: try row.decode(forColumn: "source")) ?? .here,
-                json: (row["json"] as String?).map { Data($0.utf8) }, audioMD5: row["audio_md5"], changed: [])
+            if let keys, !keys.contains(row.key) { continue }
+            versions[row.key] = row.version
         }
         return versions
     }

@@ -7,21 +7,7 @@ package import IvyCore
 extension LibraryDatabase {
     package func manifestEntries() async throws -> [ManifestEntry] {
         try await read { db in
-            let columns =
-                "entity_type, entity_id, local_updated_at, remote_updated_at, remote_file_id, remote_mp3_file_id, "
-                + "synced_at, missing_since"
-            return try Row.fetchAll(db, sql: "SELECT \(columns) FROM sync_manifest").compactMap { row in
-                let kind: String = try row.decode(forColumn: "entity_type")
-                guard let entityKind = EntityKind(rawValue: kind) else { return nil }
-                return ManifestEntry(
-                    key: EntityKey(entityKind, try row.decode(forColumn: "entity_id")),
-                    localUpdatedAt: try row.decode(forColumn: "local_updated_at"),
-                    remoteUpdatedAt: try row.decode(forColumn: "remote_updated_at"),
-                    remoteFileID: try row.decode(forColumn: "remote_file_id"),
-                    remoteMP3FileID: try row.decode(forColumn: "remote_mp3_file_id"),
-                    syncedAt: try row.decode(forColumn: "synced_at"),
-                    missingSince: try row.decode(forColumn: "missing_since"))
-            }
+            try ManifestRow.fetchAll(db, sql: "SELECT \(ManifestRow.selection) FROM sync_manifest").compactMap(\.entry)
         }
     }
 

@@ -7,31 +7,15 @@ extension LibraryDatabase {
         try await read { db in
             // A library an older ivy wrote last, read without migrating it, has none.
             guard try db.tableExists("unreadable_drive_files") else { return [] }
-            return try Row.fetchAll(db, sql: "SELECT * FROM unreadable_drive_files ORDER BY file_id").map { row in
-                UnreadableDriveFile(
-                    key: EntityKey(
-                        EntityKind(rawValue: try row.decode(forColumn: "entity_type")) ?? .clip,
-                        try row.decode(forColumn: "entity_id")),
-                    fileID: try row.decode(forColumn: "file_id"), name: try row.decode(forColumn: "name"),
-                    modifiedTime: try row.decode(forColumn: "modified_time"), md5: try row.decode(forColumn: "md5"),
-                    reason: try row.decode(forColumn: "reason"), readAt: try row.decode(forColumn: "read_at"))
-            }
+            return try UnreadableRow.fetchAll(db, sql: "SELECT * FROM unreadable_drive_files ORDER BY file_id")
+                .map(\.file)
         }
     }
 
     /// Remembers a Drive file that could not be used, as it is now.
     package func rememberUnreadable(_ file: UnreadableDriveFile) async throws {
         try await write { db in
-            try db.execute(
-                sql: """
-                    INSERT OR REPLACE INTO unreadable_drive_files
-                        (file_id, entity_type, entity_id, name, modified_time, md5, reason, read_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    file.fileID, file.key.kind.rawValue, file.key.id, file.name, file.modifiedTime, file.md5,
-                    file.reason, file.readAt,
-                ])
+            try UnreadableRow(file).insert(db, onConflict: .replace)
         }
     }
 

@@ -15,8 +15,8 @@ package struct LocalStatus: Sendable, Equatable {
 extension LibraryDatabase {
     package func queueItems() async throws -> [QueueItem] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM sync_queue ORDER BY queued_at, entity_type, entity_id")
-                .map(Self.queueItem)
+            try QueueRow.fetchAll(db, sql: "SELECT * FROM sync_queue ORDER BY queued_at, entity_type, entity_id")
+                .map(\.item)
         }
     }
 
@@ -54,17 +54,6 @@ extension LibraryDatabase {
         return Schema.migrator.migrations.filter { !applied.contains($0) }
     }
 
-    static func queueItem(_ row: Row) throws -> QueueItem {
-        let kind: String = try row.decode(forColumn: "entity_type")
-        let operation: String = try row.decode(forColumn: "operation")
-        return QueueItem(
-            key: EntityKey(EntityKind(rawValue: kind) ?? .book, try row.decode(forColumn: "entity_id")),
-            operation: QueueItem.Operation(rawValue: operation) ?? .upsert,
-            attempts: try row.decode(forColumn: "attempts"),
-            lastError: try row.decode(forColumn: "last_error"),
-            queuedAt: try row.decode(forColumn: "queued_at"))
-    }
-
     /// Changes held back after failing: they reach Drive only after `ivy retry-failed`.
     package func heldItems() async throws -> [QueueItem] {
         try await queueItems().filter(\.hasFailed)
@@ -83,14 +72,14 @@ extension LibraryDatabase {
                         AND q.entity_id = sync_reported.entity_id AND q.queued_at = sync_reported.queued_at
                         AND q.attempts >= ?)
                     """, arguments: [limit])
-            let items = try Row.fetchAll(
+            let items = try QueueRow.fetchAll(
                 db,
                 sql: """
                     SELECT * FROM sync_queue q WHERE attempts >= ? AND NOT EXISTS (
                         SELECT 1 FROM sync_reported r WHERE r.entity_type = q.entity_type AND r.entity_id = q.entity_id)
                     ORDER BY queued_at, entity_type, entity_id
                     """, arguments: [limit]
-            ).map(Self.queueItem)
+            ).map(\.item)
             for item in items {
                 try db.execute(
                     sql: "INSERT INTO sync_reported (entity_type, entity_id, queued_at) VALUES (?, ?, ?)",

@@ -120,19 +120,6 @@ package struct TrashEntry: Sendable, Equatable {
 
     /// The entity, decoded; nil when the JSON no longer reads (another program wrote it).
     package var entity: TrashedEntity? { try? TrashedEntity.decode(json, key: key) }
-
-    init(row: Row) throws {
-        let kind: String = try row.decode(forColumn: "entity_type")
-        let reason: String = try row.decode(forColumn: "reason")
-        let text: String = try row.decode(forColumn: "json")
-        id = try row.decode(forColumn: "id")
-        key = EntityKey(EntityKind(rawValue: kind) ?? .clip, try row.decode(forColumn: "entity_id"))
-        self.reason = TrashReason(rawValue: reason) ?? .download
-        trashedAt = try row.decode(forColumn: "trashed_at")
-        json = Data(text.utf8)
-        audioFile = try row.decode(forColumn: "audio_file")
-        historyMark = row.hasColumn("history_mark") ? row["history_mark"] : nil
-    }
 }
 
 /// The trash's MP3 files: each a file of its own in the private trash directory, flushed to
@@ -301,7 +288,7 @@ extension LibraryDatabase {
     package func trashEntries() async throws -> [TrashEntry] {
         try await read { db in
             guard try db.tableExists("trash") else { return [] }
-            return try Row.fetchAll(db, sql: "SELECT * FROM trash ORDER BY id").map(TrashEntry.init(row:))
+            return try TrashRow.fetchAll(db, sql: "SELECT * FROM trash ORDER BY id").map(\.entry)
         }
     }
 
@@ -389,7 +376,7 @@ extension LibraryDatabase {
     @discardableResult
     package func emptyTrash() async throws -> Int {
         let removed = try await write { db in
-            let entries = try Row.fetchAll(db, sql: "SELECT * FROM trash").map(TrashEntry.init(row:))
+            let entries = try TrashRow.fetchAll(db, sql: "SELECT * FROM trash").map(\.entry)
             try db.execute(sql: "DELETE FROM trash")
             return entries
         }
@@ -414,8 +401,8 @@ extension LibraryDatabase {
         var removed: [TrashEntry] = []
         if due {
             removed = try await write { db in
-                let old = try Row.fetchAll(db, sql: "SELECT * FROM trash WHERE trashed_at <= ?", arguments: [limit])
-                    .map(TrashEntry.init(row:))
+                let sql = "SELECT * FROM trash WHERE trashed_at <= ?"
+                let old = try TrashRow.fetchAll(db, sql: sql, arguments: [limit]).map(\.entry)
                 try db.execute(sql: "DELETE FROM trash WHERE trashed_at <= ?", arguments: [limit])
                 return old
             }
@@ -463,7 +450,7 @@ extension LibraryDatabase {
     }
 
     static func trashEntry(id: Int64, in db: Database) throws -> TrashEntry? {
-        try Row.fetchOne(db, sql: "SELECT * FROM trash WHERE id = ?", arguments: [id]).map(TrashEntry.init(row:))
+        try TrashRow.fetchOne(db, sql: "SELECT * FROM trash WHERE id = ?", arguments: [id]).map(\.entry)
     }
 
     /// The unknown keys kept for an entity, read in `db`. Unreadable ones are left out: the

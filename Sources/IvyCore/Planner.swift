@@ -139,31 +139,12 @@ package enum SyncPlanner {
         return plan
     }
 
+    /// Puts what the rules say of one entity (`EntityRules`) into the plan.
     private static func decide(_ key: EntityKey, _ input: PlanInput, into plan: inout SyncPlan) {
-        let localUpdatedAt = input.local.updatedAt(key)
-        let remote = input.remote.entities[key]
-        let manifest = input.manifest[key]
-        let queued = input.queue[key]
-        let complete = remote?.isComplete == true ? remote : nil
-        let listingComplete = input.remote.isComplete
-
-        let localChanged: Bool = {
-            guard let localUpdatedAt else { return false }
-            guard let manifest else { return true }
-            return localUpdatedAt > (manifest.localUpdatedAt ?? .min) || queued?.operation == .upsert
-        }()
-        let remoteChanged: Bool = {
-            guard let json = complete?.json, let manifest else { return false }
-            guard let recorded = manifest.remoteUpdatedAt else { return true }
-            // Drive replaces a file by delete-then-create, so a new file id is a change too; a
-            // clip's new MP3 is one even when its JSON stayed (a program that replaced only that).
-            let newMP3 = complete?.mp3.map { mp3 in manifest.remoteMP3FileID.map { $0 != mp3.id } ?? false } ?? false
-            return json.modifiedTime > recorded || (manifest.remoteFileID.map { $0 != json.id } ?? false) || newMP3
-        }()
-
+        let entity = EntityRules(key, input)
         func act(_ action: SyncAction, _ reason: String) {
             let isPush = action == .upload || action == .merge || action == .deleteRemote
-            if isPush, let queued, queued.hasFailed {
+            if isPush, let queued = entity.queued, queued.hasFailed {
                 plan.held.append(
                     HeldAction(
                         key: key, action: action,
@@ -173,152 +154,41 @@ package enum SyncPlanner {
                     ))
                 return
             }
-            plan.actions.append(PlannedAction(key: key, action: action, reason: reason, remote: remote))
+            plan.actions.append(PlannedAction(key: key, action: action, reason: reason, remote: entity.remote))
         }
         func skip(_ reason: String) { plan.skipped.append(SkippedEntity(key: key, reason: reason)) }
-        /// An action that rests on the entity's absence from Drive: taken only once the
-        /// absence has lasted `replaceGrace`, so another device's replace is never undone.
-        func afterGrace(_ action: SyncAction, _ reason: String, missing: String) {
+
+        switch entity.verdict() {
+        case .act(let action, let reason):
+            act(action, reason)
+        case .afterGrace(let action, let reason, let missing):
             plan.missingOnDrive.append(key)
-            if let since = manifest?.missingSince, input.now - since >= input.grace { return act(action, reason) }
-            skip(
-                "\(missing) on Drive, perhaps while another device replaces it (delete, then create); "
-                    + "\(action == .merge ? "merged and uploaded" : "uploaded from here") if it is still missing "
-                    + "\(input.grace / 1000) s after a sync first saw it so")
+            if let since = entity.manifest?.missingSince, input.now - since >= input.grace {
+                act(action, reason)
+            } else {
+                skip(
+                    "\(missing) on Drive, perhaps while another device replaces it (delete, then create); "
+                        + "\(action == .merge ? "merged and uploaded" : "uploaded from here") if it is still "
+                        + "missing \(input.grace / 1000) s after a sync first saw it so")
+            }
+        case .skip(let reason):
+            skip(reason)
+        case .forget:
+            if entity.manifest != nil { plan.manifestCleanup.append(key) }
+            if entity.queued != nil { plan.droppedQueueItems.append(key) }
+        case .nothing:
+            break
         }
-        let jsonTwins = remote?.jsonTwins ?? []
-        let twins = jsonTwins + (remote?.mp3Twins ?? [])
 
         // Stale duplicates go with the entity's upload or remote delete when it has one. Twin
         // files (JSON, or MP3s of other content) are never deleted unread: the download or
         // merge that reads them does, and without one (held back, left alone) they stay.
-        defer {
-            let mine = plan.actions.last.flatMap { $0.key == key ? $0.action : nil }
-            let replaced = mine == .upload || mine == .merge || mine == .deleteRemote
-            if !replaced, let remote {
-                plan.staleDuplicates += remote.stale.filter { !twins.contains($0) }.map {
-                    StaleFile(key: key, file: $0)
-                }
+        let mine = plan.actions.last.flatMap { $0.key == key ? $0.action : nil }
+        let replaced = mine == .upload || mine == .merge || mine == .deleteRemote
+        if !replaced, let remote = entity.remote {
+            plan.staleDuplicates += remote.stale.filter { !entity.twins.contains($0) }.map {
+                StaleFile(key: key, file: $0)
             }
-        }
-
-        // Several JSON files of one name: two devices replaced it at once, or one restored it
-        // while another was between its delete and its create. The newest upload is not the
-        // newest content: every copy is read, and the sync goes by `updated_at` and the merge.
-        // A download reads them all too; a clip deleted here goes by the rules below.
-        if !jsonTwins.isEmpty, complete != nil, localUpdatedAt != nil {
-            return act(
-                .merge,
-                "\(jsonTwins.count + 1) files of its name on Drive (written at once from two devices): "
-                    + "all read and merged")
-        }
-        // Several MP3s of one name with other content: new audio from two places at once. Each
-        // is read; the clip's newer take wins and the other is kept in the history here.
-        if !twins.isEmpty, complete != nil, localUpdatedAt != nil {
-            return act(
-                .merge,
-                "\(twins.count + 1) MP3 files of its name on Drive (new audio from two places at once): "
-                    + "all read, the newer kept as the clip's and the other in the history")
-        }
-
-        switch (localUpdatedAt != nil, complete != nil) {
-        case (true, true):
-            guard manifest != nil else {
-                return act(
-                    .merge, "on both sides with no sync record (same id made on two devices, or the record was reset)")
-            }
-            switch (localChanged, remoteChanged) {
-            case (true, true): act(.merge, "changed here and on Drive since the last sync")
-            case (true, false): act(.upload, "changed here")
-            case (false, true): act(.download, "changed on Drive")
-            case (false, false): break
-            }
-
-        case (true, false):
-            if let remote {
-                // Only part of a clip is on Drive (an upload in progress or interrupted).
-                if manifest == nil { return act(.upload, "only part of it is on Drive; uploading it whole") }
-                guard listingComplete else { return skip("incomplete in an incomplete Drive listing; left alone") }
-                if localChanged {
-                    // Part of the clip missing while another device replaces it (between its JSON
-                    // and its MP3, or while its new MP3 streams up): uploading now would put this
-                    // device's audio beside, or after, theirs. After the grace it is a replace cut
-                    // short (perhaps this device's own): a JSON other than the one agreed on is
-                    // read and merged, never overwritten unread.
-                    if let json = remote.json, json.id != manifest?.remoteFileID {
-                        return afterGrace(
-                            .merge, "changed here; Drive has a newer JSON but no MP3: merged, uploaded whole",
-                            missing: "changed here, and its MP3 is missing")
-                    }
-                    return afterGrace(
-                        .upload, "changed here; Drive has only part of it",
-                        missing: "changed here, and part of it is missing")
-                }
-                // The JSON is gone while the MP3 is still the one both sides agreed on: a replace
-                // in progress on another device (an upload makes the JSON first, so this is no
-                // upload), or one cut short between its delete and its create.
-                if remote.json == nil, let mp3 = remote.mp3, mp3.id == manifest?.remoteMP3FileID {
-                    return afterGrace(
-                        .upload, "its JSON vanished from Drive (a replace cut short); restored from here",
-                        missing: "its JSON is missing")
-                }
-                // A JSON without its MP3: another device's retake still streaming up, or a delete
-                // that raced an edit (the delete took the MP3, the edit made a new JSON). Once that
-                // has lasted the grace the clip lives, as an edit beats a delete: a newer JSON is
-                // read and merged with the audio here and uploaded whole, the agreed one gets its
-                // MP3 back. Left alone, every device kept a clip Drive could not give the others.
-                if let json = remote.json, remote.mp3 == nil {
-                    if json.id != manifest?.remoteFileID {
-                        return afterGrace(
-                            .merge, "Drive has a newer JSON but no MP3: merged with the audio here, uploaded whole",
-                            missing: "its MP3 is missing")
-                    }
-                    return afterGrace(
-                        .upload, "its MP3 vanished from Drive; restored from here", missing: "its MP3 is missing")
-                }
-                return skip("incomplete on Drive (JSON or MP3 missing); left alone")
-            }
-            guard manifest != nil else { return act(.upload, "new here") }
-            guard listingComplete else { return skip("not in an incomplete Drive listing; decided on a full listing") }
-            if key.kind == .book {
-                // A change made here waits too: another device's replace would land beside it, a
-                // twin made from the same base. After the grace it goes up whole.
-                return afterGrace(
-                    .upload,
-                    localChanged
-                        ? "changed here; missing on Drive, so uploaded whole"
-                        : "missing on Drive; books are never deleted, so it is restored",
-                    missing: localChanged ? "changed here, and missing" : "missing")
-            }
-            if localChanged { return act(.upload, "deleted on Drive but changed here since: an edit beats a delete") }
-            act(.deleteLocal, "deleted on another device")
-
-        case (false, true):
-            if key.kind == .book {
-                return act(
-                    .download,
-                    manifest == nil ? "new on Drive" : "missing here; books are never deleted, so it is restored")
-            }
-            if manifest != nil {
-                if remoteChanged {
-                    return act(.download, "changed on Drive after it was deleted here: an edit beats a delete")
-                }
-                return act(.deleteRemote, "deleted here")
-            }
-            if queued?.operation == .delete { return act(.deleteRemote, "deleted here (queued delete)") }
-            act(.download, "new on Drive")
-
-        case (false, false):
-            if remote != nil {
-                if key.kind == .clip, manifest != nil || queued?.operation == .delete {
-                    return act(.deleteRemote, "deleted here; removing what is left of it on Drive")
-                }
-                return skip("incomplete on Drive (JSON or MP3 missing); left alone")
-            }
-            // Gone on both sides. Without a full listing the remote may still exist unseen.
-            guard listingComplete || manifest == nil else { return }
-            if manifest != nil { plan.manifestCleanup.append(key) }
-            if queued != nil { plan.droppedQueueItems.append(key) }
         }
     }
 

@@ -100,7 +100,7 @@ struct Target: ParsableArguments {
         var mark: Int?
         while true {
             let answer = try await call("GET", "/_emulator/pending")
-            let signIns = (answer["sign_ins"] as? [[String: Any]] ?? []).compactMap(SignIn.init)
+            let signIns = (answer["sign_ins"] as? [[String: Any]] ?? []).compactMap(PendingSignIn.init)
             // A live `ivy login` polls every few seconds; a stopped one never again, yet its
             // sign-in looks fresh for a minute. Only a sign-in asked for or polled after the
             // first look is surely someone's, so a login killed just before this one started

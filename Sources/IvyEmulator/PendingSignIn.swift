@@ -1,5 +1,5 @@
 /// A pending sign-in as the control API lists it.
-struct SignIn {
+struct PendingSignIn {
     var code: String
     var order: Int
     /// The emulator's sign-in event count when it was asked for or last polled.

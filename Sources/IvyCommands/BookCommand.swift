@@ -10,27 +10,29 @@ struct BookCommand: ParsableCommand {
     )
 }
 
-/// The JSON form of a book in `--json` output: seconds for times of play, ms for timestamps.
+/// The JSON form of a book in `--json` output (`JSONOutput`): seconds for times of play, ms
+/// for timestamps.
 struct BookJSON: Encodable {
-    let book: Book
+    let id: BookID
+    let title: String
+    @Null var artist: String?
+    @Null var artwork: String?
+    let position: Double
+    let hidden: Bool
+    @Null var uri: String?
+    let createdAt: Milliseconds
+    let updatedAt: Milliseconds
 
-    enum CodingKeys: String, CodingKey {
-        case id, title, artist, artwork, position, hidden, uri
-        case createdAt = "created_at"
-        case updatedAt = "updated_at"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(book.id, forKey: .id)
-        try container.encode(book.title, forKey: .title)
-        try container.encode(book.artist, forKey: .artist)
-        try container.encode(book.artwork, forKey: .artwork)
-        try container.encode(book.position, forKey: .position)
-        try container.encode(book.hidden, forKey: .hidden)
-        try container.encode(book.uri, forKey: .uri)
-        try container.encode(book.createdAt, forKey: .createdAt)
-        try container.encode(book.updatedAt, forKey: .updatedAt)
+    init(book: Book) {
+        id = book.id
+        title = book.title
+        artist = book.artist
+        artwork = book.artwork
+        position = book.position
+        hidden = book.hidden
+        uri = book.uri
+        createdAt = book.createdAt
+        updatedAt = book.updatedAt
     }
 }
 

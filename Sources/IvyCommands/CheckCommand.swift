@@ -72,7 +72,7 @@ struct CheckCommand: ContextCommand {
     }
 
     private func show(_ check: BackupCheck, output: Output) throws {
-        if json { return try output.json(check) }
+        if json { return try output.json(check.jsonForm) }
         output.line(Display.safe(check.summary))
         for problem in check.problems {
             let line = "\(problem.kind.rawValue): \(problem.entity): \(problem.detail) — \(problem.fix)"

@@ -10,27 +10,26 @@ struct ClipCommand: ParsableCommand {
     )
 }
 
+/// The JSON form of a clip in `--json` output (`JSONOutput`).
 struct ClipJSON: Encodable {
-    let clip: Clip
+    let id: ClipID
+    let bookID: BookID
+    let start: Double
+    let duration: Double
+    @Null var note: String?
+    @Null var transcription: String?
+    let createdAt: Milliseconds
+    let updatedAt: Milliseconds
 
-    enum CodingKeys: String, CodingKey {
-        case id
-        case bookID = "book_id"
-        case start, duration, note, transcription
-        case createdAt = "created_at"
-        case updatedAt = "updated_at"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(clip.id, forKey: .id)
-        try container.encode(clip.bookID, forKey: .bookID)
-        try container.encode(clip.start, forKey: .start)
-        try container.encode(clip.duration, forKey: .duration)
-        try container.encode(clip.note, forKey: .note)
-        try container.encode(clip.transcription, forKey: .transcription)
-        try container.encode(clip.createdAt, forKey: .createdAt)
-        try container.encode(clip.updatedAt, forKey: .updatedAt)
+    init(clip: Clip) {
+        id = clip.id
+        bookID = clip.bookID
+        start = clip.start
+        duration = clip.duration
+        note = clip.note
+        transcription = clip.transcription
+        createdAt = clip.createdAt
+        updatedAt = clip.updatedAt
     }
 }
 

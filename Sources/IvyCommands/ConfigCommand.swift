@@ -42,17 +42,8 @@ extension ConfigCommand {
         /// One setting as `ivy config list --json` prints it; a secret's value is always null.
         struct Item: Encodable {
             let key: String
-            let value: String?
+            @Null var value: String?
             let source: String
-
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(key, forKey: .key)
-                try container.encode(value, forKey: .value)
-                try container.encode(source, forKey: .source)
-            }
-
-            enum CodingKeys: String, CodingKey { case key, value, source }
         }
 
         func run(_ context: Context) async throws {

@@ -7,8 +7,8 @@ package struct DoctorFinding: Encodable, Equatable, Sendable {
     package let level: Level
     package let check: String
     package let detail: String
-    /// What to do about it; nil when nothing need be done.
-    package let fix: String?
+    /// What to do about it; nil (`null` in `--json`) when nothing need be done.
+    @Null package var fix: String?
 
     package init(level: Level, check: String, detail: String, fix: String?) {
         self.level = level

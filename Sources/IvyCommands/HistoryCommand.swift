@@ -99,55 +99,57 @@ struct HistoryCommand: ContextCommand {
     var conflicts = false
     @Flag(help: "Print one JSON array.") var json = false
 
-    /// One version as `ivy history --json` prints it.
+    /// One version as `ivy history --json` prints it (`JSONOutput`).
     struct Item: Encodable {
-        let version: HistoryVersion
+        let version: Int64
+        let time: String
+        let entityType: String
+        let entityID: String
+        let source: String
+        let deleted: Bool
+        let changed: [String]
+        @Null var entity: JSONValue?
+        @Null var audioMD5: String?
 
-        enum Keys: String, CodingKey {
-            case version, time, source, deleted, changed, entity
-            case entityType = "entity_type"
-            case entityID = "entity_id"
-            case audioMD5 = "audio_md5"
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: Keys.self)
-            try container.encode(version.id, forKey: .version)
-            try container.encode(Display.date(version.recordedAt), forKey: .time)
-            try container.encode(version.key.kind.rawValue, forKey: .entityType)
-            try container.encode(version.key.id, forKey: .entityID)
-            try container.encode(version.source.rawValue, forKey: .source)
-            try container.encode(version.deleted, forKey: .deleted)
-            try container.encode(version.changed, forKey: .changed)
-            try container.encode(version.object.map(JSONValue.object), forKey: .entity)
-            try container.encode(version.audioMD5, forKey: .audioMD5)
+        init(_ version: HistoryVersion) {
+            self.version = version.id
+            time = Display.date(version.recordedAt)
+            entityType = version.key.kind.rawValue
+            entityID = version.key.id
+            source = version.source.rawValue
+            deleted = version.deleted
+            changed = version.changed
+            entity = version.object.map(JSONValue.object)
+            audioMD5 = version.audioMD5
         }
     }
 
-    /// One conflict as `ivy history --conflicts --json` prints it.
+    /// One conflict as `ivy history --conflicts --json` prints it (`JSONOutput`).
     struct ConflictItem: Encodable {
-        let conflict: ConflictRecord
+        let id: Int64
+        let time: String
+        let entityType: String
+        let entityID: String
+        let field: String
+        let kept: JSONValue
+        let lost: JSONValue
+        let winner: String
+        let rule: String
+        @Null var version: Int64?
+        @Null var lostVersion: Int64?
 
-        enum Keys: String, CodingKey {
-            case id, time, field, kept, lost, winner, rule, version
-            case entityType = "entity_type"
-            case entityID = "entity_id"
-            case lostVersion = "lost_version"
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: Keys.self)
-            try container.encode(conflict.id, forKey: .id)
-            try container.encode(Display.date(conflict.recordedAt), forKey: .time)
-            try container.encode(conflict.key.kind.rawValue, forKey: .entityType)
-            try container.encode(conflict.key.id, forKey: .entityID)
-            try container.encode(conflict.field, forKey: .field)
-            try container.encode(conflict.kept, forKey: .kept)
-            try container.encode(conflict.lost ?? .null, forKey: .lost)
-            try container.encode(conflict.winner, forKey: .winner)
-            try container.encode(conflict.rule, forKey: .rule)
-            try container.encode(conflict.version, forKey: .version)
-            try container.encode(conflict.lostVersion, forKey: .lostVersion)
+        init(_ conflict: ConflictRecord) {
+            id = conflict.id
+            time = Display.date(conflict.recordedAt)
+            entityType = conflict.key.kind.rawValue
+            entityID = conflict.key.id
+            field = conflict.field
+            kept = conflict.kept
+            lost = conflict.lost ?? .null
+            winner = conflict.winner
+            rule = conflict.rule
+            version = conflict.version
+            lostVersion = conflict.lostVersion
         }
     }
 

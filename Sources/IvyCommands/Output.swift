@@ -52,15 +52,9 @@ struct Output {
         }
     }
 
+    /// One JSON document for `--json`, written by ivy's one convention (`JSONOutput`).
     func json(_ value: some Encodable) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        // A row written before the time rules may hold an infinity, which JSON has no number for.
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(
-            positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-        // A bidi override or line separator in a title is written as its escape, as the
-        // encoder writes a control character: the same string to whoever reads the JSON.
-        line(TerminalText.jsonEscaped(String(decoding: try encoder.encode(value), as: UTF8.self)))
+        line(try JSONOutput.text(value))
     }
 }
 

@@ -16,29 +16,15 @@ struct QueueCommand: ContextCommand {
     @Flag(help: "Show whole ids (the table cuts them to the width that keeps them apart).") var fullIds = false
     @Flag(help: "Print one JSON array.") var json = false
 
-    /// One queue item as `ivy queue --json` prints it, keys in snake case, `last_error` null when none.
+    /// One queue item as `ivy queue --json` prints it (`JSONOutput`).
     struct Item: Encodable {
-        let entityType: String, entityID: String, operation: String, attempts: Int, failed: Bool, lastError: String?
+        let entityType: String
+        let entityID: String
+        let operation: String
+        let attempts: Int
+        let failed: Bool
+        @Null var lastError: String?
         let queuedAt: Milliseconds
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: Keys.self)
-            try container.encode(entityType, forKey: .entityType)
-            try container.encode(entityID, forKey: .entityID)
-            try container.encode(operation, forKey: .operation)
-            try container.encode(attempts, forKey: .attempts)
-            try container.encode(failed, forKey: .failed)
-            try container.encode(lastError, forKey: .lastError)
-            try container.encode(queuedAt, forKey: .queuedAt)
-        }
-
-        enum Keys: String, CodingKey {
-            case entityType = "entity_type"
-            case entityID = "entity_id"
-            case operation, attempts, failed
-            case lastError = "last_error"
-            case queuedAt = "queued_at"
-        }
     }
 
     func run(_ context: Context) async throws {

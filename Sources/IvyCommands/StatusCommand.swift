@@ -13,7 +13,7 @@ struct StatusCommand: ContextCommand {
     @OptionGroup var global: GlobalOptions
     @Flag(help: "Print one JSON object.") var json = false
 
-    struct Report: Encodable {
+    struct Report {
         let authenticated: Bool
         let account: String?
         let accessTokenExpires: String?
@@ -64,20 +64,9 @@ struct StatusCommand: ContextCommand {
         struct Ping: Encodable {
             let time: String
             let signal: String
-            let status: Int?
-            let problem: String?
+            @Null var status: Int?
+            @Null var problem: String?
             let ok: Bool
-
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(time, forKey: .time)
-                try container.encode(signal, forKey: .signal)
-                try container.encode(status, forKey: .status)
-                try container.encode(problem, forKey: .problem)
-                try container.encode(ok, forKey: .ok)
-            }
-
-            enum CodingKeys: String, CodingKey { case time, signal, status, problem, ok }
         }
 
         struct Held: Encodable {
@@ -85,85 +74,65 @@ struct StatusCommand: ContextCommand {
             let reason: String
         }
 
-        enum CodingKeys: String, CodingKey {
-            case authenticated, account, pending, failed
-            case accessTokenExpires = "access_token_expires"
-            case refreshToken = "refresh_token_present"
-            case signedOutReason = "signed_out_reason"
-            case signedOutSince = "signed_out_since"
-            case heldChanges = "held_changes"
-            case lastSync = "last_sync"
-            case lastSuccess = "last_success"
-            case lastError = "last_error"
-            case manifestEntries = "manifest_entries"
-            case nextAutoSync = "next_auto_sync"
-            case orphanClips = "orphan_clips"
-            case historyVersions = "history_versions"
-            case historySince = "history_since"
-            case historyBytes = "history_bytes"
-            case newConflicts = "new_conflicts"
-            case quotaUnits24h = "quota_units_24h"
-            case requests24h = "requests_24h"
-            case syncRunning = "sync_running"
-            case syncProcess = "sync_process"
-            case library
-            case tokenFile = "token_file"
-            case logFile = "log_file"
-            case oauthURL = "oauth_url"
-            case driveURL = "drive_url"
-            case endpointProblem = "endpoint_problem"
-            case clientSource = "client_source"
-            case clientProblem = "client_problem"
-            case healthURL = "health_url"
-            case lastHealthPing = "last_health_ping"
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(authenticated, forKey: .authenticated)
-            try container.encode(account, forKey: .account)
-            try container.encode(accessTokenExpires, forKey: .accessTokenExpires)
-            try container.encode(refreshToken, forKey: .refreshToken)
-            try container.encode(signedOutReason, forKey: .signedOutReason)
-            try container.encode(signedOutSince, forKey: .signedOutSince)
-            try container.encode(heldChanges, forKey: .heldChanges)
-            try container.encode(pending, forKey: .pending)
-            try container.encode(failed, forKey: .failed)
-            try container.encode(lastSync, forKey: .lastSync)
-            try container.encode(lastSuccess, forKey: .lastSuccess)
-            try container.encode(lastError, forKey: .lastError)
-            try container.encode(manifestEntries, forKey: .manifestEntries)
-            try container.encode(nextAutoSync, forKey: .nextAutoSync)
-            try container.encode(orphanClips, forKey: .orphanClips)
-            try container.encode(history.versions, forKey: .historyVersions)
-            try container.encode(history.since.map(Display.date), forKey: .historySince)
-            try container.encode(history.bytes, forKey: .historyBytes)
-            try container.encode(newConflicts, forKey: .newConflicts)
-            try container.encode(quotaUnits24h, forKey: .quotaUnits24h)
-            try container.encode(requests24h, forKey: .requests24h)
-            try container.encode(syncRunning, forKey: .syncRunning)
-            try container.encode(syncProcess, forKey: .syncProcess)
-            try container.encode(library, forKey: .library)
-            try container.encode(tokenFile, forKey: .tokenFile)
-            try container.encode(logFile, forKey: .logFile)
+        var jsonForm: StatusJSON {
             let used = try? endpoints.get()
-            try container.encode(used?.oauth.absoluteString, forKey: .oauthURL)
-            try container.encode(used?.drive.absoluteString, forKey: .driveURL)
-            if case .failure(let problem) = endpoints {
-                try container.encode(problem.localizedDescription, forKey: .endpointProblem)
-            } else {
-                try container.encodeNil(forKey: .endpointProblem)
-            }
-            try container.encode(client.source.rawValue, forKey: .clientSource)
-            try container.encode(client.problem, forKey: .clientProblem)
-            try container.encode(healthURL, forKey: .healthURL)
-            try container.encode(
-                lastHealthPing.map {
+            var problem: String? = nil
+            if case .failure(let error) = endpoints { problem = error.localizedDescription }
+            return StatusJSON(
+                authenticated: authenticated, account: account, accessTokenExpires: accessTokenExpires,
+                refreshTokenPresent: refreshToken, signedOutReason: signedOutReason, signedOutSince: signedOutSince,
+                heldChanges: heldChanges, pending: pending, failed: failed, lastSync: lastSync,
+                lastSuccess: lastSuccess, lastError: lastError, manifestEntries: manifestEntries,
+                nextAutoSync: nextAutoSync, orphanClips: orphanClips, historyVersions: history.versions,
+                historySince: history.since.map(Display.date), historyBytes: history.bytes,
+                newConflicts: newConflicts, quotaUnits24h: quotaUnits24h, requests24h: requests24h,
+                syncRunning: syncRunning, syncProcess: syncProcess, library: library, tokenFile: tokenFile,
+                logFile: logFile, oauthURL: used?.oauth.absoluteString, driveURL: used?.drive.absoluteString,
+                endpointProblem: problem, clientSource: client.source.rawValue, clientProblem: client.problem,
+                healthURL: healthURL,
+                lastHealthPing: lastHealthPing.map {
                     Ping(
                         time: Display.date($0.at), signal: $0.signal, status: $0.status, problem: $0.problem,
                         ok: $0.succeeded)
-                }, forKey: .lastHealthPing)
+                })
         }
+    }
+
+    /// `ivy status --json` (`JSONOutput`).
+    struct StatusJSON: Encodable {
+        let authenticated: Bool
+        @Null var account: String?
+        @Null var accessTokenExpires: String?
+        let refreshTokenPresent: Bool
+        @Null var signedOutReason: String?
+        @Null var signedOutSince: String?
+        let heldChanges: [Report.Held]
+        let pending: Int
+        let failed: Int
+        @Null var lastSync: String?
+        @Null var lastSuccess: String?
+        @Null var lastError: String?
+        let manifestEntries: Int
+        @Null var nextAutoSync: String?
+        let orphanClips: Int
+        let historyVersions: Int
+        @Null var historySince: String?
+        let historyBytes: Int64
+        let newConflicts: Int
+        let quotaUnits24h: Int
+        let requests24h: Int
+        let syncRunning: Bool
+        @Null var syncProcess: Int32?
+        let library: String
+        let tokenFile: String
+        let logFile: String
+        @Null var oauthURL: String?
+        @Null var driveURL: String?
+        @Null var endpointProblem: String?
+        let clientSource: String
+        @Null var clientProblem: String?
+        @Null var healthURL: String?
+        @Null var lastHealthPing: Report.Ping?
     }
 
     func run(_ context: Context) async throws {
@@ -172,7 +141,7 @@ struct StatusCommand: ContextCommand {
         let report = try await Self.report(
             library: library, tokens: home.tokenStore, paths: home.paths, environment: home.environment,
             client: try home.client(library), now: home.clock.now(), zone: home.displayZone)
-        if json { return try home.output.json(report) }
+        if json { return try home.output.json(report.jsonForm) }
         home.output.fields(Self.fields(report))
     }
 

@@ -156,13 +156,13 @@ struct WatchDisplay: Sendable {
             object.event = "sync"
             object.trigger = trigger.rawValue
             object.report = report
-            object.retryIn = retry?.components.seconds
-            object.nextPollIn = nextPoll.components.seconds
+            object.retryInS = retry?.components.seconds
+            object.nextPollS = nextPoll.components.seconds
         case .failed(let message, let trigger, let wait):
             object.event = "failed"
             object.trigger = trigger.rawValue
             object.error = message
-            object.retryIn = wait.components.seconds
+            object.retryInS = wait.components.seconds
         case .paused(let pause):
             object.event = "waiting"
             object.reason = pause.description
@@ -177,10 +177,8 @@ struct WatchDisplay: Sendable {
     }
 
     private func encode(_ object: WatchLine) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(object) else { return }
-        output.line(String(decoding: data, as: UTF8.self))
+        guard let line = try? JSONOutput.text(object, oneLine: true) else { return }
+        output.line(line)
     }
 }
 
@@ -188,19 +186,14 @@ struct WatchDisplay: Sendable {
 struct WatchLine: Encodable {
     var event = ""
     var time: String
-    var trigger: String?
-    var report: SyncReport?
-    var error: String?
-    var retryIn: Int64?
-    /// Seconds until the watch next looks at Drive.
-    var nextPollIn: Int64?
-    var reason: String?
+    @Null var trigger: String?
+    @Null var report: SyncReport?
+    @Null var error: String?
+    /// Seconds until the watch tries again (`retry_in_s`).
+    @Null var retryInS: Int64?
+    /// Seconds until the watch next looks at Drive (`next_poll_s`).
+    @Null var nextPollS: Int64?
+    @Null var reason: String?
 
     init(time: String) { self.time = time }
-
-    enum CodingKeys: String, CodingKey {
-        case event, time, trigger, report, error, reason
-        case retryIn = "retry_in_s"
-        case nextPollIn = "next_poll_s"
-    }
 }

@@ -27,33 +27,31 @@ extension TrashCommand {
         @Flag(help: "Show whole ids (the table cuts them to the width that keeps them apart).") var fullIds = false
         @Flag(help: "Print one JSON array.") var json = false
 
-        /// One entry as `ivy trash list --json` prints it, keys in snake case.
+        /// One entry as `ivy trash list --json` prints it (`JSONOutput`).
         struct Item: Encodable {
-            let entry: TrashEntry
+            let id: Int64
+            let entityType: String
+            let entityID: String
+            @Null var title: String?
+            @Null var note: String?
+            let reason: String
+            let why: String
+            let trashedAt: Milliseconds
+            let hasAudio: Bool
+            @Null var backup: JSONValue?
 
-            enum Keys: String, CodingKey {
-                case id
-                case entityType = "entity_type"
-                case entityID = "entity_id"
-                case title, note, reason, why
-                case trashedAt = "trashed_at"
-                case hasAudio = "has_audio"
-                case backup
-            }
-
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: Keys.self)
-                try container.encode(entry.id, forKey: .id)
-                try container.encode(entry.key.kind.rawValue, forKey: .entityType)
-                try container.encode(entry.key.id, forKey: .entityID)
-                let (title, note) = TrashCommand.described(entry)
-                try container.encode(title, forKey: .title)
-                try container.encode(note, forKey: .note)
-                try container.encode(entry.reason.rawValue, forKey: .reason)
-                try container.encode(entry.reason.description, forKey: .why)
-                try container.encode(entry.trashedAt, forKey: .trashedAt)
-                try container.encode(entry.audioFile != nil, forKey: .hasAudio)
-                try container.encode(try? JSONDecoder().decode(JSONValue.self, from: entry.json), forKey: .backup)
+            init(_ entry: TrashEntry) {
+                id = entry.id
+                entityType = entry.key.kind.rawValue
+                entityID = entry.key.id
+                let described = TrashCommand.described(entry)
+                title = described.title
+                note = described.note
+                reason = entry.reason.rawValue
+                why = entry.reason.description
+                trashedAt = entry.trashedAt
+                hasAudio = entry.audioFile != nil
+                backup = try? JSONDecoder().decode(JSONValue.self, from: entry.json)
             }
         }
 

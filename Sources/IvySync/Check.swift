@@ -1,11 +1,11 @@
 import Foundation
-import IvyCore
+package import IvyCore
 package import IvyGoogle
 package import IvyStore
 import IvySystem
 
 /// What `ivy check` found: the backup on Drive compared with this library, read-only.
-package struct BackupCheck: Sendable, Encodable {
+package struct BackupCheck: Sendable {
     package struct Checked: Sendable, Encodable, Equatable {
         package var books = 0
         package var clips = 0
@@ -49,20 +49,7 @@ package struct BackupCheck: Sendable, Encodable {
         package var entity: String
         package var operation: String
         package var attempts: Int
-        package var lastError: String?
-
-        enum CodingKeys: String, CodingKey {
-            case entity, operation, attempts
-            case lastError = "last_error"
-        }
-
-        package func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(entity, forKey: .entity)
-            try container.encode(operation, forKey: .operation)
-            try container.encode(attempts, forKey: .attempts)
-            try container.encode(lastError, forKey: .lastError)
-        }
+        @Null package var lastError: String?
     }
 
     package var checked = Checked()
@@ -77,19 +64,18 @@ package struct BackupCheck: Sendable, Encodable {
     /// Everything matches: no difference, nothing waiting to be uploaded, nothing held back.
     package var ok: Bool { problems.isEmpty && failed.isEmpty && pending.isEmpty }
 
-    enum CodingKeys: String, CodingKey {
-        case ok, checked, problems, pending, failed
-        case readData = "read_data"
+    /// What `ivy check --json` prints (`JSONOutput`), `ok` included.
+    package struct JSON: Encodable {
+        let ok: Bool
+        let checked: Checked
+        let problems: [Problem]
+        let pending: [QueueEntry]
+        let failed: [QueueEntry]
+        let readData: Bool
     }
 
-    package func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(ok, forKey: .ok)
-        try container.encode(checked, forKey: .checked)
-        try container.encode(problems, forKey: .problems)
-        try container.encode(pending, forKey: .pending)
-        try container.encode(failed, forKey: .failed)
-        try container.encode(readData, forKey: .readData)
+    package var jsonForm: JSON {
+        JSON(ok: ok, checked: checked, problems: problems, pending: pending, failed: failed, readData: readData)
     }
 
     /// One line for people.

@@ -1,4 +1,4 @@
-import IvyCore
+package import IvyCore
 
 /// What one sync did, for the summary line, `--json` and the log.
 package struct SyncReport: Sendable, Encodable {
@@ -40,7 +40,7 @@ package struct SyncReport: Sendable, Encodable {
     /// Every change held back after failing, as the queue stands after this sync, with its
     /// last error: nothing here reaches Drive until `ivy retry-failed`.
     package var heldChanges: [Problem] = []
-    package var deletionsHeld: String?
+    @Null package var deletionsHeld: String?
     package var orphanClips = 0
     package var bytesUploaded: Int64 = 0
     package var bytesDownloaded: Int64 = 0
@@ -59,32 +59,21 @@ package struct SyncReport: Sendable, Encodable {
     /// entities) that Drive's full listing confirmed; not printed.
     package var checkedDoubt: String?
     /// Why Drive was listed in full; nil when the change feed kept the mirror current.
-    package var fullListing: String?
-    package var durationMilliseconds: Int64 = 0
+    @Null package var fullListing: String?
+    /// `duration_ms` in JSON.
+    package var durationMS: Int64 = 0
     /// `--dry-run`: every planned action with its reason.
     package var plan: [Problem] = []
 
     package init() {}
 
-    enum CodingKeys: String, CodingKey {
-        case dryRun = "dry_run"
-        case uploaded, downloaded, merged
-        case deletedRemote = "deleted_remote"
-        case deletedLocal = "deleted_local"
-        case staleDuplicatesDeleted = "stale_duplicates_deleted"
-        case conflicts, failures, skipped, held
-        case heldChanges = "held_changes"
-        case deletionsHeld = "deletions_held"
-        case orphanClips = "orphan_clips"
-        case bytesUploaded = "bytes_uploaded"
-        case bytesDownloaded = "bytes_downloaded"
-        case requests
-        case quotaUnits = "quota_units"
-        case sharedQuotaWaits = "shared_quota_waits"
-        case leftForNextSync = "left_for_next_sync"
-        case fullListing = "full_listing"
-        case durationMilliseconds = "duration_ms"
-        case plan
+    /// What `--json` prints (`JSONOutput`): every property but the plan's count and the
+    /// doubt the listing confirmed.
+    enum CodingKeys: CodingKey {
+        case dryRun, uploaded, downloaded, merged, deletedRemote, deletedLocal, staleDuplicatesDeleted
+        case conflicts, failures, skipped, held, heldChanges, deletionsHeld, orphanClips
+        case bytesUploaded, bytesDownloaded, requests, quotaUnits, sharedQuotaWaits, leftForNextSync
+        case fullListing, durationMS, plan
     }
 
     package var hasFailures: Bool { !failures.isEmpty }
@@ -162,6 +151,6 @@ package struct SyncReport: Sendable, Encodable {
         add(deletedLocal, "deleted here")
         let what = parts.isEmpty ? "nothing to do" : parts.joined(separator: ", ")
         return "\(dryRun ? "Would sync" : "Synced"): \(what); \(requests) request\(requests == 1 ? "" : "s") in "
-            + "\(Double(durationMilliseconds) / 1000) s"
+            + "\(Double(durationMS) / 1000) s"
     }
 }

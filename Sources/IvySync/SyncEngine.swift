@@ -450,7 +450,7 @@ package final class SyncEngine: Sendable {
         report.requests = drive.requestCount
         report.quotaUnits = drive.quotaUnits
         report.sharedQuotaWaits = drive.sharedQuotaCount
-        report.durationMilliseconds = clock.now() - started
+        report.durationMS = clock.now() - started
         do {
             try await library.recordQuotaSpent(at: clock.now(), units: report.quotaUnits, requests: report.requests)
         } catch {

@@ -228,4 +228,45 @@ extension ISO8601DateFormatter {
             #expect(result.stderr.contains("ivy retry-failed"))
         }
     }
+
+    @Test(
+        """
+        every --json document has every key in snake case and every key present: an absent value \
+        is null, in book and clip show, queue, status, doctor and a sync's report alike
+        """)
+    func oneConvention() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            let book = try await device.ivy.id("book", "add", "--title", "Dune")
+            let shown = try #require(try await device.ivy.run("book", "show", book, "--json").json() as? [String: Any])
+            #expect(shown["artist"] is NSNull && shown["artwork"] is NSNull && shown["uri"] is NSNull, "\(shown)")
+            #expect(shown["created_at"] is Int && shown["updated_at"] is Int, "\(shown)")
+
+            let synced = try await device.ivy.run("sync", "--json")
+            #expect(synced.status == 0, "\(synced.stderr)")
+            let report = try #require(try synced.json() as? [String: Any])
+            #expect(report["deletions_held"] is NSNull && report.keys.contains("full_listing"), "\(report)")
+            #expect(report["duration_ms"] is Int, "\(report)")
+
+            var documents: [Any] = [report, shown]
+            for command in [["status"], ["queue"], ["doctor"], ["clip", "list"], ["config", "list"]] {
+                documents.append(try await device.ivy.run(command + ["--json"]).json())
+            }
+            let status = try #require(documents[2] as? [String: Any])
+            #expect(status["quota_units_24h"] is Int && status["requests_24h"] is Int, "\(status)")
+            #expect(status["refresh_token_present"] as? Bool == true, "\(status)")
+            let keys = documents.flatMap(Self.keys)
+            #expect(!keys.isEmpty)
+            #expect(keys.allSatisfy { $0.allSatisfy { $0.isLowercase || $0.isNumber || $0 == "_" } }, "\(keys)")
+        }
+    }
+
+    /// Every key of a document, nested ones too.
+    private static func keys(_ value: Any) -> [String] {
+        switch value {
+        case let object as [String: Any]: object.keys + object.values.flatMap(keys)
+        case let array as [Any]: array.flatMap(keys)
+        default: []
+        }
+    }
 }

@@ -166,8 +166,10 @@ struct QuotaTests {
                 #expect(looks == 1, "\(looks) change-feed reads in one idle interval")
 
                 _ = try await laptop.ivy.id("book", "add", "--title", "Typed after an idle spell")
-                let local = try await watch.next("the local change's sync") { $0.trigger == "local change" }.match
-                #expect(local.books("uploaded") == 1 && local.nextPoll == 2, "\(local)")
+                // Usually the change's own sync; on a loaded machine the idle poll may fall due first
+                // and carry it. Either way the change ends the idle spell.
+                let local = try await watch.next("the local change's sync") { $0.books("uploaded") == 1 }.match
+                #expect(["local change", "poll"].contains(local.trigger) && local.nextPoll == 2, "\(local)")
 
                 try await watch.next("idle again") { $0.nextPoll == 8 }
                 _ = try await phone.ivy.id("book", "add", "--title", "Made on the phone")

@@ -15,19 +15,11 @@ package enum JSONOutput {
         encoder.outputFormatting =
             oneLine ? [.sortedKeys, .withoutEscapingSlashes] : [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         encoder.keyEncodingStrategy = .custom { path in
-            SnakeKey(SnakeCase.snake(path.last?.stringValue ?? ""))
+            SnakeCase.Key(SnakeCase.snake(path.last?.stringValue ?? ""))
         }
         encoder.nonConformingFloatEncodingStrategy = .convertToString(
             positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
         return TerminalText.jsonEscaped(String(decoding: try encoder.encode(value), as: UTF8.self))
-    }
-
-    private struct SnakeKey: CodingKey {
-        let stringValue: String
-        var intValue: Int? { nil }
-        init(_ name: String) { stringValue = name }
-        init?(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
     }
 }
 

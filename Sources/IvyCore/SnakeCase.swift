@@ -1,3 +1,5 @@
+import Synchronization
+
 /// ivy's one rule between a Swift name and the snake-case name of a database column or a
 /// `--json` key: `lastError` is `last_error`, `bookID` is `book_id`, `remoteMP3FileID` is
 /// `remote_mp3_file_id`, `quotaUnits24h` is `quota_units_24h`.
@@ -11,7 +13,34 @@ package enum SnakeCase {
     /// The initialisms ivy's names spell in capitals, for the way back.
     static let initialisms: Set<Substring> = ["id", "md5", "mp3", "url", "json"]
 
+    /// Each name converted once: GRDB asks for every column of every row it reads or writes,
+    /// and a full listing writes ten thousand rows and more.
+    private static let known = Mutex<(snake: [String: String], camel: [String: String])>(([:], [:]))
+
     package static func snake(_ name: String) -> String {
+        if let found = known.withLock({ $0.snake[name] }) { return found }
+        let converted = snakeConverted(name)
+        known.withLock { $0.snake[name] = converted }
+        return converted
+    }
+
+    package static func camel(_ name: String) -> String {
+        if let found = known.withLock({ $0.camel[name] }) { return found }
+        let converted = camelConverted(name)
+        known.withLock { $0.camel[name] = converted }
+        return converted
+    }
+
+    /// A name as a coding key: a JSON key, or the property a column is read into.
+    package struct Key: CodingKey {
+        package let stringValue: String
+        package var intValue: Int? { nil }
+        package init(_ name: String) { stringValue = name }
+        package init?(stringValue: String) { self.stringValue = stringValue }
+        package init?(intValue: Int) { nil }
+    }
+
+    private static func snakeConverted(_ name: String) -> String {
         let characters = Array(name)
         var result = ""
         for (index, character) in characters.enumerated() {
@@ -29,7 +58,7 @@ package enum SnakeCase {
         return result
     }
 
-    package static func camel(_ name: String) -> String {
+    private static func camelConverted(_ name: String) -> String {
         let words = name.split(separator: "_")
         guard let first = words.first else { return name }
         let rest = words.dropFirst().map { word in

@@ -15,13 +15,6 @@ extension SnakeCaseColumns {
         .custom { key in SnakeCase.snake(key.stringValue) }
     }
     package static var databaseColumnDecodingStrategy: DatabaseColumnDecodingStrategy {
-        .custom { column in PropertyKey(stringValue: SnakeCase.camel(column)) }
+        .custom { column in SnakeCase.Key(SnakeCase.camel(column)) }
     }
-}
-
-private struct PropertyKey: CodingKey {
-    let stringValue: String
-    var intValue: Int? { nil }
-    init(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
 }

@@ -102,7 +102,7 @@ struct DoctorTests {
         return ["PATH": bin + ":/usr/bin:/bin"]
     }
 
-    /// Every crontab line README.md and the man page show (`… sync --auto` after five time
+    /// Every crontab line README.md, the pages of docs/ and the man page show (`… sync --auto` after five time
     /// fields or an `@` word, on a line of its own or inside the README's `echo '…'`).
     static func documentedCronLines() throws -> [(file: String, line: String)] {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -114,7 +114,9 @@ struct DoctorTests {
               \s+ [^'"\n]* sync\ --auto [^'"\n]* )
             /#
         var found: [(String, String)] = []
-        for name in ["README.md", "man/ivy.1"] {
+        let pages = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path)
+            .filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
+        for name in ["README.md", "man/ivy.1"] + pages {
             var text = try String(contentsOf: root.appendingPathComponent(name), encoding: .utf8)
             if name.hasSuffix(".1") {
                 // roff's escapes for what a crontab line can hold.
@@ -133,7 +135,7 @@ struct DoctorTests {
 
     @Test(
         """
-        every crontab line the README and the man page show is ok once ivy is installed where it says (HOME set \
+        every crontab line the README, docs/ and the man page show is ok once ivy is installed where it says (HOME set \
         by the crontab), and a problem before
         """)
     func documentedCrontabLines() async throws {

@@ -22,21 +22,38 @@ struct ReadmeCheckTests {
         return try #require(lines.firstIndex(of: line), "no line \(line)") + 1
     }
 
-    /// Runs the check on `text`, written to a file of a temporary directory, as the README or,
-    /// with `contributing`, as CONTRIBUTING.md.
-    static func check(_ text: String, contributing: Bool = false) async throws -> (
+    /// Which file of the repository a text is checked as.
+    enum Kind {
+        case readme, contributing
+        /// A page of docs/, run with the built ivy on its PATH.
+        case docs(String)
+    }
+
+    /// Runs the check on `text`, written to a file of a temporary directory, as `kind`.
+    static func check(_ text: String, as kind: Kind = .readme) async throws -> (
         status: Int32, stderr: String, file: String
     ) {
         let directory = try TemporaryHome(prefix: "readme-check-test")
-        let file = directory.file(contributing ? "CONTRIBUTING.md" : "README.md")
+        let arguments: [String]
+        let file: String
+        switch kind {
+        case .readme:
+            file = directory.file("README.md")
+            arguments = ["--readme", file]
+        case .contributing:
+            file = directory.file("CONTRIBUTING.md")
+            arguments = ["--contributing", file]
+        case .docs(let name):
+            file = directory.file(name)
+            let bin = URL(fileURLWithPath: BuiltProgram.ivy.path).deletingLastPathComponent().path
+            arguments = ["--docs", file, "--bin", bin]
+        }
         try Data(text.utf8).write(to: URL(fileURLWithPath: file))
         var environment = ProcessInfo.processInfo.environment
         environment["IVY_BINARY"] = BuiltProgram.ivy.path
         environment.removeValue(forKey: "IVY_BUILD_PATH")
         let check = ChildCommand(
-            root.appendingPathComponent("scripts/readme-check").path,
-            [contributing ? "--contributing" : "--readme", file],
-            environment: environment)
+            root.appendingPathComponent("scripts/readme-check").path, arguments, environment: environment)
         let result = try await runChild(check, within: .seconds(600))
         return (result.status, result.stderr, withExtendedLifetime(directory) { file })
     }
@@ -88,10 +105,33 @@ struct ReadmeCheckTests {
         let command = "    scripts/google-client-check"
         let line = try Self.number(of: command, in: text)
         let broken = text.replacingOccurrences(of: command + "\n", with: "    scripts/google-client-chek\n")
-        let result = try await Self.check(broken, contributing: true)
+        let result = try await Self.check(broken, as: .contributing)
         #expect(result.status == 1)
         #expect(
             result.stderr.contains("\(result.file):\(line): `scripts/google-client-chek` exited 127"),
             "\(result.stderr)")
+    }
+
+    @Test("a page of docs/ runs too: a walkthrough whose output ivy no longer prints fails at its line there")
+    func docsPage() async throws {
+        let name = "history.md"
+        let text = try String(contentsOf: Self.root.appendingPathComponent("docs/" + name), encoding: .utf8)
+        let command = "    $ ivy book update 2b48 --position 0"
+        let line = try Self.number(of: command, in: text)
+        let broken = text.replacingOccurrences(
+            of: command + "\n    updated 2b48dd91", with: command + "\n    rewound 2b48dd91")
+        #expect(broken != text)
+        let result = try await Self.check(broken, as: .docs(name))
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("\(result.file):\(line): `ivy book update 2b48"), "\(result.stderr)")
+        #expect(result.stderr.contains("rewound 2b48dd91") && result.stderr.contains("updated "), "\(result.stderr)")
+    }
+
+    @Test("a command in a fenced block, which would never run, is refused at its line")
+    func fencedCommand() async throws {
+        let text = "# A page\n\nSome text.\n\n```sh\nivy book lsit\n```\n"
+        let result = try await Self.check(text, as: .docs("page.md"))
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("\(result.file):5: a fenced block never runs"), "\(result.stderr)")
     }
 }

@@ -175,14 +175,16 @@ struct HistoryCommand: ContextCommand {
         if key != nil {
             home.output.table(
                 ["TIME", "VERSION", "SOURCE", "CHANGE"],
-                versions.map { [Display.time($0.recordedAt, zone: zone), String($0.id), $0.source.rawValue, Self.change($0)] })
+                versions.map {
+                    [Display.time($0.recordedAt, zone: zone), String($0.id), $0.source.rawValue, Self.change($0)]
+                })
         } else {
             home.output.table(
                 ["TIME", "VERSION", "SOURCE", "KIND", "ID", "CHANGE"],
                 versions.map {
                     [
-                        Display.time($0.recordedAt, zone: zone), String($0.id), $0.source.rawValue, $0.key.kind.rawValue,
-                        $0.key.id, Self.change($0),
+                        Display.time($0.recordedAt, zone: zone), String($0.id), $0.source.rawValue,
+                        $0.key.kind.rawValue, $0.key.id, Self.change($0),
                     ]
                 })
         }
@@ -316,8 +318,9 @@ struct RestoreCommand: ContextCommand {
             guard !planned.changes.isEmpty else { return report(planned, home: home, dryRun: false) }
             let count = planned.changes.count
             let question =
-                "Put the whole library back to how it was at \(Display.time(moment, zone: home.displayZone))? That changes \(count) "
-                + (count == 1 ? "book or clip" : "books and clips") + " (`--dry-run` lists them)."
+                "Put the whole library back to how it was at \(Display.time(moment, zone: home.displayZone))? "
+                + "That changes \(count) " + (count == 1 ? "book or clip" : "books and clips")
+                + " (`--dry-run` lists them)."
             guard home.agrees(question) else { return home.output.line("Nothing changed.") }
         }
         // A running sync writes the rows a restore reads and replaces: wait for it.

@@ -241,7 +241,8 @@ struct StatusCommand: ContextCommand {
             ("manifest entries", String(report.manifestEntries)),
             (
                 "next auto sync",
-                report.nextAutoSync.map(time) ?? (report.syncEnabled ? "when signed in" : "never (sync_enabled is false)")
+                report.nextAutoSync.map(time)
+                    ?? (report.syncEnabled ? "when signed in" : "never (sync_enabled is false)")
             ),
             ("orphan clips", String(report.orphanClips)),
             ("history", Self.history(report.history, zone: report.zone)),

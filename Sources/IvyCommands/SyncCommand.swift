@@ -140,7 +140,10 @@ struct SyncCommand: ContextCommand {
             output.error("Stopped at once: what finished is recorded, and the rest is queued for the next sync")
             throw ExitCode(IvyExit.partialFailure)
         }
-        guard case (let report, let cronNews)? = try finished(outcome, server: server, output: output, zone: home.displayZone) else {
+        guard
+            case (let report, let cronNews)? = try finished(
+                outcome, server: server, output: output, zone: home.displayZone)
+        else {
             return
         }
         logger.info("sync finished", metadata: ["summary": "\(report.summary)"])

@@ -160,8 +160,9 @@ extension TrashCommand {
                         throw ValidationError(
                             TrashError.newerHere(id: id, key: key, trashedAt: trashedAt).localizedDescription)
                     }
+                    let kept = Display.time(trashedAt, zone: home.displayZone)
                     let question =
-                        "\(key) here changed after trash entry \(id) was kept on \(Display.time(trashedAt, zone: home.displayZone)). "
+                        "\(key) here changed after trash entry \(id) was kept on \(kept). "
                         + "Restore the entry over it? (The version here is kept in the trash.)"
                     guard home.agrees(question) else { return home.output.line("Nothing changed.") }
                     entry = try await library.restoreFromTrash(id: id, replacingNewer: true)

@@ -143,7 +143,8 @@ struct TimeZoneTests {
         #expect(restore.stdout.contains("would restore book \(book)") && restore.stdout.contains(": title"))
         // The same moment to the minute, as status shows it, is read the same way, in any zone.
         let minute = String(time.prefix(16)) + String(time.suffix(7))
-        let since = try await ivy.runBinaryAsync(["history", book, "--since", minute, "--json"], environment: ["TZ": "UTC"])
+        let since = try await ivy.runBinaryAsync(
+            ["history", book, "--since", minute, "--json"], environment: ["TZ": "UTC"])
         #expect((try since.json() as? [Any])?.count == 2, "\(minute): \(since.stdout)\(since.stderr)")
     }
 }

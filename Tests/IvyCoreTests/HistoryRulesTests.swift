@@ -137,7 +137,8 @@ struct HistoryRulesTests {
         let berlin = LocalZone(try #require(TimeZone(identifier: "Europe/Berlin")))
         let shown = LocalTime.shown(utcSeconds: 1_767_009_630, offset: 3600)
         #expect(shown == "2025-12-29 13:00:30 +01:00")
-        #expect(LocalTime.shown(utcSeconds: 1_767_009_630, offset: -18_000, seconds: false) == "2025-12-29 07:00 -05:00")
+        #expect(
+            LocalTime.shown(utcSeconds: 1_767_009_630, offset: -18_000, seconds: false) == "2025-12-29 07:00 -05:00")
         #expect(LocalTime.shown(utcSeconds: 1_767_009_630, offset: 19_800) == "2025-12-29 17:30:30 +05:30")
         for (text, expected) in [
             (shown, 1_767_009_630_000), ("2025-12-29 13:00 +01:00", 1_767_009_600_000),

@@ -140,8 +140,8 @@ extension BookCommand {
                 ("position", TimeText.clock(book.position)),
                 ("archived", book.hidden ? "yes" : "no"),
                 ("uri", Display.optional(book.uri)),
-                ("created", Display.date(book.createdAt)),
-                ("updated", Display.date(book.updatedAt)),
+                ("created", Display.time(book.createdAt, zone: home.displayZone)),
+                ("updated", Display.time(book.updatedAt, zone: home.displayZone)),
             ])
         }
     }

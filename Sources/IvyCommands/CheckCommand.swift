@@ -66,7 +66,8 @@ struct CheckCommand: ContextCommand {
                 "Error: another sync is running\(pid.map { " (process \($0))" } ?? ""); wait for it to finish")
             throw ExitCode(IvyExit.busy)
         case .notSignedIn(let signIn):
-            home.output.error("Error: \(SignInText.problem(signIn) ?? "not signed in"); run `ivy login`")
+            home.output.error(
+                "Error: \(SignInText.problem(signIn, zone: home.displayZone) ?? "not signed in"); run `ivy login`")
             throw ExitCode(IvyExit.notSignedIn)
         }
     }

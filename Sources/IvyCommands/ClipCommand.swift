@@ -141,8 +141,8 @@ extension ClipCommand {
                 ("note", Display.optional(clip.note)),
                 ("transcription", Display.optional(clip.transcription)),
                 ("audio", library.audioPath(clipID: clip.id)),
-                ("created", Display.date(clip.createdAt)),
-                ("updated", Display.date(clip.updatedAt)),
+                ("created", Display.time(clip.createdAt, zone: home.displayZone)),
+                ("updated", Display.time(clip.updatedAt, zone: home.displayZone)),
             ])
         }
     }

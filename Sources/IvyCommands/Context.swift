@@ -122,7 +122,7 @@ package struct UnknownTimeZone: LocalizedError {
     package var errorDescription: String? {
         "TZ '\(value)' names no time zone: set it to a zone name such as Europe/Berlin (one of "
             + "/usr/share/zoneinfo), a zone file's path, or a POSIX rule such as CET-1CEST,M3.5.0,M10.5.0/3 — or "
-            + "give WHEN as an RFC 3339 time (2026-03-01T09:30:00Z)"
+            + "give WHEN with its offset (2026-03-01 10:30 +01:00, or 2026-03-01T09:30:00Z)"
     }
 }
 

@@ -220,7 +220,7 @@ struct DoctorCommand: ContextCommand {
     ) async {
         let tokens = home.tokenStore(warn: { _ in })
         guard case .signedIn(let token) = tokens.signIn() else {
-            let problem = SignInText.problem(tokens.signIn()) ?? "not signed in"
+            let problem = SignInText.problem(tokens.signIn(), zone: home.displayZone) ?? "not signed in"
             add(.problem, "sign-in", problem, "run `ivy login`")
             return
         }

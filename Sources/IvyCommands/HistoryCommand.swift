@@ -7,12 +7,12 @@ import IvySystem
 /// Parses a `WHEN` (`History.moment`) with a local time in `TZ`'s zone, or says what is
 /// accepted. A local time the clocks skipped or passed twice there is refused, the second
 /// with both moments it can be.
-func moment(_ text: String, option: String, home: Home) throws -> Milliseconds {
+func moment(_ text: String, option: String, home: Home, end: Bool = false) throws -> Milliseconds {
     let tz = home.environment["TZ"]
     let zone = Result { try home.localZone(tz) }
     let now = home.clock.now()
     let parsed = Result { () throws(MomentError) -> Milliseconds in
-        try History.moment(text, now: now, zone: try? zone.get())
+        try History.moment(text, now: now, zone: try? zone.get(), end: end)
     }
     let problem: MomentError
     switch parsed {
@@ -29,11 +29,11 @@ func moment(_ text: String, option: String, home: Home) throws -> Milliseconds {
     case .skipped(let wall):
         throw ValidationError(
             "\(option) '\(text)': \(LocalTime.text(wall: wall)) never happened in \(name) (the clocks were put "
-                + "forward over it); give a time outside that gap, or an RFC 3339 time with its offset")
+                + "forward over it); give a time outside that gap, or one with its offset (2026-03-29 03:30 +02:00)")
     case .ambiguous(let wall, let first, let second):
         throw ValidationError(
             "\(option) '\(text)': \(LocalTime.text(wall: wall)) happened twice in \(name) (the clocks were put "
-                + "back over it): give \(first.rfc3339) for the first (\(first.utc)) or \(second.rfc3339) for the "
+                + "back over it): give \(first.shown) for the first (\(first.utc)) or \(second.shown) for the "
                 + "second (\(second.utc))")
     }
 }
@@ -113,7 +113,7 @@ struct HistoryCommand: ContextCommand {
 
         init(_ version: HistoryVersion) {
             self.version = version.id
-            time = Display.date(version.recordedAt)
+            time = Display.rfc3339(version.recordedAt)
             entityType = version.key.kind.rawValue
             entityID = version.key.id
             source = version.source.rawValue
@@ -140,7 +140,7 @@ struct HistoryCommand: ContextCommand {
 
         init(_ conflict: ConflictRecord) {
             id = conflict.id
-            time = Display.date(conflict.recordedAt)
+            time = Display.rfc3339(conflict.recordedAt)
             entityType = conflict.key.kind.rawValue
             entityID = conflict.key.id
             field = conflict.field
@@ -156,7 +156,7 @@ struct HistoryCommand: ContextCommand {
     func run(_ context: Context) async throws {
         let home = try global.home(context)
         let since = try since.map { try moment($0, option: "--since", home: home) }
-        let until = try until.map { try moment($0, option: "--until", home: home) }
+        let until = try until.map { try moment($0, option: "--until", home: home, end: true) }
         if let start = since, let end = until, start > end {
             throw ValidationError(
                 "--since '\(self.since ?? "")' is after --until '\(self.until ?? "")': no change can be in that "
@@ -171,17 +171,20 @@ struct HistoryCommand: ContextCommand {
         guard !versions.isEmpty else {
             return home.output.line(key.map { "No versions of \($0) kept." } ?? "No changes in that period.")
         }
+        let zone = home.displayZone
         if key != nil {
             home.output.table(
                 ["TIME", "VERSION", "SOURCE", "CHANGE"],
-                versions.map { [Display.date($0.recordedAt), String($0.id), $0.source.rawValue, Self.change($0)] })
+                versions.map {
+                    [Display.time($0.recordedAt, zone: zone), String($0.id), $0.source.rawValue, Self.change($0)]
+                })
         } else {
             home.output.table(
                 ["TIME", "VERSION", "SOURCE", "KIND", "ID", "CHANGE"],
                 versions.map {
                     [
-                        Display.date($0.recordedAt), String($0.id), $0.source.rawValue, $0.key.kind.rawValue,
-                        $0.key.id, Self.change($0),
+                        Display.time($0.recordedAt, zone: zone), String($0.id), $0.source.rawValue,
+                        $0.key.kind.rawValue, $0.key.id, Self.change($0),
                     ]
                 })
         }
@@ -200,13 +203,14 @@ struct HistoryCommand: ContextCommand {
             return home.output.line(key.map { "No conflicts of \($0) recorded." } ?? "No conflicts recorded.")
         }
         let shown = IDPrefix.shown(found.map(\.key.id), full: false)
+        let zone = home.displayZone
         home.output.table(
             ["TIME", "KIND", "ID", "FIELD", "KEPT", "WON", "LOST", "LOST VERSION", "RULE"],
             found.map {
                 // A take's md5 is shown whole: it is what names the MP3 kept.
                 let limit = $0.field == "audio" ? 34 : 30
                 return [
-                    Display.date($0.recordedAt), $0.key.kind.rawValue, shown($0.key.id), $0.field,
+                    Display.time($0.recordedAt, zone: zone), $0.key.kind.rawValue, shown($0.key.id), $0.field,
                     Display.cell(Self.value($0.kept), limit: limit), $0.winner,
                     Display.cell($0.lost.map(Self.value), limit: limit), $0.lostVersion.map { String($0) } ?? "-",
                     $0.rule,
@@ -283,11 +287,10 @@ struct RestoreCommand: ContextCommand {
     func run(_ context: Context) async throws {
         let home = try global.home(context)
         if let version { return try await restore(version: version, home: home) }
-        let moment = try moment(at ?? "", option: "--at", home: home)
+        let moment = try moment(at ?? "", option: "--at", home: home, end: true)
         let now = home.clock.now()
         if moment > now {
-            let zone = home.displayZone
-            let shown = Display.local(now, zone: zone) + (zone == nil ? " UTC" : "")
+            let shown = Display.time(now, zone: home.displayZone)
             throw ValidationError(
                 "--at '\(at ?? "")' is in the future (it is \(shown) now): a restore goes back to a moment that "
                     + "has passed; give an earlier one (`ivy history` shows when each change was made)")
@@ -315,8 +318,9 @@ struct RestoreCommand: ContextCommand {
             guard !planned.changes.isEmpty else { return report(planned, home: home, dryRun: false) }
             let count = planned.changes.count
             let question =
-                "Put the whole library back to how it was at \(Display.date(moment))? That changes \(count) "
-                + (count == 1 ? "book or clip" : "books and clips") + " (`--dry-run` lists them)."
+                "Put the whole library back to how it was at \(Display.time(moment, zone: home.displayZone))? "
+                + "That changes \(count) " + (count == 1 ? "book or clip" : "books and clips")
+                + " (`--dry-run` lists them)."
             guard home.agrees(question) else { return home.output.line("Nothing changed.") }
         }
         // A running sync writes the rows a restore reads and replaces: wait for it.
@@ -352,7 +356,8 @@ struct RestoreCommand: ContextCommand {
     }
 
     private func report(_ result: RestoreResult, home: Home, dryRun: Bool, version: Int64? = nil) {
-        let when = version.map { "version \($0) (\(Display.date(result.at)))" } ?? Display.date(result.at)
+        let at = Display.time(result.at, zone: home.displayZone)
+        let when = version.map { "version \($0) (\(at))" } ?? at
         for change in result.changes {
             let what = "\(change.key.kind.rawValue) \(change.key.id)"
             let label = change.label.map { " (" + Display.cell($0) + ")" } ?? ""

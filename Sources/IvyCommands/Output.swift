@@ -84,17 +84,24 @@ enum Display {
         TerminalText.escaped(text)
     }
 
-    /// A past time for people, in local time to the minute with its age:
-    /// `2026-11-26 10:00 (3 days ago)`.
+    /// A past time for people, to the minute with its offset and its age:
+    /// `2026-11-26 10:00 +01:00 (3 days ago)`.
     static func dateWithAge(_ milliseconds: Milliseconds, now: Milliseconds, zone: LocalZone?) -> String {
-        "\(local(milliseconds, zone: zone).prefix(16))\(zone == nil ? " UTC" : "") (\(age(now - milliseconds)))"
+        "\(time(milliseconds, zone: zone, seconds: false)) (\(age(now - milliseconds)))"
     }
 
-    /// `2026-11-26 10:00:00` in `zone` (the zone `TZ` names, read as the C library reads it in
-    /// the binary), or in UTC when there is none to read.
-    static func local(_ milliseconds: Milliseconds, zone: LocalZone?) -> String {
+    /// A moment as people read it, and give it back as a `WHEN`: `2026-11-26 10:00:00 +01:00`
+    /// (`LocalTime.shown`), in `zone` (the zone `TZ` names, read as the C library reads it in
+    /// the binary), or in UTC (`+00:00`) when there is none to read.
+    static func time(_ milliseconds: Milliseconds, zone: LocalZone?, seconds: Bool = true) -> String {
         let utc = Int64((Double(milliseconds) / 1000).rounded(.down))
-        return LocalTime.text(wall: utc + Int64(zone?.offset(at: utc) ?? 0))
+        return LocalTime.shown(utcSeconds: utc, offset: zone?.offset(at: utc) ?? 0, seconds: seconds)
+    }
+
+    /// The local time of day, `10:00:00`, for lines that follow one another within a run.
+    static func clock(_ milliseconds: Milliseconds, zone: LocalZone?) -> String {
+        let utc = Int64((Double(milliseconds) / 1000).rounded(.down))
+        return String(LocalTime.text(wall: utc + Int64(zone?.offset(at: utc) ?? 0)).suffix(8))
     }
 
     /// `just now`, `5 minutes ago`, `1 hour ago`, `3 days ago`.
@@ -107,7 +114,8 @@ enum Display {
         return ago(minutes / (24 * 60), "day")
     }
 
-    static func date(_ milliseconds: Milliseconds) -> String {
+    /// RFC 3339 in UTC, `2026-11-26T09:00:00Z`: for `--json`, which programs read.
+    static func rfc3339(_ milliseconds: Milliseconds) -> String {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime]
         return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))

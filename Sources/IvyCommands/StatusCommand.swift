@@ -16,20 +16,20 @@ struct StatusCommand: ContextCommand {
     struct Report {
         let authenticated: Bool
         let account: String?
-        let accessTokenExpires: String?
+        let accessTokenExpires: Milliseconds?
         let refreshToken: Bool
         let signedOutReason: String?
-        let signedOutSince: String?
+        let signedOutSince: Milliseconds?
         let pending: Int
         let failed: Int
-        let lastSync: String?
-        /// The last sync that ran to the end with nothing failed or held, RFC 3339.
-        let lastSuccess: String?
+        let lastSync: Milliseconds?
+        /// The last sync that ran to the end with nothing failed or held.
+        let lastSuccess: Milliseconds?
         /// `last_success` for people: local time and age.
         let lastSuccessAge: String?
         let lastError: String?
         let manifestEntries: Int
-        let nextAutoSync: String?
+        let nextAutoSync: Milliseconds?
         let orphanClips: Int
         let history: HistorySummary
         /// Conflicts recorded since `ivy history --conflicts` last showed them.
@@ -59,6 +59,8 @@ struct StatusCommand: ContextCommand {
         let lastHealthPing: HealthPingRecord?
         /// `last_health_ping` for people: local time, age and outcome.
         let lastHealthPingShown: String?
+        /// The zone times are shown to people in (`TZ`'s; UTC when it cannot be read).
+        let zone: LocalZone?
 
         /// One ping's outcome as `status --json` prints it.
         struct Ping: Encodable {
@@ -79,12 +81,14 @@ struct StatusCommand: ContextCommand {
             var problem: String? = nil
             if case .failure(let error) = endpoints { problem = error.localizedDescription }
             return StatusJSON(
-                authenticated: authenticated, account: account, accessTokenExpires: accessTokenExpires,
-                refreshTokenPresent: refreshToken, signedOutReason: signedOutReason, signedOutSince: signedOutSince,
-                heldChanges: heldChanges, pending: pending, failed: failed, lastSync: lastSync,
-                lastSuccess: lastSuccess, lastError: lastError, manifestEntries: manifestEntries,
-                nextAutoSync: nextAutoSync, orphanClips: orphanClips, historyVersions: history.versions,
-                historySince: history.since.map(Display.date), historyBytes: history.bytes,
+                authenticated: authenticated, account: account,
+                accessTokenExpires: accessTokenExpires.map(Display.rfc3339), refreshTokenPresent: refreshToken,
+                signedOutReason: signedOutReason, signedOutSince: signedOutSince.map(Display.rfc3339),
+                heldChanges: heldChanges, pending: pending, failed: failed, lastSync: lastSync.map(Display.rfc3339),
+                lastSuccess: lastSuccess.map(Display.rfc3339), lastError: lastError, manifestEntries: manifestEntries,
+                nextAutoSync: nextAutoSync.map(Display.rfc3339), orphanClips: orphanClips,
+                historyVersions: history.versions, historySince: history.since.map(Display.rfc3339),
+                historyBytes: history.bytes,
                 newConflicts: newConflicts, quotaUnits24h: quotaUnits24h, requests24h: requests24h,
                 syncRunning: syncRunning, syncProcess: syncProcess, library: library, tokenFile: tokenFile,
                 logFile: logFile, oauthURL: used?.oauth.absoluteString, driveURL: used?.drive.absoluteString,
@@ -92,7 +96,7 @@ struct StatusCommand: ContextCommand {
                 healthURL: healthURL,
                 lastHealthPing: lastHealthPing.map {
                     Ping(
-                        time: Display.date($0.at), signal: $0.signal, status: $0.status, problem: $0.problem,
+                        time: Display.rfc3339($0.at), signal: $0.signal, status: $0.status, problem: $0.problem,
                         ok: $0.succeeded)
                 })
         }
@@ -156,8 +160,8 @@ struct StatusCommand: ContextCommand {
         let enabled = try await library.setting(.syncEnabled) == "true"
         let cooldown = try await Milliseconds(library.number(.autoSyncCooldown)) * 1000
         let signedIn = if case .signedIn = signIn { true } else { false }
-        let next: String? =
-            if !enabled || !signedIn { nil } else { Display.date(max(now, (local.lastSyncTime ?? 0) + cooldown)) }
+        let next: Milliseconds? =
+            if !enabled || !signedIn { nil } else { max(now, (local.lastSyncTime ?? 0) + cooldown) }
         let (stoppedReason, stoppedSince): (String?, Milliseconds?) =
             if case .stopped(let reason, let since) = signIn { (reason, since) } else { (nil, nil) }
         let spent = try await library.quotaSpent(since: now - 86_400_000)
@@ -169,11 +173,11 @@ struct StatusCommand: ContextCommand {
         let ping = try await library.lastHealthPing().flatMap { $0.url == healthURL ? $0 : nil }
         return Report(
             authenticated: signedIn, account: token?.email,
-            accessTokenExpires: token?.expiresAt.map(Display.date), refreshToken: token?.refreshToken != nil,
-            signedOutReason: stoppedReason, signedOutSince: stoppedSince.map(Display.date),
+            accessTokenExpires: token?.expiresAt, refreshToken: token?.refreshToken != nil,
+            signedOutReason: stoppedReason, signedOutSince: stoppedSince,
             pending: local.pending, failed: local.failed,
-            lastSync: local.lastSyncTime.map(Display.date),
-            lastSuccess: local.lastSuccess.map(Display.date),
+            lastSync: local.lastSyncTime,
+            lastSuccess: local.lastSuccess,
             lastSuccessAge: local.lastSuccess.map { Display.dateWithAge($0, now: now, zone: zone) },
             // Never "-" while a change is held back: its error is the one that matters.
             lastError: local.lastError ?? held.first.map { "\($0.entity): \($0.reason)" },
@@ -181,7 +185,7 @@ struct StatusCommand: ContextCommand {
             orphanClips: try await library.orphanClipCount(),
             history: try await library.historySummary(), newConflicts: try await library.unseenConflicts(),
             quotaUnits24h: spent.units, requests24h: spent.requests, heldChanges: held, syncEnabled: enabled,
-            signInProblem: SignInText.problem(signIn),
+            signInProblem: SignInText.problem(signIn, zone: zone),
             syncRunning: running.running, syncProcess: running.pid, library: paths.database,
             tokenFile: paths.tokenFile, logFile: paths.logFile,
             endpoints: Result { () throws(GoogleError) in
@@ -189,10 +193,11 @@ struct StatusCommand: ContextCommand {
             }, client: client, healthURL: healthURL.map(URLText.masked), lastHealthPing: ping,
             lastHealthPingShown: ping.map {
                 "\(Display.dateWithAge($0.at, now: now, zone: zone)): the \($0.signal) ping \($0.outcome)"
-            })
+            }, zone: zone)
     }
 
     private static func fields(_ report: Report) -> [(String, String)] {
+        let time = { (moment: Milliseconds) in Display.time(moment, zone: report.zone) }
         var fields: [(String, String)] = [
             (
                 "authenticated",
@@ -221,11 +226,11 @@ struct StatusCommand: ContextCommand {
             fields.append(("google", "refused: \(problem.localizedDescription)"))
         }
         fields += [
-            ("access token", report.accessTokenExpires.map { "expires \($0)" } ?? "-"),
+            ("access token", report.accessTokenExpires.map { "expires \(time($0))" } ?? "-"),
             ("refresh token", report.refreshToken ? "present" : "none"),
             ("pending", String(report.pending)),
             ("failed", String(report.failed)),
-            ("last sync", report.lastSync ?? "never"),
+            ("last sync", report.lastSync.map(time) ?? "never"),
             ("last success", report.lastSuccessAge ?? "never"),
             ("last error", Display.optional(report.lastError)),
             ("health url", report.healthURL ?? "none"),
@@ -236,10 +241,11 @@ struct StatusCommand: ContextCommand {
             ("manifest entries", String(report.manifestEntries)),
             (
                 "next auto sync",
-                report.nextAutoSync ?? (report.syncEnabled ? "when signed in" : "never (sync_enabled is false)")
+                report.nextAutoSync.map(time)
+                    ?? (report.syncEnabled ? "when signed in" : "never (sync_enabled is false)")
             ),
             ("orphan clips", String(report.orphanClips)),
-            ("history", Self.history(report.history)),
+            ("history", Self.history(report.history, zone: report.zone)),
             (
                 "conflicts",
                 report.newConflicts == 0
@@ -266,18 +272,20 @@ struct StatusCommand: ContextCommand {
 }
 
 extension StatusCommand {
-    /// `12 versions since 2026-01-01T09:00:00Z, 4,096 bytes`, or `none kept`.
-    static func history(_ summary: HistorySummary) -> String {
+    /// `12 versions since 2026-01-01 10:00:00 +01:00, 4,096 bytes`, or `none kept`.
+    static func history(_ summary: HistorySummary, zone: LocalZone?) -> String {
         guard summary.versions > 0, let since = summary.since else { return "none kept" }
-        return "\(summary.versions) version\(summary.versions == 1 ? "" : "s") since \(Display.date(since)), "
+        return "\(summary.versions) version\(summary.versions == 1 ? "" : "s") since "
+            + "\(Display.time(since, zone: zone)), "
             + "\(AudioRules.grouped(summary.bytes)) bytes"
     }
 }
 
 /// How a sign-in that stopped working is said, by `status` and by interactive `sync`.
 enum SignInText {
-    static func problem(_ state: TokenStore.SignIn) -> String? {
+    static func problem(_ state: TokenStore.SignIn, zone: LocalZone?) -> String? {
         guard case .stopped(let reason, let since) = state else { return nil }
-        return "the sign-in stopped working: \(reason)" + (since.map { " (since \(Display.date($0)))" } ?? "")
+        return "the sign-in stopped working: \(reason)"
+            + (since.map { " (since \(Display.time($0, zone: zone)))" } ?? "")
     }
 }

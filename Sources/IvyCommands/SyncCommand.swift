@@ -140,7 +140,10 @@ struct SyncCommand: ContextCommand {
             output.error("Stopped at once: what finished is recorded, and the rest is queued for the next sync")
             throw ExitCode(IvyExit.partialFailure)
         }
-        guard case (let report, let cronNews)? = try finished(outcome, server: server, output: output) else {
+        guard
+            case (let report, let cronNews)? = try finished(
+                outcome, server: server, output: output, zone: home.displayZone)
+        else {
             return
         }
         logger.info("sync finished", metadata: ["summary": "\(report.summary)"])
@@ -184,7 +187,7 @@ struct SyncCommand: ContextCommand {
     /// The report of a sync that ran (with what cron has not heard, for --auto), or nil when
     /// --auto has nothing to say; a sync that could not run ends the command with its status.
     private func finished(
-        _ outcome: SyncOutcome, server: GoogleEndpoints?, output: Output
+        _ outcome: SyncOutcome, server: GoogleEndpoints?, output: Output, zone: LocalZone?
     ) throws -> (SyncReport, CronNews?)? {
         switch outcome {
         case .finished(let report, let cronNews):
@@ -195,7 +198,7 @@ struct SyncCommand: ContextCommand {
             output.error("Error: another sync is running\(pid.map { " (process \($0))" } ?? ""); wait for it to finish")
             throw ExitCode(IvyExit.busy)
         case .notSignedIn(let signIn):
-            output.error("Error: \(SignInText.problem(signIn) ?? "not signed in"); run `ivy login`")
+            output.error("Error: \(SignInText.problem(signIn, zone: zone) ?? "not signed in"); run `ivy login`")
             throw ExitCode(IvyExit.notSignedIn)
         case .signedOut(let error):
             output.error("Error: \(error.localizedDescription)")

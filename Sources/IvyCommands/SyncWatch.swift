@@ -95,7 +95,7 @@ struct WatchDisplay: Sendable {
         let text = "stopping: the operations in flight finish first; interrupt again to stop at once"
         if quiet { return }
         if json {
-            var object = WatchLine(time: Display.date(clock.now()))
+            var object = WatchLine(time: Display.rfc3339(clock.now()))
             object.event = "stopping"
             encode(object)
         } else if live {
@@ -115,7 +115,7 @@ struct WatchDisplay: Sendable {
         switch event {
         case .synced(let report, _, let changed, _, _):
             let text = changed ? Display.safe(report.summary) : "up to date"
-            if live { return status("\(time()) \(text) · watching; Ctrl-C stops") }
+            if live { return status("\(timeOfDay()) \(text) · watching; Ctrl-C stops") }
             guard changed else { return }
             if !quiet { output.line("\(time()) \(text)") }
             if quiet { for problem in report.incompleteness { output.error("\(time()) \(problem)") } }
@@ -124,16 +124,16 @@ struct WatchDisplay: Sendable {
             for failure in report.failures { output.error("\(time()) failed: \(failure.entity): \(failure.reason)") }
         case .failed(let message, _, let wait):
             let text = "sync failed: \(Display.safe(message)); trying again in \(wait.components.seconds) s"
-            if live { return status("\(time()) \(text)") }
+            if live { return status("\(timeOfDay()) \(text)") }
             output.errorText("\(time()) \(text)\n")
         case .paused(let pause):
-            if live { return status("\(time()) \(Display.safe(pause.description))") }
+            if live { return status("\(timeOfDay()) \(Display.safe(pause.description))") }
             output.errorText("\(time()) \(Display.safe(pause.description))\n")
         case .resumed(let pause):
-            if live { return status("\(time()) \(pause.endDescription)") }
+            if live { return status("\(timeOfDay()) \(pause.endDescription)") }
             if !quiet { output.line("\(time()) \(pause.endDescription)") }
         case .busy(let pid):
-            if live { status("\(time()) another sync is running\(pid.map { " (process \($0))" } ?? ""); waiting") }
+            if live { status("\(timeOfDay()) another sync is running\(pid.map { " (process \($0))" } ?? ""); waiting") }
         }
     }
 
@@ -144,13 +144,16 @@ struct WatchDisplay: Sendable {
         output.errorText("\r\u{1B}[K" + TerminalText.truncated(text, toWidth: width))
     }
 
-    private func time() -> String {
-        String(Display.local(clock.now(), zone: zone).suffix(8))
-    }
+    /// A journal line's time, whole (`Display.time`): it is read later, and may be copied into a
+    /// `WHEN`.
+    private func time() -> String { Display.time(clock.now(), zone: zone) }
+
+    /// The status line's time of day: it is read as it is rewritten, and a terminal is narrow.
+    private func timeOfDay() -> String { Display.clock(clock.now(), zone: zone) }
 
     /// One event as one line of JSON.
     private func line(_ event: Watch.Event) {
-        var object = WatchLine(time: Display.date(clock.now()))
+        var object = WatchLine(time: Display.rfc3339(clock.now()))
         switch event {
         case .synced(let report, let trigger, _, let retry, let nextPoll):
             object.event = "sync"

@@ -68,7 +68,7 @@ extension TrashCommand {
                     return [
                         String(entry.id), entry.key.kind.rawValue, shown(entry.key.id), Display.cell(title ?? note),
                         entry.reason.description + (entry.audioFile != nil ? " (with MP3)" : ""),
-                        Display.date(entry.trashedAt),
+                        Display.time(entry.trashedAt, zone: home.displayZone),
                     ]
                 })
         }
@@ -160,8 +160,9 @@ extension TrashCommand {
                         throw ValidationError(
                             TrashError.newerHere(id: id, key: key, trashedAt: trashedAt).localizedDescription)
                     }
+                    let kept = Display.time(trashedAt, zone: home.displayZone)
                     let question =
-                        "\(key) here changed after trash entry \(id) was kept on \(Display.date(trashedAt)). "
+                        "\(key) here changed after trash entry \(id) was kept on \(kept). "
                         + "Restore the entry over it? (The version here is kept in the trash.)"
                     guard home.agrees(question) else { return home.output.line("Nothing changed.") }
                     entry = try await library.restoreFromTrash(id: id, replacingNewer: true)

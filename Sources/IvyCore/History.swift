@@ -91,12 +91,16 @@ package enum History {
         return newestFirst.filter { !keep.contains($0.id) }.map(\.id)
     }
 
-    /// Parses a moment as `ivy history` and `ivy restore --at` take it: an RFC 3339 time, a
-    /// local `YYYY-MM-DD` (its midnight) or `YYYY-MM-DD HH:MM[:SS]` (also with a `T`), or a
-    /// duration ago (`90s`, `90m`, `2h`, `3d`, `2w`). A local time is read in `zone`: one the
-    /// clocks skipped, or passed twice, names no single moment and is refused.
-    package static func moment(_ text: String, now: Milliseconds, zone: LocalZone?) throws(MomentError)
-        -> Milliseconds
+    /// Parses a moment as `ivy history` and `ivy restore --at` take it: a time as ivy shows it
+    /// (`YYYY-MM-DD HH:MM[:SS] +HH:MM`), an RFC 3339 time, a local `YYYY-MM-DD` (its midnight)
+    /// or `YYYY-MM-DD HH:MM[:SS]` (also with a `T`), or a duration ago (`90s`, `90m`, `2h`,
+    /// `3d`, `2w`). A local time is read in `zone`: one the clocks skipped, or passed twice,
+    /// names no single moment and is refused. With `end`, a time given to the second stands for
+    /// its last millisecond (or `now`, within it): ivy shows times to the second and records
+    /// them to the millisecond, so a time copied from `ivy history` takes in the version it was
+    /// copied from.
+    package static func moment(_ text: String, now: Milliseconds, zone: LocalZone?, end: Bool = false)
+        throws(MomentError) -> Milliseconds
     {
         let trimmed = text.trimmingSpaces()
         if let unit = trimmed.last, let count = Int64(trimmed.dropLast()), count >= 0, count < 1_000_000 {
@@ -111,23 +115,36 @@ package enum History {
                 }
             if let seconds { return now - count * seconds * 1000 }
         }
+        func whole(_ start: Milliseconds) -> Milliseconds { end ? min(start + 999, max(start, now)) : start }
         let rfc = ISO8601DateFormatter()
         rfc.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         if let date = rfc.date(from: trimmed) { return Milliseconds((date.timeIntervalSince1970 * 1000).rounded()) }
         rfc.formatOptions = [.withInternetDateTime]
-        if let date = rfc.date(from: trimmed) { return Milliseconds((date.timeIntervalSince1970 * 1000).rounded()) }
+        if let date = rfc.date(from: trimmed) {
+            return whole(Milliseconds((date.timeIntervalSince1970 * 1000).rounded()))
+        }
+        // The form ivy shows: a local time and, after a space, its offset.
+        if let space = trimmed.lastIndex(of: " "), let sign = trimmed[trimmed.index(after: space)...].first,
+            sign == "+" || sign == "-"
+        {
+            guard let wall = LocalTime.wall(String(trimmed[..<space])),
+                let offset = LocalTime.offset(trimmed[trimmed.index(after: space)...])
+            else { throw .malformed }
+            return whole((wall - Int64(offset)) * 1000)
+        }
         guard let wall = LocalTime.wall(trimmed) else { throw .malformed }
         guard let zone else { throw .noZone }
         let instants = zone.instants(wall: wall).map { LocalInstant(utcSeconds: $0.utcSeconds, offset: $0.offset) }
         switch instants.count {
         case 0: throw .skipped(wall: wall)
-        case 1: return instants[0].utcSeconds * 1000
+        case 1: return whole(instants[0].utcSeconds * 1000)
         default: throw .ambiguous(wall: wall, first: instants[0], second: instants[instants.count - 1])
         }
     }
 
     /// What `moment` accepts, for messages.
     package static let momentForms =
-        "an RFC 3339 time (2026-03-01T09:30:00Z), a local date (2026-03-01) or date and time "
-        + "(2026-03-01 09:30[:00]), or a duration ago (90s, 90m, 2h, 3d, 1w)"
+        "a time as ivy shows it (2026-03-01 09:30[:00] +01:00), an RFC 3339 time (2026-03-01T08:30:00Z), "
+        + "a local date (2026-03-01) or date and time (2026-03-01 09:30[:00]), or a duration ago (90s, 90m, 2h, "
+        + "3d, 1w)"
 }

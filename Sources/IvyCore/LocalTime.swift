@@ -64,13 +64,9 @@ package struct LocalInstant: Equatable, Sendable {
         self.offset = offset
     }
 
-    /// RFC 3339 with the local offset, as a person can give it back: `2026-10-25T02:30:00+02:00`.
-    package var rfc3339: String {
-        let sign = offset < 0 ? "-" : "+"
-        let minutes = abs(offset) / 60
-        let zone = sign + String(format: "%02d:%02d", minutes / 60, minutes % 60)
-        return LocalTime.text(wall: utcSeconds + Int64(offset), separator: "T") + zone
-    }
+    /// The local time with its offset, as ivy shows times and a `WHEN` takes them back:
+    /// `2026-10-25 02:30:00 +02:00`.
+    package var shown: String { LocalTime.shown(utcSeconds: utcSeconds, offset: offset) }
 
     /// The same instant in UTC: `2026-10-25T00:30:00Z`.
     package var utc: String { LocalTime.text(wall: utcSeconds, separator: "T") + "Z" }
@@ -110,6 +106,28 @@ package enum LocalTime {
         let (year, month, day) = civil(days: days)
         return String(format: "%04d-%02d-%02d", year, month, day) + separator
             + String(format: "%02d:%02d:%02d", seconds / 3600, seconds / 60 % 60, seconds % 60)
+    }
+
+    /// `2026-11-29 01:20:43 +01:00` (to the minute without `seconds`): the one form ivy shows
+    /// a moment in to people. The offset makes it one instant wherever it is read, so it can be
+    /// given back as a `WHEN` with no zone to look up and no autumn hour to choose between.
+    package static func shown(utcSeconds: Int64, offset: Int, seconds: Bool = true) -> String {
+        let text = Self.text(wall: utcSeconds + Int64(offset))
+        let sign = offset < 0 ? "-" : "+"
+        let minutes = abs(offset) / 60
+        return (seconds ? text : String(text.prefix(16))) + " " + sign
+            + String(format: "%02d:%02d", minutes / 60, minutes % 60)
+    }
+
+    /// `+01:00`, `-05:00` as seconds east of UTC; nil for anything else (`+1`, `+25:00`,
+    /// `+0100`), as RFC 3339 would refuse it.
+    package static func offset(_ text: Substring) -> Int? {
+        guard let sign = text.first, sign == "+" || sign == "-" else { return nil }
+        let parts = text.dropFirst().split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts.allSatisfy({ $0.count == 2 }), let hours = number(parts[0]),
+            let minutes = number(parts[1]), hours < 24, minutes < 60
+        else { return nil }
+        return (sign == "-" ? -1 : 1) * (hours * 3600 + minutes * 60)
     }
 
     private static func number(_ text: Substring) -> Int? {

@@ -103,7 +103,9 @@ struct OutputHabitsTests {
             verbose.interrupt()
             let said = await verbose.finish()
             #expect(said.status == 0, "\(said.stderr)")
-            let uploaded = said.lines.filter { $0.wholeMatch(of: /\d\d:\d\d:\d\d uploaded book \S+ "Book \d"/) != nil }
+            let uploaded = said.lines.filter {
+                $0.wholeMatch(of: /\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d uploaded book \S+ "Book \d"/) != nil
+            }
             #expect(uploaded.count == 2, "\(said.stdout)")
 
             _ = try await laptop.ivy.id("book", "add", "--title", "Dune")

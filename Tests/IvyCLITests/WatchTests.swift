@@ -283,7 +283,8 @@ struct WatchTests {
                 #expect(waiting != nil, "\(watch.stderr)")
                 #expect(try await laptop.login().status == 0)
                 let resumed = try await watch.firstMatch(
-                    of: /\d\d:\d\d:\d\d (signed in again: syncing goes on)\n/, what: "that it goes on")
+                    of: /\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d (signed in again: syncing goes on)\n/,
+                    what: "that it goes on")
                 #expect(resumed != nil, "\(watch.stdout)")
                 watch.send(SIGTERM)
                 #expect(try await watch.finish().status == 0)

@@ -131,6 +131,49 @@ struct HistoryRulesTests {
         #expect(throws: MomentError.noZone) { try History.moment("2025-12-29", now: now, zone: nil) }
     }
 
+    @Test("WHEN takes back a time as ivy shows it, offset and all, with no zone to read it in")
+    func shownMoments() throws {
+        let now: Milliseconds = 1_767_009_600_000
+        let berlin = LocalZone(try #require(TimeZone(identifier: "Europe/Berlin")))
+        let shown = LocalTime.shown(utcSeconds: 1_767_009_630, offset: 3600)
+        #expect(shown == "2025-12-29 13:00:30 +01:00")
+        #expect(
+            LocalTime.shown(utcSeconds: 1_767_009_630, offset: -18_000, seconds: false) == "2025-12-29 07:00 -05:00")
+        #expect(LocalTime.shown(utcSeconds: 1_767_009_630, offset: 19_800) == "2025-12-29 17:30:30 +05:30")
+        for (text, expected) in [
+            (shown, 1_767_009_630_000), ("2025-12-29 13:00 +01:00", 1_767_009_600_000),
+            ("2025-12-29 07:00:30 -05:00", 1_767_009_630_000), (" 2025-12-29 12:00 +00:00 ", 1_767_009_600_000),
+            ("2025-12-29 12:00 -00:00", 1_767_009_600_000), ("2025-12-29T17:30 +05:30", 1_767_009_600_000),
+        ] as [(String, Milliseconds)] {
+            #expect(try History.moment(text, now: now, zone: nil) == expected, "\(text)")
+            // The offset given wins over the zone's (+01:00 in December).
+            #expect(try History.moment(text, now: now, zone: berlin) == expected, "\(text)")
+        }
+        for bad in [
+            "2025-12-29 13:00 +25:00", "2025-12-29 13:00 +1", "2025-12-29 13:00 +0100", "2025-12-29 13:00 +01:60",
+            "2025-12-29 13:00 +01:00:00", "2025-12-29 13:00 01:00", "2025-12-29 13:00 + 01:00", "13:00 +01:00",
+            "2025-12-29 25:00 +01:00", "2025-12-29 13:00 UTC",
+        ] {
+            #expect(throws: MomentError.malformed, "\(bad)") { try History.moment(bad, now: now, zone: berlin) }
+        }
+    }
+
+    @Test("an end WHEN given to the second takes in that whole second, up to now")
+    func endMoments() throws {
+        let now: Milliseconds = 1_767_009_600_000
+        let berlin = LocalZone(try #require(TimeZone(identifier: "Europe/Berlin")))
+        let second: Milliseconds = 1_767_009_500_000
+        for text in ["2025-12-29 12:58:20 +01:00", "2025-12-29T11:58:20Z", "2025-12-29 12:58:20"] {
+            #expect(try History.moment(text, now: now, zone: berlin) == second, "\(text)")
+            #expect(try History.moment(text, now: now, zone: berlin, end: true) == second + 999, "\(text)")
+            // The second that holds now ends at now: never a moment still to come.
+            #expect(try History.moment(text, now: second + 300, zone: berlin, end: true) == second + 300)
+        }
+        // A fraction, or a duration, is exact already.
+        #expect(try History.moment("2025-12-29T11:58:20.5Z", now: now, zone: nil, end: true) == second + 500)
+        #expect(try History.moment("2h", now: now, zone: nil, end: true) == now - 2 * Self.hour)
+    }
+
     @Test("a local WHEN the clocks skipped is refused; one they passed twice is refused with both instants")
     func momentsAtClockChanges() throws {
         let berlin = LocalZone(try #require(TimeZone(identifier: "Europe/Berlin")))
@@ -143,9 +186,10 @@ struct HistoryRulesTests {
         #expect(throws: MomentError.ambiguous(wall: twice, first: first, second: second)) {
             try History.moment("2026-10-25 02:30", now: 0, zone: berlin)
         }
-        #expect(first.rfc3339 == "2026-10-25T02:30:00+02:00" && first.utc == "2026-10-25T00:30:00Z")
-        #expect(second.rfc3339 == "2026-10-25T02:30:00+01:00" && second.utc == "2026-10-25T01:30:00Z")
-        #expect(try History.moment(first.rfc3339, now: 0, zone: nil) == first.utcSeconds * 1000)
+        #expect(first.shown == "2026-10-25 02:30:00 +02:00" && first.utc == "2026-10-25T00:30:00Z")
+        #expect(second.shown == "2026-10-25 02:30:00 +01:00" && second.utc == "2026-10-25T01:30:00Z")
+        #expect(try History.moment(first.shown, now: 0, zone: nil) == first.utcSeconds * 1000)
+        #expect(try History.moment(second.shown, now: 0, zone: berlin) == second.utcSeconds * 1000)
         #expect(try History.moment("2026-10-25 03:30", now: 0, zone: berlin) == (1_792_891_800 + 3600) * 1000)
         #expect(try History.moment("2026-03-29 03:00", now: 0, zone: berlin) == 1_774_746_000 * 1000)
     }

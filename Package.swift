@@ -28,6 +28,8 @@ let package = Package(
         // swift-system's `FileDescriptor` and `FilePath`.
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
         .package(url: "https://github.com/apple/swift-system", from: "1.5.0"),
+        // Zip archives, for `ivy export` and `ivy import`: a format every system opens.
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
         // Pure: models, ids, time parsing, settings rules, paths. No I/O, no GRDB, no networking.
@@ -35,12 +37,19 @@ let package = Package(
         // The file system, the same way everywhere: private directories and files, the lock
         // file, the log file, file md5 and size; the threads blocking work runs on. Depends on no ivy module.
         .target(name: "IvySystem", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // Zip archives written whole or not at all, and read with every claimed size checked: the
+        // only ZIPFoundation importer, for `ivy export`, `ivy import` and `ivy check --archive`.
+        .target(
+            name: "IvyZip",
+            dependencies: ["IvySystem", .product(name: "ZIPFoundation", package: "ZIPFoundation")]
+        ),
         // The only GRDB importer: library.db, migrations, change-capture triggers, audio files.
         .target(
             name: "IvyStore",
             dependencies: [
                 "IvyCore",
                 "IvySystem",
+                "IvyZip",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -178,6 +187,8 @@ let package = Package(
                 "GoogleEmulator",
                 "IvyProcesses",
                 "IvyTestSupport",
+                // To damage an archive `ivy export` wrote, entry by entry.
+                "IvyZip",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -33,9 +33,23 @@ struct CheckCommand: ContextCommand {
     @Flag(help: "Download every backup JSON and compare it field by field (slower: one request per file).")
     var readData = false
     @Flag(help: "Print the result as one JSON object.") var json = false
+    @Option(
+        help: ArgumentHelp(
+            """
+            Check an archive `ivy export` wrote instead (every file it lists, by md5 and size, and every JSON), \
+            offline: no sign-in, no library.
+            """, valueName: "FILE"))
+    var archive: String?
+
+    func validate() throws {
+        if archive != nil, readData {
+            throw ValidationError("--read-data checks Drive; an --archive is read whole anyway: give one of them")
+        }
+    }
 
     func run(_ context: Context) async throws {
         let home = try global.home(context)
+        if let archive { return try await checkArchive(archive, home: home) }
         let library = try await home.library(readOnly: true)
         // A sync running meanwhile would make the check read a moving target, and a token
         // refresh rewrites token.json, which only the holder of the sync lock may do: the

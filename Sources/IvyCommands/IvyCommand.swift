@@ -23,7 +23,8 @@ package struct IvyCommand: ParsableCommand {
             LogoutCommand.self,
             StatusCommand.self,
             QueueCommand.self, RetryFailedCommand.self, ResetManifestCommand.self, ConfigCommand.self,
-            TrashCommand.self, DoctorCommand.self, HistoryCommand.self, RestoreCommand.self,
+            TrashCommand.self, DoctorCommand.self, HistoryCommand.self, RestoreCommand.self, ExportCommand.self,
+            ImportCommand.self,
         ]
     )
 

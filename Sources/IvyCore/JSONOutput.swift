@@ -41,3 +41,11 @@ package struct Null<Value: Encodable & Sendable>: Encodable, Sendable {
 
 extension Null: Equatable where Value: Equatable {}
 extension Null: Hashable where Value: Hashable {}
+
+extension Null: Decodable where Value: Decodable {
+    /// Reads back what `encode(to:)` wrote: the key must be there, its value may be null.
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        wrappedValue = container.decodeNil() ? nil : try container.decode(Value.self)
+    }
+}

@@ -343,23 +343,7 @@ private struct RestorePlanner {
 
     /// Every book and clip as it is now, with its unknown keys.
     func everything() throws -> [EntityKey: TrashedEntity] {
-        var extras: [EntityKey: [String: JSONValue]] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT entity_type, entity_id, json FROM backup_extras") {
-            guard let kind = EntityKind(rawValue: row["entity_type"] ?? ""), let text = row["json"] as String?,
-                let object = History.object(Data(text.utf8))
-            else { continue }
-            extras[EntityKey(kind, row["entity_id"] ?? "")] = object
-        }
-        var entities: [EntityKey: TrashedEntity] = [:]
-        for book in try Book.fetchAll(db, sql: "SELECT * FROM books") {
-            let key = EntityKey(book.id)
-            entities[key] = .book(BookBackup(book, extras: extras[key] ?? [:]))
-        }
-        for clip in try Clip.fetchAll(db, sql: "SELECT * FROM clips") {
-            let key = EntityKey(clip.id)
-            entities[key] = .clip(ClipBackup(clip, extras: extras[key] ?? [:]))
-        }
-        return entities
+        try LibraryDatabase.allEntities(in: db)
     }
 
     /// The newest version of each entity recorded at or before the moment (or the pinned one).

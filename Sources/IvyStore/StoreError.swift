@@ -26,6 +26,8 @@ package enum StoreError: LocalizedError, Equatable {
     case invalidSetting(message: String)
     case unreadableExtras(entity: String, path: String)
     case backupUnwritable(String)
+    /// An import into a library that holds books or clips already.
+    case notEmpty
 
     /// SQLite stayed busy past the timeout: another program holds a long write.
     package var isBusy: Bool {
@@ -35,6 +37,9 @@ package enum StoreError: LocalizedError, Equatable {
 
     package var errorDescription: String? {
         switch self {
+        case .notEmpty:
+            "this library has books or clips already, and an import only fills an empty one; "
+                + "import into a new home (IVY_HOME=DIR ivy import FILE, or --home DIR)"
         case .notADatabase(let path):
             "\(path) is not an SQLite database, so ivy will not touch it; move it aside or point IVY_HOME (or "
                 + "--home) at another directory"

@@ -1,0 +1,144 @@
+package import Foundation
+import IvySystem
+import ZIPFoundation
+
+/// Zip archives through ZIPFoundation: one written whole or not at all, and one read with
+/// every size it claims checked against the bytes that come out of it. Synchronous: callers
+/// run it on the blocking pool.
+package enum ZipFile {
+    /// What an entry holds: bytes in memory, or a file's, read in chunks.
+    package enum Source: Sendable {
+        case data(Data)
+        case file(String)
+    }
+
+    /// One entry as the archive's central directory describes it: what it claims.
+    package struct Listed: Sendable, Equatable {
+        package let name: String
+        package let size: Int64
+        package let isFile: Bool
+    }
+
+    package enum Failure: Error, Equatable, Sendable {
+        /// The file is not a zip archive, or its directory is damaged.
+        case unreadable(String)
+        /// An entry's content is damaged (its checksum or compressed data does not hold).
+        case damaged(name: String, reason: String)
+        /// An entry gives more bytes than `limit` (a size that lied, or a bomb).
+        case tooLarge(name: String, limit: Int64)
+        case exists(String)
+    }
+
+    /// Writes `entries`, in that order, as the zip at `path`, every entry dated `date`. The
+    /// archive is made in a private directory beside `path` and only then linked in under its
+    /// name (0600): a kill leaves no partial archive there, and an existing file is not
+    /// replaced unless `replacing` (then `rename` swaps it whole).
+    package static func write(
+        _ entries: [(name: String, source: Source)], to path: String, date: Date, replacing: Bool
+    ) throws {
+        BlockingCalls.check("writing the zip \((path as NSString).lastPathComponent)")
+        let directory = (path as NSString).deletingLastPathComponent
+        let parent = directory.isEmpty ? "." : directory
+        var template = Array((parent + "/.ivy-archive-XXXXXX").utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { buffer -> String? in
+            guard let base = buffer.baseAddress, mkdtemp(base) != nil else { return nil }
+            return String(cString: base)
+        }
+        guard let staging = made else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { try? FileManager.default.removeItem(atPath: staging) }
+        let file = staging + "/archive.zip"
+        let archive = try Archive(url: URL(fileURLWithPath: file), accessMode: .create)
+        for (name, source) in entries {
+            switch source {
+            case .data(let data):
+                let provider: Provider = { (position: Int64, size: Int) throws -> Data in
+                    data.subdata(in: Int(position)..<Int(position) + size)
+                }
+                try archive.addEntry(
+                    with: name, type: Entry.EntryType.file, uncompressedSize: Int64(data.count),
+                    modificationDate: date, permissions: 0o600, compressionMethod: CompressionMethod.deflate,
+                    provider: provider)
+            case .file(let source):
+                let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: source))
+                defer { try? handle.close() }
+                let size = try LocalFile.size(of: URL(fileURLWithPath: source))
+                let provider: Provider = { (position: Int64, size: Int) throws -> Data in
+                    try handle.seek(toOffset: UInt64(position))
+                    let chunk = try handle.read(upToCount: size) ?? Data()
+                    guard chunk.count == size else {
+                        throw Failure.damaged(name: name, reason: "it changed as it was read")
+                    }
+                    return chunk
+                }
+                // An MP3 is compressed already: stored, it is copied, not squeezed for nothing.
+                try archive.addEntry(
+                    with: name, type: Entry.EntryType.file, uncompressedSize: size, modificationDate: date,
+                    permissions: 0o600, compressionMethod: CompressionMethod.none, provider: provider)
+            }
+        }
+        guard chmod(file, 0o600) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        try flush(file)
+        if replacing {
+            guard rename(file, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        } else if link(file, path) != 0 {
+            if errno == EEXIST { throw Failure.exists(path) }
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        try flush(directory.isEmpty ? "." : directory)
+    }
+
+    private static func flush(_ path: String) throws {
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(descriptor) }
+        _ = fsync(descriptor)
+    }
+
+    /// An archive open for reading.
+    package final class Reader {
+        private let archive: Archive
+        package let entries: [Listed]
+
+        package init(path: String) throws(Failure) {
+            BlockingCalls.check("reading the zip \((path as NSString).lastPathComponent)")
+            do {
+                archive = try Archive(url: URL(fileURLWithPath: path), accessMode: .read)
+            } catch {
+                throw .unreadable("not a zip archive, or one cut short")
+            }
+            entries = archive.map {
+                Listed(name: $0.path, size: Int64($0.uncompressedSize), isFile: $0.type == Entry.EntryType.file)
+            }
+        }
+
+        /// Every byte of the entry named `name`, handed to `consumer` in chunks; at most
+        /// `limit` of them, whatever the archive claims.
+        package func read(_ name: String, limit: Int64, consumer: (Data) throws -> Void) throws {
+            guard let entry = archive.first(where: { $0.path == name }) else {
+                throw Failure.damaged(name: name, reason: "it is not in the archive")
+            }
+            var total: Int64 = 0
+            do {
+                let checksum = try archive.extract(entry, bufferSize: 1 << 16) { chunk in
+                    total += Int64(chunk.count)
+                    if total > limit { throw Failure.tooLarge(name: name, limit: limit) }
+                    try consumer(chunk)
+                }
+                guard checksum == entry.checksum else {
+                    throw Failure.damaged(name: name, reason: "its content is damaged (its CRC-32 does not match)")
+                }
+            } catch let failure as Failure {
+                throw failure
+            } catch {
+                throw Failure.damaged(name: name, reason: "its content is damaged (\(error))")
+            }
+        }
+
+        /// The entry's bytes, at most `limit`.
+        package func data(_ name: String, limit: Int64) throws -> Data {
+            var data = Data()
+            try read(name, limit: limit) { data.append($0) }
+            return data
+        }
+    }
+}

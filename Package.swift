@@ -39,9 +39,11 @@ let package = Package(
         .target(name: "IvySystem", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // Zip archives written whole or not at all, and read with every claimed size checked: the
         // only ZIPFoundation importer, for `ivy export`, `ivy import` and `ivy check --archive`.
+        // Only IvyCommands imports it: ZIPFoundation imports CoreFoundation, whose `stat` then
+        // hides Glibc's from every file of a module that loads it.
         .target(
             name: "IvyZip",
-            dependencies: ["IvySystem", .product(name: "ZIPFoundation", package: "ZIPFoundation")]
+            dependencies: ["IvyCore", "IvySystem", .product(name: "ZIPFoundation", package: "ZIPFoundation")]
         ),
         // The only GRDB importer: library.db, migrations, change-capture triggers, audio files.
         .target(
@@ -49,7 +51,6 @@ let package = Package(
             dependencies: [
                 "IvyCore",
                 "IvySystem",
-                "IvyZip",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -72,6 +73,7 @@ let package = Package(
                 "IvyStore",
                 "IvyGoogle",
                 "IvySync",
+                "IvyZip",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

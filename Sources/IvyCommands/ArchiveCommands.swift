@@ -49,33 +49,15 @@ struct ExportCommand: ContextCommand {
             throw ExitCode.failure
         }
         let version = context.build.versionLine(IvyVersion.current)
-        let written = try await BlockingExecutor.blocking { () throws -> VerifiedArchive in
-            var listed: [ArchiveManifest.File] = []
-            for (name, source) in contents.files {
-                switch source {
-                case .data(let data):
-                    var digest = MD5()
-                    digest.update(data)
-                    listed.append(.init(name: name, md5: digest.finalize(), size: Int64(data.count)))
-                case .file(let path):
-                    let url = URL(fileURLWithPath: path)
-                    listed.append(.init(name: name, md5: try LocalFile.md5(of: url), size: try LocalFile.size(of: url)))
-                }
+        let written: VerifiedArchive
+        do {
+            written = try await BlockingExecutor.blocking {
+                try ArchiveWriter.write(
+                    contents.files, books: contents.books, clips: contents.clips, newest: contents.newest,
+                    ivyVersion: version, at: moment.map(Display.rfc3339), to: file, replacing: force)
             }
-            let manifest = ArchiveManifest(
-                ivyVersion: version, at: moment.map(Display.rfc3339), books: contents.books, clips: contents.clips,
-                files: listed)
-            let date = Date(timeIntervalSince1970: Double(contents.newest) / 1000)
-            do {
-                try ZipFile.write(
-                    [(ArchiveManifest.fileName, .data(try manifest.encoded()))] + contents.files, to: file, date: date,
-                    replacing: force)
-            } catch ZipFile.Failure.exists {
-                throw ValidationError("\(file) exists; give another FILE, or --force to replace it")
-            }
-            // An MP3 replaced while it was read would make an archive whose list is wrong: read
-            // back, it says so now rather than on the day it is needed.
-            return VerifiedArchive.read(path: file)
+        } catch ZipFile.Failure.exists {
+            throw ValidationError("\(file) exists; give another FILE, or --force to replace it")
         }
         guard written.ok else {
             try? FileManager.default.removeItem(atPath: file)
@@ -156,7 +138,7 @@ struct ImportCommand: ContextCommand {
         let stop = home.environment["IVY_TEST_KILL"] == "import-before-commit"
         let written = archive
         try await withSyncLock(home.waitForSyncLock()) {
-            try await library.importArchive(written) {
+            try await library.importArchive(books: written.books, clips: written.clips, audio: written.audio) {
                 // Tests prove a kill inside the transaction leaves the home empty.
                 if stop { kill(getpid(), SIGKILL) }
             }

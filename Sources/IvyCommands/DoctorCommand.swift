@@ -106,19 +106,17 @@ struct DoctorCommand: ContextCommand {
         for each in [paths.dataDirectory, paths.configDirectory, paths.stateDirectory]
         where !directories.contains(each) {
             directories.append(each)
-            var info = stat()
-            guard stat(each, &info) == 0,
+            guard let status = FileStatus.of(each),
                 let finding = DoctorRules.directory(
-                    each, mode: UInt32(info.st_mode), owner: UInt32(info.st_uid), user: UInt32(geteuid())),
+                    each, mode: status.mode, owner: status.owner, user: UInt32(geteuid())),
                 // What ivy refuses is among the refusals already.
                 finding.level != .problem
             else { continue }
             wrong.append(finding)
         }
         for file in [paths.database, paths.database + "-wal", paths.database + "-shm", paths.tokenFile] {
-            var info = stat()
-            guard lstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
-            if let finding = DoctorRules.file(file, mode: UInt32(info.st_mode)) { wrong.append(finding) }
+            guard let status = FileStatus.of(file, followingLinks: false), status.isRegularFile else { continue }
+            if let finding = DoctorRules.file(file, mode: status.mode) { wrong.append(finding) }
         }
         if wrong.isEmpty, refusals.isEmpty {
             add(Finding(level: .ok, check: "home", detail: "\(directory) and its files are private", fix: nil))

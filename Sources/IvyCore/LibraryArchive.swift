@@ -1,5 +1,11 @@
 package import Foundation
 
+/// What an archive entry holds: bytes in memory, or a file's, read in chunks.
+package enum ArchiveSource: Sendable {
+    case data(Data)
+    case file(String)
+}
+
 /// What `ivy export` writes beside the library's files: `ivy-export.json`, the list every
 /// other entry of the archive is checked against.
 package struct ArchiveManifest: Codable, Sendable, Equatable {

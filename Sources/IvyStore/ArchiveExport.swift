@@ -2,13 +2,12 @@ import Foundation
 import GRDB
 package import IvyCore
 import IvySystem
-package import IvyZip
 
 /// The library's files as Drive holds them, for `ivy export`: each book's and clip's backup
 /// JSON (as a sync uploads it, unknown keys included) and each clip's MP3.
 package struct ArchiveContents: Sendable {
     /// By name, sorted: the same library always gives the same archive.
-    package var files: [(name: String, source: ZipFile.Source)] = []
+    package var files: [(name: String, source: ArchiveSource)] = []
     package var books = 0
     package var clips = 0
     /// The newest `updated_at` among them: what the archive's entries are dated.
@@ -24,28 +23,11 @@ extension LibraryDatabase {
     /// What `ivy export` writes: the library now, or at `moment` from the history (each book
     /// and clip as its newest version recorded then, with the MP3 it had then).
     package func archiveContents(at moment: Milliseconds? = nil) async throws -> ArchiveContents {
-        typealias Found = (key: EntityKey, entity: TrashedEntity?, audio: String?, missing: String?)
-        let found = try await read { db -> [Found] in
-            guard let moment else {
-                return try Self.allEntities(in: db).map { key, entity in
-                    (key, entity, key.clipID.map { self.audioPath(clipID: $0) }, nil)
-                }
-            }
-            // A library an older ivy wrote last, read without migrating it, has no history.
-            guard try db.tableExists("history") else { return [] }
-            return try Self.versions(at: moment, in: db).compactMap { version -> Found? in
-                guard let json = version.json else { return nil }
-                guard let entity = try? TrashedEntity.decode(json, key: version.key) else {
-                    return (version.key, nil, nil, "its version of then (history row \(version.id)) no longer reads")
-                }
-                guard let clipID = version.key.clipID else { return (version.key, entity, nil, nil) }
-                guard let md5 = version.audioMD5 else {
-                    return (version.key, entity, self.audioPath(clipID: clipID), nil)
-                }
-                let kept = self.historyAudioPath(md5: md5)
-                return HistoryAudio.trusted(kept, md5: md5)
-                    ? (version.key, entity, kept, nil)
-                    : (version.key, entity, nil, "the MP3 it had then is no longer kept")
+        // On the database's queue, one of ivy's own threads, as every file it asks about.
+        let found = try await read { db -> [ArchiveFound] in
+            try Self.found(at: moment, in: db, library: self).map { found in
+                guard let audio = found.audio, !FileManager.default.fileExists(atPath: audio) else { return found }
+                return (found.key, found.entity, nil, found.missing)
             }
         }
         var contents = ArchiveContents()
@@ -68,7 +50,7 @@ extension LibraryDatabase {
                 continue
             }
             contents.clips += 1
-            if let audio, FileManager.default.fileExists(atPath: audio) {
+            if let audio {
                 contents.files.append((key.mp3FileName, .file(audio)))
             } else {
                 contents.withoutAudio.append((clipID, missing ?? "its MP3 is missing here"))
@@ -76,6 +58,33 @@ extension LibraryDatabase {
         }
         contents.files.sort { $0.name < $1.name }
         return contents
+    }
+
+    /// Each book and clip of then, with the MP3 it had, or why it cannot be had.
+    private static func found(
+        at moment: Milliseconds?, in db: Database, library: LibraryDatabase
+    ) throws -> [ArchiveFound] {
+        guard let moment else {
+            return try Self.allEntities(in: db).map { key, entity in
+                (key, entity, key.clipID.map { library.audioPath(clipID: $0) }, nil)
+            }
+        }
+        // A library an older ivy wrote last, read without migrating it, has no history.
+        guard try db.tableExists("history") else { return [] }
+        return try Self.versions(at: moment, in: db).compactMap { version -> ArchiveFound? in
+            guard let json = version.json else { return nil }
+            guard let entity = try? TrashedEntity.decode(json, key: version.key) else {
+                return (version.key, nil, nil, "its version of then (history row \(version.id)) no longer reads")
+            }
+            guard let clipID = version.key.clipID else { return (version.key, entity, nil, nil) }
+            guard let md5 = version.audioMD5 else {
+                return (version.key, entity, library.audioPath(clipID: clipID), nil)
+            }
+            let kept = library.historyAudioPath(md5: md5)
+            return HistoryAudio.trusted(kept, md5: md5)
+                ? (version.key, entity, kept, nil)
+                : (version.key, entity, nil, "the MP3 it had then is no longer kept")
+        }
     }
 
     /// Every book and clip as it is now, with its unknown keys.
@@ -113,6 +122,10 @@ extension LibraryDatabase {
         ).map(\.version)
     }
 }
+
+/// A book or clip to export: its entity (nil when its version no longer reads), its MP3, or why
+/// it has none.
+private typealias ArchiveFound = (key: EntityKey, entity: TrashedEntity?, audio: String?, missing: String?)
 
 private struct ArchiveSkip: Error {
     let reason: String

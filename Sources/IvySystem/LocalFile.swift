@@ -50,3 +50,19 @@ package struct MD5: Sendable {
         return md5.finalize()
     }
 }
+
+/// What `stat` says of a path, for modules that must not call it themselves: one that loads
+/// ZIPFoundation (IvyCommands, through IvyZip) sees CoreFoundation's `stat` in place of Glibc's.
+package struct FileStatus: Sendable, Equatable {
+    package let mode: UInt32
+    package let owner: UInt32
+    package var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
+
+    /// The path's status, following a link unless `followingLinks` is false; nil when it
+    /// cannot be read (it does not exist, say).
+    package static func of(_ path: String, followingLinks: Bool = true) -> FileStatus? {
+        var info = stat()
+        guard (followingLinks ? stat(path, &info) : lstat(path, &info)) == 0 else { return nil }
+        return FileStatus(mode: UInt32(info.st_mode), owner: UInt32(info.st_uid))
+    }
+}

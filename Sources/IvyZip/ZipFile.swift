@@ -1,4 +1,5 @@
 package import Foundation
+package import IvyCore
 import IvySystem
 import ZIPFoundation
 
@@ -6,12 +7,6 @@ import ZIPFoundation
 /// every size it claims checked against the bytes that come out of it. Synchronous: callers
 /// run it on the blocking pool.
 package enum ZipFile {
-    /// What an entry holds: bytes in memory, or a file's, read in chunks.
-    package enum Source: Sendable {
-        case data(Data)
-        case file(String)
-    }
-
     /// One entry as the archive's central directory describes it: what it claims.
     package struct Listed: Sendable, Equatable {
         package let name: String
@@ -34,7 +29,7 @@ package enum ZipFile {
     /// name (0600): a kill leaves no partial archive there, and an existing file is not
     /// replaced unless `replacing` (then `rename` swaps it whole).
     package static func write(
-        _ entries: [(name: String, source: Source)], to path: String, date: Date, replacing: Bool
+        _ entries: [(name: String, source: ArchiveSource)], to path: String, date: Date, replacing: Bool
     ) throws {
         BlockingCalls.check("writing the zip \((path as NSString).lastPathComponent)")
         let directory = (path as NSString).deletingLastPathComponent

@@ -127,7 +127,7 @@ struct ArchiveTests {
             let index = try #require(entries.firstIndex { $0.name.hasPrefix("book_") })
             entries[index].data = Data(
                 String(decoding: entries[index].data, as: UTF8.self)
-                    .replacingOccurrences(of: "Dune", with: "Dume").utf8)
+                    .replacingOccurrences(of: "\"created_at\":1", with: "\"created_at\":2").utf8)
             try rewrite(entries)
             return "its md5 differs from the one listed"
         case .extraEntry:

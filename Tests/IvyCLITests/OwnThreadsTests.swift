@@ -45,6 +45,24 @@ struct OwnThreadsTests {
         }
     }
 
+    @Test("ivy export, check --archive and import read and write every file on ivy's own threads")
+    func archive() async throws {
+        let a = try IvyHome()
+        _ = try await ArchiveTests.library(a)
+        let file = a.path + "/library.zip"
+        let b = try IvyHome()
+        let record = BlockingCalls.Record()
+        let statuses = try await BlockingCalls.watching(record) {
+            [
+                try await a.run("export", file).status, try await a.run("check", "--archive", file).status,
+                try await b.run("import", file).status,
+            ]
+        }
+        #expect(statuses == [0, 0, 0])
+        #expect(record.offOwnThreads.isEmpty, "on the cooperative pool: \(Set(record.offOwnThreads).sorted())")
+        #expect(try b.count("SELECT count(*) FROM clips") == 1)
+    }
+
     @Test("the check notes a blocking call on the cooperative pool, and none on ivy's own threads")
     func noticed() async {
         let record = BlockingCalls.Record()

@@ -93,6 +93,9 @@ package enum ZipFile {
     package final class Reader {
         private let archive: Archive
         package let entries: [Listed]
+        /// Each entry by name (the first of a name, as extraction would find it), so reading
+        /// every file of a large archive does not walk its directory once per file.
+        private let byName: [String: Entry]
 
         package init(path: String) throws(Failure) {
             BlockingCalls.check("reading the zip \((path as NSString).lastPathComponent)")
@@ -101,15 +104,17 @@ package enum ZipFile {
             } catch {
                 throw .unreadable("not a zip archive, or one cut short")
             }
-            entries = archive.map {
+            let all = Array(archive)
+            entries = all.map {
                 Listed(name: $0.path, size: Int64($0.uncompressedSize), isFile: $0.type == Entry.EntryType.file)
             }
+            byName = Dictionary(all.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
         }
 
         /// Every byte of the entry named `name`, handed to `consumer` in chunks; at most
         /// `limit` of them, whatever the archive claims.
         package func read(_ name: String, limit: Int64, consumer: (Data) throws -> Void) throws {
-            guard let entry = archive.first(where: { $0.path == name }) else {
+            guard let entry = byName[name] else {
                 throw Failure.damaged(name: name, reason: "it is not in the archive")
             }
             var total: Int64 = 0

@@ -38,8 +38,12 @@ struct ExportCommand: ContextCommand {
             }
             moment = value
         }
-        if !force, FileManager.default.fileExists(atPath: file) {
-            throw ValidationError("\(file) exists; give another FILE, or --force to replace it")
+        var directory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: file, isDirectory: &directory) {
+            if directory.boolValue {
+                throw ValidationError("\(file) is a directory; give the name of the zip to write")
+            }
+            if !force { throw ValidationError("\(file) exists; give another FILE, or --force to replace it") }
         }
         let library = try await home.library(readOnly: true)
         let contents = try await library.archiveContents(at: moment)
@@ -58,6 +62,11 @@ struct ExportCommand: ContextCommand {
             }
         } catch ZipFile.Failure.exists {
             throw ValidationError("\(file) exists; give another FILE, or --force to replace it")
+        } catch ZipFile.Failure.cannotWrite(let path, let reason) {
+            home.output.error(
+                "Error: cannot write \(Display.safe(path)): \(reason); give a FILE in a directory that exists and that "
+                    + "you can write to")
+            throw ExitCode.failure
         }
         guard written.ok else {
             try? FileManager.default.removeItem(atPath: file)

@@ -49,6 +49,7 @@ package struct VerifiedArchive: Sendable {
         case .damaged(let name, let reason): "\(TerminalText.escaped(name)): \(reason)"
         case .tooLarge(let name, let limit): "\(TerminalText.escaped(name)) holds more than the \(limit) bytes listed"
         case .exists(let path): "\(path) exists"
+        case .cannotWrite(let path, let reason): "\(path) cannot be written: \(reason)"
         }
     }
 

@@ -22,6 +22,27 @@ package enum ZipFile {
         /// An entry gives more bytes than `limit` (a size that lied, or a bomb).
         case tooLarge(name: String, limit: Int64)
         case exists(String)
+        /// `path` cannot be written: `reason` is the system's word for why.
+        case cannotWrite(path: String, reason: String)
+    }
+
+    /// The failure behind `errno` for `path`: a full or read-only disk said as ivy says it
+    /// everywhere, anything else with the system's word.
+    private static func failure(_ path: String, _ code: Int32 = errno) -> any Error {
+        StorageError(path: path, errno: code)
+            ?? Failure.cannotWrite(path: path, reason: String(cString: strerror(code)))
+    }
+
+    /// The directory part of `path` ("." for a bare name), without Foundation's path functions,
+    /// which trap on some names on Linux.
+    private static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let directory = String(path[..<slash])
+        return directory.isEmpty ? "/" : directory
+    }
+
+    private static func name(of path: String) -> String {
+        path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
     }
 
     /// Writes `entries`, in that order, as the zip at `path`, every entry dated `date`. The
@@ -31,15 +52,14 @@ package enum ZipFile {
     package static func write(
         _ entries: [(name: String, source: ArchiveSource)], to path: String, date: Date, replacing: Bool
     ) throws {
-        BlockingCalls.check("writing the zip \((path as NSString).lastPathComponent)")
-        let directory = (path as NSString).deletingLastPathComponent
-        let parent = directory.isEmpty ? "." : directory
+        BlockingCalls.check("writing the zip \(name(of: path))")
+        let parent = directory(of: path)
         var template = Array((parent + "/.ivy-archive-XXXXXX").utf8CString)
         let made = template.withUnsafeMutableBufferPointer { buffer -> String? in
             guard let base = buffer.baseAddress, mkdtemp(base) != nil else { return nil }
             return String(cString: base)
         }
-        guard let staging = made else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        guard let staging = made else { throw failure(parent) }
         defer { try? FileManager.default.removeItem(atPath: staging) }
         let file = staging + "/archive.zip"
         let archive = try Archive(url: URL(fileURLWithPath: file), accessMode: .create)
@@ -71,20 +91,20 @@ package enum ZipFile {
                     permissions: 0o600, compressionMethod: CompressionMethod.none, provider: provider)
             }
         }
-        guard chmod(file, 0o600) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        guard chmod(file, 0o600) == 0 else { throw failure(parent) }
         try flush(file)
         if replacing {
-            guard rename(file, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            guard rename(file, path) == 0 else { throw failure(path) }
         } else if link(file, path) != 0 {
             if errno == EEXIST { throw Failure.exists(path) }
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            throw failure(path)
         }
-        try flush(directory.isEmpty ? "." : directory)
+        try flush(parent)
     }
 
     private static func flush(_ path: String) throws {
         let descriptor = open(path, O_RDONLY)
-        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        guard descriptor >= 0 else { throw failure(path) }
         defer { close(descriptor) }
         _ = fsync(descriptor)
     }
@@ -98,7 +118,7 @@ package enum ZipFile {
         private let byName: [String: Entry]
 
         package init(path: String) throws(Failure) {
-            BlockingCalls.check("reading the zip \((path as NSString).lastPathComponent)")
+            BlockingCalls.check("reading the zip \(ZipFile.name(of: path))")
             do {
                 archive = try Archive(url: URL(fileURLWithPath: path), accessMode: .read)
             } catch {

@@ -186,6 +186,26 @@ struct ArchiveTests {
         #expect(missing.status == 1 && missing.stderr.contains("there is no file"), "\(missing.stderr)")
     }
 
+    @Test("export takes a bare name in the working directory, and says plainly where it cannot write")
+    func whereToWrite() async throws {
+        let a = try IvyHome()
+        _ = try await Self.library(a)
+        // Run in a.path: a name with no directory part is written there.
+        let bare = try await a.runBinaryAsync("export", "bare.zip")
+        #expect(bare.status == 0, "\(bare.stderr)")
+        #expect(FileManager.default.fileExists(atPath: a.path + "/bare.zip"))
+        let directory = try await a.runBinaryAsync("export", "--force", a.home)
+        #expect(directory.status == 64 && directory.stderr.contains("is a directory"), "\(directory.stderr)")
+        let nowhere = try await a.runBinaryAsync("export", a.path + "/no/such/dir/x.zip")
+        #expect(nowhere.status == 1, "\(nowhere.stderr)")
+        #expect(
+            nowhere.stderr.contains("cannot write \(a.path)/no/such/dir: No such file or directory"),
+            "\(nowhere.stderr)")
+        // Nothing is left beside it either: no staging directory.
+        let left = try FileManager.default.contentsOfDirectory(atPath: a.path).filter { $0.hasPrefix(".ivy-archive") }
+        #expect(left.isEmpty, "\(left)")
+    }
+
     @Test("an import killed inside its transaction leaves the home empty, and runs again whole")
     func killedImport() async throws {
         let a = try IvyHome()

@@ -190,9 +190,7 @@ struct ArchiveCheckJSON: Encodable {
 extension CheckCommand {
     func checkArchive(_ file: String, home: Home) async throws {
         try requireFile(file, home: home)
-        let archive =
-            await (try? BlockingExecutor.blocking { VerifiedArchive.read(path: file) })
-            ?? VerifiedArchive(problems: ["it cannot be read"])
+        let archive = try await BlockingExecutor.blocking { VerifiedArchive.read(path: file) }
         if json {
             try home.output.json(
                 ArchiveCheckJSON(

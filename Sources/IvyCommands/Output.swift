@@ -100,8 +100,7 @@ enum Display {
 
     /// The local time of day, `10:00:00`, for lines that follow one another within a run.
     static func clock(_ milliseconds: Milliseconds, zone: LocalZone?) -> String {
-        let utc = Int64((Double(milliseconds) / 1000).rounded(.down))
-        return String(LocalTime.text(wall: utc + Int64(zone?.offset(at: utc) ?? 0)).suffix(8))
+        String(time(milliseconds, zone: zone).dropFirst(11).prefix(8))
     }
 
     /// `just now`, `5 minutes ago`, `1 hour ago`, `3 days ago`.

@@ -12,23 +12,24 @@ extension LibraryDatabase {
 
     /// Whether the library has no book and no clip: only such a library takes an import.
     package func isEmptyLibrary() async throws -> Bool {
-        try await read { db in
-            guard try db.tableExists("books") else { return true }
-            return try Book.fetchCount(db) == 0 && Clip.fetchCount(db) == 0
-        }
+        try await read { db in try !db.tableExists("books") || Self.isEmpty(db) }
+    }
+
+    private static func isEmpty(_ db: Database) throws -> Bool {
+        try Book.fetchCount(db) == 0 && Clip.fetchCount(db) == 0
     }
 
     /// Writes a checked archive's books and clips, and puts its MP3s (staged beside the audio,
-    /// `importStagingDirectory`) in place, in one
-    /// transaction: a kill leaves the library as empty as it was, or holding all of it. Each is
-    /// a change made here (queued, a version from `here`), so the next sync sends it to Drive,
-    /// or finds Drive holds it already. `beforeCommit` runs inside the transaction, last.
+    /// `importStagingDirectory`) in place, in one transaction: a kill leaves the library as
+    /// empty as it was, or holding all of it. Each is a change made here (queued, a version from
+    /// `here`), so the next sync sends it to Drive, or finds Drive holds it already.
+    /// `beforeCommit` runs inside the transaction, last.
     package func importArchive(
         books: [BookBackup], clips: [ClipBackup], audio: [ClipID: String],
         beforeCommit: @Sendable () throws -> Void = {}
     ) async throws {
         try await writeReplacingAudios(audio.map { ($0.key, $0.value) }, beforeCommit: beforeCommit) { db in
-            guard try Book.fetchCount(db) == 0, try Clip.fetchCount(db) == 0 else { throw StoreError.notEmpty }
+            guard try Self.isEmpty(db) else { throw StoreError.notEmpty }
             let writer = EngineWriter(db: db, trashDirectory: "", historyDirectory: "")
             for backup in books {
                 try backup.book(uri: nil).insert(db)

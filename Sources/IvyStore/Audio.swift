@@ -50,7 +50,7 @@ enum AudioFiles {
 
     /// A fresh hidden name in `directory` for audio on its way in (a copy or a download).
     static func stagingPath(in directory: String) -> String {
-        directory + "/" + TransferFiles.incomingPrefix + "\(UUID().uuidString.lowercased()).mp3"
+        TransferFiles.incomingPath(in: directory)
     }
 
     /// Atomically puts a staged file at `destination`, replacing any file there.

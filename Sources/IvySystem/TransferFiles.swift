@@ -10,6 +10,12 @@ package enum TransferFiles {
     package static let uploadPrefix = ".upload-"
     package static let incomingPrefix = ".incoming-"
 
+    /// A fresh hidden name in `directory` for an MP3 on its way in (a copy, or one read out of
+    /// an archive), swept by `removeLeftovers` if it is never renamed into place.
+    package static func incomingPath(in directory: String) -> String {
+        directory + "/" + incomingPrefix + "\(UUID().uuidString.lowercased()).mp3"
+    }
+
     /// Removes what a killed run left in `directory`. Called under the sync lock, so no other
     /// transfer is using a `.download-` or `.upload-` file; an `.incoming-` one belongs to a
     /// command that takes no sync lock (`clip add`), so it goes only once its inode changed

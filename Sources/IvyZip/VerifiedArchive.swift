@@ -17,10 +17,6 @@ package struct VerifiedArchive: Sendable {
 
     package var ok: Bool { problems.isEmpty }
 
-    package init(problems: [String] = []) {
-        self.problems = problems
-    }
-
     /// Reads the archive at `path`. With `staging`, each MP3 is also copied there (0600) as it
     /// is checked; the caller removes those copies when it does not use them. Blocks: run it on
     /// the blocking pool.
@@ -75,15 +71,13 @@ package struct VerifiedArchive: Sendable {
             var head = Data()
             var data = Data()
             var output: FileHandle?
-            var staged: String?
             if name.format == .mp3, let staging, let clipID = name.key.clipID {
-                let target = staging + "/" + TransferFiles.incomingPrefix + UUID().uuidString.lowercased() + ".mp3"
+                let target = TransferFiles.incomingPath(in: staging)
                 guard
                     FileManager.default.createFile(
                         atPath: target, contents: nil, attributes: [.posixPermissions: 0o600])
                 else { throw StorageError(path: target, errno: errno) ?? CocoaError(.fileWriteUnknown) }
                 audio[clipID] = target
-                staged = target
                 output = try FileHandle(forWritingTo: URL(fileURLWithPath: target))
             }
             defer { try? output?.close() }
@@ -125,7 +119,7 @@ package struct VerifiedArchive: Sendable {
                 mp3s += 1
                 if !AudioRules.looksLikeMP3(head) { problems.append("\(file.name) is not an MP3") }
             default:
-                _ = staged
+                break
             }
         }
         for clip in clips where !bookIDs.contains(clip.bookID) {

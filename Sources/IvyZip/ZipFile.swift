@@ -11,7 +11,6 @@ package enum ZipFile {
     package struct Listed: Sendable, Equatable {
         package let name: String
         package let size: Int64
-        package let isFile: Bool
     }
 
     package enum Failure: Error, Equatable, Sendable {
@@ -126,7 +125,7 @@ package enum ZipFile {
             }
             let all = Array(archive)
             entries = all.map {
-                Listed(name: $0.path, size: Int64($0.uncompressedSize), isFile: $0.type == Entry.EntryType.file)
+                Listed(name: $0.path, size: Int64($0.uncompressedSize))
             }
             byName = Dictionary(all.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
         }

@@ -81,7 +81,7 @@ let package = Package(
         // The slot in the binary's read-only data that scripts/package writes a release's stamp into.
         .target(name: "IvyStamp"),
         // The `ivy` executable: builds the context from the process and runs IvyCommands on it.
-        .executableTarget(name: "IvyCLI", dependencies: ["IvyCore", "IvyCommands", "IvyStamp"]),
+        .executableTarget(name: "IvyCLI", dependencies: ["IvyCore", "IvyCommands", "IvyStamp", "IvySystem"]),
         // A loopback fake of Google's OAuth device flow and Drive v3, for tests, benchmarks
         // and trying ivy without a Google account.
         .target(

@@ -170,8 +170,10 @@ package actor EmulatorState {
     /// The most files one list page returns, whatever pageSize asks for.
     package var pageSizeCap: Int = 1000
     package var latencyMilliseconds: Int = 0
-    /// Seconds every answer's `Date` header is off real time: a Google whose clock disagrees
-    /// with the client's, as a machine without time synchronisation sees it (`ivy doctor`).
+    /// Seconds Google's clock is off the emulator's: a Google whose clock disagrees with the
+    /// client's, as a machine without time synchronisation sees it (`ivy doctor`). Every time
+    /// the emulator gives (answers' `Date` headers and files' times alike) is off by it: Google
+    /// has one clock.
     package private(set) var dateOffset: TimeInterval = 0
     /// Pings received at `/health/…`, in order.
     package internal(set) var healthPings: [HealthPing] = []
@@ -278,8 +280,11 @@ package actor EmulatorState {
 
     // MARK: clock and ids
 
-    /// The emulator's time, in whole milliseconds, from its one clock.
-    package func now() -> Date { clock.now() }
+    /// The emulator's time, in whole milliseconds, from its one clock (off by `dateOffset`).
+    package func now() -> Date {
+        let time = clock.now().timeIntervalSince1970 + dateOffset
+        return Date(timeIntervalSince1970: (time * 1000).rounded(.down) / 1000)
+    }
 
     /// Moves the emulator's clock forward, to expire codes and tokens without waiting.
     package func advanceClock(by seconds: TimeInterval) { clock.advance(by: seconds) }

@@ -116,11 +116,10 @@ package struct EmulatorPipeline: Sendable {
         if method == "PUT", path == "/upload/drive/v3/files", let uploadID = query["upload_id"] {
             await state.sessionAnswered(reply, uploadID: uploadID)
         }
-        // Google dates every answer by its own clock. Real time, not the emulator's clock (which
-        // tests stop and move on to expire tokens), put off by the `dateOffset` knob; a fault
-        // rule's own `Date` stays.
+        // Google dates every answer by the clock it dates files by (ivy takes its time from
+        // these): the emulator's, put off by the `dateOffset` knob; a fault rule's own `Date` stays.
         if !reply.headers.keys.contains(where: { $0.lowercased() == "date" }) {
-            reply.headers["Date"] = HTTPDate.string(Date().addingTimeInterval(await state.dateOffset))
+            reply.headers["Date"] = HTTPDate.string(await state.now())
         }
         let drop = truncated ? 0 : fault?.dropAfterBytes
         // The control API is the test talking, not ivy: it stays out of the log.

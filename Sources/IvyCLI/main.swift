@@ -2,6 +2,7 @@ import Foundation
 import IvyCommands
 import IvyCore
 import IvyStamp
+import IvySystem
 import Synchronization
 
 // The one place ivy reads its process: environment, terminal, descriptors, clock.
@@ -84,7 +85,10 @@ let context = Context(
     environment: environment,
     workingDirectory: FileManager.default.currentDirectoryPath,
     readLine: { Swift.readLine() },
-    clock: WallClock { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) },
+    clock: WallClock(
+        google: GoogleTime(
+            wall: { Milliseconds((Date().timeIntervalSince1970 * 1000).rounded()) }, bootClock: BootClock.milliseconds,
+            boot: BootClock.bootID())),
     ids: .uuid,
     interruptions: interruptions,
     build: buildStamp(),

@@ -323,8 +323,9 @@ struct DoctorCommand: ContextCommand {
             let storage = DoctorRules.storage(
                 StorageQuota(response), libraryBytes: Self.bytes(under: home.paths.audioDirectory))
             add(storage.level, storage.check, storage.detail, storage.fix)
-            guard let date = response.headers["date"].flatMap(Self.httpDate) else { return true }
-            let skew = abs(home.clock.now() - date) / 1000
+            guard let date = response.headers["date"].flatMap(HTTPDateHeader.milliseconds) else { return true }
+            // This device's own clock: ivy records Google's time, but other programs use this one.
+            let skew = abs(home.clock.wall() - date) / 1000
             if skew >= 120 {
                 add(
                     .problem, "clock", "this clock is \(skew / 60) minutes off Google's (merges compare times)",
@@ -339,7 +340,6 @@ struct DoctorCommand: ContextCommand {
         }
     }
 
-    /// An HTTP `Date` header (`Tue, 03 Nov 2026 10:00:00 GMT`) in ms since the epoch.
     /// The bytes of the files under `path` (the library's MP3s), 0 when it cannot be read.
     private static func bytes(under path: String) -> Int64 {
         guard let files = FileManager.default.enumerator(atPath: path) else { return 0 }
@@ -349,14 +349,6 @@ struct DoctorCommand: ContextCommand {
             total += size?.int64Value ?? 0
         }
         return total
-    }
-
-    static func httpDate(_ text: String) -> Milliseconds? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        return formatter.date(from: text).map { Milliseconds(($0.timeIntervalSince1970 * 1000).rounded()) }
     }
 
     private static func checkLibraryState(

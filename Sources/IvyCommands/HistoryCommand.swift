@@ -106,6 +106,8 @@ struct HistoryCommand: ContextCommand {
         let entityType: String
         let entityID: String
         let source: String
+        /// `google` when `time` is Google's, `device` when this device's own clock gave it.
+        let clock: String
         let deleted: Bool
         let changed: [String]
         @Null var entity: JSONValue?
@@ -117,6 +119,7 @@ struct HistoryCommand: ContextCommand {
             entityType = version.key.kind.rawValue
             entityID = version.key.id
             source = version.source.rawValue
+            clock = version.sureClock ? "google" : "device"
             deleted = version.deleted
             changed = version.changed
             entity = version.object.map(JSONValue.object)
@@ -176,19 +179,29 @@ struct HistoryCommand: ContextCommand {
             home.output.table(
                 ["TIME", "VERSION", "SOURCE", "CHANGE"],
                 versions.map {
-                    [Display.time($0.recordedAt, zone: zone), String($0.id), $0.source.rawValue, Self.change($0)]
+                    [Display.time($0.recordedAt, zone: zone), String($0.id), Self.source($0), Self.change($0)]
                 })
         } else {
             home.output.table(
                 ["TIME", "VERSION", "SOURCE", "KIND", "ID", "CHANGE"],
                 versions.map {
                     [
-                        Display.time($0.recordedAt, zone: zone), String($0.id), $0.source.rawValue,
+                        Display.time($0.recordedAt, zone: zone), String($0.id), Self.source($0),
                         $0.key.kind.rawValue, $0.key.id, Self.change($0),
                     ]
                 })
         }
+        if versions.contains(where: { !$0.sureClock }) { home.output.line(Self.unsureNote) }
     }
+
+    /// Who wrote a version, marked when its time is this device's own clock's.
+    static func source(_ version: HistoryVersion) -> String {
+        version.source.rawValue + (version.sureClock ? "" : "*")
+    }
+
+    static let unsureNote =
+        "* dated by this device's own clock, not checked against Google's (ivy had not reached Google since the "
+        + "machine started, or another program wrote it): the order is right, the time may not be"
 
     /// The conflicts, newest first; looking at them marks them seen for `ivy status`, where the
     /// library can be written (a read-only one is listed all the same, and stays counted).
@@ -301,6 +314,7 @@ struct RestoreCommand: ContextCommand {
                     + "books and clips to restore)")
         }
         let library = try await home.library(readOnly: dryRun)
+        try await warnOfFutureVersions(library, now: now, home: home)
         var keys: [EntityKey]?
         if !ids.isEmpty {
             var found: [EntityKey] = []
@@ -340,6 +354,7 @@ struct RestoreCommand: ContextCommand {
     /// `--version N`: one book or clip back to that version; no question, as for named ids.
     private func restore(version: Int64, home: Home) async throws {
         let library = try await home.library(readOnly: dryRun)
+        try await warnOfFutureVersions(library, now: home.clock.now(), home: home)
         let result: RestoreResult
         if dryRun {
             result = try await library.restore(version: version, dryRun: true)
@@ -348,6 +363,18 @@ struct RestoreCommand: ContextCommand {
         }
         report(result, home: home, dryRun: dryRun, version: version)
         if !result.failed.isEmpty { throw ExitCode(IvyExit.partialFailure) }
+    }
+
+    /// A version dated after now was recorded while a clock ran ahead (this one, before ivy
+    /// learned Google's, or another program's): the restore still finds WHEN's place in the
+    /// order of changes, but a person choosing WHEN from `ivy history` should know.
+    private func warnOfFutureVersions(_ library: LibraryDatabase, now: Milliseconds, home: Home) async throws {
+        guard let latest = try await library.latestVersionTime(), latest > now + 60_000 else { return }
+        let zone = home.displayZone
+        home.output.error(
+            "warning: a version is dated \(Display.time(latest, zone: zone)), "
+                + "after now (\(Display.time(now, zone: zone))): a clock ran ahead when it was recorded. WHEN is placed in the order of changes, so everything "
+                + "written before the last version dated at or before WHEN counts as existing then, whatever its date.")
     }
 
     private static func unique(_ keys: [EntityKey]) -> [EntityKey] {
@@ -378,14 +405,24 @@ struct RestoreCommand: ContextCommand {
             // Named ids, and what could not be restored, are always said; what this library
             // did not know then is listed by a dry run and counted otherwise.
             guard !ids.isEmpty || version != nil || failed || dryRun else { continue }
-            let text = reason.replacingOccurrences(of: "WHEN", with: when)
-            home.output.line((failed ? "could not restore " : "left ") + "\(key): " + Display.cell(text))
+            var text = reason.replacingOccurrences(of: "WHEN", with: when)
+            if let made = result.madeAt[key] {
+                text = text.replacingOccurrences(of: "MADE", with: Display.time(made, zone: home.displayZone))
+            }
+            home.output.line((failed ? "could not restore " : "left ") + "\(key): " + text)
         }
         if ids.isEmpty, version == nil, !dryRun, !unknown.isEmpty {
             let things = unknown.count == 1 ? "1 book or clip" : "\(unknown.count) books and clips"
             home.output.line(
                 "Left \(things) as they are: this library has no version of them at \(when), and they were made "
                     + "before it (`--dry-run` lists them).")
+        }
+        let doubted = result.madeAt.count
+        if ids.isEmpty, version == nil, !dryRun, doubted > 0 {
+            let things = doubted == 1 ? "1 book or clip" : "\(doubted) books and clips"
+            home.output.line(
+                "Left \(things) as they are: dated after \(when) by clocks ivy cannot check against Google's, "
+                    + "they may have existed then (`--dry-run` says why).")
         }
         let count = result.changes.count
         let things = count == 1 ? "1 book or clip" : "\(count) books and clips"

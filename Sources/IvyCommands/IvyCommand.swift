@@ -222,8 +222,12 @@ struct Home {
         }
     }
 
+    /// What ivy's Google clients use; every answer's `Date` teaches the clock Google's time.
     var google: GoogleEffects {
-        GoogleEffects(transport: URLSessionTransport(), clock: clock, sleep: context.sleep)
+        let transport: any HTTPTransport =
+            clock.google.map { DatedTransport(URLSessionTransport(), time: $0) }
+            ?? URLSessionTransport()
+        return GoogleEffects(transport: transport, clock: clock, sleep: context.sleep)
     }
 
     /// The door every sync of this home goes through (`ivy sync`, and each of its watch's),

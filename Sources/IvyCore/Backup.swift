@@ -23,15 +23,24 @@ extension StampedBackup {
     /// for a wrong clock: a day, beyond any time zone mistake or drift between syncs.
     package static var futureAllowance: Milliseconds { 86_400_000 }
 
-    /// The entity with a time more than `futureAllowance` ahead of `now` brought back to `now`
-    /// (a device whose clock was years ahead would otherwise win every later conflict), or
-    /// nil when neither time is that far ahead. Times from elsewhere are evidence, not law.
-    package func clampedToNow(_ now: Milliseconds) -> Self? {
-        let limit = now + Self.futureAllowance
+    /// How far a time written on another device may be ahead of when Google received its file:
+    /// a device writes a time, then uploads, so a later time came from a clock ahead of
+    /// Google's; a minute allows for a little drift.
+    package static var googleAllowance: Milliseconds { 60_000 }
+
+    /// The entity with its times bounded by Google's clock (DESIGN.md §12): never later than
+    /// when Google received the file (`received`, its `modifiedTime`) plus `googleAllowance`,
+    /// nor than `now` plus `futureAllowance` (a `modifiedTime` is a client's to set). A time
+    /// beyond the bound is taken as the time Google received it (a device whose clock ran ahead
+    /// would otherwise win every later conflict, and look made after moments it existed at);
+    /// nil when neither time is beyond it. Times from elsewhere are evidence, not law.
+    package func bounded(received: Milliseconds, now: Milliseconds) -> Self? {
+        let limit = min(received + Self.googleAllowance, now + Self.futureAllowance)
         guard updatedAt > limit || createdAt > limit else { return nil }
         var copy = self
-        if copy.updatedAt > limit { copy.updatedAt = now }
-        if copy.createdAt > limit { copy.createdAt = min(now, copy.updatedAt) }
+        let taken = min(received, now)
+        if copy.updatedAt > limit { copy.updatedAt = taken }
+        if copy.createdAt > limit { copy.createdAt = min(taken, copy.updatedAt) }
         return copy
     }
 }

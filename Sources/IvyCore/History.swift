@@ -48,22 +48,21 @@ package enum History {
 
     /// Staggered retention, as Syncthing's versioning: every version of the last hour, then
     /// the newest of each hour for a day, of each day for 30 days, of each week up to `days`;
-    /// none older. Ages count back from `newest`, the time of the library's newest version,
-    /// not from the clock (restic's rule: an idle machine, or one whose clock stepped, keeps
-    /// its past). "Newest" among one entity's versions is the order they were written in (their
-    /// ids), never their recorded times. The newest version of an entity that exists (its
-    /// current state) is always kept; so is the newest version of a deleted one (its
-    /// tombstone) and the state before it while the tombstone is younger than `days`. At 0
-    /// days history is off: everything goes. `versions` are one entity's; returns the ids to
-    /// remove.
+    /// none older. Ages count back from `newest`, the time of the library's newest version not
+    /// in the future, not from the clock (restic's rule: an idle machine, or one whose clock
+    /// stepped, keeps its past). "Newest" among one entity's versions is the order they were
+    /// written in (their ids), never their recorded times; the times given date each version as
+    /// the store works it out (never older than a version written before it). The newest
+    /// version of an entity that exists (its current state) is always kept; so is the newest
+    /// version of a deleted one (its tombstone) and the state before it while the tombstone is
+    /// younger than `days`. At 0 days history is off: everything goes. `versions` are one
+    /// entity's; returns the ids to remove.
     package static func prunable(_ versions: [Version], newest reference: Milliseconds, days: Int) -> [Int64] {
         guard days > 0 else { return versions.map(\.id) }
         let newestFirst = versions.sorted { $0.id > $1.id }
         guard let newest = newestFirst.first else { return [] }
         let limit = Milliseconds(days) * day
-        // Recorded times never go backwards in id order (the triggers clamp them), but a
-        // library written before they did may hold one that does: a version's age is never
-        // less than that of a version written after it.
+        // A version's age is never less than that of a version written after it.
         var floorTime = Milliseconds.max
         var keep: Set<Int64> = [newest.id]
         if newest.deleted {

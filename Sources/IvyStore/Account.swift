@@ -24,6 +24,9 @@ package enum InternalSetting: String, Sendable, CaseIterable {
     case historyPrunedAt = "history_pruned_at"
     /// How the last health-check ping went (`HealthPingRecord`, as JSON).
     case lastHealthPing = "last_health_ping"
+    /// What is known of Google's clock against this boot's clock (`GoogleTimeRange.text`), so
+    /// that every run of this boot records Google's time, not one it learns only when it syncs.
+    case googleTime = "google_time"
 }
 
 extension LibraryDatabase {

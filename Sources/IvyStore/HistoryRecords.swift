@@ -16,6 +16,9 @@ package struct HistoryVersion: Sendable, Equatable {
     package let audioMD5: String?
     /// The fields that differ from the version before it (all of them for a first version).
     package let changed: [String]
+    /// Whether `recordedAt` is Google's time; false when this device's own clock gave it (it
+    /// had not reached Google since it booted, another program wrote, or an older ivy did).
+    package var sureClock = true
 
     package var deleted: Bool { json == nil }
 
@@ -83,6 +86,8 @@ package struct RestoreResult: Sendable, Equatable {
     /// The books and clips that should have changed and could not (an MP3 no longer kept, a
     /// version that no longer reads): the restore is incomplete.
     package var failed: [EntityKey] = []
+    /// When those left on doubt were made, as far as their times say (`MADE` in their reason).
+    package var madeAt: [EntityKey: Milliseconds] = [:]
 
     package static func == (lhs: RestoreResult, rhs: RestoreResult) -> Bool {
         lhs.at == rhs.at && lhs.changes == rhs.changes

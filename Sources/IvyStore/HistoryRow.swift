@@ -14,6 +14,8 @@ struct HistoryRow: SnakeCaseColumns {
     var source: String
     var json: String?
     var audioMD5: String?
+    /// Which clock dated it (`google`, `device`); none for versions older ivy recorded.
+    var clock: String?
     var previousID: Int64?
     var previousJSON: String?
     var previousMD5: String?
@@ -39,6 +41,6 @@ struct HistoryRow: SnakeCaseColumns {
     private func version(changed: [String]) -> HistoryVersion {
         HistoryVersion(
             id: id, key: key, recordedAt: recordedAt, source: HistorySource(rawValue: source) ?? .here,
-            json: json.map { Data($0.utf8) }, audioMD5: audioMD5, changed: changed)
+            json: json.map { Data($0.utf8) }, audioMD5: audioMD5, changed: changed, sureClock: clock == "google")
     }
 }

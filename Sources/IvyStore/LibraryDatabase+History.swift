@@ -31,9 +31,10 @@ extension LibraryDatabase {
         paths.historyDirectory + "/" + md5 + ".mp3"
     }
 
-    /// Versions, newest (last written) first: of one entity (`key`), or of the whole library; only those
-    /// recorded in `since...until` when given. Each says what it changed from the version
-    /// before it, whenever that was recorded.
+    /// Versions, newest (last written) first: of one entity (`key`), or of the whole library;
+    /// only those written between the points of `since` and `until` in the order of changes,
+    /// when given. Each says what it changed from the version before it, whenever that was
+    /// recorded.
     package func history(
         of key: EntityKey? = nil, since: Milliseconds? = nil, until: Milliseconds? = nil
     ) async throws -> [HistoryVersion] {
@@ -45,13 +46,16 @@ extension LibraryDatabase {
                 conditions.append("h.entity_type = ? AND h.entity_id = ?")
                 _ = arguments.append(contentsOf: [key.kind.rawValue, key.id])
             }
+            // Each moment is a point in the order of changes (`HistoryPoint`): from the first
+            // version written after the last one recorded before `since`, up to the last one
+            // recorded at or before `until`, whatever a wrong clock wrote on those between.
             if let since {
-                conditions.append("h.recorded_at >= ?")
-                _ = arguments.append(contentsOf: [since])
+                conditions.append("h.id > ?")
+                _ = arguments.append(contentsOf: [try HistoryPoint.at(since - 1, in: db) ?? 0])
             }
             if let until {
-                conditions.append("h.recorded_at <= ?")
-                _ = arguments.append(contentsOf: [until])
+                conditions.append("h.id <= ?")
+                _ = arguments.append(contentsOf: [try HistoryPoint.at(until, in: db) ?? 0])
             }
             let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
             return try HistoryRow.fetchAll(
@@ -67,6 +71,15 @@ extension LibraryDatabase {
                     """,
                 arguments: arguments
             ).map(\.versionWithChanges)
+        }
+    }
+
+    /// The latest time any kept version is dated (the newest by the order of changes may be
+    /// dated earlier, when a clock ran ahead before it); nil with no history.
+    package func latestVersionTime() async throws -> Milliseconds? {
+        try await read { db in
+            guard try db.tableExists("history") else { return nil }
+            return try Milliseconds.fetchOne(db, sql: "SELECT max(recorded_at) FROM history")
         }
     }
 

@@ -218,7 +218,7 @@ private struct RestorePlanner {
             library = try everything()
             wanted = Set(targets.keys).union(library.keys).sorted()
         }
-        var earliest: [EntityKey: Milliseconds]?
+        var evidence: Evidence?
         for key in wanted {
             let current =
                 keys == nil
@@ -237,21 +237,16 @@ private struct RestorePlanner {
                 if keys != nil { plan.result.skipped.append((key, "it did not exist then, and does not now")) }
                 continue
             }
-            // Deleted at that moment, or made after it: only a whole-library restore removes
-            // it. "Made after" is when it was made (the earliest time it or any version of it
-            // carries), never when it reached this library: a device that joined late, or
-            // was offline, has no version of what others made before it heard of them.
-            let madeAfter: Bool
-            if let version = targets[key] {
-                madeAfter = version.deleted
-            } else {
-                if keys != nil || earliest == nil { earliest = try earliestEvidence(keys == nil ? nil : [key]) }
-                let made = min(createdAt(current) ?? .max, earliest?[key] ?? .max)
-                madeAfter = made > at
-            }
-            guard madeAfter else {
-                plan.result.skipped.append((key, RestoreResult.unknownThen))
-                continue
+            // Deleted at that point of the order of changes, or made after it: only a
+            // whole-library restore removes it, and only on evidence (`Evidence.doubt`).
+            if targets[key] == nil {
+                if keys != nil || evidence == nil { evidence = try Evidence(db: db, keys: keys == nil ? nil : [key]) }
+                let made = evidence?.made(key, createdAt: createdAt(current))
+                if let doubt = evidence?.doubt(key, made: made, at: at) {
+                    plan.result.skipped.append((key, doubt))
+                    if doubt != RestoreResult.unknownThen, let made { plan.result.madeAt[key] = made }
+                    continue
+                }
             }
             guard keys == nil else {
                 plan.result.skipped.append((key, "it did not exist then; only a whole-library restore deletes it"))
@@ -312,44 +307,18 @@ private struct RestorePlanner {
         if let audioSource, let clipID = key.clipID { plan.audio[clipID] = audioSource }
     }
 
-    /// The earliest time each entity (of `keys`, or all) is known to have existed by: the
-    /// least `created_at` or `updated_at` any of its versions carries.
-    func earliestEvidence(_ keys: [EntityKey]?) throws -> [EntityKey: Milliseconds] {
-        var filter = ""
-        var arguments: StatementArguments = []
-        if let keys {
-            filter = "AND entity_id IN (\(keys.map { _ in "?" }.joined(separator: ",")))"
-            arguments = StatementArguments(keys.map(\.id))
-        }
-        let rows = try Row.fetchAll(
-            db,
-            sql: """
-                SELECT entity_type, entity_id, min(min(
-                    coalesce(json_extract(json, '$.created_at'), 9e18),
-                    coalesce(json_extract(json, '$.updated_at'), 9e18))) AS earliest
-                FROM history WHERE json IS NOT NULL AND json_valid(json) \(filter)
-                GROUP BY entity_type, entity_id
-                """,
-            arguments: arguments)
-        var earliest: [EntityKey: Milliseconds] = [:]
-        for row in rows {
-            guard let kind = EntityKind(rawValue: row["entity_type"] ?? ""), let value = row["earliest"] as Double?,
-                value.isFinite, value < 9e18
-            else { continue }
-            earliest[EntityKey(kind, row["entity_id"] ?? "")] = Milliseconds(value)
-        }
-        return earliest
-    }
-
     /// Every book and clip as it is now, with its unknown keys.
     func everything() throws -> [EntityKey: TrashedEntity] {
         try LibraryDatabase.allEntities(in: db)
     }
 
-    /// The newest version of each entity recorded at or before the moment (or the pinned one).
+    /// The newest version of each entity at the moment's point in the order of changes (or
+    /// the pinned one): everything written up to the last version recorded at or before the
+    /// moment, whatever time a wrong clock wrote on it (ARCHITECTURE.md, "History").
     func versionsAt() throws -> [EntityKey: HistoryVersion] {
         var filter = ""
-        var arguments: StatementArguments = [at]
+        let point = try HistoryPoint.at(at, in: db) ?? 0
+        var arguments: StatementArguments = [point]
         if let keys {
             filter = "AND entity_id IN (\(keys.map { _ in "?" }.joined(separator: ",")))"
             _ = arguments.append(contentsOf: StatementArguments(keys.map(\.id)))
@@ -360,7 +329,7 @@ private struct RestorePlanner {
                 db,
                 sql: """
                     SELECT h.* FROM history h JOIN (
-                        SELECT max(id) AS id FROM history WHERE recorded_at <= ? \(filter)
+                        SELECT max(id) AS id FROM history WHERE id <= ? \(filter)
                         GROUP BY entity_type, entity_id) m ON h.id = m.id
                     """,
                 arguments: arguments)
@@ -403,5 +372,96 @@ private struct RestorePlanner {
         let before = History.object(current.encoded()) ?? [:]
         let after = History.object(target.encoded()) ?? [:]
         return History.changedFields(from: before, to: after)
+    }
+}
+
+/// A moment's place in the order of changes (DESIGN.md §12): the last version recorded at or
+/// before it. Everything written up to there existed then, whatever its label says.
+enum HistoryPoint {
+    /// The id of the last version recorded at or before `moment`; nil when none was.
+    static func at(_ moment: Milliseconds, in db: Database) throws -> Int64? {
+        try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT max(id) FROM history WHERE recorded_at <= ?"), arguments: [moment])
+    }
+}
+
+/// What a restore knows of when each entity it has no version of at the moment was made.
+/// It deletes one only on positive evidence that it was made after the moment; on doubt it
+/// leaves it and says why (DESIGN.md §12).
+private struct Evidence {
+    /// How the first version this library recorded of each entity came: who wrote it, how,
+    /// and by which clock.
+    struct First {
+        let source: String
+        let operation: String
+        let clock: String?
+    }
+
+    var first: [EntityKey: First] = [:]
+    /// The earliest `created_at` or `updated_at` any version of each entity carries.
+    var earliest: [EntityKey: Milliseconds] = [:]
+
+    init(db: Database, keys: [EntityKey]?) throws {
+        var filter = ""
+        var arguments: StatementArguments = []
+        if let keys {
+            filter = "WHERE entity_id IN (\(keys.map { _ in "?" }.joined(separator: ",")))"
+            arguments = StatementArguments(keys.map(\.id))
+        }
+        for row in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT h.entity_type, h.entity_id, h.source, h.operation, h.clock FROM history h
+                JOIN (SELECT min(id) AS id FROM history \(filter) GROUP BY entity_type, entity_id) f ON h.id = f.id
+                """,
+            arguments: arguments)
+        {
+            guard let kind = EntityKind(rawValue: row["entity_type"] ?? "") else { continue }
+            first[EntityKey(kind, row["entity_id"] ?? "")] = First(
+                source: row["source"] ?? "", operation: row["operation"] ?? "", clock: row["clock"])
+        }
+        let condition = filter.isEmpty ? "WHERE" : filter + " AND"
+        for row in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT entity_type, entity_id, min(min(
+                    coalesce(json_extract(json, '$.created_at'), 9e18),
+                    coalesce(json_extract(json, '$.updated_at'), 9e18))) AS earliest
+                FROM history \(condition) json IS NOT NULL AND json_valid(json)
+                GROUP BY entity_type, entity_id
+                """,
+            arguments: arguments)
+        {
+            guard let kind = EntityKind(rawValue: row["entity_type"] ?? ""), let value = row["earliest"] as Double?,
+                value.isFinite, value < 9e18
+            else { continue }
+            earliest[EntityKey(kind, row["entity_id"] ?? "")] = Milliseconds(value)
+        }
+    }
+
+    /// Why the entity, which this library has no version of at `moment`, is left as it is;
+    /// nil when it was made after the moment: this device made it after that point in its
+    /// order of changes, or Drive brought it with times that Google's clock bounds (a
+    /// download by this ivy, `StampedBackup.bounded`) and that are later than the moment. A
+    /// version an older ivy downloaded, another program's row, or one a restore or import
+    /// made carries times nothing checked: no evidence.
+    func doubt(_ key: EntityKey, made: Milliseconds?, at moment: Milliseconds) -> String? {
+        guard let made, made > moment else { return RestoreResult.unknownThen }
+        guard let first = first[key] else {
+            return "no version of it is kept here, so when it was made is unknown; left as is"
+        }
+        if first.source == HistorySource.here.rawValue && first.operation == "insert" { return nil }
+        guard first.source == HistorySource.drive.rawValue, first.clock != nil else {
+            return "dated MADE by a clock ivy could not check against Google's, so it may have existed at WHEN; "
+                + "left as is"
+        }
+        return nil
+    }
+
+    /// When the entity was made, as far as its times say: the earliest it or any of its
+    /// versions carries.
+    func made(_ key: EntityKey, createdAt: Milliseconds?) -> Milliseconds? {
+        let made = min(createdAt ?? .max, earliest[key] ?? .max)
+        return made == .max ? nil : made
     }
 }

@@ -8,11 +8,13 @@ extension LibraryDatabase {
     /// when the last pruning is `every` old by this clock (or the clock is behind it: it
     /// stepped back). At the end of a sync it is due hourly (a watch syncs every few seconds;
     /// retention's smallest step is an hour); when a command opens the library, daily, so a
-    /// device that no longer syncs (signed out for months) prunes too. Returns how many
-    /// versions went.
+    /// device that no longer syncs (signed out for months) prunes too. Never on a clock that
+    /// was not checked against Google's since the machine started (DESIGN.md §12: a clock that
+    /// ran ahead would age the whole past at once). Returns how many versions went.
     @discardableResult
     package func pruneHistoryIfDue(days: Int, every interval: Milliseconds = 3_600_000) async throws -> Int {
-        let now = clock.now()
+        let reading = clock.reading()
+        let now = reading.now
         if days <= 0 {
             let kept = try await read { db in
                 try db.tableExists("history")
@@ -22,6 +24,7 @@ extension LibraryDatabase {
             guard kept || !files.isEmpty else { return 0 }
             return try await pruneHistory(days: 0)
         }
+        guard reading.sure else { return 0 }
         let last = try await internalSetting(.historyPrunedAt).flatMap { Milliseconds($0) } ?? 0
         guard now - last >= interval || now < last else { return 0 }
         let removed = try await pruneHistory(days: days)
@@ -29,10 +32,15 @@ extension LibraryDatabase {
         return removed
     }
 
-    /// Prunes the history as `History.prunable` says for `days` (`history_days`), ages counted
-    /// back from the newest version, and removes the MP3s no kept version names once they are
-    /// an hour old (a younger one may belong to a change not committed yet). Returns how many
-    /// versions went.
+    /// Prunes the history as `History.prunable` says for `days` (`history_days`), and removes
+    /// the MP3s no kept version names once they are an hour old (a younger one may belong to a
+    /// change not committed yet). Returns how many versions went.
+    ///
+    /// Ages count back from the newest version that is not in the future (`History.reference`),
+    /// and a version is never taken for older than the last one not in the future written
+    /// before it (a version dated by a clock far behind cannot age its past, nor one far
+    /// ahead re-date what follows it). When the version written last is dated after now, this
+    /// clock is behind it and nothing is pruned.
     @discardableResult
     package func pruneHistory(days: Int) async throws -> Int {
         let now = clock.now()
@@ -42,17 +50,26 @@ extension LibraryDatabase {
                 try db.execute(sql: "DELETE FROM history")
                 return db.changesCount
             }
-            let newest = try Milliseconds.fetchOne(db, sql: "SELECT max(recorded_at) FROM history") ?? now
-            // Only entities with a version old enough to be pruned are looked at.
+            let last = try Milliseconds.fetchOne(db, sql: "SELECT recorded_at FROM history ORDER BY id DESC LIMIT 1")
+            guard let last, last <= now,
+                let newest = try Milliseconds.fetchOne(
+                    db, sql: "SELECT max(recorded_at) FROM history WHERE recorded_at <= ?", arguments: [now])
+            else { return 0 }
+            // Only entities with a version old enough to be pruned are looked at; each version's
+            // age is that of the latest time not in the future written up to it.
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT id, entity_type, entity_id, recorded_at, json IS NULL AS deleted FROM history
+                    SELECT id, entity_type, entity_id, coalesce(dated, :newest) AS recorded_at, deleted FROM (
+                        SELECT id, entity_type, entity_id, json IS NULL AS deleted,
+                            max(CASE WHEN recorded_at <= :newest THEN recorded_at END)
+                                OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS dated
+                        FROM history)
                     WHERE (entity_type, entity_id) IN
-                        (SELECT entity_type, entity_id FROM history WHERE recorded_at < ?)
+                        (SELECT entity_type, entity_id FROM history WHERE recorded_at < :old)
                     ORDER BY entity_type, entity_id
                     """,
-                arguments: [newest - 3_600_000])
+                arguments: ["newest": newest, "old": newest - 3_600_000])
             var prunable: [Int64] = []
             var current: [History.Version] = []
             var currentKey: String?

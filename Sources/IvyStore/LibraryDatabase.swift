@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 package import IvyCore
 package import IvySystem
+import Synchronization
 
 /// The library database, `library.db`, and the clip audio beside it.
 ///
@@ -13,6 +14,9 @@ package final class LibraryDatabase: Sendable {
     /// when there is no file yet) for the commands that only read.
     let pool: any DatabaseWriter
     package let clock: WallClock
+    /// The range of Google's time last kept in the library (`InternalSetting.googleTime`): a
+    /// write keeps it again when the clock has learned more.
+    private let keptGoogleTime = Mutex<GoogleTimeRange?>(nil)
 
     /// How long a write waits for another process that holds the database lock.
     static let busyTimeout: TimeInterval = 10
@@ -32,6 +36,7 @@ package final class LibraryDatabase: Sendable {
     package convenience init(paths: IvyPaths, clock: WallClock, access: Access = .readWrite) async throws {
         let pool = try await BlockingExecutor.blocking { try LibraryDatabase.connect(paths, access) }
         self.init(paths: paths, clock: clock, pool: pool)
+        try await adoptGoogleTime()
         if access == .readWrite { try await recoverAudioReplacements() }
     }
 
@@ -229,15 +234,47 @@ package final class LibraryDatabase: Sendable {
     /// Runs a write transaction, turning SQLite's refusals into messages that name the library.
     /// The caller suspends while GRDB runs `updates` on the writer's own queue; a cancelled
     /// task interrupts it and gets `CancellationError`.
+    ///
+    /// The history's triggers date the versions the transaction records by ivy's clock
+    /// (Google's when known, `history_clock`), and what the clock learned of Google's time since
+    /// it was last kept is kept with it.
     func write<T: Sendable>(_ updates: @Sendable (Database) throws -> T) async throws -> T {
+        let reading = clock.reading()
+        let learned = clock.google?.range
+        let keep = learned != nil && keptGoogleTime.withLock { $0 } != learned
         do {
-            return try await pool.write { db in
+            let result = try await pool.write { db in
                 BlockingCalls.check("a library write")
-                return try updates(db)
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO history_clock (id, now, sure) VALUES (1, ?, ?)",
+                    arguments: [reading.now, reading.sure])
+                if keep, let learned {
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)",
+                        arguments: [InternalSetting.googleTime.rawValue, learned.text])
+                }
+                let result = try updates(db)
+                try db.execute(sql: "DELETE FROM history_clock")
+                return result
             }
+            if keep { keptGoogleTime.withLock { $0 = learned } }
+            return result
         } catch {
             throw describing(error)
         }
+    }
+
+    /// Takes what an earlier run of this boot learned of Google's time (a library written by
+    /// an older ivy has none).
+    private func adoptGoogleTime() async throws {
+        guard let google = clock.google else { return }
+        let text = try await read { db in
+            try String.fetchOne(
+                db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [InternalSetting.googleTime.rawValue])
+        }
+        guard let kept = text.flatMap(GoogleTimeRange.init(text:)) else { return }
+        google.adopt(kept)
+        keptGoogleTime.withLock { $0 = kept }
     }
 
     /// Runs a read transaction (a snapshot, while writes go on) on a reader's own queue.

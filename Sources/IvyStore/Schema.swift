@@ -72,6 +72,9 @@ enum Schema {
         migrator.registerMigration("merge conflicts: the version of the take not kept") { db in
             try db.execute(sql: lostTakeVersion)
         }
+        migrator.registerMigration("history: dated by Google's clock, in the order of changes") { db in
+            try db.execute(sql: googleClock)
+        }
         return migrator
     }
 
@@ -410,20 +413,58 @@ enum Schema {
         ALTER TABLE trash ADD COLUMN history_mark INTEGER;
         """
 
+    /// The time a version is recorded at: ivy's clock as the writing transaction read it
+    /// (`history_clock`: Google's time when known), else this device's clock (another program
+    /// writing). Never clamped: a label a wrong clock gave stays on its own version, and the
+    /// order of changes is the rows' ids (ARCHITECTURE.md, "History").
+    private static let recordedNow = "coalesce((SELECT now FROM history_clock), \(nowMilliseconds))"
+
+    /// Which clock dated a version: `google`, or `device` (this device's own, unchecked).
+    private static let recordedClock =
+        "coalesce((SELECT CASE WHEN sure THEN 'google' ELSE 'device' END FROM history_clock), 'device')"
+
+    /// History dated by Google's clock (DESIGN.md §12):
+    /// - `history_clock` holds, only inside an ivy write transaction, the time that
+    ///   transaction records (`LibraryDatabase.write`) and whether it is Google's;
+    /// - `history.clock` says which clock dated each version (NULL: recorded before this, by
+    ///   this device's clock, clamped to never go backwards);
+    /// - the triggers record those instead of a clamped wall clock.
+    private static let googleClock = """
+        CREATE TABLE history_clock (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            now INTEGER NOT NULL,
+            sure INTEGER NOT NULL CHECK (sure IN (0, 1))
+        );
+        ALTER TABLE history ADD COLUMN clock TEXT CHECK (clock IN ('google', 'device'));
+        DROP TRIGGER books_history_insert;
+        DROP TRIGGER books_history_update;
+        DROP TRIGGER books_history_delete;
+        DROP TRIGGER clips_history_insert;
+        DROP TRIGGER clips_history_update;
+        DROP TRIGGER clips_history_delete;
+        \(history(
+            table: "books", kind: "book", columns: bookColumns, json: bookJSON, recordedAt: recordedNow,
+            clock: recordedClock))
+        \(history(
+            table: "clips", kind: "clip", columns: clipColumns, json: clipJSON, recordedAt: recordedNow,
+            clock: recordedClock))
+        """
+
     /// A version of one clip (the argument, its id) as its row is now, recorded as the history
     /// triggers record an update: for a change of its MP3 alone, which no trigger sees
     /// (`HistoryAudio.recordAudioChanges`).
     static let clipVersionNow = """
-        INSERT INTO history (entity_type, entity_id, recorded_at, source, operation, json)
-        SELECT 'clip', id, \(clampedNow), \(historySource), 'update', \(clipJSON("clips.")) FROM clips WHERE id = ?
+        INSERT INTO history (entity_type, entity_id, recorded_at, source, operation, json, clock)
+        SELECT 'clip', id, \(recordedNow), \(historySource), 'update', \(clipJSON("clips.")), \(recordedClock)
+        FROM clips WHERE id = ?
         """
 
     /// A version of one clip (arguments: its id, the operation, its backup JSON) whose MP3 is
     /// the one kept in the history as `<md5>.mp3` (the last argument): another take of its
     /// audio that lost to a newer one (`EngineWriter.keepOtherTakes`).
     static let clipVersionWithAudio = """
-        INSERT INTO history (entity_type, entity_id, recorded_at, source, operation, json, audio_md5)
-        VALUES ('clip', ?, \(clampedNow), \(historySource), ?, ?, ?)
+        INSERT INTO history (entity_type, entity_id, recorded_at, source, operation, json, audio_md5, clock)
+        VALUES ('clip', ?, \(recordedNow), \(historySource), ?, ?, ?, \(recordedClock))
         """
 
     /// The merge conflicts (see `ConflictRecord`): per field a merge settled by a rule, the value
@@ -496,14 +537,21 @@ enum Schema {
     /// tombstone after each delete, in the writer's transaction.
     private static func history(
         table: String, kind: String, columns: [String], json: (String) -> String,
-        recordedAt: String = nowMilliseconds
+        recordedAt: String = nowMilliseconds, clock: String? = nil
     ) -> String {
         let changed = columns.map { "OLD.\($0) IS NOT NEW.\($0)" }.joined(separator: " OR ")
         func record(_ id: String, _ operation: String, _ json: String) -> String {
-            """
-            INSERT INTO history (entity_type, entity_id, recorded_at, source, operation, json)
-                VALUES ('\(kind)', \(id), \(recordedAt), \(historySource), '\(operation)', \(json));
-            """
+            // The migrations before `googleClock` made these without the clock column.
+            guard let clock else {
+                return """
+                    INSERT INTO history (entity_type, entity_id, recorded_at, source, operation, json)
+                        VALUES ('\(kind)', \(id), \(recordedAt), \(historySource), '\(operation)', \(json));
+                    """
+            }
+            return """
+                INSERT INTO history (entity_type, entity_id, recorded_at, source, operation, json, clock)
+                    VALUES ('\(kind)', \(id), \(recordedAt), \(historySource), '\(operation)', \(json), \(clock));
+                """
         }
         return """
             CREATE TRIGGER \(table)_history_insert AFTER INSERT ON \(table)

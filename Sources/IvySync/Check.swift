@@ -359,11 +359,11 @@ package struct BackupChecker: Sendable {
         }
     }
 
-    /// Drive's copy as a sync takes it: a time more than a day ahead of this clock was taken as
-    /// the time it was downloaded (`clampedToNow`), so this library's own time there is no
-    /// difference.
-    private func asSynced<Backup: StampedBackup>(_ theirs: Backup, _ ours: Backup) -> Backup {
-        let limit = library.clock.now() + Backup.futureAllowance
+    /// Drive's copy as a sync takes it: a time beyond what Google's clock allows was taken as
+    /// the time Google received the file (`StampedBackup.bounded`), so this library's own time
+    /// there is no difference.
+    private func asSynced<Backup: StampedBackup>(_ theirs: Backup, _ ours: Backup, received: Milliseconds) -> Backup {
+        let limit = min(received + Backup.googleAllowance, library.clock.now() + Backup.futureAllowance)
         var copy = theirs
         if copy.updatedAt > limit { copy.updatedAt = ours.updatedAt }
         if copy.createdAt > limit { copy.createdAt = ours.createdAt }
@@ -390,9 +390,13 @@ package struct BackupChecker: Sendable {
         do {
             switch mine {
             case .book(let book):
-                theirs = try BackupCodec.encode(asSynced(try BackupCodec.decodeBook(data, expectedID: book.id), book))
+                theirs = try BackupCodec.encode(
+                    asSynced(
+                        try BackupCodec.decodeBook(data, expectedID: book.id), book, received: json.modifiedTime))
             case .clip(let clip):
-                theirs = try BackupCodec.encode(asSynced(try BackupCodec.decodeClip(data, expectedID: clip.id), clip))
+                theirs = try BackupCodec.encode(
+                    asSynced(
+                        try BackupCodec.decodeClip(data, expectedID: clip.id), clip, received: json.modifiedTime))
             }
         } catch {
             problem(

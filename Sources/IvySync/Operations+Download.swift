@@ -32,15 +32,16 @@ extension SyncEngine {
         } catch {
             throw SyncFailure.unusableRemote(file: json.name, reason: error.reason)
         }
-        guard let clamped = backup.clampedToNow(clock.now()) else {
+        guard let bounded = backup.bounded(received: json.modifiedTime, now: clock.now()) else {
             return Fetched(json: json, data: data, backup: backup)
         }
         logger.warning(
-            "a time on Drive is more than a day ahead of this clock; taken as now",
+            "a time on Drive is later than when Google received its file; taken as that time",
             metadata: [
                 "file": "\(json.name)", "updated_at": "\(backup.updatedAt)", "created_at": "\(backup.createdAt)",
+                "modified_time": "\(json.modifiedTime)",
             ])
-        return Fetched(json: json, data: data, backup: clamped)
+        return Fetched(json: json, data: data, backup: bounded)
     }
 
     /// What the copies of an entity on Drive were made from, to merge them against: the base,

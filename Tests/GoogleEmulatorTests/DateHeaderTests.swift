@@ -3,8 +3,9 @@ import GoogleEmulator
 import IvyTestSupport
 import Testing
 
-/// Google's `Date` header as the emulator serves it: real time, or off it by the `date_offset`
-/// knob, over live HTTP (`ivy doctor` compares this machine's clock with it).
+/// Google's `Date` header as the emulator serves it: the clock it dates files by, off real time
+/// by the `date_offset` knob, over live HTTP (`ivy doctor` compares this machine's clock with
+/// it, and ivy records Google's time from it).
 @Suite("The emulator's Date header")
 struct DateHeaderTests {
     /// An answer's `Date` header.
@@ -31,12 +32,18 @@ struct DateHeaderTests {
             sourceLocation: sourceLocation)
     }
 
-    @Test("every answer is dated by real time, then off it by date_offset; a fault rule's own Date stays")
+    @Test("every answer is dated by the emulator's clock, then off it by date_offset; a fault rule's own Date stays")
     func knob() async throws {
         try await withEmulatorClient(clock: .manual()) { google in
+            let token = try await google.signIn().access
+            // A manual clock (2026-01-01) dates answers as it dates files: Google has one clock.
+            let answer = try await google.request("GET", "/drive/v3/about?fields=user", token: token)
+            let date = try Self.date(answer.header("Date"))
+            #expect(abs(date.timeIntervalSince(EmulatorClock.epoch)) < 3600, "\(date)")
+        }
+        try await withEmulatorClient { google in
             let about = "/drive/v3/about?fields=user"
             let token = try await google.signIn().access
-            // The emulator's manual clock (2026-01-01) does not date answers.
             try await Self.dated(offset: 0) { try await google.request("GET", about, token: token).header("Date") }
 
             #expect(try await google.json("POST", "/_emulator/config", ["date_offset": -600]).status == 200)

@@ -96,37 +96,38 @@ extension HistoryCommandTests {
         let versions = try #require(try await ivy.run("history", book, "--json").json() as? [[String: Any]])
         let titles = versions.compactMap { ($0["entity"] as? [String: Any])?["title"] as? String }
         #expect(titles == ["Current", "Ahead", "First"], "newest first is the order written")
+        // Each version keeps the time its clock gave; the order is the order written.
         let times = try ivy.sql("SELECT recorded_at FROM history ORDER BY id").map { $0["recorded_at"] as Int64 }
-        #expect(times == times.sorted(), "recorded times never go backwards: \(times)")
+        #expect(times[1] > times[2] && times[0] < times[2], "no version re-dated: \(times)")
         let restored = try await ivy.runBinaryAsync("restore", "--at", "1m", "--yes")
         #expect(restored.status == 0 && restored.stdout.contains("Nothing to restore"), "\(restored.stdout)")
         #expect(try books(ivy)[book]?.title == "Current")
     }
 
-    @Test("a device that never syncs prunes its history when a command writes, at most once a day")
-    func prunedWithoutSync() async throws {
-        let ivy = try IvyHome()
-        // Three days ago, within a minute: three versions that one day's bucket keeps one of.
-        let book = try await writtenAt(
-            ivy, day: Self.utcDay(-3), [("First", "10:00:00"), ("Second", "10:00:20"), ("Third", "10:00:40")])
-        #expect(try ivy.count("SELECT count(*) FROM history") == 3, "pruned once that day, when nothing was old")
+    @Test("a device whose clock Google never checked prunes nothing; once a sync checks it, it prunes")
+    func prunedOnceChecked() async throws {
+        try await withEmulator { emulator in
+            let a = try await SignInHarness.signedIn(emulator)
+            // Three days ago, within a minute: three versions that one day's bucket keeps one of.
+            let book = try await writtenAt(
+                a.ivy, day: Self.utcDay(-3), [("First", "10:00:00"), ("Second", "10:00:20"), ("Third", "10:00:40")])
+            #expect(try await a.ivy.runBinaryAsync("book", "update", book, "--title", "Today").status == 0)
+            // Days later by this device's own clock, never checked against Google's: a clock
+            // that ran ahead would age the whole past at once, so nothing goes.
+            let later = try await a.ivy.runBinaryAsync(
+                ["config", "set", "history_days", "365"], through: Self.clock(startingAt: Self.utcDay(2) + " 00:00:00"))
+            #expect(later.status == 0, "\(later.stderr)")
+            #expect(try a.ivy.count("SELECT count(*) FROM history") == 4)
 
-        // Today a change; ages count back from the newest version, so the prune at today's
-        // first open (before the change) found nothing old. The first command that writes a
-        // full day later prunes (the day after tomorrow at midnight is a day after any hour
-        // now); no sync ever ran.
-        #expect(try await ivy.runBinaryAsync("book", "update", book, "--title", "Today").status == 0)
-        #expect(try ivy.count("SELECT count(*) FROM history") == 4)
-        let early = try await ivy.runBinaryAsync(
-            ["config", "set", "history_days", "365"], through: Self.clock(startingAt: Self.utcDay(0) + " 23:59:59"))
-        #expect(early.status == 0, "\(early.stderr)")
-        #expect(try ivy.count("SELECT count(*) FROM history") == 4, "not a day since today's prune")
-        let opened = try await ivy.runBinaryAsync(
-            ["config", "set", "history_days", "365"], through: Self.clock(startingAt: Self.utcDay(2) + " 00:00:00"))
-        #expect(opened.status == 0, "\(opened.stderr)")
-        let titles = try ivy.sql("SELECT json_extract(json, '$.title') AS title FROM history ORDER BY id")
-            .map { $0["title"] as String }
-        #expect(titles == ["Third", "Today"], "one of that day's versions, and the current one")
+            // Two days pass by Google's clock; a sync learns its time, and prunes at its end, the
+            // ages counted back from the newest version.
+            await emulator.state.advanceClock(by: 2 * 86_400)
+            let synced = try await a.ivy.runBinaryAsync("sync")
+            #expect(synced.status == 0, "\(synced.stderr)")
+            let titles = try a.ivy.sql("SELECT json_extract(json, '$.title') AS title FROM history ORDER BY id")
+                .map { $0["title"] as String }
+            #expect(titles == ["Third", "Today"], "one of that day's versions, and the current one")
+        }
     }
 
     @Test("a clip whose MP3 is missing is skipped and said, the rest is restored, and the exit status is 5")
@@ -199,7 +200,7 @@ extension HistoryCommandTests {
         }
     }
 
-    @Test("a time on Drive years ahead is taken as now and logged, and ivy check sees no difference")
+    @Test("a time on Drive years ahead is taken as when Google received it, logged, and ivy check sees no difference")
     func farFutureTime() async throws {
         try await withEmulator { emulator in
             let a = try await SignInHarness.signedIn(emulator)
@@ -214,7 +215,7 @@ extension HistoryCommandTests {
             let row = try #require(try b.ivy.sql("SELECT title, updated_at FROM books").first)
             #expect(row["title"] as String == "Dune II" && (row["updated_at"] as Int64) < limit)
             let log = try String(contentsOfFile: b.ivy.home + "/ivy.log", encoding: .utf8)
-            #expect(log.contains("more than a day ahead"), "\(log)")
+            #expect(log.contains("later than when Google received its file"), "\(log)")
             let check = try await b.ivy.runBinaryAsync("check", "--read-data")
             #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
         }

@@ -373,7 +373,8 @@ struct RestoreCommand: ContextCommand {
         let zone = home.displayZone
         home.output.error(
             "warning: a version is dated \(Display.time(latest, zone: zone)), "
-                + "after now (\(Display.time(now, zone: zone))): a clock ran ahead when it was recorded. WHEN is placed in the order of changes, so everything "
+                + "after now (\(Display.time(now, zone: zone))): a clock ran ahead when it was recorded. "
+                + "WHEN is placed in the order of changes, so everything "
                 + "written before the last version dated at or before WHEN counts as existing then, whatever its date.")
     }
 

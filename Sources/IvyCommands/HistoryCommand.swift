@@ -73,9 +73,13 @@ struct HistoryCommand: ContextCommand {
             library.db (here). A new MP3 is a version too, even with no field changed (a sync downloading one \
             that another program replaced alone on Drive included); an MP3 replaced or deleted is kept by its md5 \
             in history/, and one whose content is not that md5 is never restored. Newest first is the order the \
-            changes were written, whatever the clock said. Versions are kept staggered, counted back from the \
-            newest version: all of the last hour, one an hour for a day, one a day for 30 days, one a week up to \
-            history_days (default 365; 0 turns history off). WHEN is \(History.momentForms). \(localWhen)
+            changes were written, whatever the clock said. Times are Google's, carried by this machine's boot \
+            clock from Google's last answer; a version dated by this machine's own clock (ivy had not reached \
+            Google since it started) is marked * (--json: "clock": "device"). A WHEN is a point in the order of \
+            changes: the last version recorded at or before it. Versions are kept staggered, counted back from the \
+            newest version not in the future: all of the last hour, one an hour for a day, one a day for 30 days, \
+            one a week up to history_days (default 365; 0 turns history off); nothing is pruned on a clock not \
+            checked against Google's. WHEN is \(History.momentForms). \(localWhen)
 
             --conflicts lists, newest first, each field that a sync's merge settled by a rule because both sides \
             had changed it: the value kept, whose it was (here, drive, or both for joined notes), the value not \
@@ -199,9 +203,8 @@ struct HistoryCommand: ContextCommand {
         version.source.rawValue + (version.sureClock ? "" : "*")
     }
 
-    static let unsureNote =
-        "* dated by this device's own clock, not checked against Google's (ivy had not reached Google since the "
-        + "machine started, or another program wrote it): the order is right, the time may not be"
+    /// Under a table with a version `source` marked: why its time may be wrong.
+    static let unsureNote = "* dated by this machine's own clock, not checked against Google's"
 
     /// The conflicts, newest first; looking at them marks them seen for `ivy status`, where the
     /// library can be written (a read-only one is listed all the same, and stays counted).
@@ -257,10 +260,14 @@ struct RestoreCommand: ContextCommand {
         discussion: """
             Fields, existence and clip audio go back to the version each book or clip had at WHEN \
             (\(History.momentForms)), as a change made now: it is queued, with an updated_at later than what it \
-            replaces, so the next sync carries it to every device. A whole-library restore also deletes the books \
-            (hidden, as book delete does, their uri kept) and clips made after WHEN, by when they were made \
-            (created_at), never by when they reached this device: what this device knew nothing of at WHEN (it \
-            joined later, or was offline) is left as it is, and --dry-run lists it. It asks first on a terminal and \
+            replaces, so the next sync carries it to every device. WHEN is a point in the order of changes: \
+            everything written up to the last version recorded at or before it existed then, even when a clock \
+            that ran ahead dated it later (the restore warns when a version is dated after now). A whole-library \
+            restore also deletes the books (hidden, as book delete does, their uri kept) and clips made after \
+            WHEN, on evidence only: made here after that point, or brought from Drive with a created_at after \
+            WHEN that Google's clock bounds. What this device knew nothing of at WHEN (it joined later, or was \
+            offline), and what only an unchecked clock dates after it, is left as it is, and --dry-run says \
+            why. It asks first on a terminal and \
             needs --yes elsewhere. A clip whose MP3 of then is no longer kept, or is missing here, is left as it is \
             and said, the rest is restored, and the exit status is 5. It is one transaction and is itself kept in \
             the history: restoring to a moment before it undoes it. It waits for a running sync. \(localWhen)

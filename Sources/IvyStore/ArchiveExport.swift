@@ -108,17 +108,18 @@ extension LibraryDatabase {
         return entities
     }
 
-    /// The newest version of every book and clip recorded at or before `moment`, in the
-    /// order changes were written (the greatest id), never by a clock.
+    /// The newest version of every book and clip at `moment`'s point in the order of changes
+    /// (`HistoryPoint`): the greatest id up to it, whatever time a wrong clock wrote on it.
     static func versions(at moment: Milliseconds, in db: Database) throws -> [HistoryVersion] {
-        try HistoryRow.fetchAll(
+        guard let point = try HistoryPoint.at(moment, in: db) else { return [] }
+        return try HistoryRow.fetchAll(
             db,
             sql: """
                 SELECT h.* FROM history h JOIN (
-                    SELECT max(id) AS id FROM history WHERE recorded_at <= ?
+                    SELECT max(id) AS id FROM history WHERE id <= ?
                     GROUP BY entity_type, entity_id) m ON h.id = m.id
                 """,
-            arguments: [moment]
+            arguments: [point]
         ).map(\.version)
     }
 }

@@ -48,7 +48,7 @@ extension HistoryCommandTests {
         #expect(versions.allSatisfy { $0.clock == "device" })
         #expect(versions[0].time.hasPrefix(day + "T10:10:00"), "\(versions)")
         let table = try await ivy.runBinaryAsync("history", book)
-        #expect(table.stdout.contains("here*") && table.stdout.contains("* dated by this device's own clock"))
+        #expect(table.stdout.contains("here*") && table.stdout.contains("* dated by this machine's own clock"))
 
         // A moment between the last rename and the second book is a point in the order of
         // changes: the rename made while the clock ran ahead was written before it, so it

@@ -156,7 +156,7 @@ struct HistoryCommandTests {
         #expect(library.lines.count == 4 && library.stdout.contains(book))
         // sqlite3 dated its version by this device's clock, which ivy did not check.
         #expect(newest["clock"] as? String == "device" && library.stdout.contains("here*"), "\(library.stdout)")
-        #expect(library.lines.last?.hasPrefix("* dated by this device's own clock") == true)
+        #expect(library.lines.last?.hasPrefix("* dated by this machine's own clock") == true)
 
         // Restore, then undo the restore by restoring to just before it.
         let beforeRestore = try moment(ivy)

@@ -382,6 +382,16 @@ enum Schema {
         SELECT 'clip', id, updated_at, 'here', 'existing', \(clipJSON("clips.")) FROM clips ORDER BY updated_at, id;
         """
 
+    /// Drops the history triggers, for a migration that makes them anew.
+    private static let dropHistoryTriggers = """
+        DROP TRIGGER books_history_insert;
+        DROP TRIGGER books_history_update;
+        DROP TRIGGER books_history_delete;
+        DROP TRIGGER clips_history_insert;
+        DROP TRIGGER clips_history_update;
+        DROP TRIGGER clips_history_delete;
+        """
+
     /// The time a version is recorded at: the clock's, but never before the newest version's,
     /// so recorded times follow the order of changes when the clock steps back (NTP after a
     /// clock that ran ahead). The times only label versions; the order is the rows' ids.
@@ -395,12 +405,7 @@ enum Schema {
     /// - a trash entry marks the newest version when it was kept, so "changed here since" is
     ///   a version recorded after that mark, not a comparison with another device's clock.
     private static let v11 = """
-        DROP TRIGGER books_history_insert;
-        DROP TRIGGER books_history_update;
-        DROP TRIGGER books_history_delete;
-        DROP TRIGGER clips_history_insert;
-        DROP TRIGGER clips_history_update;
-        DROP TRIGGER clips_history_delete;
+        \(dropHistoryTriggers)
         \(history(table: "books", kind: "book", columns: bookColumns, json: bookJSON, recordedAt: clampedNow))
         \(history(table: "clips", kind: "clip", columns: clipColumns, json: clipJSON, recordedAt: clampedNow))
         UPDATE history SET recorded_at = min(
@@ -436,12 +441,7 @@ enum Schema {
             sure INTEGER NOT NULL CHECK (sure IN (0, 1))
         );
         ALTER TABLE history ADD COLUMN clock TEXT CHECK (clock IN ('google', 'device'));
-        DROP TRIGGER books_history_insert;
-        DROP TRIGGER books_history_update;
-        DROP TRIGGER books_history_delete;
-        DROP TRIGGER clips_history_insert;
-        DROP TRIGGER clips_history_update;
-        DROP TRIGGER clips_history_delete;
+        \(dropHistoryTriggers)
         \(history(
             table: "books", kind: "book", columns: bookColumns, json: bookJSON, recordedAt: recordedNow,
             clock: recordedClock))

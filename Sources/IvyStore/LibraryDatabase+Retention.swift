@@ -36,8 +36,8 @@ extension LibraryDatabase {
     /// the MP3s no kept version names once they are an hour old (a younger one may belong to a
     /// change not committed yet). Returns how many versions went.
     ///
-    /// Ages count back from the newest version that is not in the future (`History.reference`),
-    /// and a version is never taken for older than the last one not in the future written
+    /// Ages count back from the newest version that is not in the future (`newest` below), and
+    /// a version is never taken for older than the last one not in the future written
     /// before it (a version dated by a clock far behind cannot age its past, nor one far
     /// ahead re-date what follows it). When the version written last is dated after now, this
     /// clock is behind it and nothing is pruned.

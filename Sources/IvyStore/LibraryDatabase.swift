@@ -239,12 +239,13 @@ package final class LibraryDatabase: Sendable {
     /// (Google's when known, `history_clock`), and what the clock learned of Google's time since
     /// it was last kept is kept with it.
     func write<T: Sendable>(_ updates: @Sendable (Database) throws -> T) async throws -> T {
-        let reading = clock.reading()
         let learned = clock.google?.range
         let keep = learned != nil && keptGoogleTime.withLock { $0 } != learned
         do {
-            let result = try await pool.write { db in
+            let result = try await pool.write { [clock] db in
                 BlockingCalls.check("a library write")
+                // Read once the transaction holds the lock: another writer may have kept it waiting.
+                let reading = clock.reading()
                 try db.execute(
                     sql: "INSERT OR REPLACE INTO history_clock (id, now, sure) VALUES (1, ?, ?)",
                     arguments: [reading.now, reading.sure])

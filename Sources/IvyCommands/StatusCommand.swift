@@ -32,6 +32,9 @@ struct StatusCommand: ContextCommand {
         let nextAutoSync: Milliseconds?
         let orphanClips: Int
         let history: HistorySummary
+        /// Whether ivy's clock is Google's (it reached Google since the machine started), not
+        /// this machine's own.
+        let clockSure: Bool
         /// Conflicts recorded since `ivy history --conflicts` last showed them.
         let newConflicts: Int
         /// Google quota units (and requests) this device's syncs spent in the last 24 hours.
@@ -88,7 +91,7 @@ struct StatusCommand: ContextCommand {
                 lastSuccess: lastSuccess.map(Display.rfc3339), lastError: lastError, manifestEntries: manifestEntries,
                 nextAutoSync: nextAutoSync.map(Display.rfc3339), orphanClips: orphanClips,
                 historyVersions: history.versions, historySince: history.since.map(Display.rfc3339),
-                historyBytes: history.bytes,
+                historyBytes: history.bytes, clock: clockSure ? "google" : "device",
                 newConflicts: newConflicts, quotaUnits24h: quotaUnits24h, requests24h: requests24h,
                 syncRunning: syncRunning, syncProcess: syncProcess, library: library, tokenFile: tokenFile,
                 logFile: logFile, oauthURL: used?.oauth.absoluteString, driveURL: used?.drive.absoluteString,
@@ -122,6 +125,8 @@ struct StatusCommand: ContextCommand {
         let historyVersions: Int
         @Null var historySince: String?
         let historyBytes: Int64
+        /// `google` when ivy's times are Google's, `device` when they are this machine's own.
+        let clock: String
         let newConflicts: Int
         let quotaUnits24h: Int
         let requests24h: Int
@@ -144,15 +149,16 @@ struct StatusCommand: ContextCommand {
         let library = try await home.library(readOnly: true)
         let report = try await Self.report(
             library: library, tokens: home.tokenStore, paths: home.paths, environment: home.environment,
-            client: try home.client(library), now: home.clock.now(), zone: home.displayZone)
+            client: try home.client(library), clock: home.clock.reading(), zone: home.displayZone)
         if json { return try home.output.json(report.jsonForm) }
         home.output.fields(Self.fields(report))
     }
 
     private static func report(
         library: LibraryDatabase, tokens: TokenStore, paths: IvyPaths, environment: [String: String],
-        client: ClientResolution, now: Milliseconds, zone: LocalZone?
+        client: ClientResolution, clock: ClockReading, zone: LocalZone?
     ) async throws -> Report {
+        let now = clock.now
         let running = SyncLock.holder(path: paths.lockFile)
         let local = try await library.localStatus()
         let signIn = tokens.signIn()
@@ -183,7 +189,8 @@ struct StatusCommand: ContextCommand {
             lastError: local.lastError ?? held.first.map { "\($0.entity): \($0.reason)" },
             manifestEntries: local.manifestEntries, nextAutoSync: next,
             orphanClips: try await library.orphanClipCount(),
-            history: try await library.historySummary(), newConflicts: try await library.unseenConflicts(),
+            history: try await library.historySummary(), clockSure: clock.sure,
+            newConflicts: try await library.unseenConflicts(),
             quotaUnits24h: spent.units, requests24h: spent.requests, heldChanges: held, syncEnabled: enabled,
             signInProblem: SignInText.problem(signIn, zone: zone),
             syncRunning: running.running, syncProcess: running.pid, library: paths.database,
@@ -246,6 +253,11 @@ struct StatusCommand: ContextCommand {
             ),
             ("orphan clips", String(report.orphanClips)),
             ("history", Self.history(report.history, zone: report.zone)),
+            (
+                "clock",
+                report.clockSure
+                    ? "Google's" : "this machine's own: ivy has not reached Google since the machine started"
+            ),
             (
                 "conflicts",
                 report.newConflicts == 0

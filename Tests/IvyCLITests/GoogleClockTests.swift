@@ -49,6 +49,8 @@ extension HistoryCommandTests {
         #expect(versions[0].time.hasPrefix(day + "T10:10:00"), "\(versions)")
         let table = try await ivy.runBinaryAsync("history", book)
         #expect(table.stdout.contains("here*") && table.stdout.contains("* dated by this machine's own clock"))
+        let status = try await ivy.runBinaryAsync("status")
+        #expect(status.stdout.contains("this machine's own: ivy has not reached Google since"), "\(status.stdout)")
 
         // A moment between the last rename and the second book is a point in the order of
         // changes: the rename made while the clock ran ahead was written before it, so it
@@ -71,6 +73,8 @@ extension HistoryCommandTests {
             let synced = try await a.ivy.runBinaryAsync("sync")
             #expect(synced.status == 0, "\(synced.stderr)")
             #expect(try a.ivy.count("SELECT count(*) FROM settings WHERE key = 'google_time'") == 1)
+            let status = try #require(try await a.ivy.runBinaryAsync("status", "--json").json() as? [String: Any])
+            #expect(status["clock"] as? String == "google", "\(status)")
 
             // The clock jumps two days ahead (a bad RTC), then 400 days: ivy still records
             // Google's time, carried from the sync's answers by the boot clock.

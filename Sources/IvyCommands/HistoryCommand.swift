@@ -53,14 +53,16 @@ extension Result {
 }
 
 /// What an id, or its first 4 or more characters, names: a book or a clip of this library or
-/// its history (`IDPrefix.entity`).
-func entityKey(_ id: String, in library: LibraryDatabase) async throws -> EntityKey {
+/// its history (`IDPrefix.entity`); `book:` or `clip:` before it names the kind too.
+func entityKey(_ text: String, in library: LibraryDatabase) async throws -> EntityKey {
+    let (kind, id) = IDPrefix.kindPrefixed(text)
     guard EntityID.isValid(id) else {
         throw ValidationError(
-            "'\(id)' is not a book or clip id: ids are lowercase UUIDs such as 3f2a9c1e-…, or their first "
-                + "\(IDPrefix.shortest) or more characters; `ivy history` shows them")
+            "'\(text)' is not a book or clip id: ids are lowercase UUIDs such as 3f2a9c1e-…, or their first "
+                + "\(IDPrefix.shortest) or more characters, with book: or clip: before it to say which kind; "
+                + "`ivy history` shows them")
     }
-    return try await IDPrefix.entity(id, in: library)
+    return try await IDPrefix.entity(id, kind: kind, in: library)
 }
 
 struct HistoryCommand: ContextCommand {
@@ -90,8 +92,8 @@ struct HistoryCommand: ContextCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(
         help: ArgumentHelp(
-            "A book or clip id, or its first 4 or more characters: its versions, newest first. Without one: every "
-                + "change, newest first."))
+            "A book or clip id, or its first 4 or more characters (book:ID or clip:ID when a book and a clip share "
+                + "it): its versions, newest first. Without one: every change, newest first."))
     var id: String?
     @Option(help: ArgumentHelp("Only versions recorded at or after WHEN.", valueName: "WHEN")) var since: String?
     @Option(help: ArgumentHelp("Only versions recorded at or before WHEN.", valueName: "WHEN")) var until: String?
@@ -266,7 +268,9 @@ struct RestoreCommand: ContextCommand {
             valueName: "N"))
     var version: Int64?
     @Argument(
-        help: "Books and clips to restore, by id or its first 4 or more characters; without any, the whole library.")
+        help: ArgumentHelp(
+            "Books and clips to restore, by id or its first 4 or more characters (book:ID or clip:ID when a book and "
+                + "a clip share it); without any, the whole library."))
     var ids: [String] = []
     @Flag(help: "Print what would change, and change nothing.") var dryRun = false
     @Flag(help: "Do not ask for confirmation of a whole-library restore.") var yes = false
@@ -358,9 +362,13 @@ struct RestoreCommand: ContextCommand {
     private func report(_ result: RestoreResult, home: Home, dryRun: Bool, version: Int64? = nil) {
         let at = Display.time(result.at, zone: home.displayZone)
         let when = version.map { "version \($0) (\(at))" } ?? at
+        // A line is never cut but for its title or note, and only for a person at a terminal,
+        // where the terminal wraps the rest: into a pipe or a file every word is kept.
+        let terminal = home.terminal.output
         for change in result.changes {
             let what = "\(change.key.kind.rawValue) \(change.key.id)"
-            let label = change.label.map { " (" + Display.cell($0) + ")" } ?? ""
+            let label =
+                change.label.map { " (" + (terminal ? Display.cell($0) : Display.safe($0)) + ")" } ?? ""
             let line: String
             switch change.action {
             case .create: line = (dryRun ? "would make again " : "made again ") + what + label
@@ -379,7 +387,7 @@ struct RestoreCommand: ContextCommand {
             // did not know then is listed by a dry run and counted otherwise.
             guard !ids.isEmpty || version != nil || failed || dryRun else { continue }
             let text = reason.replacingOccurrences(of: "WHEN", with: when)
-            home.output.line((failed ? "could not restore " : "left ") + "\(key): " + Display.cell(text))
+            home.output.line((failed ? "could not restore " : "left ") + "\(key): " + Display.safe(text))
         }
         if ids.isEmpty, version == nil, !dryRun, !unknown.isEmpty {
             let things = unknown.count == 1 ? "1 book or clip" : "\(unknown.count) books and clips"

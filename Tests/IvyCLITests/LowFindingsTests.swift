@@ -6,6 +6,28 @@ import Testing
 /// Issue 48, item 6: five small findings, each through the built `ivy`.
 @Suite("ivy's lows: whole restore lines, a killed import's copies, twice-named entries, full disks, shared ids")
 struct LowFindingsTests {
+    @Test("restore and restore --dry-run print every word into a pipe, whatever COLUMNS says")
+    func restoreLinesWhole() async throws {
+        let ivy = try IvyHome()
+        _ = try await ivy.id("book", "add", "--title", "Dune")
+        let then = try HistoryCommandTests().moment(ivy)
+        let title = "The Hitchhiker's Guide to the Galaxy: the trilogy in five parts, read by Stephen Fry"
+        let book = try await ivy.id("book", "add", "--title", title)
+        for columns in ["80", "200"] {
+            let named = try await ivy.runBinaryAsync(
+                ["restore", "--at", then, book], environment: ["COLUMNS": columns])
+            #expect(named.status == 0, "\(named.stderr)")
+            #expect(
+                named.stdout.contains(
+                    "left book \(book): it did not exist then; only a whole-library restore deletes it\n"),
+                "\(named.stdout)")
+            let dry = try await ivy.runBinaryAsync(
+                ["restore", "--at", then, "--dry-run"], environment: ["COLUMNS": columns])
+            #expect(dry.status == 0, "\(dry.stderr)")
+            #expect(dry.stdout.contains("would delete book \(book) (\(title)): made after "), "\(dry.stdout)")
+        }
+    }
+
     /// Every file under `directory` whose name says it is an MP3 on its way in.
     static func incoming(under directory: String) -> [String] {
         let all = FileManager.default.enumerator(atPath: directory)?.allObjects as? [String] ?? []
@@ -50,5 +72,39 @@ struct LowFindingsTests {
                 "Error: no space left on device for \(out)/library.zip: free some space on that disk"),
             "\(result.stderr)")
         #expect(a.files(under: out).isEmpty, "\(a.files(under: out))")
+    }
+
+    @Test("an id a book and a clip share is refused by history and restore, naming both; book: and clip: pick one")
+    func sharedID() async throws {
+        let ivy = try IvyHome()
+        let book = try await ivy.id("book", "add", "--title", "Dune")
+        let other = try await ivy.id("book", "add", "--title", "Emma")
+        // Another program wrote a clip with the book's id.
+        try ivy.execute(
+            """
+            INSERT INTO clips (id, book_id, start, duration, note, created_at, updated_at)
+            VALUES ('\(book)', '\(other)', 0, 5, 'The litany', 1, 1)
+            """)
+        let then = try HistoryCommandTests().moment(ivy)
+        for arguments in [["history", book], ["history", String(book.prefix(8))], ["restore", "--at", then, book]] {
+            let refused = try await ivy.runBinaryAsync(arguments)
+            #expect(refused.status == 64, "\(arguments): \(refused.stderr)")
+            #expect(
+                refused.stderr.hasPrefix(
+                    "Error: \(book) is the id of a book and of a clip; give book:\(book) or clip:\(book) to say "
+                        + "which:"),
+                "\(refused.stderr)")
+            #expect(refused.stderr.contains("  book \(book)  Dune"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("  clip \(book)  Emma"), "\(refused.stderr)")
+        }
+        let books = try await ivy.runBinaryAsync("history", "book:\(book)", "--json")
+        let clips = try await ivy.runBinaryAsync("history", "clip:" + String(book.prefix(8)), "--json")
+        #expect(books.status == 0 && clips.status == 0, "\(books.stderr)\(clips.stderr)")
+        let bookVersions = try #require(try books.json() as? [[String: Any]])
+        let clipVersions = try #require(try clips.json() as? [[String: Any]])
+        #expect(!bookVersions.isEmpty && bookVersions.allSatisfy { $0["entity_type"] as? String == "book" })
+        #expect(!clipVersions.isEmpty && clipVersions.allSatisfy { $0["entity_type"] as? String == "clip" })
+        let restored = try await ivy.runBinaryAsync("restore", "--at", then, "clip:\(book)")
+        #expect(restored.status == 0, "\(restored.stderr)")
     }
 }

@@ -84,9 +84,13 @@ struct HistoryCommand: ContextCommand {
             kept, and the rule (later_write, tie_break, furthest_position, hidden_wins, notes_joined, \
             note_holds_other, non_empty_note, transcription_present, drive_time). A clip's audio is shown by the \
             md5s of both takes: the one kept, and the one not kept with LOST VERSION, the version that keeps it \
-            (`ivy restore --version N` puts it back); that includes two takes found on Drive at once (rule \
-            later_write by the clip's updated_at, or drive_time when its JSON does not tell). The newest 1,000 are \
-            kept. `ivy status` counts those recorded since --conflicts last ran.
+            (`ivy restore --version N` puts back that take with the fields its device had then, and with \
+            --audio-only the take alone); that includes two takes found on Drive at once (rule later_write by the \
+            clip's updated_at, or drive_time when its JSON does not tell), whose lost take is kept as the version \
+            its device had: the JSON it made with that MP3, exactly as Drive held it. Several JSON files of one \
+            name on Drive are merged the same way, and each rule that merge applies is listed too (won by drive, \
+            or both for joined notes). The newest 1,000 are kept. `ivy status` counts those recorded since \
+            --conflicts last ran.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -257,7 +261,9 @@ struct RestoreCommand: ContextCommand {
             --version N puts one book or clip back to the version numbered N in `ivy history ID` (or its --json, \
             or `ivy history --conflicts`), even when another version was recorded in the same second: the take of \
             a clip's audio that lost a conflict is kept as the version just before the one that won it, and \
-            --conflicts names it (LOST VERSION).
+            --conflicts names it (LOST VERSION). Such a version is what the device that made the take had, its \
+            note included: restoring it replaces the note a merge joined. --audio-only puts back only its MP3 and \
+            leaves the clip's note and other fields as they are; the last line says which was done.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -272,10 +278,18 @@ struct RestoreCommand: ContextCommand {
             "Books and clips to restore, by id or its first 4 or more characters (book:ID or clip:ID when a book and "
                 + "a clip share it); without any, the whole library."))
     var ids: [String] = []
+    @Flag(
+        help: ArgumentHelp(
+            "With --version N of a clip: put back only its MP3 of then, and leave its note and other fields as "
+                + "they are now."))
+    var audioOnly = false
     @Flag(help: "Print what would change, and change nothing.") var dryRun = false
     @Flag(help: "Do not ask for confirmation of a whole-library restore.") var yes = false
 
     func validate() throws {
+        if audioOnly, version == nil {
+            throw ValidationError("--audio-only goes with --version N: the version whose MP3 to put back")
+        }
         switch (at, version) {
         case (nil, nil): throw ValidationError("give --at WHEN, or --version N (a version `ivy history ID` shows)")
         case (_?, _?): throw ValidationError("give --at or --version, not both")
@@ -346,9 +360,11 @@ struct RestoreCommand: ContextCommand {
         let library = try await home.library(readOnly: dryRun)
         let result: RestoreResult
         if dryRun {
-            result = try await library.restore(version: version, dryRun: true)
+            result = try await library.restore(version: version, audioOnly: audioOnly, dryRun: true)
         } else {
-            result = try await withSyncLock(home.waitForSyncLock()) { try await library.restore(version: version) }
+            result = try await withSyncLock(home.waitForSyncLock()) {
+                try await library.restore(version: version, audioOnly: audioOnly)
+            }
         }
         report(result, home: home, dryRun: dryRun, version: version)
         if !result.failed.isEmpty { throw ExitCode(IvyExit.partialFailure) }
@@ -402,11 +418,21 @@ struct RestoreCommand: ContextCommand {
         let incomplete =
             failures == 0
             ? "" : " \(failures == 1 ? "1 book or clip" : "\(failures) books and clips") could not be restored (above)."
+        // What a --version of a clip gives back: all it had then, or (--audio-only) its MP3 alone.
+        let whole = result.changes.contains { $0.fields.contains("audio") && $0.fields.contains { $0 != "audio" } }
+        let scope =
+            version == nil
+            ? ""
+            : audioOnly
+                ? " (its MP3 alone: its note and other fields stay as they are)"
+                : whole ? " (its fields as well as its MP3; --audio-only puts back the MP3 alone)" : ""
         if count == 0 {
             home.output.line(
-                failures == 0 ? "Nothing to restore: it is as it was at \(when)." : "Nothing restored." + incomplete)
+                failures == 0
+                    ? "Nothing to restore: it is as it was at \(when)\(audioOnly ? ", its MP3 the same" : "")."
+                    : "Nothing restored." + incomplete)
         } else if dryRun {
-            home.output.line("Would restore \(things) to \(was) at \(when); nothing changed." + incomplete)
+            home.output.line("Would restore \(things) to \(was) at \(when)\(scope); nothing changed." + incomplete)
         } else {
             let sent = result.changes.filter(\.sends).count
             let next: String
@@ -424,7 +450,7 @@ struct RestoreCommand: ContextCommand {
                     + "and Drive last agreed, so it sends nothing for those (and takes Drive's copy where Drive "
                     + "changed since)."
             }
-            home.output.line("Restored \(things) to \(was) at \(when); " + next + incomplete)
+            home.output.line("Restored \(things) to \(was) at \(when)\(scope); " + next + incomplete)
         }
     }
 }

@@ -58,25 +58,33 @@ package final class ImportStaging: Sendable {
     /// A new held directory in `audioDirectory`'s imports directory (both made private).
     package static func make(in audioDirectory: String) throws -> ImportStaging {
         let parent = audioDirectory + "/" + TransferFiles.importsName
-        try PrivateDirectory.ensure(parent)
         // A sweep that took the lock of a directory between its making and its locking has
-        // removed it: a removed directory has no links, and another is made.
+        // removed it (a removed directory has no links), and one that found the imports
+        // directory empty may have removed that: both are made again.
         for _ in 0..<3 {
+            try PrivateDirectory.ensure(parent)
             var template = Array((parent + "/XXXXXX").utf8CString)
             let made = template.withUnsafeMutableBufferPointer { buffer -> String? in
                 guard let base = buffer.baseAddress, mkdtemp(base) != nil else { return nil }
                 return String(cString: base)
             }
-            guard let path = made else { throw Self.failure(parent) }
+            guard let path = made else {
+                if errno == ENOENT { continue }
+                throw Self.failure(parent)
+            }
             let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw Self.failure(path) }
+            guard descriptor >= 0 else {
+                if errno == ENOENT { continue }
+                throw Self.failure(path)
+            }
             var info = stat()
             if flock(descriptor, LOCK_EX | LOCK_NB) == 0, fstat(descriptor, &info) == 0, info.st_nlink > 0 {
                 return ImportStaging(path: path, descriptor: descriptor)
             }
             close(descriptor)
         }
-        throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: parent])
+        throw PrivateDirectoryError(
+            path: parent, reason: "another ivy removed the import's directory as it was made; run the command again")
     }
 
     private static func failure(_ path: String) -> any Error {

@@ -138,6 +138,11 @@ struct ImportCommand: ContextCommand {
         defer { staging.remove() }
         var archive = try await BlockingExecutor.blocking { VerifiedArchive.read(path: file, staging: staging.path) }
         defer { archive.discardStaged() }
+        // Out of space for the MP3s: said as that, for the audio, with the fix, not as an
+        // archive that changed.
+        if let storage = archive.storage {
+            throw StorageError(path: library.paths.audioDirectory, problem: storage.problem)
+        }
         guard archive.ok else {
             for problem in archive.problems { home.output.error("  \(Display.safe(problem))") }
             home.output.error("Error: \(Display.safe(file)) changed while it was read; nothing was written")

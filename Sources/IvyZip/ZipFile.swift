@@ -166,6 +166,9 @@ package enum ZipFile {
                 }
             } catch let failure as Failure {
                 throw failure
+            } catch let storage as StorageError {
+                // The consumer's disk is full, or read-only: nothing is wrong with the archive.
+                throw storage
             } catch {
                 throw Failure.damaged(name: name, reason: "its content is damaged (\(error))")
             }

@@ -74,6 +74,27 @@ struct LowFindingsTests {
         #expect(a.files(under: out).isEmpty, "\(a.files(under: out))")
     }
 
+    @Test("an import onto a full disk says the disk is full, where, and the fix, not that the archive is damaged")
+    func importToFullDisk() async throws {
+        let a = try IvyHome()
+        let book = try await a.id("book", "add", "--title", "Dune")
+        let audio = try a.mp3("long.mp3", size: 3 << 20)
+        _ = try await a.id("clip", "add", "--book", book, "--start", "0", "--duration", "5", "--audio", audio)
+        let file = a.path + "/library.zip"
+        #expect(try await a.runBinaryAsync("export", file).status == 0)
+        let b = try IvyHome()
+        try FileManager.default.createDirectory(
+            atPath: b.home, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        // Room for the library, not for the MP3.
+        let result = try await b.run(on: .full(leaving: 1 << 20), "import", file)
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("Error: no space left on device for \(b.home)/audio: "), "\(result.stderr)")
+        #expect(result.stderr.contains("free some space on that disk"), "\(result.stderr)")
+        #expect(!result.stderr.contains("damaged") && !result.stderr.contains("changed while"), "\(result.stderr)")
+        #expect(Self.incoming(under: b.home).isEmpty, "\(b.files())")
+        #expect(try b.count("SELECT count(*) FROM books") + b.count("SELECT count(*) FROM clips") == 0)
+    }
+
     @Test("an id a book and a clip share is refused by history and restore, naming both; book: and clip: pick one")
     func sharedID() async throws {
         let ivy = try IvyHome()

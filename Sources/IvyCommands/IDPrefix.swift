@@ -51,21 +51,17 @@ enum IDPrefix {
     static func entity(_ text: String, kind: EntityKind? = nil, in library: LibraryDatabase) async throws -> EntityKey {
         let kinds = kind.map { [$0] } ?? EntityKind.allCases
         if isWhole(text) {
-            var found: [(kind: EntityKind, match: IDMatch)] = []
+            var found: [EntityKind] = []
+            // Each kind in the library, or else only in its history (a clip deleted here).
             for kind in kinds {
-                let here = try await library.matches(kind, idPrefix: text, limit: 1)
-                if let match = here.first {
-                    found.append((kind, match))
-                } else if let kept = try await library.historyMatches(idPrefix: text, limit: 2).first(where: {
-                    $0.kind == kind
-                }) {
-                    found.append(kept)
-                }
+                var known = try await exists(text, kind, in: library)
+                if !known { known = try await !library.history(of: EntityKey(kind, text)).isEmpty }
+                if known { found.append(kind) }
             }
             switch found.count {
             case 0: throw IDPrefixError.unknownEntity(prefix: text)
-            case 1: return EntityKey(found[0].kind, text)
-            default: throw IDPrefixError.bothKinds(id: text, matches: found)
+            case 1: return EntityKey(found[0], text)
+            default: throw IDPrefixError.bothKinds(id: text, matches: try await words(text, of: found, in: library))
             }
         }
         guard text.count >= shortest else {
@@ -90,6 +86,22 @@ enum IDPrefix {
             }
             throw IDPrefixError.ambiguousEntity(prefix: text, matches: matches.sorted { $0.match.id < $1.match.id })
         }
+    }
+
+    /// What tells the book from the clip of one id (`bothKinds`): a title, a note, from the
+    /// library or else from the history.
+    private static func words(
+        _ id: String, of kinds: [EntityKind], in library: LibraryDatabase
+    ) async throws -> [(kind: EntityKind, match: IDMatch)] {
+        let kept = try await library.historyMatches(idPrefix: id, limit: EntityKind.allCases.count)
+        var found: [(kind: EntityKind, match: IDMatch)] = []
+        for kind in kinds {
+            let match =
+                try await library.matches(kind, idPrefix: id, limit: 1).first
+                ?? kept.first { $0.kind == kind }?.match ?? IDMatch(id: id, title: nil, note: nil)
+            found.append((kind, match))
+        }
+        return found
     }
 
     /// `book:` or `clip:` before an id (or its first characters) for `ivy history` and

@@ -127,5 +127,24 @@ struct LowFindingsTests {
         #expect(!clipVersions.isEmpty && clipVersions.allSatisfy { $0["entity_type"] as? String == "clip" })
         let restored = try await ivy.runBinaryAsync("restore", "--at", then, "clip:\(book)")
         #expect(restored.status == 0, "\(restored.stderr)")
+
+        // The trash takes either kind too: an entry of each.
+        let clipJSON =
+            #"{"book_id":"\#(other)","created_at":1,"duration":5,"id":"\#(book)","note":"The litany","start":0,"#
+            + #""updated_at":1}"#
+        try ivy.execute(
+            """
+            INSERT INTO trash (entity_type, entity_id, reason, trashed_at, json) VALUES
+                ('book', '\(book)', 'merge', 1000, '\(IDPrefixTests.bookJSON(book, "Dune (then)"))'),
+                ('clip', '\(book)', 'merge', 1000, '\(clipJSON)');
+            """)
+        let both = try await ivy.runBinaryAsync("trash", "restore", book)
+        #expect(both.status == 64, "\(both.stderr)")
+        #expect(both.stderr.contains("is the id of a book and of a clip in the trash"), "\(both.stderr)")
+        #expect(both.stderr.contains("book:\(book) or clip:\(book)"), "\(both.stderr)")
+        let picked = try await ivy.runBinaryAsync("trash", "restore", "book:\(book)", "--yes")
+        #expect(picked.status == 0, "\(picked.stderr)")
+        #expect(picked.stdout.hasPrefix("Restored book \(book) from trash entry "), "\(picked.stdout)")
+        #expect(try ivy.sql("SELECT title FROM books WHERE id = '\(book)'").first?["title"] == "Dune (then)")
     }
 }

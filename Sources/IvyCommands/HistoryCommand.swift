@@ -53,14 +53,16 @@ extension Result {
 }
 
 /// What an id, or its first 4 or more characters, names: a book or a clip of this library or
-/// its history (`IDPrefix.entity`).
-func entityKey(_ id: String, in library: LibraryDatabase) async throws -> EntityKey {
+/// its history (`IDPrefix.entity`); `book:` or `clip:` before it names the kind too.
+func entityKey(_ text: String, in library: LibraryDatabase) async throws -> EntityKey {
+    let (kind, id) = IDPrefix.kindPrefixed(text)
     guard EntityID.isValid(id) else {
         throw ValidationError(
-            "'\(id)' is not a book or clip id: ids are lowercase UUIDs such as 3f2a9c1e-…, or their first "
-                + "\(IDPrefix.shortest) or more characters; `ivy history` shows them")
+            "'\(text)' is not a book or clip id: ids are lowercase UUIDs such as 3f2a9c1e-…, or their first "
+                + "\(IDPrefix.shortest) or more characters, with book: or clip: before it to say which kind; "
+                + "`ivy history` shows them")
     }
-    return try await IDPrefix.entity(id, in: library)
+    return try await IDPrefix.entity(id, kind: kind, in: library)
 }
 
 struct HistoryCommand: ContextCommand {
@@ -86,16 +88,20 @@ struct HistoryCommand: ContextCommand {
             kept, and the rule (later_write, tie_break, furthest_position, hidden_wins, notes_joined, \
             note_holds_other, non_empty_note, transcription_present, drive_time). A clip's audio is shown by the \
             md5s of both takes: the one kept, and the one not kept with LOST VERSION, the version that keeps it \
-            (`ivy restore --version N` puts it back); that includes two takes found on Drive at once (rule \
-            later_write by the clip's updated_at, or drive_time when its JSON does not tell). The newest 1,000 are \
-            kept. `ivy status` counts those recorded since --conflicts last ran.
+            (`ivy restore --version N` puts back that take with the fields its device had then, and with \
+            --audio-only the take alone); that includes two takes found on Drive at once (rule later_write by the \
+            clip's updated_at, or drive_time when its JSON does not tell), whose lost take is kept as the version \
+            its device had: the JSON it made with that MP3, exactly as Drive held it. Several JSON files of one \
+            name on Drive are merged the same way, and each rule that merge applies is listed too (won by drive, \
+            or both for joined notes). The newest 1,000 are kept. `ivy status` counts those recorded since \
+            --conflicts last ran.
             """)
 
     @OptionGroup var global: GlobalOptions
     @Argument(
         help: ArgumentHelp(
-            "A book or clip id, or its first 4 or more characters: its versions, newest first. Without one: every "
-                + "change, newest first."))
+            "A book or clip id, or its first 4 or more characters (book:ID or clip:ID when a book and a clip share "
+                + "it): its versions, newest first. Without one: every change, newest first."))
     var id: String?
     @Option(help: ArgumentHelp("Only versions recorded at or after WHEN.", valueName: "WHEN")) var since: String?
     @Option(help: ArgumentHelp("Only versions recorded at or before WHEN.", valueName: "WHEN")) var until: String?
@@ -275,7 +281,9 @@ struct RestoreCommand: ContextCommand {
             --version N puts one book or clip back to the version numbered N in `ivy history ID` (or its --json, \
             or `ivy history --conflicts`), even when another version was recorded in the same second: the take of \
             a clip's audio that lost a conflict is kept as the version just before the one that won it, and \
-            --conflicts names it (LOST VERSION).
+            --conflicts names it (LOST VERSION). Such a version is what the device that made the take had, its \
+            note included: restoring it replaces the note a merge joined. --audio-only puts back only its MP3 and \
+            leaves the clip's note and other fields as they are; the last line says which was done.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -286,12 +294,22 @@ struct RestoreCommand: ContextCommand {
             valueName: "N"))
     var version: Int64?
     @Argument(
-        help: "Books and clips to restore, by id or its first 4 or more characters; without any, the whole library.")
+        help: ArgumentHelp(
+            "Books and clips to restore, by id or its first 4 or more characters (book:ID or clip:ID when a book and "
+                + "a clip share it); without any, the whole library."))
     var ids: [String] = []
+    @Flag(
+        help: ArgumentHelp(
+            "With --version N of a clip: put back only its MP3 of then, and leave its note and other fields as "
+                + "they are now."))
+    var audioOnly = false
     @Flag(help: "Print what would change, and change nothing.") var dryRun = false
     @Flag(help: "Do not ask for confirmation of a whole-library restore.") var yes = false
 
     func validate() throws {
+        if audioOnly, version == nil {
+            throw ValidationError("--audio-only goes with --version N: the version whose MP3 to put back")
+        }
         switch (at, version) {
         case (nil, nil): throw ValidationError("give --at WHEN, or --version N (a version `ivy history ID` shows)")
         case (_?, _?): throw ValidationError("give --at or --version, not both")
@@ -364,9 +382,11 @@ struct RestoreCommand: ContextCommand {
         try await warnOfFutureVersions(library, now: home.clock.now(), home: home)
         let result: RestoreResult
         if dryRun {
-            result = try await library.restore(version: version, dryRun: true)
+            result = try await library.restore(version: version, audioOnly: audioOnly, dryRun: true)
         } else {
-            result = try await withSyncLock(home.waitForSyncLock()) { try await library.restore(version: version) }
+            result = try await withSyncLock(home.waitForSyncLock()) {
+                try await library.restore(version: version, audioOnly: audioOnly)
+            }
         }
         report(result, home: home, dryRun: dryRun, version: version)
         if !result.failed.isEmpty { throw ExitCode(IvyExit.partialFailure) }
@@ -393,9 +413,13 @@ struct RestoreCommand: ContextCommand {
     private func report(_ result: RestoreResult, home: Home, dryRun: Bool, version: Int64? = nil) {
         let at = Display.time(result.at, zone: home.displayZone)
         let when = version.map { "version \($0) (\(at))" } ?? at
+        // A line is never cut but for its title or note, and only for a person at a terminal,
+        // where the terminal wraps the rest: into a pipe or a file every word is kept.
+        let terminal = home.terminal.output
         for change in result.changes {
             let what = "\(change.key.kind.rawValue) \(change.key.id)"
-            let label = change.label.map { " (" + Display.cell($0) + ")" } ?? ""
+            let label =
+                change.label.map { " (" + (terminal ? Display.cell($0) : Display.safe($0)) + ")" } ?? ""
             let line: String
             switch change.action {
             case .create: line = (dryRun ? "would make again " : "made again ") + what + label
@@ -417,7 +441,7 @@ struct RestoreCommand: ContextCommand {
             if let made = result.madeAt[key] {
                 text = text.replacingOccurrences(of: "MADE", with: Display.time(made, zone: home.displayZone))
             }
-            home.output.line((failed ? "could not restore " : "left ") + "\(key): " + text)
+            home.output.line((failed ? "could not restore " : "left ") + "\(key): " + Display.safe(text))
         }
         if ids.isEmpty, version == nil, !dryRun, !unknown.isEmpty {
             let things = unknown.count == 1 ? "1 book or clip" : "\(unknown.count) books and clips"
@@ -439,11 +463,21 @@ struct RestoreCommand: ContextCommand {
         let incomplete =
             failures == 0
             ? "" : " \(failures == 1 ? "1 book or clip" : "\(failures) books and clips") could not be restored (above)."
+        // What a --version of a clip gives back: all it had then, or (--audio-only) its MP3 alone.
+        let whole = result.changes.contains { $0.fields.contains("audio") && $0.fields.contains { $0 != "audio" } }
+        let scope =
+            version == nil
+            ? ""
+            : audioOnly
+                ? " (its MP3 alone: its note and other fields stay as they are)"
+                : whole ? " (its fields as well as its MP3; --audio-only puts back the MP3 alone)" : ""
         if count == 0 {
             home.output.line(
-                failures == 0 ? "Nothing to restore: it is as it was at \(when)." : "Nothing restored." + incomplete)
+                failures == 0
+                    ? "Nothing to restore: it is as it was at \(when)\(audioOnly ? ", its MP3 the same" : "")."
+                    : "Nothing restored." + incomplete)
         } else if dryRun {
-            home.output.line("Would restore \(things) to \(was) at \(when); nothing changed." + incomplete)
+            home.output.line("Would restore \(things) to \(was) at \(when)\(scope); nothing changed." + incomplete)
         } else {
             let sent = result.changes.filter(\.sends).count
             let next: String
@@ -461,7 +495,7 @@ struct RestoreCommand: ContextCommand {
                     + "and Drive last agreed, so it sends nothing for those (and takes Drive's copy where Drive "
                     + "changed since)."
             }
-            home.output.line("Restored \(things) to \(was) at \(when); " + next + incomplete)
+            home.output.line("Restored \(things) to \(was) at \(when)\(scope); " + next + incomplete)
         }
     }
 }

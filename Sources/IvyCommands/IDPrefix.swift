@@ -45,14 +45,24 @@ enum IDPrefix {
     /// The book or clip `text` names, of this library or only of its history (a clip deleted
     /// here): a whole id, or the first `shortest` or more characters of one id alone among
     /// them all. `ivy history` and `ivy restore` take either kind.
-    static func entity(_ text: String, in library: LibraryDatabase) async throws -> EntityKey {
+    ///
+    /// A book and a clip may share an id (another program wrote one, or Drive holds both):
+    /// such an id is refused naming both, and `book:ID` or `clip:ID` (`kind`) picks one.
+    static func entity(_ text: String, kind: EntityKind? = nil, in library: LibraryDatabase) async throws -> EntityKey {
+        let kinds = kind.map { [$0] } ?? EntityKind.allCases
         if isWhole(text) {
-            if try await library.book(id: BookID(text)) != nil { return EntityKey(.book, text) }
-            if try await library.clip(id: ClipID(text)) != nil { return EntityKey(.clip, text) }
-            for kind in EntityKind.allCases where try await !library.history(of: EntityKey(kind, text)).isEmpty {
-                return EntityKey(kind, text)
+            var found: [EntityKind] = []
+            // Each kind in the library, or else only in its history (a clip deleted here).
+            for kind in kinds {
+                var known = try await exists(text, kind, in: library)
+                if !known { known = try await !library.history(of: EntityKey(kind, text)).isEmpty }
+                if known { found.append(kind) }
             }
-            throw IDPrefixError.unknownEntity(prefix: text)
+            switch found.count {
+            case 0: throw IDPrefixError.unknownEntity(prefix: text)
+            case 1: return EntityKey(found[0], text)
+            default: throw IDPrefixError.bothKinds(id: text, matches: try await words(text, of: found, in: library))
+            }
         }
         guard text.count >= shortest else {
             throw ValidationError(
@@ -60,18 +70,47 @@ enum IDPrefix {
                     + "(`ivy history` shows them)")
         }
         var matches: [(kind: EntityKind, match: IDMatch)] = []
-        for kind in EntityKind.allCases {
+        for kind in kinds {
             matches += try await library.matches(kind, idPrefix: text, limit: listed + 1).map { (kind, $0) }
         }
         let here = Set(matches.map { EntityKey($0.kind, $0.match.id) })
         matches += try await library.historyMatches(idPrefix: text, limit: listed + 1 + here.count)
-            .filter { !here.contains(EntityKey($0.kind, $0.match.id)) }
+            .filter { kinds.contains($0.kind) && !here.contains(EntityKey($0.kind, $0.match.id)) }
         switch matches.count {
         case 0: throw IDPrefixError.unknownEntity(prefix: text)
         case 1: return EntityKey(matches[0].kind, matches[0].match.id)
         default:
+            // More of the id cannot tell a book from a clip of the same id: only its kind can.
+            if Set(matches.map(\.match.id)).count == 1 {
+                throw IDPrefixError.bothKinds(id: matches[0].match.id, matches: matches)
+            }
             throw IDPrefixError.ambiguousEntity(prefix: text, matches: matches.sorted { $0.match.id < $1.match.id })
         }
+    }
+
+    /// What tells the book from the clip of one id (`bothKinds`): a title, a note, from the
+    /// library or else from the history.
+    private static func words(
+        _ id: String, of kinds: [EntityKind], in library: LibraryDatabase
+    ) async throws -> [(kind: EntityKind, match: IDMatch)] {
+        let kept = try await library.historyMatches(idPrefix: id, limit: EntityKind.allCases.count)
+        var found: [(kind: EntityKind, match: IDMatch)] = []
+        for kind in kinds {
+            let match =
+                try await library.matches(kind, idPrefix: id, limit: 1).first
+                ?? kept.first { $0.kind == kind }?.match ?? IDMatch(id: id, title: nil, note: nil)
+            found.append((kind, match))
+        }
+        return found
+    }
+
+    /// `book:` or `clip:` before an id (or its first characters) for `ivy history` and
+    /// `ivy restore`, which take either kind: the kind it names, and the id after it.
+    static func kindPrefixed(_ text: String) -> (kind: EntityKind?, id: String) {
+        for kind in EntityKind.allCases where text.hasPrefix(kind.rawValue + ":") {
+            return (kind, String(text.dropFirst(kind.rawValue.count + 1)))
+        }
+        return (nil, text)
     }
 
     /// The whole id `text` names: `text` itself when it is a whole id (whether the library has
@@ -142,6 +181,8 @@ enum IDPrefixError: LocalizedError {
     case unknownEntity(prefix: String)
     /// The id of a `kind` given where the other kind was asked for.
     case otherKind(kind: EntityKind, id: String)
+    /// A whole id (or a prefix of it alone) that a book and a clip both have.
+    case bothKinds(id: String, matches: [(kind: EntityKind, match: IDMatch)])
 
     var errorDescription: String? {
         switch self {
@@ -161,6 +202,10 @@ enum IDPrefixError: LocalizedError {
             let shown = matches.prefix(IDPrefix.listed).map { "  \($0.id)  \(Self.words(kind, $0))" }
             let more = matches.count > IDPrefix.listed ? ["  …"] : []
             return (["'\(prefix)' names more than one \(kind.rawValue); give more of the id:"] + shown + more)
+                .joined(separator: "\n")
+        case .bothKinds(let id, let matches):
+            let shown = matches.map { "  \($0.kind.rawValue) \(id)  \(Self.words($0.kind, $0.match))" }
+            return (["\(id) is the id of a book and of a clip; give book:\(id) or clip:\(id) to say which:"] + shown)
                 .joined(separator: "\n")
         case .ambiguousEntity(let prefix, let matches):
             let shown = matches.prefix(IDPrefix.listed).map {
@@ -183,7 +228,7 @@ enum IDPrefixError: LocalizedError {
     /// Which id was meant is the person's to say: a usage error (64), as git's is.
     var isUsage: Bool {
         switch self {
-        case .ambiguous, .ambiguousEntity: true
+        case .ambiguous, .ambiguousEntity, .bothKinds: true
         case .unknown, .unknownEntity, .otherKind: false
         }
     }

@@ -86,8 +86,8 @@ extension TrashCommand {
         @Argument(
             help: ArgumentHelp(
                 "The entry's id, as `ivy trash list` shows it, or a book's or clip's id or its first 4 or more "
-                    + "characters (its newest entry). Digits that are both an entry's id and the start of an id in "
-                    + "the trash are refused as ambiguous.",
+                    + "characters (its newest entry; book:ID or clip:ID when a book and a clip share it). Digits "
+                    + "that are both an entry's id and the start of an id in the trash are refused as ambiguous.",
                 valueName: "ID"))
         var id: String
         @Flag(
@@ -97,8 +97,9 @@ extension TrashCommand {
         var yes = false
 
         func validate() throws {
-            if let number = Int64(id), number >= 1 { return }
-            guard Int64(id) == nil, EntityID.isValid(id) else {
+            let (kind, id) = IDPrefix.kindPrefixed(self.id)
+            if kind == nil, let number = Int64(id), number >= 1 { return }
+            guard kind != nil || Int64(id) == nil, EntityID.isValid(id) else {
                 throw ValidationError(
                     "\(id) is not a trash entry id: ids are whole numbers from 1, as `ivy trash list` shows them, "
                         + "or the id of a book or clip in the trash")
@@ -113,8 +114,10 @@ extension TrashCommand {
         /// The entry `id` names: itself, or the newest entry of the book or clip whose id is `id`
         /// or starts with it (`ivy trash list` cuts ids short).
         private func entryID(in library: LibraryDatabase) async throws -> Int64 {
-            let entries = try await library.trashEntries()
-            let number = Int64(id)
+            // `book:` or `clip:` keeps to that kind's entries, and names no entry number.
+            let (kind, id) = IDPrefix.kindPrefixed(self.id)
+            let entries = try await library.trashEntries().filter { kind == nil || $0.key.kind == kind }
+            let number = kind == nil ? Int64(id) : nil
             let named = IDPrefix.isWhole(id) ? [id] : Array(Set(entries.map(\.key.id).filter { $0.hasPrefix(id) }))
             // Digits may be an entry's number and start an id (`0003`, `12345678`): which one was
             // meant is the person's to say.
@@ -135,6 +138,12 @@ extension TrashCommand {
                 throw ValidationError(
                     "'\(id)' starts the ids of \(named.count) books and clips in the trash; give more of it:\n"
                         + Array(Set(listed)).sorted().map { "  " + $0 }.joined(separator: "\n"))
+            }
+            // A book and a clip of one id (another program can make them): which is the person's to say.
+            if let whole = named.first, Set(entries.filter { $0.key.id == whole }.map(\.key.kind)).count > 1 {
+                throw ValidationError(
+                    "\(whole) is the id of a book and of a clip in the trash; give book:\(whole) or clip:\(whole) "
+                        + "to say which, or the entry's number (`ivy trash list` shows them)")
             }
             guard let whole = named.first, let entry = entries.last(where: { $0.key.id == whole }) else {
                 // Digits that start no id: the entry number the person meant, which the restore says is gone.

@@ -60,6 +60,11 @@ package struct ArchiveManifest: Codable, Sendable, Equatable {
         "'" + TerminalText.escaped(String(name.prefix(100))) + (name.count > 100 ? "…" : "") + "'"
     }
 
+    /// `1 book`, `2 books`: a count as its problems say it.
+    package static func count(_ number: Int, _ noun: String) -> String {
+        "\(number) \(noun)\(number == 1 ? "" : "s")"
+    }
+
     /// The largest an entry of that name may be: the caps a sync keeps to.
     package static func sizeLimit(of name: EntityFileName) -> Int64 {
         name.format == .json ? Int64(BackupCodec.maximumBytes) : AudioRules.maximumBytes
@@ -97,7 +102,17 @@ package struct ArchiveManifest: Codable, Sendable, Equatable {
         let clipCount = keys.keys.filter { $0.kind == .clip }.count
         if bookCount != books || clipCount != clips {
             problems.append(
-                "it says \(books) books and \(clips) clips, and lists files of \(bookCount) and \(clipCount)")
+                "it says \(Self.count(books, "book")) and \(Self.count(clips, "clip")), and lists files of "
+                    + "\(Self.count(bookCount, "book")) and \(Self.count(clipCount, "clip"))")
+        }
+        // A reader finds one entry of a name and skips the other, so a name twice (the list
+        // of files included) means the archive holds content nobody checked.
+        var times: [String: Int] = [:]
+        for entry in entries { times[entry.name, default: 0] += 1 }
+        for (name, count) in times.sorted(by: { $0.key < $1.key }) where count > 1 {
+            problems.append(
+                "\(quoted(name)) is in the archive \(count == 2 ? "twice" : "\(count) times"): `ivy export` writes "
+                    + "each file once, so another program changed it; export the library again")
         }
         var seen: Set<String> = [Self.fileName]
         for entry in entries where entry.name != Self.fileName {
@@ -105,7 +120,7 @@ package struct ArchiveManifest: Codable, Sendable, Equatable {
                 problems.append("\(quoted(entry.name)) is in the archive but not in its list of files")
                 continue
             }
-            if !seen.insert(entry.name).inserted { problems.append("\(entry.name) is in the archive twice") }
+            guard seen.insert(entry.name).inserted else { continue }
             if entry.size != file.size {
                 problems.append("\(entry.name) is \(entry.size) bytes in the archive, and listed at \(file.size)")
             }

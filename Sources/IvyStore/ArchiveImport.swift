@@ -1,13 +1,16 @@
 import Foundation
 import GRDB
 package import IvyCore
+package import IvySystem
 
 extension LibraryDatabase {
-    /// Where an import copies MP3s out of the archive: beside the audio (made private if need
-    /// be), so each is renamed into place with the transaction, never copied again.
-    package func importStagingDirectory() throws -> String {
+    /// Where an import copies MP3s out of the archive: a held directory of its own beside the
+    /// audio (made private if need be), so each is renamed into place with the transaction,
+    /// never copied again, and what a killed import copied goes with the next opening of the
+    /// library (`ImportStaging`). The caller removes it when done. Blocks: on ivy's threads.
+    package func importStaging() throws -> ImportStaging {
         try Directories.ensurePrivate(paths.audioDirectory)
-        return paths.audioDirectory
+        return try ImportStaging.make(in: paths.audioDirectory)
     }
 
     /// Whether the library has no book and no clip: only such a library takes an import.

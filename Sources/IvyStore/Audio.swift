@@ -246,13 +246,20 @@ extension LibraryDatabase {
     }
 
     /// Finishes or undoes the audio replacements a killed ivy left (`AudioJournal`); one still
-    /// running in another process (its copy aside locked) is left to it.
-    func recoverAudioReplacements() async throws {
+    /// running in another process (its copy aside locked) is left to it. `rows` false (a
+    /// library opened read-only) puts the files right and leaves the journal's rows to the
+    /// next opening that writes: a killed import's MP3s outlive no command.
+    func recoverAudioReplacements(rows: Bool = true) async throws {
         let directory = paths.audioDirectory
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter {
             $0.hasPrefix(AudioJournal.prefix)
         }
-        let pending = try await read { db in try ClipID.fetchAll(db, sql: "SELECT clip_id FROM audio_replacements") }
+        guard rows || !names.isEmpty else { return }
+        let pending = try await read { db in
+            // A library an older ivy wrote last, read without migrating it, has no journal.
+            guard try db.tableExists("audio_replacements") else { return [ClipID]() }
+            return try ClipID.fetchAll(db, sql: "SELECT clip_id FROM audio_replacements")
+        }
         guard !names.isEmpty || !pending.isEmpty else { return }
         let committed = Set(pending)
         var running: Set<ClipID> = []
@@ -279,7 +286,7 @@ extension LibraryDatabase {
             }
         }
         let done = pending.filter { !running.contains($0) }
-        guard !done.isEmpty else { return }
+        guard rows, !done.isEmpty else { return }
         try await write { db in
             for clipID in done {
                 try db.execute(sql: "DELETE FROM audio_replacements WHERE clip_id = ?", arguments: [clipID])

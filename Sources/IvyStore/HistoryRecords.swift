@@ -101,6 +101,14 @@ package enum HistoryError: LocalizedError, Equatable {
     case bookMissing(clipID: ClipID, bookID: BookID)
     case changedMeanwhile
     case noSuchVersion(Int64)
+    /// `--audio-only` of a version that has no audio to give back.
+    case audioOnly(Int64, AudioOnlyProblem)
+
+    package enum AudioOnlyProblem: Equatable, Sendable {
+        case book
+        case deletion
+        case clipGone(ClipID)
+    }
 
     package var errorDescription: String? {
         switch self {
@@ -111,6 +119,13 @@ package enum HistoryError: LocalizedError, Equatable {
             "the library changed while the restore was prepared; run it again"
         case .noSuchVersion(let id):
             "the history keeps no version \(id) (pruned, or never recorded); `ivy history ID` lists the versions kept"
+        case .audioOnly(let id, .book):
+            "version \(id) is a book's, and a book has no audio; restore it without --audio-only"
+        case .audioOnly(let id, .deletion):
+            "version \(id) records a deletion, which has no audio; give a version that has (`ivy history ID`)"
+        case .audioOnly(let id, .clipGone(let clipID)):
+            "clip \(clipID) is not in the library, so version \(id)'s audio has no fields to go with; restore "
+                + "the whole version (without --audio-only)"
         }
     }
 }

@@ -36,20 +36,28 @@ extension LibraryDatabase {
 }
 
 extension EngineWriter {
-    /// Keeps other takes of the clip's audio (the MP3s at `paths`, downloaded from Drive, which
-    /// lost to a newer take) in the history, each as a version of the clip with `json` and that
-    /// MP3, recorded before the write that applies the winner; then the clip as it is here
-    /// again, so that the newest version never names a take that lost. Nothing with the
-    /// history off.
-    package func keepOtherTakes(clipID: ClipID, json: Data, audio paths: [String]) throws {
-        guard !paths.isEmpty, try HistoryAudio.enabled(db) else { return }
+    /// Keeps other takes of the clip's audio (downloaded from Drive, each of which lost to a
+    /// newer take) in the history, each as the version of the clip its writer had: the JSON
+    /// made with that MP3, exactly as Drive held it, and that MP3. They are recorded before
+    /// `write` applies the winner; if `write` records no version of the clip (its row did
+    /// not change), the clip as it is after it is recorded, so the newest version is never a
+    /// take that lost, and no version pairs a take with fields it never had. Only `write`
+    /// with the history off.
+    package func keepOtherTakes(clipID: ClipID, takes: [(json: Data, audio: String)], then write: () throws -> Void)
+        throws
+    {
+        guard !takes.isEmpty, try HistoryAudio.enabled(db) else { return try write() }
         let exists = try clip(id: clipID) != nil
-        for path in paths {
-            guard let md5 = try HistoryAudio.keep(path, in: historyDirectory) else { continue }
+        var lastTake: Int64?
+        for take in takes {
+            guard let md5 = try HistoryAudio.keep(take.audio, in: historyDirectory) else { continue }
             try db.execute(
                 sql: Schema.clipVersionWithAudio,
-                arguments: [clipID, exists ? "update" : "insert", String(decoding: json, as: UTF8.self), md5])
+                arguments: [clipID, exists ? "update" : "insert", String(decoding: take.json, as: UTF8.self), md5])
+            lastTake = db.lastInsertedRowID
         }
-        if exists { try db.execute(sql: Schema.clipVersionNow, arguments: [clipID]) }
+        try write()
+        guard let lastTake, try latestVersion(.clip(clipID)) == lastTake else { return }
+        try db.execute(sql: Schema.clipVersionNow, arguments: [clipID])
     }
 }

@@ -24,31 +24,50 @@ extension LibraryDatabase {
     /// was recorded at, but that very version even when others were recorded at the same
     /// time (a take that lost to another, kept just before it). Throws `noSuchVersion` when
     /// none has that id.
+    ///
+    /// `audioOnly` puts back only the clip's MP3 of that version and leaves its fields as they
+    /// are (a take that lost a merge, without the fields its device had then): refused for a
+    /// book, a deletion, or a clip that is not here.
     @discardableResult
     package func restore(
-        version id: Int64, dryRun: Bool = false, beforeCommit: @Sendable () throws -> Void = {}
+        version id: Int64, audioOnly: Bool = false, dryRun: Bool = false,
+        beforeCommit: @Sendable () throws -> Void = {}
     ) async throws -> RestoreResult {
-        let found = try await read { db -> (key: EntityKey, at: Milliseconds)? in
+        let found = try await read { db -> (key: EntityKey, at: Milliseconds, deleted: Bool, here: Bool)? in
             guard try db.tableExists("history"),
                 let row = try Row.fetchOne(
-                    db, sql: "SELECT entity_type, entity_id, recorded_at FROM history WHERE id = ?", arguments: [id]),
+                    db,
+                    sql: """
+                        SELECT entity_type, entity_id, recorded_at, json IS NULL AS deleted,
+                            EXISTS (SELECT 1 FROM clips WHERE clips.id = history.entity_id) AS here
+                        FROM history WHERE id = ?
+                        """,
+                    arguments: [id]),
                 let kind = EntityKind(rawValue: row["entity_type"] ?? "")
             else { return nil }
-            return (EntityKey(kind, row["entity_id"] ?? ""), row["recorded_at"] ?? 0)
+            return (EntityKey(kind, row["entity_id"] ?? ""), row["recorded_at"] ?? 0, row["deleted"], row["here"])
         }
         guard let found else { throw HistoryError.noSuchVersion(id) }
+        if audioOnly {
+            guard case .clip(let clipID) = found.key else { throw HistoryError.audioOnly(id, .book) }
+            guard !found.deleted else { throw HistoryError.audioOnly(id, .deletion) }
+            guard found.here else { throw HistoryError.audioOnly(id, .clipGone(clipID)) }
+        }
         return try await restore(
-            at: found.at, keys: [found.key], pinned: id, dryRun: dryRun, beforeCommit: beforeCommit)
+            at: found.at, keys: [found.key], pinned: id, audioOnly: audioOnly, dryRun: dryRun,
+            beforeCommit: beforeCommit)
     }
 
     func restore(
-        at moment: Milliseconds, keys: [EntityKey]?, pinned: Int64?, dryRun: Bool,
+        at moment: Milliseconds, keys: [EntityKey]?, pinned: Int64?, audioOnly: Bool = false, dryRun: Bool,
         beforeCommit: @Sendable () throws -> Void
     ) async throws -> RestoreResult {
         let planned = try await read { db in
             // A library an older ivy wrote last, read without migrating it, has no history.
             guard try db.tableExists("history") else { return RestorePlanner.Plan(result: RestoreResult(at: moment)) }
-            return try RestorePlanner(db: db, library: self, at: moment, keys: keys, pinned: pinned).plan()
+            return try RestorePlanner(
+                db: db, library: self, at: moment, keys: keys, pinned: pinned, audioOnly: audioOnly
+            ).plan()
         }
         if dryRun || planned.result.changes.isEmpty { return planned.result }
         // MP3s to put back are linked in beside the audio first, and those to replace or
@@ -64,7 +83,9 @@ extension LibraryDatabase {
         let kept = try await keepAudioInHistory(clipIDs: deleted)
         let now = clock.now()
         let result = try await writeReplacingAudios(staged, beforeCommit: beforeCommit) { [staged] db in
-            let again = try RestorePlanner(db: db, library: self, at: moment, keys: keys, pinned: pinned).plan()
+            let again = try RestorePlanner(
+                db: db, library: self, at: moment, keys: keys, pinned: pinned, audioOnly: audioOnly
+            ).plan()
             guard again.result == planned.result, again.audio == planned.audio else {
                 throw HistoryError.changedMeanwhile
             }
@@ -100,6 +121,8 @@ private struct RestorePlanner {
     let keys: [EntityKey]?
     /// The one version to restore (by id), rather than the newest recorded at or before `at`.
     var pinned: Int64? = nil
+    /// Only the version's MP3: the clip's fields stay as they are now.
+    var audioOnly = false
 
     struct Target {
         let version: HistoryVersion?
@@ -230,7 +253,9 @@ private struct RestorePlanner {
                     plan.result.failed.append(key)
                     continue
                 }
-                try restoreVersion(version, entity, over: current, into: &plan)
+                // Only the audio: the clip as it is now, with the version's MP3 (`restoreVersion`).
+                let target = audioOnly ? current ?? entity : entity
+                try restoreVersion(version, target, over: current, into: &plan)
                 continue
             }
             guard let current else {

@@ -25,7 +25,9 @@ package final class LibraryDatabase: Sendable {
         /// Creates the library when missing and migrates it.
         case readWrite
         /// Changes nothing on disk: no migration, no journal-mode switch, no file or directory
-        /// created. A library that does not exist yet reads as an empty one.
+        /// created (only what a killed ivy left beside the audio is put right: an import's
+        /// copies, `ImportStaging`, and a replacement's MP3s, `AudioJournal`). A library that
+        /// does not exist yet reads as an empty one.
         case readOnly
     }
 
@@ -34,10 +36,21 @@ package final class LibraryDatabase: Sendable {
     /// changes. `.readWrite` creates a missing library (mode 0600) and migrates it. Opening
     /// and migrating block, so they run on ivy's own threads.
     package convenience init(paths: IvyPaths, clock: WallClock, access: Access = .readWrite) async throws {
-        let pool = try await BlockingExecutor.blocking { try LibraryDatabase.connect(paths, access) }
+        let pool = try await BlockingExecutor.blocking {
+            let pool = try LibraryDatabase.connect(paths, access)
+            // What a killed `ivy import` copied in outlives no command that opens the library,
+            // reading or writing: it is no one's, and may be gigabytes.
+            ImportStaging.removeAbandoned(in: paths.audioDirectory)
+            return pool
+        }
         self.init(paths: paths, clock: clock, pool: pool)
         try await adoptGoogleTime()
-        if access == .readWrite { try await recoverAudioReplacements() }
+        if access == .readWrite {
+            try await recoverAudioReplacements()
+        } else {
+            // Best effort: a read-only file system, say, keeps what it holds.
+            try? await recoverAudioReplacements(rows: false)
+        }
     }
 
     private init(paths: IvyPaths, clock: WallClock, pool: any DatabaseWriter) {

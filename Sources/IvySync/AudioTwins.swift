@@ -13,7 +13,9 @@ import Logging
 /// the agreed audio. With two or more, the take whose JSON has the newer `updated_at` wins
 /// (each MP3 goes with the JSON its writer made just before it, by Drive's `createdTime`;
 /// Drive's `modifiedTime` decides only when that says nothing, then the id), every other take
-/// is downloaded and kept in the history here as a version of the clip, and the sync records
+/// is downloaded and kept in the history here as the version of the clip its writer had (the
+/// JSON it made with that MP3, as Drive held it: no version pairs a take with another's
+/// fields), and the sync records
 /// a conflict per other take naming both md5s, whose take won and by which rule
 /// (`Merge.takeConflict`, listed by `ivy history --conflicts`). Nothing is deleted from Drive
 /// before it was read: a take is either held here already (its md5 is the audio here or the
@@ -21,8 +23,9 @@ import Logging
 struct AudioTwins {
     /// The entity's files with the winning MP3 as `mp3` and every other MP3 among `stale`.
     let remote: RemoteEntity?
-    /// The other takes, downloaded, to keep in the history inside the write that applies the winner.
-    var losers: [(file: RemoteFile, staged: StagedAudio)] = []
+    /// The other takes, downloaded, to keep in the history inside the write that applies the
+    /// winner, each with the JSON its writer made with it (exactly as Drive held it).
+    var losers: [(file: RemoteFile, staged: StagedAudio, json: Data)] = []
     /// The other MP3 files, to delete once the winner is recorded (an upload replaces them anyway).
     var obsolete: [RemoteFile] = []
     /// Each take that lost to the winner, as the conflict recorded with the write (both md5s).
@@ -61,21 +64,36 @@ struct AudioTwins {
     /// The `updated_at` of the JSON made just before `mp3` (by Drive's `createdTime`); nil
     /// when no JSON read was made before it.
     static func stamp(_ mp3: RemoteFile, jsons: [RemoteFile], stamps: [DriveFileID: Milliseconds]) -> Milliseconds? {
+        json(of: mp3, among: jsons).flatMap { stamps[$0.id] }
+    }
+
+    /// The JSON file its writer made with `mp3`: the one made just before it (by Drive's
+    /// `createdTime`, then the id), as a replace makes the JSON and then the MP3; nil when
+    /// none of `jsons` was made before it.
+    static func json(of mp3: RemoteFile, among jsons: [RemoteFile]) -> RemoteFile? {
         func made(_ file: RemoteFile) -> Milliseconds { file.createdTime ?? file.modifiedTime }
-        let before = jsons.filter { made($0) <= made(mp3) }
-        guard let json = before.max(by: { (made($0), $0.id) < (made($1), $1.id) }) else { return nil }
-        return stamps[json.id]
+        return jsons.filter { made($0) <= made(mp3) }.max { (made($0), $0.id) < (made($1), $1.id) }
+    }
+
+    /// The bytes of the JSON its writer made with `mp3` (`json(of:among:)`), as read
+    /// (`copies`). When there is none, or it could not be read (the MP3 outlived its JSON),
+    /// `fallback`: Drive's chosen copy, the nearest there is to what went with it.
+    static func jsonData(
+        of mp3: RemoteFile, among jsons: [RemoteFile], copies: [DriveFileID: Data], fallback: Data
+    ) -> Data {
+        json(of: mp3, among: jsons).flatMap { copies[$0.id] } ?? fallback
     }
 }
 
 extension SyncEngine {
-    /// Resolves the clip's MP3s by content (`AudioTwins`); `stamps` are the `updated_at` of
-    /// each JSON file of its name that was read. Downloads the takes that lose and are not
+    /// Resolves the clip's MP3s by content (`AudioTwins`); `jsons` are the JSON files of its
+    /// name as read (their `updated_at`s and bytes). Downloads the takes that lose and are not
     /// held here; the caller discards them (`discard`) when done.
     func resolveAudio(
-        _ remote: RemoteEntity?, _ key: EntityKey, _ context: Context, stamps: [DriveFileID: Milliseconds],
+        _ remote: RemoteEntity?, _ key: EntityKey, _ context: Context, _ jsons: Resolved<ClipBackup>,
         _ moved: Moved?
     ) async throws -> AudioTwins {
+        let stamps = jsons.stamps
         guard let remote, let current = remote.mp3, !remote.mp3Twins.isEmpty, let clipID = key.clipID else {
             return AudioTwins(untouched: remote)
         }
@@ -90,8 +108,8 @@ extension SyncEngine {
         }
         // Takes of the same content are one take.
         var seen: Set<String> = []
-        let jsons = [remote.json].compactMap { $0 } + remote.jsonTwins
-        let ordered = AudioTwins.order(takes.isEmpty ? mp3s : takes, jsons: jsons, stamps: stamps).filter {
+        let files = [remote.json].compactMap { $0 } + remote.jsonTwins
+        let ordered = AudioTwins.order(takes.isEmpty ? mp3s : takes, jsons: files, stamps: stamps).filter {
             guard let md5 = $0.md5 else { return true }
             return seen.insert(md5).inserted
         }
@@ -101,7 +119,7 @@ extension SyncEngine {
         let here = try await library.audioMD5(clipID: clipID)
         func take(_ file: RemoteFile) -> Merge.Take {
             Merge.Take(
-                md5: file.md5, updatedAt: AudioTwins.stamp(file, jsons: jsons, stamps: stamps),
+                md5: file.md5, updatedAt: AudioTwins.stamp(file, jsons: files, stamps: stamps),
                 modifiedTime: file.modifiedTime, here: file.md5 != nil && file.md5 == here)
         }
         for loser in ordered.dropFirst() {
@@ -115,7 +133,9 @@ extension SyncEngine {
             // A take held here already is kept in the history when the winner replaces it.
             if let md5 = loser.md5, md5 == here { continue }
             do {
-                resolved.losers.append((loser, try await stageAudio(loser, moved)))
+                let json = AudioTwins.jsonData(
+                    of: loser, among: files, copies: jsons.copies, fallback: jsons.chosen.data)
+                resolved.losers.append((loser, try await stageAudio(loser, moved), json))
             } catch {
                 discard(resolved)
                 throw error
@@ -132,12 +152,16 @@ extension SyncEngine {
 
 extension SyncEngine {
     /// Inside the write that applies the winning take: each other take downloaded becomes a
-    /// version of the clip in the history here (`EngineWriter.keepOtherTakes`), and so does
-    /// Drive's take that a merge's upload is about to replace (`replaced`).
+    /// version of the clip in the history here, with the JSON its writer made with it, and so
+    /// does Drive's take that a merge's upload is about to replace (`replaced`, with its JSON);
+    /// then `write` applies the winner (`EngineWriter.keepOtherTakes`).
     func keepLosingTakes(
-        _ twins: AudioTwins, replaced: StagedAudio? = nil, of clipID: ClipID, json: Data, in writer: EngineWriter
+        _ twins: AudioTwins, replaced: (staged: StagedAudio, json: Data)? = nil, of clipID: ClipID,
+        in writer: EngineWriter, _ write: () throws -> Void
     ) throws {
-        let paths = twins.losers.map(\.staged.path) + [replaced?.path].compactMap { $0 }
-        try writer.keepOtherTakes(clipID: clipID, json: json, audio: paths)
+        let takes =
+            twins.losers.map { (json: $0.json, audio: $0.staged.path) }
+            + [replaced.map { (json: $0.json, audio: $0.staged.path) }].compactMap { $0 }
+        try writer.keepOtherTakes(clipID: clipID, takes: takes, then: write)
     }
 }

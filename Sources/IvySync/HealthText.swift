@@ -15,8 +15,15 @@ enum HealthText {
         if !report.failures.isEmpty {
             line += "; \(report.failures.count) failed (\(kinds(report.failures)))"
         }
-        if !report.skipped.isEmpty { line += "; \(report.skipped.count) Drive files skipped" }
-        if report.orphanClips > 0 { line += "; \(report.orphanClips) clips without their book" }
+        if !report.skipped.isEmpty {
+            let count = report.skipped.count
+            line += count == 1 ? "; 1 Drive file skipped" : "; \(count) Drive files skipped"
+        }
+        if report.orphanClips > 0 {
+            line +=
+                report.orphanClips == 1
+                ? "; 1 clip without its book" : "; \(report.orphanClips) clips without their book"
+        }
         if !report.heldChanges.isEmpty {
             let count = report.heldChanges.count == 1 ? "1 change" : "\(report.heldChanges.count) changes"
             line +=

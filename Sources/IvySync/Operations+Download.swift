@@ -83,7 +83,8 @@ extension SyncEngine {
                 throw SyncFailure.unusableRemote(file: name, reason: reason)
             }
             return Resolved(
-                chosen: fetched, value: fetched.backup, others: [], stamps: [json.id: fetched.backup.updatedAt])
+                chosen: fetched, value: fetched.backup, others: [], stamps: [json.id: fetched.backup.updatedAt],
+                copies: [json.id: fetched.data])
         }
         let base: Backup? = await twinBase(key, remote, context)
         var copies: [Fetched<Backup>] = []
@@ -114,14 +115,24 @@ extension SyncEngine {
         }
         guard let chosen = copies.first else { throw firstProblem ?? SyncFailure.changedDuringSync }
         var value = chosen.backup
+        var conflicts: [Merge.Conflict] = []
         for other in copies.dropFirst() {
-            let merged = Backup.merged(local: value, remote: other.backup, base: base, now: now).value
+            let merged = Backup.merged(local: value, remote: other.backup, base: base, now: now)
+            // Every rule the merge of two copies applies is a conflict, even one that keeps the
+            // chosen copy's value: the other copy's is not kept. Both were Drive's.
+            conflicts += merged.conflicts.map { conflict in
+                var conflict = conflict
+                if conflict.winner == .here { conflict.winner = .drive }
+                return conflict
+            }
             // A copy that adds nothing keeps the chosen one's stamps, so it can be adopted as it is.
-            if !merged.sameContent(as: value) { value = merged }
+            if !merged.value.sameContent(as: value) { value = merged.value }
         }
         return Resolved(
             chosen: chosen, value: value, others: copies.dropFirst().map(\.json), unreadable: unreadable,
-            stamps: Dictionary(copies.map { ($0.json.id, $0.backup.updatedAt) }, uniquingKeysWith: max))
+            stamps: Dictionary(copies.map { ($0.json.id, $0.backup.updatedAt) }, uniquingKeysWith: max),
+            copies: Dictionary(copies.map { ($0.json.id, $0.data) }, uniquingKeysWith: { first, _ in first }),
+            conflicts: conflicts)
     }
 
     /// Deletes the other files of an entity's name once one of them is recorded as Drive's
@@ -161,17 +172,19 @@ extension SyncEngine {
             let adopt = resolved.adoptable
             let agreement = adopt ? resolved.chosen.agreement(at: now) : nil
             let value = adopt ? resolved.chosen.backup : try Self.pushable(resolved.value)
-            try await applyRemote(key, context, recording: agreement, trash: .download) { try value.save(in: $0) }
+            try await applyRemote(
+                key, context, recording: agreement, conflicts: resolved.conflicts, trash: .download
+            ) { try value.save(in: $0) }
             if adopt {
                 await deleteTwins(resolved.others)
             } else {
                 try await push(book: value, replacing: resolved.replacing(action.remote), context)
             }
-            return Outcome(key: key, result: .done(.download, conflict: false))
+            return Outcome(key: key, result: .done(.download, conflict: !resolved.conflicts.isEmpty))
         case .clip(let clipID):
             let resolved: Resolved<ClipBackup> = try await fetchResolved(
                 action.remote, key, context, now: now)
-            let twins = try await resolveAudio(action.remote, key, context, stamps: resolved.stamps, moved)
+            let twins = try await resolveAudio(action.remote, key, context, resolved, moved)
             defer { discard(twins) }
             let remote = twins.remote
             let mp3 = try usableMP3(remote)
@@ -183,11 +196,11 @@ extension SyncEngine {
             let audioFile = URL(fileURLWithPath: staged?.path ?? library.audioPath(clipID: clipID))
             let audioMD5 = try mp3.md5 ?? LocalFile.md5(of: audioFile)
             let agreement = adopt ? resolved.chosen.agreement(mp3: mp3, audioMD5: audioMD5, at: now) : nil
+            let conflicts = resolved.conflicts + twins.conflicts
             try await applyRemote(
-                key, context, recording: agreement, audio: staged, conflicts: twins.conflicts, trash: .download
+                key, context, recording: agreement, audio: staged, conflicts: conflicts, trash: .download
             ) { writer in
-                try keepLosingTakes(twins, of: clipID, json: resolved.chosen.data, in: writer)
-                try value.save(in: writer)
+                try keepLosingTakes(twins, of: clipID, in: writer) { try value.save(in: writer) }
             }
             if adopt {
                 await deleteTwins(resolved.others + twins.obsolete)
@@ -195,7 +208,8 @@ extension SyncEngine {
                 _ = try await push(clip: value, replacing: resolved.replacing(remote), context, nil)
             }
             let bytes = (staged?.bytes ?? 0) + twins.losers.reduce(0) { $0 + $1.staged.bytes }
-            return Outcome(key: key, result: .done(.download, conflict: twins.conflict), bytes: bytes, bytesDown: bytes)
+            return Outcome(
+                key: key, result: .done(.download, conflict: !conflicts.isEmpty), bytes: bytes, bytesDown: bytes)
         }
     }
 

@@ -53,7 +53,8 @@ extension SyncEngine {
         // killed or failing in between merges Drive's next edit against what this one took.
         let recorded = adopt || resolved.others.isEmpty ? remote.agreement(at: now) : nil
         try await applyRemote(
-            key, context, recording: recorded, settling: adopt, conflicts: combined.conflicts, trash: .merge
+            key, context, recording: recorded, settling: adopt, conflicts: resolved.conflicts + combined.conflicts,
+            trash: .merge
         ) { try merged.save(in: $0) }
         if adopt {
             await deleteTwins(resolved.others)
@@ -65,7 +66,8 @@ extension SyncEngine {
         if adopt && resolved.others.isEmpty && mine.sameContent(as: remote.backup) {
             return Outcome(key: key, result: .nothing)
         }
-        return Outcome(key: key, result: .done(.merge, conflict: !combined.conflicts.isEmpty))
+        return Outcome(
+            key: key, result: .done(.merge, conflict: !combined.conflicts.isEmpty || !resolved.conflicts.isEmpty))
     }
 
     /// A clip's merge is a book's with the audio as one more field (`Merge.audio`). Drive may
@@ -77,7 +79,7 @@ extension SyncEngine {
         let base: (backup: ClipBackup?, audioMD5: String?) = await base(key)
         let resolved: Resolved<ClipBackup> = try await fetchResolved(action.remote, key, context, now: now)
         let remote = resolved.chosen
-        let twins = try await resolveAudio(action.remote, key, context, stamps: resolved.stamps, moved)
+        let twins = try await resolveAudio(action.remote, key, context, resolved, moved)
         defer { discard(twins) }
         let files = twins.remote
         let mp3 = files?.mp3 == nil ? nil : try usableMP3(files)
@@ -111,17 +113,26 @@ extension SyncEngine {
             audio?.conflict != nil && audio?.choice == .local && localMD5 != mp3?.md5
             ? try await stageAudio(try usableMP3(files), moved) : nil
         defer { if let replaced { library.discardStagedAudio(replaced.path) } }
+        // Drive's take is kept with the JSON its writer made with it, not with the merge's.
+        let replacedTake = try replaced.map { staged in
+            let jsons = [files?.json].compactMap { $0 } + (files?.jsonTwins ?? [])
+            return (
+                staged: staged,
+                json: AudioTwins.jsonData(
+                    of: try usableMP3(files), among: jsons, copies: resolved.copies, fallback: remote.data)
+            )
+        }
         // Drive's copy is the base from here on, even before a merge is uploaded (see mergeBook).
         let agreement = mp3.flatMap { mp3 in
             adopt || resolved.others.isEmpty
                 ? remote.agreement(mp3: mp3, audioMD5: adopt ? mp3.md5 ?? localMD5 : mp3.md5, at: now) : nil
         }
-        let conflicts = combined.conflicts + [audio?.conflict].compactMap { $0 } + twins.conflicts
+        let conflicts =
+            resolved.conflicts + combined.conflicts + [audio?.conflict].compactMap { $0 } + twins.conflicts
         try await applyRemote(
             key, context, recording: agreement, settling: adopt, audio: staged, conflicts: conflicts, trash: .merge
         ) { writer in
-            try keepLosingTakes(twins, replaced: replaced, of: clipID, json: remote.data, in: writer)
-            try merged.save(in: writer)
+            try keepLosingTakes(twins, replaced: replacedTake, of: clipID, in: writer) { try merged.save(in: writer) }
         }
         let down =
             (staged?.bytes ?? 0) + (replaced?.bytes ?? 0) + twins.losers.reduce(0) { $0 + $1.staged.bytes }

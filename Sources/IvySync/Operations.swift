@@ -51,6 +51,13 @@ struct Resolved<Backup: EntityBackup> {
     var unreadable: [RemoteFile] = []
     /// The `updated_at` of each file read, by file: which MP3 take is newer (`AudioTwins`).
     var stamps: [DriveFileID: Milliseconds] = [:]
+    /// The bytes of each file read, by file: a take that loses is kept in the history with
+    /// the JSON its writer made with it, exactly as Drive held it (`AudioTwins`).
+    var copies: [DriveFileID: Data] = [:]
+    /// What merging the files into `chosen` settled by a rule (a joined note, a title by the
+    /// later write): recorded with the write as any merge's are. Both values were Drive's, so
+    /// none is `here`'s.
+    var conflicts: [Merge.Conflict] = []
 
     /// Whether `chosen` holds all there is, so it can be kept as it is on Drive.
     var adoptable: Bool { value.sameContent(as: chosen.backup) }

@@ -132,7 +132,9 @@ package struct SyncReport: Sendable, Encodable {
                 : "; \(skipped.count) skipped on Drive: \(what) and \(skipped.count - 1) more "
                     + "(`ivy sync -v` lists them, and why)"
         }
-        if orphanClips > 0 { line += "; \(orphanClips) clips without their book" }
+        if orphanClips > 0 {
+            line += orphanClips == 1 ? "; 1 clip without its book" : "; \(orphanClips) clips without their book"
+        }
         if let heldSummary { line += "; " + heldSummary }
         return line
     }

@@ -1,6 +1,6 @@
 import Foundation
 package import IvyCore
-import IvySystem
+package import IvySystem
 
 /// An archive `ivy export` wrote, read whole and checked: every file the list names, with its
 /// md5 and size, every JSON as a sync reads one from Drive. Anything may have written it.
@@ -14,6 +14,9 @@ package struct VerifiedArchive: Sendable {
     package var audio: [ClipID: String] = [:]
     package var mp3s = 0
     package var bytes: Int64 = 0
+    /// The disk the MP3s were copied out to is full or read-only: the archive was not read
+    /// whole, and nothing is said of it.
+    package var storage: StorageError?
 
     package var ok: Bool { problems.isEmpty }
 
@@ -24,6 +27,9 @@ package struct VerifiedArchive: Sendable {
         var archive = VerifiedArchive()
         do {
             try archive.check(path: path, staging: staging)
+        } catch let storage as StorageError {
+            archive.storage = storage
+            archive.problems.append(storage.errorDescription ?? "\(storage.path) cannot be written")
         } catch let failure as ZipFile.Failure {
             archive.problems.append(Self.text(failure))
         } catch {
@@ -89,9 +95,17 @@ package struct VerifiedArchive: Sendable {
                 } else if head.count < AudioRules.sniffLength {
                     head.append(chunk.prefix(AudioRules.sniffLength - head.count))
                 }
-                try output?.write(contentsOf: chunk)
+                do {
+                    try output?.write(contentsOf: chunk)
+                } catch {
+                    throw StorageError(path: staging ?? path, error: error) ?? error
+                }
             }
-            try output?.synchronize()
+            do {
+                try output?.synchronize()
+            } catch {
+                throw StorageError(path: staging ?? path, error: error) ?? error
+            }
             bytes += count
             guard count == file.size else {
                 problems.append("\(file.name) is \(count) bytes, shorter than the \(file.size) listed: cut short")

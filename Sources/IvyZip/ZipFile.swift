@@ -60,7 +60,32 @@ package enum ZipFile {
         }
         guard let staging = made else { throw failure(parent) }
         defer { try? FileManager.default.removeItem(atPath: staging) }
+        do {
+            try write(entries, into: staging + "/archive.zip", date: date)
+        } catch let error as Failure {
+            throw error
+        } catch {
+            // ZIPFoundation's errors say nothing a person can act on (`unwritableArchive`): a
+            // full or read-only disk is said as that, for the file asked for; anything else
+            // with its own words.
+            if let storage = StorageError(path: path, error: error) ?? StorageError.probe(path) { throw storage }
+            throw Failure.cannotWrite(path: path, reason: "\(error)")
+        }
         let file = staging + "/archive.zip"
+        if replacing {
+            guard rename(file, path) == 0 else { throw failure(path) }
+        } else if link(file, path) != 0 {
+            if errno == EEXIST { throw Failure.exists(path) }
+            throw failure(path)
+        }
+        try flush(parent)
+    }
+
+    /// Writes the zip at `file` and flushes it to disk.
+    private static func write(
+        _ entries: [(name: String, source: ArchiveSource)], into file: String, date: Date
+    ) throws {
+        let parent = directory(of: file)
         let archive = try Archive(url: URL(fileURLWithPath: file), accessMode: .create)
         for (name, source) in entries {
             switch source {
@@ -92,13 +117,6 @@ package enum ZipFile {
         }
         guard chmod(file, 0o600) == 0 else { throw failure(parent) }
         try flush(file)
-        if replacing {
-            guard rename(file, path) == 0 else { throw failure(path) }
-        } else if link(file, path) != 0 {
-            if errno == EEXIST { throw Failure.exists(path) }
-            throw failure(path)
-        }
-        try flush(parent)
     }
 
     private static func flush(_ path: String) throws {
@@ -148,6 +166,9 @@ package enum ZipFile {
                 }
             } catch let failure as Failure {
                 throw failure
+            } catch let storage as StorageError {
+                // The consumer's disk is full, or read-only: nothing is wrong with the archive.
+                throw storage
             } catch {
                 throw Failure.damaged(name: name, reason: "its content is damaged (\(error))")
             }

@@ -92,6 +92,7 @@ struct ArchiveTests {
     /// Ways an archive can be damaged, each as bytes made from a good one.
     enum Damage: String, CaseIterable, CustomTestStringConvertible {
         case truncated, flippedAudioByte, empty, notAZip, editedJSON, extraEntry, missingEntry, traversalName
+        case listTwice, fileTwice, miscounted
         var testDescription: String { rawValue }
     }
 
@@ -136,6 +137,23 @@ struct ArchiveTests {
         case .missingEntry:
             try rewrite(entries.filter { !$0.name.hasSuffix(".mp3") })
             return ".mp3 is missing from the archive"
+        case .listTwice:
+            // A second list of files, which a reader that takes the first name would never check.
+            let list = try #require(entries.first { $0.name == ArchiveManifest.fileName })
+            try rewrite(entries + [list])
+            return "'\(ArchiveManifest.fileName)' is in the archive twice: `ivy export` writes each file once"
+        case .fileTwice:
+            let book = try #require(entries.first { $0.name.hasPrefix("book_") })
+            try rewrite(entries + [book])
+            return "'\(book.name)' is in the archive twice"
+        case .miscounted:
+            let index = try #require(entries.firstIndex { $0.name == ArchiveManifest.fileName })
+            let text = String(decoding: entries[index].data, as: UTF8.self)
+            let edited = text.replacing(#/"books" ?: ?2/#) { _ in "\"books\" : 1" }
+            #expect(edited != text)
+            entries[index].data = Data(edited.utf8)
+            try rewrite(entries)
+            return "it says 1 book and 1 clip, and lists files of 2 books and 1 clip"
         case .traversalName:
             let index = try #require(entries.firstIndex { $0.name == ArchiveManifest.fileName })
             entries[index].data = Data(

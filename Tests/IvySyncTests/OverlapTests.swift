@@ -201,6 +201,32 @@ struct OverlapTests {
         }
     }
 
+    @Test("two files of one name that both retitle the book: the rule their merge applies is a conflict, Drive's")
+    func twinsConflictRecorded() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let name = "book_\(pair.book.id).json"
+            let books = try await world.folderID("books")
+            let first = try await appEdit(world, name) { $0["title"] = "Dune (first)" }
+            world.clock.advance(seconds: 1)
+            let second = try await appEdit(world, name) { $0["title"] = "Dune (second)" }
+            let old = try #require(await live(world, name).first)
+            try await world.state.trash(id: old.id)
+            for content in [second, first] {
+                await world.state.advanceClock(by: 1)
+                _ = await world.state.putFile(
+                    email: alice, name: name, parents: [books], content: content, mimeType: "application/json")
+            }
+
+            _ = try await pair.a.sync()
+            #expect(try await pair.a.book(pair.book.id)?.title == "Dune (second)")
+            let conflicts = try await pair.a.library.conflicts(of: EntityKey(pair.book.id))
+            let title = try #require(conflicts.first { $0.field == "title" }, "\(conflicts)")
+            #expect(title.kept == .string("Dune (second)") && title.lost == .string("Dune (first)"), "\(title)")
+            #expect(title.winner == "drive" && title.rule == "later_write", "\(title)")
+        }
+    }
+
     @Test("a book deleted on Drive for good is restored once it has stayed missing for the grace")
     func absenceOutlastsTheGrace() async throws {
         try await withWorld { world in

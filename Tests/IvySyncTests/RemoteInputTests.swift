@@ -115,7 +115,7 @@ struct RemoteInputTests {
             #expect(first.downloaded.pair == [0, 1])
             #expect(first.skipReason("book_\(book.id).json") != nil, "\(first.skipped)")
             #expect(first.orphanClips == 1)
-            #expect(first.summary.contains("1 clips without their book"))
+            #expect(first.summary.contains("1 clip without its book"))
             #expect(try await b.clip(clip.id)?.note == "orphan to be")
             #expect(b.audio(clip.id) == a.audio(clip.id))
             #expect(try await b.book(book.id) == nil)

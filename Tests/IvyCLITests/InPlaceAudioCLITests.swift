@@ -82,10 +82,16 @@ struct InPlaceAudioCLITests {
             try await uploadNewVersion(emulator, id: devices.mp3ID, second)
 
             for device in [devices.b, devices.a] {
-                // Each follows Drive's change feed (both listed Drive in full once already).
+                // Each follows Drive's change feed (both listed Drive in full once already), and
+                // its mirror of the listing takes the MP3's new md5 from it.
+                await emulator.state.clearRequests()
                 let synced = try await device.runBinaryAsync("sync")
                 #expect(synced.status == 0, "\(synced.stdout)\(synced.stderr)")
                 #expect(synced.stdout.contains("1 downloaded"), "\(synced.stdout)")
+                let listed = await emulator.state.requests.filter { $0.path == "/drive/v3/files" }
+                #expect(listed.isEmpty, "the change feed, not a full listing: \(listed)")
+                let mirrored = try device.sql("SELECT md5 FROM drive_mirror WHERE file_id = '\(devices.mp3ID)'")
+                #expect(mirrored.map { $0["md5"] as String? } == [MD5.hex(second)])
                 #expect(audio(device, clip) == second, "the new bytes are the clip's audio here")
                 // The newest version is the new audio (the audio now: no md5 until it is replaced);
                 // the one before it names the old MP3, kept in the history.

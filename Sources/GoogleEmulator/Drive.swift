@@ -10,7 +10,7 @@ extension EmulatorState {
             "parents": file.parents.map { $0 == "root" ? rootFolderID(of: file.owner) : $0 },
             "createdTime": RFC3339.string(file.createdTime), "modifiedTime": RFC3339.string(file.modifiedTime),
             "trashed": isTrashed(file), "explicitlyTrashed": file.explicitlyTrashed, "starred": file.starred,
-            "ownedByMe": true,
+            "ownedByMe": true, "version": String(file.version),
         ]
         // Drive leaves out a field with no value.
         if let description = file.description { object["description"] = description }
@@ -19,6 +19,7 @@ extension EmulatorState {
             // Drive encodes int64 values as JSON strings.
             object["size"] = file.misreport?.size ?? String(file.size)
             object["md5Checksum"] = file.md5
+            object["headRevisionId"] = file.headRevisionID
         }
         return object
     }
@@ -607,6 +608,7 @@ extension EmulatorState {
         }
         if let content { file.content = content }
         file.modifiedTime = modifiedTime
+        file.version += 1
         files[id] = file
         if isTrashed(file) != wasTrashed {
             noteChange(file, withDescendantsIn: files)

@@ -546,6 +546,7 @@ package actor EmulatorState {
         guard files[id] != nil else { throw EmulatorControlError("no file \(id)") }
         files[id]?.content = content
         files[id]?.modifiedTime = now()
+        files[id]?.version += 1
         if let file = files[id] { noteChange(file) }
     }
 
@@ -576,6 +577,7 @@ package actor EmulatorState {
     package func trash(id: String) throws(EmulatorControlError) {
         guard files[id] != nil else { throw EmulatorControlError("no file \(id)") }
         files[id]?.explicitlyTrashed = true
+        files[id]?.version += 1
         if let file = files[id] { noteChange(file, withDescendantsIn: files) }
     }
 

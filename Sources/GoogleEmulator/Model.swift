@@ -56,9 +56,22 @@ package struct DriveFile: Sendable, Codable, Equatable {
     package var modifiedTime: Date
     package var content: Data {
         // Drive computes the checksum once, when the content arrives; so does the emulator,
-        // not on every listing (hashing every file's bytes for each page).
-        didSet { md5 = Self.md5(of: content) }
+        // not on every listing (hashing every file's bytes for each page). New content is a
+        // new head revision (files.update with media: "Manage versions", "Upload new version").
+        didSet {
+            md5 = Self.md5(of: content)
+            contentRevision += 1
+        }
     }
+    /// Drive's `version`: "A monotonically increasing version number for the file. This
+    /// reflects every change made to the file on the server" (File resource). Every update
+    /// and every content change adds one.
+    package var version = 1
+    /// How many times the content was set since the file was made: the head revision's number,
+    /// which `headRevisionId` names ("The ID of the file's head revision", only for files
+    /// with binary content).
+    package private(set) var contentRevision = 1
+    package var headRevisionID: String { "0B\(id.prefix(12))r\(contentRevision)" }
     package var explicitlyTrashed: Bool
     /// When the name was last set (nil: at creation). Drive's name index catches up with it
     /// only after `EmulatorState.nameIndexDelay`.
@@ -104,7 +117,7 @@ package struct DriveFile: Sendable, Codable, Equatable {
     /// What a state file keeps: everything but the checksum, which is made again from the content.
     private enum CodingKeys: String, CodingKey {
         case id, name, mimeType, parents, owner, createdTime, modifiedTime, content, explicitlyTrashed, nameTime
-        case misreport, project, description, appProperties, starred
+        case misreport, project, description, appProperties, starred, version, contentRevision
     }
 
     package init(from decoder: any Decoder) throws {
@@ -125,6 +138,8 @@ package struct DriveFile: Sendable, Codable, Equatable {
         description = try container.decodeIfPresent(String.self, forKey: .description)
         appProperties = try container.decodeIfPresent([String: String].self, forKey: .appProperties) ?? [:]
         starred = try container.decodeIfPresent(Bool.self, forKey: .starred) ?? false
+        version = try container.decodeIfPresent(Int.self, forKey: .version) ?? 1
+        contentRevision = try container.decodeIfPresent(Int.self, forKey: .contentRevision) ?? 1
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)

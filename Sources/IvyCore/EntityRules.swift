@@ -50,8 +50,9 @@ struct EntityRules {
             guard let json = complete?.json, let manifest else { return false }
             guard let recorded = manifest.remoteUpdatedAt else { return true }
             // Drive replaces a file by delete-then-create, so a new file id is a change too; a
-            // clip's new MP3 is one even when its JSON stayed (a program that replaced only that).
-            let newMP3 = complete?.mp3.map { mp3 in manifest.remoteMP3FileID.map { $0 != mp3.id } ?? false } ?? false
+            // clip's new MP3 is one even when its JSON stayed (a program that replaced only that),
+            // and so are new bytes under the agreed MP3's id (`ManifestEntry.mp3Changed`).
+            let newMP3 = complete?.mp3.map { manifest.mp3Changed($0) } ?? false
             return json.modifiedTime > recorded || (manifest.remoteFileID.map { $0 != json.id } ?? false) || newMP3
         }()
         jsonTwins = remote?.jsonTwins ?? []
@@ -122,6 +123,14 @@ struct EntityRules {
     private func partlyOnDrive(_ remote: RemoteEntity) -> Verdict {
         if manifest == nil { return .act(.upload, "only part of it is on Drive; uploading it whole") }
         guard listingComplete else { return .skip("incomplete in an incomplete Drive listing; left alone") }
+        // Drive's MP3 has other bytes under the agreed id and no JSON beside it: there is nothing
+        // to merge the clip with, and an upload would replace those bytes unread. Left alone
+        // until Drive has both files again (`ivy check` shows it).
+        if remote.json == nil, let mp3 = remote.mp3, let manifest, mp3.id == manifest.remoteMP3FileID,
+            manifest.mp3Changed(mp3)
+        {
+            return .skip("its MP3 changed on Drive and its JSON is missing; left alone until Drive has both")
+        }
         if localChanged {
             // Part of the clip missing while another device replaces it (between its JSON
             // and its MP3, or while its new MP3 streams up): uploading now would put this

@@ -38,6 +38,10 @@ package struct ManifestEntry: Sendable, Equatable {
     package var remoteUpdatedAt: Milliseconds?
     package var remoteFileID: DriveFileID?
     package var remoteMP3FileID: DriveFileID?
+    /// md5 of the clip's MP3 both sides last agreed on (the base's audio); nil for a book, or
+    /// when none was recorded. Drive replaces an MP3's bytes under the same id ("upload new
+    /// version", `files.update` with media): only its md5 then tells that it changed.
+    package var audioMD5: String?
     package var syncedAt: Milliseconds?
     /// When a sync first found the entity (or a clip's JSON) missing on Drive, this device's
     /// clock; nil while Drive has it. Another device's replace deletes, then creates: an
@@ -46,15 +50,29 @@ package struct ManifestEntry: Sendable, Equatable {
 
     package init(
         key: EntityKey, localUpdatedAt: Milliseconds?, remoteUpdatedAt: Milliseconds?, remoteFileID: DriveFileID? = nil,
-        remoteMP3FileID: DriveFileID? = nil, syncedAt: Milliseconds? = nil, missingSince: Milliseconds? = nil
+        remoteMP3FileID: DriveFileID? = nil, audioMD5: String? = nil, syncedAt: Milliseconds? = nil,
+        missingSince: Milliseconds? = nil
     ) {
         self.key = key
         self.localUpdatedAt = localUpdatedAt
         self.remoteUpdatedAt = remoteUpdatedAt
         self.remoteFileID = remoteFileID
         self.remoteMP3FileID = remoteMP3FileID
+        self.audioMD5 = audioMD5
         self.syncedAt = syncedAt
         self.missingSince = missingSince
+    }
+}
+
+extension ManifestEntry {
+    /// Whether a clip's MP3 on Drive is other than the one both sides agreed on: another file
+    /// (delete-then-create), or the same file with other bytes. Drive keeps the id when its
+    /// content is replaced in place ("Manage versions", `files.update` with media), so only
+    /// the md5 tells; an md5 unknown on either side leaves the id to decide.
+    package func mp3Changed(_ mp3: RemoteFile) -> Bool {
+        if let recorded = remoteMP3FileID, recorded != mp3.id { return true }
+        guard let audioMD5, let listed = mp3.md5 else { return false }
+        return audioMD5 != listed
     }
 }
 

@@ -81,6 +81,20 @@ package final class DriveClient: Sendable {
             context: "deleting \(id)")
     }
 
+    /// A file as Drive holds it now (`files.get`), or nil when it is gone (404) or in the
+    /// trash: what an upload checks just before it replaces a file it listed earlier, as
+    /// Drive may have replaced that file's content in place since (same id, other md5).
+    package func current(_ id: DriveFileID) async throws -> RemoteFile? {
+        let response = try await http.execute(
+            HTTPRequest(method: "GET", url: http.url("drive/v3/files/\(id)", ["fields": "\(Self.fileFields),trashed"])),
+            accept: [200, 404], context: "reading \(id)")
+        guard response.status == 200 else { return nil }
+        guard let object = response.decoded(WireFile.self), let file = object.remote else {
+            throw DriveError(.unexpected, message: "reading \(id): Drive's answer is not a file")
+        }
+        return object.trashed == true ? nil : file
+    }
+
     /// After a create answered 409, the file with our id exists: read what Drive made.
     func existing(_ id: DriveFileID, context: String) async throws -> UploadedFile {
         let response = try await http.execute(

@@ -324,11 +324,17 @@ package struct BackupChecker: Sendable {
             return
         }
         if mp3.md5 != localMD5 {
+            // Drive's MP3 is not the one agreed (new bytes, perhaps under the same id): the next
+            // sync reads it. Only an MP3 that still looks agreed escapes every sync.
+            let changedOnDrive = entry.map { $0.mp3Changed(mp3) } ?? false
             problem(
                 .mp3Differs,
                 "Drive's \(key.mp3FileName) has md5 \(mp3.md5 ?? "unknown"), the audio here \(localMD5)",
-                "if this library's audio is right, copy \(audio) elsewhere and run "
-                    + "`ivy clip update \(key.id) --audio COPY`, then `ivy sync`")
+                changedOnDrive
+                    ? "it changed on Drive since the last sync: run `ivy sync`, which downloads it (merged with any "
+                        + "change here) and keeps the audio here in the history"
+                    : "if this library's audio is right, copy \(audio) elsewhere and run "
+                        + "`ivy clip update \(key.id) --audio COPY`, then `ivy sync`")
         }
     }
 

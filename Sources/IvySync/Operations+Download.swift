@@ -190,7 +190,11 @@ extension SyncEngine {
             let mp3 = try usableMP3(remote)
             let adopt = resolved.adoptable
             let value = adopt ? resolved.chosen.backup : try Self.pushable(resolved.value)
-            let audioKept = context.manifest[key]?.remoteMP3FileID == mp3.id && library.hasAudio(clipID: clipID)
+            // The audio here is Drive's only when it is the agreed file with the agreed bytes: an
+            // MP3 whose content was replaced in place keeps its id, and only its md5 tells.
+            let audioKept =
+                context.manifest[key].map { $0.remoteMP3FileID == mp3.id && !$0.mp3Changed(mp3) } == true
+                && library.hasAudio(clipID: clipID)
             let staged = audioKept ? nil : try await stageAudio(mp3, moved)
             defer { if let staged { library.discardStagedAudio(staged.path) } }
             let audioFile = URL(fileURLWithPath: staged?.path ?? library.audioPath(clipID: clipID))

@@ -85,6 +85,7 @@ extension SyncEngine {
         {
             keptMP3 = current
         }
+        if keptMP3 == nil { try await checkUnchanged(files.filter { $0.name == mp3Name }) }
         if !files.isEmpty { try await library.recordReplaceCutShort(key) }
         let json = try await replaceJSON(
             key, data: data, folder: context.folders.clips[0], replacing: files.filter { $0.name == jsonName }, context)
@@ -112,6 +113,25 @@ extension SyncEngine {
                 json: data, audioMD5: md5, syncedAt: clock.now()),
             context)
         return keptMP3 == nil ? size : 0
+    }
+
+    /// Before an upload replaces MP3s it listed: each still has the md5 the listing gave, the
+    /// bytes this sync planned by (read by it, or the ones both sides agreed on). Drive can
+    /// replace a file's content in place after the listing (`files.update` with media keeps
+    /// the id); deleting it then would lose a take nobody read. Then nothing is written and
+    /// the next sync, which lists the new md5, merges it (the take that loses kept in the
+    /// history). One `files.get` per MP3 replaced; an update landing between it and the
+    /// delete is still lost, as Drive deletes unconditionally (no precondition on delete).
+    func checkUnchanged(_ mp3s: [RemoteFile]) async throws {
+        for listed in mp3s {
+            guard let md5 = listed.md5, let now = try await drive.current(listed.id), let current = now.md5,
+                current != md5
+            else { continue }
+            logger.warning(
+                "a clip's MP3 changed on Drive after this sync listed it; not replaced, the next sync reads it",
+                metadata: ["file": "\(listed.name)", "listed": "\(md5)", "now": "\(current)"])
+            throw SyncFailure.changedDuringSync
+        }
     }
 
     /// Uploads an entity's JSON over the files of its name: those are deleted, then the new

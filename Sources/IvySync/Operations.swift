@@ -18,7 +18,7 @@ struct Agreement {
     ) {
         entry = ManifestEntry(
             key: key, localUpdatedAt: localUpdatedAt, remoteUpdatedAt: jsonModifiedTime, remoteFileID: jsonID,
-            remoteMP3FileID: mp3ID, syncedAt: syncedAt)
+            remoteMP3FileID: mp3ID, audioMD5: audioMD5, syncedAt: syncedAt)
         base = SyncBase(json: json, audioMD5: audioMD5)
     }
 }

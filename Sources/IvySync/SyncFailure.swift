@@ -18,8 +18,9 @@ import Logging
 ///   - `unusableRemote`: Drive's copy cannot be used (over a size cap, unreadable, malformed,
 ///     another id, a clip without its MP3). Reported as skipped, never applied, and not a
 ///     failure that would repeat every run.
-///   - `changedDuringSync`: the local row changed while the sync ran. Nothing is written; the
-///     next sync plans it afresh.
+///   - `changedDuringSync`: the local row changed while the sync ran, or a file an upload
+///     would replace changed on Drive after the listing. Nothing is written; the next sync
+///     plans it afresh.
 ///   - `permanent`: a local cause no retry can fix (audio missing or over the cap, an entity
 ///     that cannot be encoded, unreadable kept keys). A push is held back at once.
 ///   - `retryable`: anything else, every answer from Drive included (one odd 400 must not

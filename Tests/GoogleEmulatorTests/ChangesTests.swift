@@ -1,5 +1,7 @@
 import Foundation
 import GoogleEmulator
+import IvyCore
+import IvySystem
 import IvyTestSupport
 import Testing
 
@@ -317,6 +319,46 @@ struct ChangesTests {
             #expect(try await changes(google, from: start, token: token).status == 200)
             let limited = try await changes(google, from: start, token: token)
             #expect(limited.status == 403 && limited.driveReason == "userRateLimitExceeded")
+        }
+    }
+
+    @Test("files.update with media keeps the id; md5, size, modifiedTime, version and headRevisionId change; fed")
+    func contentUpdateInPlace() async throws {
+        try await withEmulatorClient(clock: .manual()) { google in
+            let token = try await google.signIn().access
+            let folder = try await google.createFolder("clips", token: token)
+            let old = Data("ID3 the first take".utf8)
+            let new = Data("ID3 the second, longer take".utf8)
+            let id = try #require(
+                try await google.upload(name: "clip_c1.mp3", parent: folder, content: old, token: token)
+                    .json["id"] as? String)
+            let fields = "id,md5Checksum,size,modifiedTime,version,headRevisionId"
+            let before = try await google.request("GET", "/drive/v3/files/\(id)?fields=\(fields)", token: token).json
+            let start = try await startToken(google, token: token)
+            await google.state.advanceClock(by: 60)
+
+            let updated = try await google.request(
+                "PATCH", "/upload/drive/v3/files/\(id)?uploadType=media&fields=\(fields)", token: token,
+                headers: ["Content-Type": "audio/mpeg"], body: new)
+            #expect(updated.status == 200, "\(updated.json)")
+            let after = try await google.request("GET", "/drive/v3/files/\(id)?fields=\(fields)", token: token).json
+            #expect(updated.json["id"] as? String == id && after["id"] as? String == id, "the same file")
+            #expect(after["md5Checksum"] as? String == MD5.hex(new) && before["md5Checksum"] as? String == MD5.hex(old))
+            #expect(after["size"] as? String == "\(new.count)")
+            let times = [before, after].compactMap { ($0["modifiedTime"] as? String).flatMap(RFC3339Time.milliseconds) }
+            #expect(times.count == 2 && times[1] - times[0] == 60_000, "modifiedTime moves with the clock")
+            let versions = [before, after].compactMap { ($0["version"] as? String).flatMap { Int($0) } }
+            #expect(versions.count == 2 && versions[1] > versions[0], "version grows: \(before) \(after)")
+            let revisions = [before, after].compactMap { $0["headRevisionId"] as? String }
+            #expect(revisions.count == 2 && revisions[0] != revisions[1], "a new head revision")
+            #expect(try await google.request("GET", "/drive/v3/files/\(id)?alt=media", token: token).body == new)
+            #expect(try await google.list("'\(folder)' in parents", token: token).files.count == 1, "no new file")
+
+            let feed = try await changes(google, from: start, token: token)
+            let change = try #require(feed.changes.first { $0["fileId"] as? String == id }, "\(feed.json)")
+            let file = try #require(change["file"] as? [String: Any])
+            #expect(file["md5Checksum"] as? String == MD5.hex(new) && file["size"] as? String == "\(new.count)")
+            #expect(change["removed"] as? Bool == false)
         }
     }
 

@@ -285,6 +285,12 @@ struct StrictnessTests {
             #expect(done.status == 200 && done.json["id"] as? String == id)
             #expect(try await content() == Data("four".utf8))
             #expect(try await google.list("'\(parent)' in parents", token: token).files.count == 1, "no new file")
+            // Each of the three updates is a change of the file and a new head revision.
+            let file = try await google.request(
+                "GET", "/drive/v3/files/\(id)?fields=version,headRevisionId,md5Checksum,size", token: token
+            ).json
+            #expect(file["version"] as? String == "4" && file["size"] as? String == "4", "\(file)")
+            #expect((file["headRevisionId"] as? String)?.hasSuffix("r4") == true, "\(file)")
         }
     }
 

@@ -127,7 +127,10 @@ let package = Package(
                 "GoogleEmulator",
                 "IvyProcesses",
                 "IvyCLI",
+                "IvySystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // To forget a device's Google time, as a reboot does, and to read how sure it is.
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // What every test target shares: temporary homes, test clocks, the emulator started and

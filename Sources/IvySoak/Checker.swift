@@ -51,14 +51,17 @@ struct Findings {
     /// The two oracles' findings (`Oracles`).
     var invented: [String] = []
     var untouchedWritten: [String] = []
+    /// Versions retention had to keep and did not (`PastKept`).
+    var prunedPast: [String] = []
 
     var all: [String] {
         lost + dupes + diverged + lostEdits + restoreMismatches + restoreDeletedExisting + invented + untouchedWritten
+            + prunedPast
     }
 
     var clean: Bool {
         lost.isEmpty && dupeCount == 0 && diverged.isEmpty && lostEdits.isEmpty && restoreMismatches.isEmpty
-            && restoreDeletedExisting.isEmpty && invented.isEmpty && untouchedWritten.isEmpty
+            && restoreDeletedExisting.isEmpty && invented.isEmpty && untouchedWritten.isEmpty && prunedPast.isEmpty
     }
 }
 
@@ -171,14 +174,15 @@ enum Checker {
             let fileName = "\(kind.rawValue)_\(id).json"
             var holders: [(String, [String: String])] = []
             var missing: [String] = []
+            let received = drive.newest(fileName).map { millis($0.modifiedTime) }
             if let object = drive.json(fileName) {
-                holders.append(("Drive", canonical(object, fields: fields)))
+                holders.append(("Drive", canonical(bounded(object, received: received), fields: fields)))
             } else {
                 missing.append(drive.byName[fileName] == nil ? "Drive" : "Drive (unreadable JSON)")
             }
             for (name, state) in devices {
                 if let object = kind == .book ? state.books[id] : state.clips[id] {
-                    holders.append((name, canonical(object, fields: fields)))
+                    holders.append((name, canonical(bounded(object, received: received), fields: fields)))
                 } else {
                     missing.append(name)
                 }
@@ -203,6 +207,23 @@ enum Checker {
                 findings.diverged.append("diverged: \(label): " + problems.joined(separator: "; "))
             }
         }
+    }
+
+    /// `object` with its times as every device reads them from Drive (ivy's
+    /// `StampedBackup.bounded`): one more than a minute after Google received the file
+    /// (`received`, its `modifiedTime`) was written by a clock ahead, and is taken as that time.
+    /// The writer keeps its own time, and Drive the file's; every other device holds the bound,
+    /// so they are compared by it.
+    static func bounded(_ object: JSON, received: Int64?) -> JSON {
+        guard let received, case .object(var fields) = object else { return object }
+        let limit = received + 60_000
+        let updated = fields["updated_at"]?.number.map { Int64($0) } ?? 0
+        let created = fields["created_at"]?.number.map { Int64($0) } ?? 0
+        guard updated > limit || created > limit else { return object }
+        let newUpdated = updated > limit ? received : updated
+        fields["updated_at"] = .number(Double(newUpdated))
+        if created > limit { fields["created_at"] = .number(Double(min(received, newUpdated))) }
+        return .object(fields)
     }
 
     /// Every device's audio bytes must equal the MP3 on Drive.

@@ -1,6 +1,8 @@
 import Foundation
+import GRDB
 import GoogleEmulator
 import IvyProcesses
+import IvySystem
 import Synchronization
 
 /// How one run of `ivy` ended.
@@ -51,9 +53,9 @@ final class Device: Sendable {
     let home: String
     let binary: URL
     let environment: [String: String]
-    /// This device's clock: how far it runs ahead of the real one (ms), and the highest time
-    /// any of its commands could have read from it (its history's times never go below that).
-    private let clock = Mutex<(offset: Int64, high: Int64)>((0, 0))
+    /// How far this device's wall clock runs ahead of the real one (ms). ivy records Google's
+    /// time once it knows it, so the offset shows only in what it records while unsure.
+    private let clock = Mutex<Int64>(0)
 
     /// Debian's `faketime` (libfaketime; `.ci/run` installs it). It forks ivy as its child
     /// (preloading the library by hand leaves a Swift program without its arguments), so the
@@ -64,22 +66,54 @@ final class Device: Sendable {
     static func realNow() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 
     /// How far this device's clock is ahead now (ms).
-    var clockOffset: Int64 { clock.withLock { $0.offset } }
+    var clockOffset: Int64 { clock.withLock { $0 } }
 
-    /// The highest time this device's clock has shown any command.
-    var clockHigh: Int64 { clock.withLock { $0.high } }
-
-    /// What this device's clock reads now.
+    /// What this device's wall clock reads now.
     var now: Int64 { Self.realNow() + clockOffset }
 
-    /// Sets the clock `offset` ms ahead of the real one (0: right again, a step back when it
-    /// was ahead). Its commands run under libfaketime while it is not 0.
-    func setClock(ahead offset: Int64) { clock.withLock { $0.offset = offset } }
+    /// Sets the wall clock `offset` ms ahead of the real one (0: right again, a step back when
+    /// it was ahead). Its commands run under libfaketime while it is not 0.
+    func setClock(ahead offset: Int64) { clock.withLock { $0 = offset } }
 
-    /// Notes that a command read the clock now.
-    private func clockRead() {
-        let now = Self.realNow()
-        clock.withLock { $0.high = max($0.high, now + $0.offset) }
+    var databasePath: String { home + "/library.db" }
+
+    /// Forgets what this device learned of Google's time, as a reboot does (the range kept is
+    /// valid for one boot only): until its next answer from Google, ivy dates what it records by
+    /// this device's own clock and marks it unsure. Only while no `ivy` runs on it.
+    func forgetGoogleTime() async throws {
+        let path = databasePath
+        try await BlockingExecutor.blocking {
+            let queue = try DatabaseQueue(path: path)
+            try queue.inDatabase { db in try db.execute(sql: "DELETE FROM settings WHERE key = 'google_time'") }
+            try queue.close()
+        }
+    }
+
+    /// Half the width of the range of Google's time this device keeps (`low high boot seen`,
+    /// ms): how far from Google's clock a time it records can be. Nil while it knows none (then
+    /// it records its own clock's time).
+    func googleTimeUncertainty() async throws -> Int64? {
+        let path = databasePath
+        return try await BlockingExecutor.blocking {
+            guard FileManager.default.fileExists(atPath: path) else { return nil }
+            let queue = try DatabaseQueue(path: path)
+            defer { try? queue.close() }
+            let text = try queue.inDatabase { db in
+                try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = 'google_time'")
+            }
+            let parts = text?.split(separator: " ").compactMap { Int64($0) } ?? []
+            guard parts.count >= 2 else { return nil }
+            return (parts[1] - parts[0] + 1) / 2
+        }
+    }
+
+    /// The times ivy can have written as `created_at` for something made by a command that
+    /// ran from `started` to `ended` (real ms): Google's time give or take `uncertainty` when the
+    /// device knows it (the commands that make things ask nothing of Google, so it knew it
+    /// before as after), else its own clock's.
+    func stamps(from started: Int64, to ended: Int64, uncertainty: Int64?) -> ClosedRange<Int64> {
+        guard let uncertainty else { return (started + clockOffset)...(ended + clockOffset) }
+        return (started - uncertainty - 1_000)...(ended + uncertainty + 1_000)
     }
 
     init(name: String, root: String, binary: URL, emulator: URL) throws {
@@ -111,8 +145,7 @@ final class Device: Sendable {
         var environment = environment
         (environment["IVY_HOME"], environment["HOME"]) = (copy, copy)
         let device = Device(name: name, home: copy, binary: binary, environment: environment)
-        let state = clock.withLock { $0 }
-        device.clock.withLock { $0 = state }
+        device.setClock(ahead: clockOffset)
         return device
     }
 
@@ -126,8 +159,6 @@ final class Device: Sendable {
         _ arguments: [String], limit: Duration = .seconds(300),
         killWhen: (@Sendable () async -> Bool)? = nil, stopAfter: Duration? = nil
     ) async throws -> Outcome {
-        clockRead()
-        defer { clockRead() }
         return try await withChild(command(arguments)) { running in
             let started = ContinuousClock.now
             let deadline = started + limit

@@ -12,17 +12,23 @@ struct IvySoakCommand: AsyncParsableCommand {
             Starts ivy-emulator in-process on 127.0.0.1, signs four homes in through `ivy login`, and for each \
             round makes random edits through the CLI on one device (and, sometimes, as the phone app, on Drive), \
             then syncs that device under random bounded faults or a SIGKILL. Device d joins late (its first sync \
-            is a quarter of the rounds in); device c's clock runs 20 minutes ahead (libfaketime) for the middle \
-            third of the rounds, then steps back. In overlapping rounds another device syncs (or runs `ivy sync \
-            --watch`) at the same time while the app writes, leaving a gap between each delete and create. Now and \
-            then it records every device's library, and restores a copy of a random device to a random recorded \
-            moment (`ivy restore --at`), comparing it field by field and MP3 by MP3 with what that device held \
-            then (what it did not know then and was made before stays as it is). At each recorded moment two \
-            oracles look: nothing invented (every value a device holds was written by someone) and nothing \
-            untouched written (no new version, upload or replace of an entity every side already held). Then \
-            every device syncs until a whole pass changes nothing, and the checker compares devices, Drive, what \
-            was created and what was last written to each field. Exits 0 only when every count on the summary \
-            line is 0. The same seed makes the same edits, faults, kills and overlaps; exactly when a kill lands \
+            is a quarter of the rounds in). Clocks (libfaketime, the wall clock only): b's runs 20 hours ahead \
+            from a fifth of the rounds in, c's 2 days ahead for the middle third and then steps back, and a makes \
+            one command 400 days ahead four fifths in; as each jumps, the device forgets Google's time as a reboot \
+            does, so it dates what it records by that clock until its next answer from Google. In overlapping \
+            rounds another device syncs (or runs `ivy sync --watch`) at the same time while the app writes, \
+            leaving a gap between each delete and create. Now and then it records every device's library at \
+            Google's time (the emulator's clock), and restores a copy of a device (under its clock) to a random \
+            recorded moment (`ivy restore --at`), the whole library or one or two books and clips by id, comparing \
+            it field by field and MP3 by MP3 with what that device held then (what it did not know then and was \
+            made before stays as it is; what was made after is deleted, unless a clock ahead leaves that open). At \
+            each recorded moment three oracles look: nothing invented (every value a device holds was written by \
+            someone), nothing untouched written (no new version, upload or replace of an entity every side \
+            already held), and the past kept (pruned_past: every version written less than 50 minutes before, \
+            and the current version of everything a device holds, is still in its history). Then every device \
+            syncs until a whole pass changes nothing, and the checker compares devices, Drive, what was created \
+            and what was last written to each field. Exits 0 only when every count on the summary line is 0. The \
+            same seed makes the same edits, faults, kills and overlaps; exactly when a kill lands \
             is racy.
             """)
 
@@ -90,7 +96,8 @@ struct IvySoakCommand: AsyncParsableCommand {
                 + "lost=\(findings.lost.count), dupes=\(findings.dupeCount), diverged=\(findings.diverged.count), "
                 + "lost_edits=\(findings.lostEdits.count), restore_mismatches=\(findings.restoreMismatches.count), "
                 + "restore_deleted_existing=\(findings.restoreDeletedExisting.count), "
-                + "invented=\(findings.invented.count), untouched_written=\(findings.untouchedWritten.count)")
+                + "invented=\(findings.invented.count), untouched_written=\(findings.untouchedWritten.count), "
+                + "pruned_past=\(findings.prunedPast.count)")
         if !findings.clean { throw ExitCode.failure }
     }
 }

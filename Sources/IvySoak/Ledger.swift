@@ -16,10 +16,10 @@ struct Ledger {
 
     private(set) var entries: [String: Entry] = [:]
     private(set) var deleted: Set<String> = []
-    /// When each entity was made (ms): by the clock of whoever made it (the time its
-    /// `created_at` carries) and by the real clock. They differ when the maker's clock was
-    /// off; then either is what "made after WHEN" may go by.
-    private(set) var madeAt: [String: (stamp: Int64, real: Int64)] = [:]
+    /// When each entity was made (ms): the times its maker's clock can have written as its
+    /// `created_at` (Google's give or take, or a clock of its own, ahead), and the real time of
+    /// the making (a command runs for a while). A restore may go by either (`RestoreCheck`).
+    private(set) var madeAt: [String: (stamps: ClosedRange<Int64>, real: ClosedRange<Int64>)] = [:]
     /// Every MP3 each clip was given, by the CLI or the app.
     private(set) var audioWritten: [String: Set<Data>] = [:]
     /// Entities on which the app wrote `app_color`; it must stay on Drive for good.
@@ -45,9 +45,15 @@ struct Ledger {
     mutating func created(
         _ id: String, _ kind: Kind, origin: String, at stamp: Int64, real: Int64 = Device.realNow()
     ) {
+        created(id, kind, origin: origin, stamps: stamp...stamp, real: real...real)
+    }
+
+    mutating func created(
+        _ id: String, _ kind: Kind, origin: String, stamps: ClosedRange<Int64>, real: ClosedRange<Int64>
+    ) {
         guard entries[id] == nil else { return }
         entries[id] = Entry(kind: kind, sequence: entries.count, origin: origin)
-        madeAt[id] = (stamp, real)
+        madeAt[id] = (stamps, real)
     }
 
     mutating func wroteAudio(_ id: String, _ audio: Data) { audioWritten[id, default: []].insert(audio) }

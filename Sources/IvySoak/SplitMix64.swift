@@ -10,6 +10,8 @@ struct SplitMix64: RandomNumberGenerator {
     enum Purpose: UInt64 {
         case setup = 1
         case edits, app, faults, kill, overlap, restore
+        /// The edit and the restore check made on a device whose clock just jumped.
+        case clock
     }
 
     private var state: UInt64

@@ -195,12 +195,13 @@ final class Soak {
             }
         }
 
-        // A cut-off connection is noticed by URLSession's timeout, a dispatch timer on the wall
-        // clock: under libfaketime its deadline is set by the faked clock but kept by the
-        // kernel's, so it would come days late (a real clock ahead keeps both alike). A sync on
-        // a faked clock gets the other faults only.
+        // Under libfaketime a timed wait (a retry's back-off, Retry-After, URLSession's timeout
+        // of a cut-off connection) can last as long as the clock is ahead, with no thread left
+        // but dispatch's manager (seeds 61 and 7: 403 and 429 with Retry-After: 1 on b, 20 hours
+        // ahead), where a real clock ahead waits a second. A sync on a faked clock gets only the
+        // faults that need no wait: slow answers and a 400.
         let faked = device.clockOffset != 0 || (partner?.clockOffset ?? 0) != 0
-        let faults = faked ? drawn.filter { $0.kind != .dropRequest && $0.kind != .dropResponse } : drawn
+        let faults = faked ? drawn.filter { $0.kind == .slow || $0.kind == .badRequest } : drawn
         for fault in faults { await state.addFault(fault.rule) }
         await state.clearRequests()
         let outcome: Outcome

@@ -181,7 +181,8 @@ final class Device: Sendable {
             }
             let result = try await running.finish()
             let signalled = result.exit == .signalled(SIGKILL)
-            if signalled && clockOffset != 0 { Self.removeFaketimeLeftovers(of: running.pid) }
+            // SIGTERM (a watch stopped) ends `faketime` without its clean-up as SIGKILL does.
+            if case .signalled = result.exit { Self.removeFaketimeLeftovers(of: running.pid) }
             return Outcome(
                 status: result.status, stdout: result.stdout, stderr: result.stderr,
                 killed: killRequested && signalled, hung: hung && signalled)
@@ -196,6 +197,20 @@ final class Device: Sendable {
         unlink("/dev/shm/faketime_shm_\(pid)")
     }
 
+    /// Every `faketime` leftover whose process is gone, whoever killed it (a hung sync's
+    /// SIGKILL to the group, a soak stopped midway): run before each `faketime`, so no new one
+    /// can meet the semaphore of a dead one with its process id. A live one's is kept (two
+    /// soaks may run at once).
+    private static func removeDeadFaketimeLeftovers() {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/dev/shm")) ?? []
+        for name in names {
+            guard let prefix = ["sem.faketime_sem_", "faketime_shm_"].first(where: { name.hasPrefix($0) }),
+                let pid = pid_t(name.dropFirst(prefix.count)), kill(pid, 0) != 0, errno == ESRCH
+            else { continue }
+            unlink("/dev/shm/" + name)
+        }
+    }
+
     /// `ivy arguments` in this device's home.
     private func command(_ arguments: [String]) -> ChildCommand {
         let offset = clockOffset
@@ -207,6 +222,7 @@ final class Device: Sendable {
         // make every timed wait (a retry's back-off, a request's timeout) last the offset more.
         var environment = environment
         environment["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
+        Self.removeDeadFaketimeLeftovers()
         return ChildCommand(
             Self.faketime, ["-m", "-f", shift, binary.path] + arguments, environment: environment,
             workingDirectory: home)

@@ -48,10 +48,13 @@ package enum TransferFiles {
 /// leaving up to 50 MB per MP3 for a sync an hour later; a running import's is left alone.
 package final class ImportStaging: Sendable {
     package let path: String
+    /// The imports directory it is in.
+    private let parent: String
     private let descriptor: Int32
 
-    private init(path: String, descriptor: Int32) {
+    private init(path: String, parent: String, descriptor: Int32) {
         self.path = path
+        self.parent = parent
         self.descriptor = descriptor
     }
 
@@ -79,7 +82,7 @@ package final class ImportStaging: Sendable {
             }
             var info = stat()
             if flock(descriptor, LOCK_EX | LOCK_NB) == 0, fstat(descriptor, &info) == 0, info.st_nlink > 0 {
-                return ImportStaging(path: path, descriptor: descriptor)
+                return ImportStaging(path: path, parent: parent, descriptor: descriptor)
             }
             close(descriptor)
         }
@@ -97,7 +100,7 @@ package final class ImportStaging: Sendable {
     package func remove() {
         try? FileManager.default.removeItem(atPath: path)
         close(descriptor)
-        rmdir((path as NSString).deletingLastPathComponent)
+        rmdir(parent)
     }
 
     /// Removes the directories of imports that are no longer running (their lock is free), and

@@ -148,7 +148,7 @@ private struct RestorePlanner {
                     let synced = try Self.synced(.book(backup), audioMD5: nil, in: db)
                     book.updatedAt =
                         synced
-                        ?? Timestamp.next(now: now, previous: max(write.current?.updatedAt ?? 0, backup.updatedAt))
+                        ?? Self.restoredAt(now: now, current: write.current, version: backup.updatedAt)
                     if write.current?.extras != backup.extras { try writer.saveExtras(write.key, backup.extras) }
                     // The book's uri (this device's own) stays as it is. GRDB keeps both statements
                     // prepared: a whole-library restore writes thousands of rows.
@@ -174,7 +174,7 @@ private struct RestorePlanner {
                     let synced = try Self.synced(.clip(backup), audioMD5: md5, in: db)
                     clip.updatedAt =
                         synced
-                        ?? Timestamp.next(now: now, previous: max(write.current?.updatedAt ?? 0, backup.updatedAt))
+                        ?? Self.restoredAt(now: now, current: write.current, version: backup.updatedAt)
                     if write.current?.extras != backup.extras { try writer.saveExtras(write.key, backup.extras) }
                     try clip.upsert(db)
                     if synced != nil { try Self.unqueue(write.key, in: db) }
@@ -194,6 +194,13 @@ private struct RestorePlanner {
                     continue
                 }
             }
+        }
+
+        /// The `updated_at` a restored entity is written with: later than what it replaces and
+        /// than its version's own, but a version's time is taken no later than now (a take kept
+        /// as Drive held it may carry another device's clock, ahead of Google's).
+        static func restoredAt(now: Milliseconds, current: TrashedEntity?, version: Milliseconds) -> Milliseconds {
+            Timestamp.next(now: now, previous: max(current?.updatedAt ?? 0, min(version, now)))
         }
 
         /// When `entity` (with that MP3) is what this device and Drive last agreed on, the

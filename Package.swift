@@ -30,6 +30,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.5.0"),
         // Zip archives, for `ivy export` and `ivy import`: a format every system opens.
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
+        // ivy's only HTTP stack: HTTP/1.1 and HTTP/2 (by ALPN) over swift-nio-ssl's TLS, streamed
+        // bodies, task cancellation, a CONNECT proxy. It replaced URLSession (libcurl) in issue 49.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        // The emulator's certificate authority, made for each run: X.509 from swift-certificates.
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
     ],
     targets: [
         // Pure: models, ids, time parsing, settings rules, paths. No I/O, no GRDB, no networking.
@@ -55,7 +62,17 @@ let package = Package(
             ]
         ),
         // HTTP over URLSession, Google's OAuth device flow, the token file and refresher, Drive v3.
-        .target(name: "IvyGoogle", dependencies: ["IvyCore", "IvySystem"]),
+        .target(
+            name: "IvyGoogle",
+            dependencies: [
+                "IvyCore", "IvySystem",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         // The sync engine: lock, gate, list, plan, execute, record, report.
         .target(
             name: "IvySync",
@@ -89,6 +106,11 @@ let package = Package(
             dependencies: [
                 "IvySystem",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "X509", package: "swift-certificates"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -61,7 +61,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
-        // HTTP over URLSession, Google's OAuth device flow, the token file and refresher, Drive v3.
+        // HTTP over AsyncHTTPClient, Google's OAuth device flow, the token file and refresher, Drive v3.
         .target(
             name: "IvyGoogle",
             dependencies: [
@@ -162,6 +162,9 @@ let package = Package(
             name: "IvyTestSupport",
             dependencies: [
                 "IvyCore", "IvyGoogle", "IvyStore", "IvySync", "IvySystem", "GoogleEmulator", "IvyProcesses",
+                // A CONNECT proxy and a server that never answers, for the transport's tests.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Tests/IvyTestSupport"
         ),
@@ -208,6 +211,7 @@ let package = Package(
                 "IvyEmulator",
                 "IvyCommands",
                 "IvyCore",
+                "IvyGoogle",
                 // Its migrations, to make a library as an older ivy left it.
                 "IvyStore",
                 "IvySystem",

@@ -69,13 +69,6 @@ func buildStamp() -> BuildStamp {
 }
 
 let environment = ProcessInfo.processInfo.environment
-// Foundation's shared cookie store, which URLSessionConfiguration.default makes although ivy
-// keeps no cookies, creates ~/.local/share/<the binary's directory> under the XDG data home
-// on first use: outside the home ivy was given. Its data home, read only by Foundation now
-// (ivy's own paths come from `environment`, taken above), is pointed where nothing can be made.
-setenv("XDG_DATA_HOME", "/dev/null", 1)
-// Loopback is never proxied (see `LoopbackProxy`): libcurl reads `no_proxy` before `NO_PROXY`.
-setenv("no_proxy", LoopbackProxy.noProxy(environment["no_proxy"] ?? environment["NO_PROXY"]), 1)
 let context = Context(
     streams: Streams(output: { write($0, to: STDOUT_FILENO) }, error: { write($0, to: STDERR_FILENO) }),
     terminal: Terminal(
@@ -93,4 +86,8 @@ let context = Context(
     interruptions: interruptions,
     build: buildStamp(),
     localZone: ProcessTimeZone.zone)
-exit(await IvyCommand.main(Array(CommandLine.arguments.dropFirst()), context: context))
+let status = await IvyCommand.main(Array(CommandLine.arguments.dropFirst()), context: context)
+// Open connections are closed as a server expects (TLS's close_notify, HTTP/2's GOAWAY), for a
+// moment at most: the exit does not wait on a server that no longer answers.
+await IvyCommand.closeConnections(within: .milliseconds(500))
+exit(status)

@@ -39,6 +39,13 @@ package struct IvyCommand: ParsableCommand {
     /// Commands run on `BlockingExecutor`'s threads: they call the library's synchronous
     /// methods, which wait in SQLite's busy handler while another process writes, and that
     /// wait must not hold one of Swift's few cooperative threads (ARCHITECTURE.md, "What runs where").
+    /// Closes the process's HTTP connections at its end (`WireClients.shutdown`), waiting at
+    /// most `limit`: for the `ivy` binary only, after its command (the tests run many commands
+    /// in one process, which share the connections).
+    package static func closeConnections(within limit: Duration) async {
+        await WireClients.shared.shutdown(within: limit)
+    }
+
     package static func main(_ arguments: [String], context: Context) async -> Int32 {
         let arguments = negativeLastValue(arguments)
         // ArgumentParser's --version prints a fixed string; this one names the build's commit,
@@ -222,11 +229,19 @@ struct Home {
         }
     }
 
-    /// What ivy's Google clients use; every answer's `Date` teaches the clock Google's time.
+    /// What ivy's Google clients use for the saved sign-in (trusting the certificate
+    /// authorities it was made with), or, with none saved, for a new one; every answer's
+    /// `Date` teaches the clock Google's time.
     var google: GoogleEffects {
-        let transport: any HTTPTransport =
-            clock.google.map { DatedTransport(URLSessionTransport(), time: $0) }
-            ?? URLSessionTransport()
+        google(for: try? signInSetup.endpoints(for: tokenStore(warn: { _ in }).quietLoad()))
+    }
+
+    /// What ivy's Google clients use for `endpoints`: HTTP through the process's
+    /// AsyncHTTPClient, by the proxies the environment names, trusting `endpoints.caFile`
+    /// besides the system's certificate authorities.
+    func google(for endpoints: GoogleEndpoints?) -> GoogleEffects {
+        let wire = HTTPClientTransport(WireSettings(environment: environment, caFile: endpoints?.caFile))
+        let transport: any HTTPTransport = clock.google.map { DatedTransport(wire, time: $0) } ?? wire
         return GoogleEffects(transport: transport, clock: clock, sleep: context.sleep)
     }
 

@@ -155,9 +155,12 @@ struct LoginCommand: ContextCommand {
     ) async throws -> StoredToken {
         let credentials: ClientCredentials
         if let given { credentials = given } else { credentials = try await home.credentials(library) }
+        // A new sign-in's servers, and whom it trusts, are the environment's, whatever an
+        // earlier sign-in here recorded.
+        let endpoints = try home.endpoints()
         let signIn = SignIn(
-            library: library, tokens: tokens, lockFile: home.paths.lockFile, endpoints: try home.endpoints(),
-            credentials: credentials, effects: home.google)
+            library: library, tokens: tokens, lockFile: home.paths.lockFile, endpoints: endpoints,
+            credentials: credentials, effects: home.google(for: endpoints))
         let authorization = try await signIn.start()
         showCode(authorization, output: home.output)
         let output = home.output

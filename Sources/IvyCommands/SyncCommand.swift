@@ -168,7 +168,8 @@ struct SyncCommand: ContextCommand {
         let paths = try global.home(context, checked: false).paths
         guard
             await CronPolicy.refused(
-                refusal, paths: paths, clock: context.clock, deadline: context.healthDeadline)
+                refusal, paths: paths, clock: context.clock, deadline: context.healthDeadline,
+                environment: context.environment)
         else { return }
         Output(context).errorText("ivy sync: \(Display.safe(refusal.description))\n")
         throw ExitCode.failure

@@ -5,25 +5,46 @@ import IvyCore
     import Glibc
 #endif
 
-/// Where Google lives: the OAuth server and the Drive API. Tests and `ivy-emulator` point
-/// both at a loopback URL; anything else must be HTTPS.
+/// Where Google lives: the OAuth server and the Drive API, and whom ivy trusts to be them.
+/// Tests and `ivy-emulator` point both at a loopback URL; anything else must be HTTPS.
 package struct GoogleEndpoints: Sendable, Equatable {
     package static let oauthDefault = "https://oauth2.googleapis.com"
     package static let driveDefault = "https://www.googleapis.com"
+    /// The variable naming a PEM file of extra certificate authorities to trust.
+    package static let caFileVariable = "IVY_CA_FILE"
 
     package var oauth: URL
     package var drive: URL
+    /// A PEM file of certificate authorities trusted besides the system's (an emulator's own,
+    /// or a proxy's that looks inside TLS): `IVY_CA_FILE`, given at sign-in and recorded with
+    /// it, as the servers are. Nil: the system's alone.
+    package var caFile: String?
 
-    package init(oauth: URL, drive: URL) {
+    package init(oauth: URL, drive: URL, caFile: String? = nil) {
         self.oauth = oauth
         self.drive = drive
+        self.caFile = caFile
     }
 
-    /// From `IVY_OAUTH_URL` and `IVY_DRIVE_URL`, refusing plain HTTP to anything but loopback.
+    /// From `IVY_OAUTH_URL` and `IVY_DRIVE_URL`, refusing plain HTTP to anything but loopback,
+    /// and `IVY_CA_FILE`, which must be an absolute path (the sign-in records it, and a later
+    /// run from another directory must name the same file).
     package static func from(environment: [String: String]) throws(GoogleError) -> GoogleEndpoints {
         GoogleEndpoints(
             oauth: try checked(environment["IVY_OAUTH_URL"] ?? oauthDefault, variable: "IVY_OAUTH_URL"),
-            drive: try checked(environment["IVY_DRIVE_URL"] ?? driveDefault, variable: "IVY_DRIVE_URL"))
+            drive: try checked(environment["IVY_DRIVE_URL"] ?? driveDefault, variable: "IVY_DRIVE_URL"),
+            caFile: try checkedCAFile(environment[caFileVariable]))
+    }
+
+    /// `IVY_CA_FILE` as given: nil when unset or empty, else an absolute path.
+    static func checkedCAFile(_ text: String?) throws(GoogleError) -> String? {
+        guard let text, !text.isEmpty else { return nil }
+        guard text.hasPrefix("/") else {
+            throw .badEndpoint(
+                "\(caFileVariable)=\(text) is not an absolute path; give the whole path of the PEM file "
+                    + "(`ivy-emulator --tls` prints it)")
+        }
+        return text
     }
 
     /// Where a sign-in's tokens may go: the endpoints it was made against (`token.json`
@@ -53,10 +74,19 @@ package struct GoogleEndpoints: Sendable, Equatable {
             }
             endpoints[keyPath: keyPath] = signedAt
         }
+        // Whom the sign-in trusts: the file it was made with, or the system's authorities
+        // alone; the environment may name the same file again, never another.
+        if let named = endpoints.caFile, named != token.caFile {
+            throw .endpointMismatch(
+                variable: caFileVariable, named: named,
+                signedAt: token.caFile ?? "no extra certificate authority")
+        }
+        endpoints.caFile = token.caFile
         return endpoints
     }
 
-    /// Whether these are Google's own servers (not an emulator or a proxy).
+    /// Whether these are Google's own servers (not an emulator or a proxy). An extra
+    /// certificate authority does not change where requests go.
     package var isGoogle: Bool {
         oauth.absoluteString == Self.oauthDefault && drive.absoluteString == Self.driveDefault
     }
@@ -70,8 +100,8 @@ package struct GoogleEndpoints: Sendable, Equatable {
     static func checked(_ text: String, variable: String, fix: String = "unset it to use Google") throws(GoogleError)
         -> URL
     {
-        // What the check takes is what the requests use: `HTTPS://` is https, which URLSession
-        // takes only as `https://`.
+        // What the check takes is what the requests use: `HTTPS://` is https, written the
+        // canonical way (RFC 3986: schemes are case-insensitive, lower case canonical).
         var trimmed = URLText.lowercasingScheme(text)
         while trimmed.hasSuffix("/") { trimmed.removeLast() }
         // A user name and password in the URL are credentials: never echoed.
@@ -87,24 +117,13 @@ package struct GoogleEndpoints: Sendable, Equatable {
             throw .badEndpoint(
                 "\(variable) puts a user name or password in a plain http:// URL, which would send them unencrypted; "
                     + "use https://, or leave the user:password@ part out")
-        case "http" where isLoopback(host): return reachable(url, host: host)
+        case "http" where isLoopback(host): return url
         case "http":
             throw .badEndpoint(
                 "\(variable) uses plain http:// to \(host); only loopback may (127.x.x.x, [::1] or localhost, "
                     + "written as such), anything else needs https://")
         default: throw .badEndpoint("\(variable)=\(shown) must be an https:// URL")
         }
-    }
-
-    /// `[::1]` as `localhost`: URLSession on Linux refuses every IPv6 literal URL (Foundation
-    /// reads the host as `::1`, libcurl as `[::1]`, and it fails "did not agree on URL host"),
-    /// while libcurl resolves `localhost` itself to 127.0.0.1 and ::1 and tries both.
-    static func reachable(_ url: URL, host: String) -> URL {
-        guard host.contains(":"), var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
-            return url
-        }
-        components.host = "localhost"
-        return components.url ?? url
     }
 
     /// Loopback written plainly: an IPv4 dotted quad in 127.0.0.0/8, the IPv6 address ::1, or

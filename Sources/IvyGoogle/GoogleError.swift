@@ -38,6 +38,10 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
     package var errorDescription: String? {
         switch self {
         case .badEndpoint(let message): message
+        case .endpointMismatch(let variable, let named, let signedAt)
+        where variable == GoogleEndpoints.caFileVariable:
+            "\(variable)=\(named), but this sign-in was made trusting \(signedAt), and it trusts only that; "
+                + "unset \(variable) to use it, or run `ivy login` to sign in trusting \(named)"
         case .endpointMismatch(let variable, let named, let signedAt):
             "\(variable)=\(named), but this sign-in was made at \(signedAt) and its tokens go only there; "
                 + "unset \(variable) to use it, or run `ivy login` to sign in at \(named)"

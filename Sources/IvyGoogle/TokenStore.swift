@@ -22,6 +22,9 @@ package struct StoredToken: Codable, Sendable, Equatable {
     /// saved before ivy recorded them.
     package var oauthURL: String?
     package var driveURL: String?
+    /// The extra certificate authorities (`IVY_CA_FILE`) the sign-in was made trusting, the
+    /// only ones its requests trust besides the system's; nil for none.
+    package var caFile: String?
 
     package init(
         accessToken: String?, refreshToken: String?, expiresAt: Milliseconds?, scope: String?, clientID: String,
@@ -37,6 +40,7 @@ package struct StoredToken: Codable, Sendable, Equatable {
         self.signedOutReason = signedOutReason
         oauthURL = endpoints?.oauth.absoluteString
         driveURL = endpoints?.drive.absoluteString
+        caFile = endpoints?.caFile
     }
 
     enum CodingKeys: String, CodingKey {
@@ -51,6 +55,7 @@ package struct StoredToken: Codable, Sendable, Equatable {
         case signedOutAt = "signed_out_at"
         case oauthURL = "oauth_url"
         case driveURL = "drive_url"
+        case caFile = "ca_file"
     }
 
     package var isSignedIn: Bool { refreshToken != nil && signedOutReason == nil }

@@ -106,7 +106,7 @@ package struct CronPolicy: SyncMiddleware {
     /// run says it. Returns whether cron hears it this run.
     package static func refused(
         _ refusal: UnsafeDirectoryError, paths: IvyPaths, clock: WallClock, deadline: Duration,
-        pingTransport: any HTTPTransport = URLSessionTransport(inlineCallbacks: true)
+        environment: [String: String], pingTransport: (any HTTPTransport)? = nil
     ) async -> Bool {
         let note = DirectoryNote(refusalNote, in: paths.dataDirectory)
         guard note.directoryIsPrivate else { return true }
@@ -119,7 +119,9 @@ package struct CronPolicy: SyncMiddleware {
             }
             // Neither logged nor recorded: the log and the library are in the home refused.
             let check = HealthCheck(
-                target: target, setting: stored, transport: pingTransport, deadline: deadline,
+                target: target, setting: stored,
+                transport: pingTransport ?? HTTPClientTransport(WireSettings(environment: environment)),
+                deadline: deadline,
                 logger: Logger(label: "ivy", factory: { _ in SwiftLogNoOpLogHandler() }), clock: clock,
                 record: { _ in })
             await check.ping(.fail, HealthText.kind(of: refusal))

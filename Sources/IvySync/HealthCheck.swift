@@ -11,8 +11,8 @@ import Synchronization
 /// know hears from the health-check service instead. A ping never changes how a sync ends: it
 /// is a POST whose body is the one-line summary, given up after `deadline` (10 s) and logged.
 /// Only the answer's status is read: ivy hangs up once it has it, so a service that answers
-/// with a body that never ends costs a sync next to nothing. Pings go through a transport of
-/// their own (its own URLSession and delegate queue), never queued behind Drive's transfers.
+/// with a body that never ends costs a sync next to nothing. Pings go to their own host's
+/// connections, never queued behind Drive's transfers.
 package final class HealthCheck: Sendable {
     package enum Signal: String, Sendable {
         case start

@@ -87,8 +87,7 @@ package final class SyncDoor: Sendable {
     /// each sync (a watch's sign-in may change between them).
     private let setup: SignInSetup
     /// How requests are made and retries wait. Made afresh for the sync after one that failed
-    /// or was cut short, so a request URLSession never ended cannot hold a connection of later
-    /// syncs; nil until then.
+    /// or was cut short (a new sign-in may trust other certificate authorities); nil until then.
     private let makeEffects: @Sendable () -> GoogleEffects
     private let effects = Mutex<GoogleEffects?>(nil)
     /// How the engine waits out its deadline (setting `sync_timeout`): real time, or in tests
@@ -105,9 +104,7 @@ package final class SyncDoor: Sendable {
         setup: SignInSetup, effects: @escaping @Sendable () -> GoogleEffects,
         deadlineSleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         healthDeadline: Duration = HealthCheck.defaultDeadline,
-        pingTransport: @escaping @Sendable () -> any HTTPTransport = {
-            URLSessionTransport(inlineCallbacks: true)
-        }
+        pingTransport: (@Sendable () -> any HTTPTransport)? = nil
     ) {
         self.library = library
         self.tokens = tokens
@@ -118,7 +115,9 @@ package final class SyncDoor: Sendable {
         makeEffects = effects
         self.deadlineSleep = deadlineSleep
         self.healthDeadline = healthDeadline
-        self.pingTransport = pingTransport
+        // Pings trust the system's certificate authorities alone, and go by the environment's
+        // proxies as Google's requests do.
+        self.pingTransport = pingTransport ?? { HTTPClientTransport(WireSettings(environment: setup.environment)) }
     }
 
     /// One sync: the sync lock (held until it returns), the sign-in (or a person signing in),

@@ -1,12 +1,9 @@
 import Foundation
 import GoogleEmulator
+import IvyGoogle
 import IvySystem
 import IvyTestSupport
 import Testing
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// The `ivy-emulator` binary as the README's walkthrough uses it: started in the background,
 /// approving the sign-in of an `ivy login` binary.
@@ -466,11 +463,12 @@ private func shell(_ script: String, _ arguments: String...) async throws -> Str
 
 /// Asks the emulator for a device code as `ivy login` does; answers the user code.
 private func askForCode(_ url: String) async throws -> String {
-    var request = URLRequest(url: try #require(URL(string: url + "/device/code")))
-    request.httpMethod = "POST"
-    request.httpBody = Data("client_id=\(GoogleEmulator.defaultClient.id)&scope=email".utf8)
-    request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-    let (data, _) = try await URLSession.shared.data(for: request)
+    let data = try await HTTPClientTransport().send(
+        HTTPRequest(
+            method: "POST", url: try #require(URL(string: url + "/device/code")),
+            headers: ["Content-Type": "application/x-www-form-urlencoded"],
+            body: .data(Data("client_id=\(GoogleEmulator.defaultClient.id)&scope=email".utf8)))
+    ).body
     let answer = try JSONSerialization.jsonObject(with: data) as? [String: Any]
     return try #require(answer?["user_code"] as? String, "\(String(decoding: data, as: UTF8.self))")
 }
@@ -480,13 +478,14 @@ private func askForCode(_ url: String) async throws -> String {
 private func control(
     _ url: String, _ path: String, secret: String, _ body: [String: Any]? = nil
 ) async throws -> [String: Any] {
-    var request = URLRequest(url: try #require(URL(string: url + path)))
-    request.setValue(secret, forHTTPHeaderField: EmulatorState.controlSecretHeader)
+    var request = HTTPRequest(
+        method: "GET", url: try #require(URL(string: url + path)),
+        headers: [EmulatorState.controlSecretHeader: secret])
     if let body {
-        request.httpMethod = "POST"
-        request.httpBody = try JSONSerialization.data(withJSONObject: body)
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.method = "POST"
+        request.body = .data(try JSONSerialization.data(withJSONObject: body))
+        request.headers["Content-Type"] = "application/json"
     }
-    let (data, _) = try await URLSession.shared.data(for: request)
+    let data = try await HTTPClientTransport().send(request).body
     return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
 }

@@ -1,13 +1,10 @@
 import Foundation
 import GRDB
 import GoogleEmulator
+import IvyGoogle
 import IvySystem
 import IvyTestSupport
 import Testing
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// Issue 48, item 4: an MP3 whose bytes are replaced on Drive under the same file id (Drive's
 /// "Manage versions → Upload new version", or any program's `files.update` with media) is read
@@ -54,14 +51,14 @@ struct InPlaceAudioCLITests {
         components.queryItems = [
             URLQueryItem(name: "uploadType", value: "media"), URLQueryItem(name: "fields", value: "id,md5Checksum"),
         ]
-        var request = URLRequest(url: try #require(components.url))
-        request.httpMethod = "PATCH"
-        request.setValue("Bearer \(token.access)", forHTTPHeaderField: "Authorization")
-        request.setValue("audio/mpeg", forHTTPHeaderField: "Content-Type")
-        request.httpBody = bytes
-        let (data, response) = try await URLSession.shared.data(for: request)
+        let response = try await HTTPClientTransport().send(
+            HTTPRequest(
+                method: "PATCH", url: try #require(components.url),
+                headers: ["Authorization": "Bearer \(token.access)", "Content-Type": "audio/mpeg"],
+                body: .data(bytes)))
+        let data = response.body
         let answer = try JSONSerialization.jsonObject(with: data) as? [String: Any]
-        #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(String(decoding: data, as: UTF8.self))")
+        #expect(response.status == 200, "\(String(decoding: data, as: UTF8.self))")
         #expect(answer?["id"] as? String == id && answer?["md5Checksum"] as? String == MD5.hex(bytes))
     }
 

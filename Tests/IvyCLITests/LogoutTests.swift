@@ -1,11 +1,8 @@
 import Foundation
 import GoogleEmulator
+import IvyGoogle
 import IvyTestSupport
 import Testing
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 extension SignInHarness {
     /// The Ivy phone app signed in as alice: a client of ivy's Cloud project with its own grant.
@@ -15,18 +12,18 @@ extension SignInHarness {
 
     /// What the token endpoint answers when `client` refreshes `token`, over real HTTP.
     func refreshStatus(_ token: String, client: EmulatedClient = GoogleEmulator.appClient) async throws -> Int {
-        var request = URLRequest(url: emulator.baseURL.appendingPathComponent("token"))
-        request.httpMethod = "POST"
-        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
         let form = [
             "client_id": client.id, "client_secret": client.secret, "grant_type": "refresh_token",
             "refresh_token": token,
         ]
-        request.httpBody = Data(
+        let body = Data(
             form.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }
                 .joined(separator: "&").utf8)
-        let (_, response) = try await URLSession.shared.data(for: request)
-        return (response as? HTTPURLResponse)?.statusCode ?? 0
+        let response = try await HTTPClientTransport().send(
+            HTTPRequest(
+                method: "POST", url: emulator.baseURL.appendingPathComponent("token"),
+                headers: ["Content-Type": "application/x-www-form-urlencoded"], body: .data(body)))
+        return response.status
     }
 
     var revocations: Int {

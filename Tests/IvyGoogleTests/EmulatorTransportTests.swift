@@ -8,12 +8,8 @@ import Testing
 
 @testable import IvyGoogle
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
-/// The in-process transport most IvyGoogle and IvySync tests use must answer as URLSession
-/// over the loopback socket does wherever a client could tell: each test runs the same
+/// The in-process transport most IvyGoogle and IvySync tests use must answer as
+/// `HTTPClientTransport` over the loopback socket does wherever a client could tell: each test runs the same
 /// exchange both ways (on one emulator when the answers are compared with each other).
 @Suite("The in-process transport answers as loopback HTTP does")
 struct EmulatorTransportTests {
@@ -44,7 +40,7 @@ struct EmulatorTransportTests {
     func sameAnswer() async throws {
         try await withGoogle { google in
             let token = try await accessToken(google)
-            let http = URLSessionTransport()
+            let http = HTTPClientTransport()
             let inProcess = EmulatorTransport(google.emulator)
             // Google's clock ten minutes behind this machine's: both ways date the answers so.
             await google.emulator.state.setDateOffset(seconds: -600)
@@ -88,16 +84,18 @@ struct EmulatorTransportTests {
         }
     }
 
-    @Test("an answer the emulator cuts off fails with the URLError URLSession gives, in its words", arguments: routes)
+    @Test("an answer the emulator cuts off fails as cut off, naming the bytes unread", arguments: routes)
     func droppedAnswer(route: EmulatorRoute) async throws {
         try await withGoogle(route) { google in
             let token = try await accessToken(google)
             await google.state.addFault(FaultRule(pathContains: "/about", times: 1, dropAfterBytes: 10))
+            let server = TransportError.server(of: google.emulator.baseURL)
             await #expect {
                 _ = try await google.transport.send(about(google, token: token))
             } throws: { error in
-                (error as? URLError)?.code == .unknown
-                    && error.localizedDescription == "transfer closed with 73 bytes remaining to read"
+                (error as? TransportError)?.kind == .cutOff
+                    && error.localizedDescription
+                        == "the connection to \(server) closed with 73 bytes of the answer unread"
             }
             #expect(await google.state.requests.last?.status == 0)
         }
@@ -122,9 +120,8 @@ struct EmulatorTransportTests {
                         headers: ["Authorization": "Bearer \(token)", "Content-Type": "audio/mpeg"],
                         body: .file(file, range: 0..<300_000)))
             } throws: { error in
-                // libcurl says "transfer closed with N bytes remaining to read", or "Send
-                // failure: Broken pipe" when the close finds it still sending.
-                (error as? URLError)?.code == .unknown
+                // Cut off in its answer, or lost while still sending when the close comes first.
+                [.cutOff, .connectionLost].contains((error as? TransportError)?.kind)
             }
             let logged = try #require(await google.state.requests.last)
             #expect(logged.status == 0 && logged.bytes == 100_000)
@@ -262,7 +259,7 @@ struct EmulatorTransportTests {
             await #expect {
                 _ = try await google.transport.send(HTTPRequest(method: "GET", url: elsewhere))
             } throws: { error in
-                (error as? URLError)?.code == .cannotConnectToHost
+                (error as? TransportError) == TransportError.refused(elsewhere)
             }
             #expect(await google.state.requests.isEmpty)
         }
@@ -280,12 +277,12 @@ struct EmulatorTransportTests {
         // Let go either before the stop cancels it (Drive's 401) or after (a lost connection).
         switch await request.result {
         case .success(let response): #expect(response.status == 401)
-        case .failure(let error): #expect((error as? URLError)?.code == .networkConnectionLost)
+        case .failure(let error): #expect((error as? TransportError)?.kind == .connectionLost)
         }
         await #expect {
             _ = try await transport.send(HTTPRequest(method: "GET", url: url))
         } throws: { error in
-            (error as? URLError)?.code == .cannotConnectToHost
+            (error as? TransportError)?.kind == .cannotConnect
         }
     }
 }

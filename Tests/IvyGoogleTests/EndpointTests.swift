@@ -43,10 +43,10 @@ struct EndpointTests {
             "\(text)")
     }
 
-    /// ivy reaches `[::1]` as `localhost` (`GoogleEndpoints.reachable`), which libcurl tries on
-    /// 127.0.0.1 and ::1 both: another test's emulator on 127.0.0.1 with the same port number
-    /// (one in five runs at a load of 20) answered in its place. The test keeps that port taken,
-    /// unlistened, so only the IPv6 emulator can answer.
+    /// ivy reaches `[::1]` as written. (Under URLSession, which refused IPv6 literal URLs, ivy
+    /// went to `localhost` instead, which libcurl tried on 127.0.0.1 and ::1 both: another
+    /// test's emulator on 127.0.0.1 with the same port number answered in its place.) The test
+    /// keeps that port taken, unlistened, so only the IPv6 emulator can answer.
     @Test("a sign-in over http://[::1]:PORT reaches an emulator listening only on the IPv6 loopback")
     func ipv6Loopback() async throws {
         try await withEmulator(host: "::1") { emulator in
@@ -69,7 +69,7 @@ struct EndpointTests {
                 "IVY_OAUTH_URL": emulator.baseURL.absoluteString,
                 "IVY_DRIVE_URL": emulator.baseURL.absoluteString + "/",
             ])
-            let transport = URLSessionTransport()
+            let transport = HTTPClientTransport()
             let effects = GoogleEffects(transport: transport, clock: TestClock().clock, sleep: { _ in })
             let credentials = ClientCredentials(
                 id: GoogleEmulator.defaultClient.id, secret: GoogleEmulator.defaultClient.secret)

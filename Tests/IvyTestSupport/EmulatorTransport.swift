@@ -3,17 +3,13 @@ package import GoogleEmulator
 package import IvyGoogle
 import IvySystem
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// How a test's Google clients reach the emulator.
 package enum EmulatorRoute: Sendable, CustomStringConvertible {
     /// Straight into the emulator's request pipeline (`EmulatorTransport`): for tests whose
     /// subject is ivy's sync, merges, listings or retries rather than HTTP.
     case inProcess
-    /// URLSession over a loopback socket, as `ivy` itself talks to Google: for tests of the
-    /// transport, of what only a socket does (timeouts, the host a URL names), and the CLI.
+    /// `HTTPClientTransport` over a loopback socket, as `ivy` itself talks to Google: for tests
+    /// of the transport, of what only a socket does (timeouts, the host a URL names), and the CLI.
     case http
 
     /// What a test gets unless it asks: in-process, or loopback HTTP when the environment has
@@ -24,7 +20,7 @@ package enum EmulatorRoute: Sendable, CustomStringConvertible {
     package func transport(to emulator: GoogleEmulator) -> any HTTPTransport {
         switch self {
         case .inProcess: EmulatorTransport(emulator)
-        case .http: URLSessionTransport()
+        case .http: HTTPClientTransport()
         }
     }
 
@@ -42,10 +38,10 @@ package enum EmulatorRoute: Sendable, CustomStringConvertible {
 /// `baseURL`; header names come back in lower case; the answer is read through IvyGoogle's
 /// `Transfer`, so a body past the request's limit (an endless one too) fails with the same
 /// `ResponseTooLong`, a download streams into a 0600 file, and progress is told as bytes move;
-/// an answer the emulator cuts off (or an upload it cuts short) fails with the `URLError`
-/// URLSession gives (code -1, "transfer closed with N bytes remaining to read"), which ivy
-/// takes for the network, as it takes every transport error; a request to any other server
-/// finds nobody listening. A cancelled caller is answered at once, while the emulator finishes
+/// an answer the emulator cuts off (or an upload it cuts short) fails with the `TransportError`
+/// `HTTPClientTransport` gives (`cutOff`, naming the bytes unread; `connectionLost`), which
+/// ivy takes for the network, as it takes every transport error; a request to any other
+/// server finds nobody listening. A cancelled caller is answered at once, while the emulator finishes
 /// the request it already received, as a server would.
 package final class EmulatorTransport: HTTPTransport {
     private let emulator: GoogleEmulator
@@ -84,7 +80,7 @@ package final class EmulatorTransport: HTTPTransport {
                     let started = emulator.exchange {
                         await Self.exchange(incoming, body: body, url: url, pipeline: pipeline, transfer: transfer)
                     }
-                    if !started { transfer.finish(response: nil, error: URLError(.cannotConnectToHost)) }
+                    if !started { transfer.finish(status: nil, headers: [:], error: TransportError.refused(url)) }
                 }
             } onCancel: {
                 transfer.cancel()
@@ -99,7 +95,7 @@ package final class EmulatorTransport: HTTPTransport {
         let base = emulator.baseURL
         guard let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false),
             request.url.scheme == base.scheme, request.url.host == base.host, request.url.port == base.port
-        else { throw URLError(.cannotConnectToHost) }
+        else { throw TransportError.refused(request.url) }
         var headers: [String: String] = [:]
         for (name, value) in request.headers { headers[name.lowercased()] = value }
         headers["host"] = base.absoluteString.components(separatedBy: "//").last
@@ -127,7 +123,7 @@ package final class EmulatorTransport: HTTPTransport {
             } catch {
                 // The emulator stopped mid-request, or the body could not be read: the
                 // connection is gone.
-                return transfer.finish(response: nil, error: URLError(.networkConnectionLost))
+                return transfer.finish(status: nil, headers: [:], error: TransportError.lost(url))
             }
             let reply = answer.reply
             var headers = reply.headers
@@ -136,8 +132,9 @@ package final class EmulatorTransport: HTTPTransport {
             } else {
                 headers["Content-Length"] = String(max(reply.body.count, answer.dropAfter.map { $0 + 1 } ?? 0))
             }
-            let response = HTTPURLResponse(
-                url: url, statusCode: reply.status, httpVersion: "HTTP/1.1", headerFields: headers)
+            var answered: [String: String] = [:]
+            for (name, value) in headers { answered[name.lowercased()] = value }
+            guard transfer.responded(status: reply.status, headers: answered) else { return }
             let content = answer.dropAfter.map { reply.body.prefix($0) } ?? reply.body
             var reading = content.isEmpty || transfer.receive(content, status: reply.status)
             if reply.endless {
@@ -149,21 +146,15 @@ package final class EmulatorTransport: HTTPTransport {
                     sent += filler.count
                 }
             }
-            var error: URLError?
+            var error: TransportError?
             if let dropAfter = answer.dropAfter {
-                // libcurl's words (CURLE_PARTIAL_FILE), which URLSession passes on with code -1.
                 let remaining = max(reply.body.count, dropAfter + 1) - content.count
-                error = URLError(
-                    .unknown,
-                    userInfo: [
-                        NSLocalizedDescriptionKey: "transfer closed with \(remaining) bytes remaining to read",
-                        NSURLErrorFailingURLErrorKey: url,
-                    ])
+                error = TransportError.cutOff(url, unread: Int64(remaining))
             } else if Task.isCancelled {
                 // The emulator stopped, and closed the connection with it.
-                error = URLError(.networkConnectionLost)
+                error = TransportError.lost(url)
             }
-            transfer.finish(response: response, error: error)
+            transfer.finish(status: reply.status, headers: answered, error: error)
         }
     }
 }
@@ -178,7 +169,7 @@ private struct OutgoingBody: IncomingBody, Sendable {
 
     func collect(upTo limit: Int) async throws -> Data {
         let data = try read(upTo: limit + 1)
-        guard data.count <= limit else { throw URLError(.dataLengthExceedsMaximum) }
+        guard data.count <= limit else { throw TransportError(.connectionLost, "the request is too long") }
         return data
     }
 

@@ -58,7 +58,7 @@ struct DoubleInterruptCLITests {
             let md5 = try MD5.hex(Data(contentsOf: URL(fileURLWithPath: audio)))
 
             var tally = Tally()
-            for _ in 0..<Self.rounds {
+            for round in 0..<Self.rounds {
                 // The clip's MP3 is held before the emulator reads it: ivy has sent what the
                 // socket takes and waits to write more when the first SIGINT comes; the second
                 // comes as the bytes move again.
@@ -68,7 +68,8 @@ struct DoubleInterruptCLITests {
                 command.terminal = [.error]
                 command.columns = 200
                 let exit = try await withChild(command) { child in
-                    await emulator.state.waitForHeld(count: 1)
+                    // This round's hold (the emulator counts holds in all).
+                    await emulator.state.waitForHeld(count: round + 1)
                     child.send(SIGINT)
                     _ = try await child.waitUntil("the first SIGINT said") { progress in
                         progress.text(of: .error).contains("interrupt again to stop at once") ? true : nil

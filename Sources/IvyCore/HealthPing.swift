@@ -53,8 +53,8 @@ package enum URLText {
     }
 
     /// `text` with its scheme in lower case (`HTTPS://host/x` as `https://host/x`): schemes are
-    /// case-insensitive (RFC 3986 §3.1), and lower case is their canonical form, the only one
-    /// URLSession takes. Text without a scheme is returned as it is.
+    /// case-insensitive (RFC 3986 §3.1), and lower case is their canonical form, the one ivy's
+    /// checks compare. Text without a scheme is returned as it is.
     package static func lowercasingScheme(_ text: String) -> String {
         guard let colon = text.firstIndex(of: ":"), colon != text.startIndex,
             text[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })

@@ -33,13 +33,12 @@ package final class DriveClient: Sendable {
     /// What a create (or the look-up after a 409) asks Drive to answer: an `UploadedFile`.
     static let createdFields = "id,name,size,md5Checksum,modifiedTime"
 
-    /// The most of an MP3 one download request asks for. URLSession on Linux reads the socket
-    /// as fast as loopback or the network delivers and queues every chunk for ivy's writer,
-    /// with no backpressure (`suspend` drops the connection instead of pausing it), so behind
-    /// a slow disk a whole 50 MB MP3 could wait in memory. A larger file comes in Range
-    /// requests of this size, one after another, so no more than this can wait: 13 requests
-    /// for a 50 MB MP3 instead of 1, none more for anything up to this size. (8 MiB left the
-    /// peak of a 50 MB download onto a slow disk at 64.7 MB, one run in three at 73 MB.)
+    /// The most of an MP3 one download request asks for. A larger file comes in Range
+    /// requests of this size, one after another: 13 requests for a 50 MB MP3 instead of 1,
+    /// none more for anything up to this size. It bounded what could wait in memory behind a
+    /// slow disk when ivy's HTTP was URLSession, which read the socket with no backpressure
+    /// (8 MiB left the peak of a 50 MB download onto a slow disk at 64.7 MB); AsyncHTTPClient
+    /// reads only as ivy writes, and the window still bounds what a dropped connection costs.
     package static let defaultDownloadWindow: Int64 = 4 << 20
 
     let http: DriveRequester

@@ -195,8 +195,8 @@ final class Soak {
             }
         }
 
-        // Under libfaketime a timed wait (a retry's back-off, Retry-After, URLSession's timeout
-        // of a cut-off connection) can last as long as the clock is ahead, with no thread left
+        // Under libfaketime a timed wait (a retry's back-off, Retry-After, an HTTP timeout of a
+        // cut-off connection) can last as long as the clock is ahead, with no thread left
         // but dispatch's manager (seeds 61 and 7: 403 and 429 with Retry-After: 1 on b, 20 hours
         // ahead), where a real clock ahead waits a second. A sync on a faked clock gets only the
         // faults that need no wait: slow answers and a 400.

@@ -155,11 +155,10 @@ struct HealthCheckTests {
     }
 
     /// Issue 40 #1: a service that answers with a body that never ends (the emulator would
-    /// send 8 GiB). ivy takes the status and hangs up; its callbacks run on a session of the
-    /// ping's own as libcurl reads, so what was read meanwhile is dropped at once, never queued
-    /// in memory or ahead of Drive's transfers. What the server hands over before URLSession
-    /// acts on the cancel (libcurl reads ahead, and loopback's socket buffers grow to tens of
-    /// MB) is outside ivy's reach; the stream itself is not read.
+    /// send 8 GiB). ivy takes the status and hangs up: the answer's body is dropped unread,
+    /// which cancels the request, never queued in memory or ahead of Drive's transfers. What
+    /// the server hands over before the cancel (loopback's socket buffers grow to MBs) is
+    /// outside ivy's reach; the stream itself is not read.
     @Test("a health service streaming an endless answer is hung up on at its status, and memory stays a sync's")
     func endlessAnswer() async throws {
         try await withEmulator { emulator in
@@ -238,7 +237,7 @@ struct HealthCheckTests {
     }
 
     /// Second review of issue 40, low 1: `HTTPS://host/x` passed `config set`, and then every
-    /// ping failed: URLSession takes a scheme in lower case only.
+    /// ping failed: URLSession took a scheme in lower case only.
     @Test("a scheme in capitals is the same scheme: config set stores it lower case, and a stored one is pinged")
     func schemeInCapitals() async throws {
         try await withEmulator { emulator in

@@ -176,3 +176,35 @@ struct ProxyCLITests {
         }
     }
 }
+
+/// `IVY_CA_FILE` through the binary: given at `ivy login`, recorded with the sign-in, trusted by
+/// every later run, and never changed by one.
+@Suite("IVY_CA_FILE is recorded with the sign-in, through the binary")
+struct CertificateAuthorityCLITests {
+    @Test("login records it; a sync may name it again or not at all, and is refused naming another, with the fix")
+    func recorded() async throws {
+        try await withEmulator { emulator in
+            let harness = try SignInHarness(emulator: emulator)
+            let authority = try TestAuthority.write(in: harness.ivy.path)
+            harness.ivy.environment["IVY_CA_FILE"] = authority
+            #expect(try await harness.login().status == 0)
+            #expect(try harness.storedToken()["ca_file"] as? String == authority)
+            _ = try await harness.ivy.id("book", "add", "--title", "Dune")
+
+            let again = try await harness.ivy.runBinaryAsync(["sync"])
+            #expect(again.status == 0, "\(again.stderr)")
+            harness.ivy.environment["IVY_CA_FILE"] = nil
+            let recorded = try await harness.ivy.runBinaryAsync(["sync"])
+            #expect(recorded.status == 0, "\(recorded.stderr)")
+
+            let other = try TestAuthority.write(in: harness.ivy.path, name: "other.pem")
+            let refused = try await harness.ivy.runBinaryAsync(["sync"], environment: ["IVY_CA_FILE": other])
+            #expect(refused.status != 0)
+            #expect(
+                refused.stderr.contains(
+                    "IVY_CA_FILE=\(other), but this sign-in was made trusting \(authority), and it trusts only that; "
+                        + "unset IVY_CA_FILE to use it, or run `ivy login` to sign in trusting \(other)"),
+                "\(refused.stderr)")
+        }
+    }
+}

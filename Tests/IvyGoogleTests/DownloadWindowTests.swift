@@ -8,7 +8,8 @@ import Testing
 @testable import IvyGoogle
 
 /// A writer that stops at `wait()` until the test lets it go: a disk far slower than loopback.
-/// It blocks URLSession's delegate thread (never a cooperative one), as a slow `write` would.
+/// It blocks the transfer's thread (a `BlockingExecutor` one, never a cooperative one), as a
+/// slow `write` would.
 private final class HeldWriter: Sendable {
     private let open = Mutex(false)
     private let condition = NSCondition()
@@ -56,7 +57,7 @@ struct DownloadWindowTests {
 
     @Test("while the writer is held, Drive gets no further ahead than one window; then the MP3 arrives whole")
     func heldWriter() async throws {
-        // Over HTTP: what URLSession reads ahead of a held writer is the subject (in-process,
+        // Over HTTP: what the transport reads ahead of a held writer is the subject (in-process,
         // the held writer would hold the sender too).
         try await withGoogle(.http) { google in
             let drive = try await drive(google)
@@ -66,9 +67,8 @@ struct DownloadWindowTests {
             defer { writer.release() }
             await google.state.clearRequests()
             async let downloaded: Void = drive.downloadFile(file, to: target, progress: { _ in writer.wait() })
-            // The first answer is sent whole: URLSession read it all off the socket and queued
-            // it for the writer, which has not finished its first chunk. Without the window
-            // the whole MP3 was sent by now.
+            // At most the first answer is sent: the writer has not finished its first chunk.
+            // Without the window, under URLSession, the whole MP3 was sent by now.
             await google.state.waitForMediaAnswers(count: 1)
             let ahead = await google.state.mediaBytesSent
             #expect(ahead <= Self.window, "\(ahead) bytes sent while the writer held its first chunk")

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import IvySystem
 import NIOCore
+import NIOPosix
 import NIOSSL
 import Synchronization
 
@@ -52,6 +53,12 @@ package final class WireClients: Sendable {
 
     private init() {}
 
+    /// The clients' own event loop, one thread: ivy's requests never wait behind another
+    /// NIO user's in the same process (the tests' emulators serve on NIO's shared group), and
+    /// one thread moves more than a home connection carries, TLS included. Never shut down:
+    /// it lives as long as the process.
+    static let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+
     /// The client for `key`, made on first use; the extra certificate authorities' file is
     /// read then, on ivy's own threads.
     func client(_ key: Key) async throws -> HTTPClient {
@@ -65,7 +72,7 @@ package final class WireClients: Sendable {
                 throw TransportError(.connectionLost, "ivy is stopping: no more requests are sent")
             }
             let client = HTTPClient(
-                eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+                eventLoopGroup: Self.eventLoops,
                 configuration: Self.configuration(key, authorities: authorities))
             clients[key] = client
             return client

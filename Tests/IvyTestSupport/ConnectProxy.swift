@@ -27,7 +27,7 @@ package final class ConnectProxy: Sendable {
         route: @escaping @Sendable (_ host: String, _ port: Int) -> (host: String, port: Int)? = { ($0, $1) }
     ) async throws -> ConnectProxy {
         let log = TunnelLog()
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ServerBootstrap(group: TestServers.eventLoops)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in
                 child.eventLoop.makeCompletedFuture {

@@ -13,7 +13,7 @@ package final class SilentServer: Sendable {
 
     package static func start() async throws -> SilentServer {
         let heard = Heard()
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ServerBootstrap(group: TestServers.eventLoops)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in
                 child.eventLoop.makeCompletedFuture {
@@ -121,4 +121,11 @@ package func withSilentServer<T>(_ body: (SilentServer) async throws -> T) async
         await server.stop()
         throw error
     }
+}
+
+/// The event loop of the tests' own small servers (`SilentServer`, `ConnectProxy`): one thread
+/// of their own, so what they hear is heard at once, however busy NIO's shared group is with
+/// the emulators' answers (an endless download's filler, say).
+enum TestServers {
+    static let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 }

@@ -1,4 +1,4 @@
-package import Foundation
+import Foundation
 
 /// A certificate authority's certificate (PEM) for tests of `IVY_CA_FILE`: parsed and trusted,
 /// never used to sign anything here (its key is not kept).

@@ -216,6 +216,25 @@ struct AnswerChecksTests {
         }
     }
 
+    @Test("through the binary: a Retry-After given as an HTTP-date is waited until, as one in seconds is waited")
+    func retryAfterDate() async throws {
+        try await withEmulator { emulator in
+            let (device, _, clip) = try await Self.deviceWithClip(emulator)
+            let until = HTTPDate.string(Date().addingTimeInterval(4))
+            await emulator.state.addFault(
+                FaultRule(
+                    method: "PUT", pathContains: "upload_id", times: 1, status: 503, headers: ["Retry-After": until]))
+            let sync = try await device.ivy.runBinaryAsync("sync")
+            #expect(sync.status == 0, "\(sync.stderr)")
+            #expect(await Self.names(emulator).contains("clip_\(clip).mp3"))
+            let puts = await emulator.state.requests.filter { $0.method == "PUT" && $0.query.contains("upload_id") }
+            try #require(puts.count >= 2, "\(puts)")
+            // The date is whole seconds: at least 2 of the 4 asked for are left when the 503 goes out.
+            let gap = puts[1].start.timeIntervalSince(puts[0].end)
+            #expect(gap >= 2, "the retry came \(gap) s after the answer that asked to wait until \(until)")
+        }
+    }
+
     @Test(
         "through the binary: a Retry-After that is no wait ivy can read (negative, 1e30, text) is a plain backoff",
         arguments: ["-5", "1e30", "soon", "0x10", "+3", "1.5"])

@@ -90,14 +90,12 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
             "your Google Drive is full (storageQuotaExceeded), so this sync stopped sending files; your changes are "
                 + "kept: free some space in Google Drive (`ivy doctor` shows how much is free), then run `ivy sync`"
         case .sharedQuotaExhausted(let builtInClient):
-            (builtInClient
-                ? "Google Drive's quota shared by everyone who uses ivy's OAuth client"
-                : "Google Drive's quota of your OAuth client's Cloud project, shared by every device signed in with it,")
-                + " is used up for now (defaultPerMinutePerProject), so ivy stopped; your changes are kept and the next "
-                + "sync sends them. " + Self.sharedQuotaFix(builtInClient: builtInClient)
+            Self.sharedQuotaName(builtInClient: builtInClient)
+                + " is used up for now (defaultPerMinutePerProject), so ivy stopped; your changes are kept and the "
+                + "next sync sends them. " + Self.sharedQuotaFix(builtInClient: builtInClient)
         case .retryLater(.askedTooLong):
             "Google asked ivy to wait more than \(Self.seconds(RetryPolicy.longestWait)) s before trying again "
-                + "(Retry-After), so this sync stopped rather than wait; every change here stays queued and the next "
+                + "(Retry-After), so ivy stopped rather than wait; every change here stays queued and the next "
                 + "sync sends it"
         case .retryLater(.pastDeadline):
             "the wait Google asked for before the next try would run past this sync's deadline (setting "
@@ -123,10 +121,17 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
     /// file or on standard input, never in the process list (`--client-secret-file`).
     package static func sharedQuotaFix(builtInClient: Bool) -> String {
         builtInClient
-            ? "Your own OAuth client has a quota of its own: "
-                + "`ivy login --client-id ID --client-secret-file FILE` (FILE holding the secret, or - for standard input)"
+            ? "Your own OAuth client has a quota of its own: `ivy login --client-id ID --client-secret-file FILE` "
+                + "(FILE holding the secret, or - for standard input)"
             : "It refills within a minute; if this keeps happening, fewer devices or a lower "
                 + "`ivy config set quota_units_per_minute N` on each spends less of it"
+    }
+
+    /// Whose per-project quota was spent, as the start of a sentence.
+    package static func sharedQuotaName(builtInClient: Bool) -> String {
+        builtInClient
+            ? "Google Drive's quota shared by everyone who uses ivy's OAuth client"
+            : "Google Drive's quota of your OAuth client's Cloud project, shared by every device signed in with it,"
     }
 
     /// Whole seconds of `duration`, for messages.

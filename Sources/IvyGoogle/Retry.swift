@@ -6,8 +6,9 @@ package import IvyCore
 package struct RetryPolicy: Sendable {
     /// The longest ivy waits before one retry, however long an answer's `Retry-After` asks.
     /// Google's backoff guidance tops out at 32 or 64 s (Drive's "Resolve errors" page:
-    /// `maximum_backoff` "is typically 32 or 64 seconds"), and Google's own client libraries
-    /// cap a retry's delay at 60 s (google-gax's `maxRetryDelayMillis: 60000`). Nothing bounds
+    /// `maximum_backoff` "is typically 32 or 64 seconds"), and the retry settings of Google's
+    /// client libraries commonly cap a retry's delay at 60 s (google-gax's
+    /// `maxRetryDelayMillis: 60000`, Pub/Sub's documented defaults). Nothing bounds
     /// `Retry-After` itself, and rclone honours it however long (lib/pacer's `Calculate`
     /// returns it as is): a hostile or broken answer could hold a sync, its lock and every
     /// cron run after it. An answer that asks for more than this is not waited out: the sync

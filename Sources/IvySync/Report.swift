@@ -91,11 +91,8 @@ package struct SyncReport: Sendable, Encodable {
     /// which depends on whether the client is the one built into this release.
     package func sharedQuotaNotice(builtInClient: Bool) -> String? {
         guard sharedQuotaWaits > 0 else { return nil }
-        return
-            (builtInClient
-            ? "Google Drive's quota shared by everyone who uses ivy's OAuth client"
-            : "Google Drive's quota of your OAuth client's Cloud project, shared by every device signed in with it,")
-            + " ran out for a while, so this sync waited. " + GoogleError.sharedQuotaFix(builtInClient: builtInClient)
+        return GoogleError.sharedQuotaName(builtInClient: builtInClient) + " ran out for a while, so this sync "
+            + "waited. " + GoogleError.sharedQuotaFix(builtInClient: builtInClient)
     }
 
     /// `1 change held back after failing 3 times: book … (reason); run `ivy retry-failed``.

@@ -92,7 +92,7 @@ extension EmulatorState {
     private static let faultUsage =
         "a fault rule is JSON with method, pathContains, nth, probability, times, status, reason, "
         + "retryAfterSeconds, delayMilliseconds, dropAfterBytes, headers, jsonFields, hold, afterHandling, endless, "
-        + "holdBody"
+        + "holdBody, sessionLocation"
 
     private static let fileRoutes: [ControlRoute] = [
         ControlRoute("GET", "files") { state, call in

@@ -69,7 +69,7 @@ func buildStamp() -> BuildStamp {
 }
 
 let environment = ProcessInfo.processInfo.environment
-let context = Context(
+var context = Context(
     streams: Streams(output: { write($0, to: STDOUT_FILENO) }, error: { write($0, to: STDERR_FILENO) }),
     terminal: Terminal(
         input: isatty(STDIN_FILENO) == 1, output: isatty(STDOUT_FILENO) == 1, error: isatty(STDERR_FILENO) == 1,
@@ -86,6 +86,14 @@ let context = Context(
     interruptions: interruptions,
     build: buildStamp(),
     localZone: ProcessTimeZone.zone)
+#if DEBUG
+    // A test-only setting (CONTRIBUTING.md), compiled into debug builds alone: a release,
+    // which `scripts/package` builds with `-c release`, never reads it.
+    if let wait = TestSettings.waitOnSilence(environment) {
+        context.silenceBudget = wait
+        context.doctorDeadline = wait
+    }
+#endif
 let status = await IvyCommand.main(Array(CommandLine.arguments.dropFirst()), context: context)
 // Open connections are closed as a server expects (TLS's close_notify, HTTP/2's GOAWAY), for a
 // moment at most: the exit does not wait on a server that no longer answers.

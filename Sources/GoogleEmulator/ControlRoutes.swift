@@ -104,7 +104,7 @@ extension EmulatorState {
     private static let faultUsage =
         "a fault rule is JSON with method, pathContains, nth, probability, times, status, reason, "
         + "retryAfterSeconds, delayMilliseconds, dropAfterBytes, headers, jsonFields, hold, afterHandling, endless, "
-        + "holdBody, goAway, resetConnection"
+        + "holdBody, sessionLocation, goAway, resetConnection"
 
     private static let wireUsage =
         "the wire's settings are JSON with goaway_after_requests, max_connection_age_seconds, refuse_handshakes "

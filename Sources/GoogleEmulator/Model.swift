@@ -206,6 +206,8 @@ package struct FaultRule: Sendable, Codable, Equatable {
     package var status: Int?
     /// Drive error reason (`userRateLimitExceeded`, `backendError`, `storageQuotaExceeded`, ...).
     package var reason: String?
+    /// `Retry-After` on the fault's error answer, in seconds (any Int, 9223372036854775807 too);
+    /// `headers` gives it as any text instead (`1e30`, `-5`, an HTTP-date).
     package var retryAfterSeconds: Int?
     /// Extra delay before answering, in milliseconds.
     package var delayMilliseconds: Int?
@@ -236,14 +238,19 @@ package struct FaultRule: Sendable, Codable, Equatable {
     /// With `dropAfterBytes`: the whole connection is reset (a TCP RST) at that point, not just
     /// the request (which over HTTP/2 gets an RST_STREAM alone). In-process, a drop.
     package var resetConnection: Bool?
+    /// A resumable upload's session answered as a hostile or broken server would: its
+    /// `Location` names this scheme, host and port (`http://127.0.0.1:PORT`,
+    /// `http://drive.example.com`, `ftp://127.0.0.1:PORT`) with the real session's path and query.
+    package var sessionLocation: String?
 
     package init(
         method: String? = nil, pathContains: String? = nil, nth: Int? = nil, probability: Double? = nil,
         times: Int? = nil, status: Int? = nil, reason: String? = nil, retryAfterSeconds: Int? = nil,
         delayMilliseconds: Int? = nil, dropAfterBytes: Int? = nil, headers: [String: String]? = nil,
         jsonFields: [String: String]? = nil, hold: Bool? = nil, afterHandling: Bool? = nil, endless: Bool? = nil,
-        holdBody: Bool? = nil, goAway: Bool? = nil, resetConnection: Bool? = nil
+        holdBody: Bool? = nil, sessionLocation: String? = nil, goAway: Bool? = nil, resetConnection: Bool? = nil
     ) {
+        self.sessionLocation = sessionLocation
         self.method = method
         self.pathContains = pathContains
         self.nth = nth

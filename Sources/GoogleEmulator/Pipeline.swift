@@ -197,9 +197,17 @@ package struct EmulatorPipeline: Sendable {
         return items
     }
 
-    /// A handled answer with a rule's headers and raw JSON fields put in.
+    /// A handled answer with a rule's headers and raw JSON fields put in, and its `Location`
+    /// moved to the rule's `sessionLocation`.
     static func patched(_ reply: EmulatorReply, by fault: FaultRule) -> EmulatorReply {
         var patched = reply
+        if let origin = fault.sessionLocation,
+            let name = patched.headers.keys.first(where: { $0.lowercased() == "location" }),
+            let location = patched.headers[name].flatMap({ URLComponents(string: $0) })
+        {
+            let query = location.percentEncodedQuery.map { "?" + $0 } ?? ""
+            patched.headers[name] = origin + location.percentEncodedPath + query
+        }
         for (name, value) in fault.headers ?? [:] {
             patched.headers = patched.headers.filter { $0.key.lowercased() != name.lowercased() }
             patched.headers[name] = value

@@ -76,7 +76,7 @@ let environment = ProcessInfo.processInfo.environment
 setenv("XDG_DATA_HOME", "/dev/null", 1)
 // Loopback is never proxied (see `LoopbackProxy`): libcurl reads `no_proxy` before `NO_PROXY`.
 setenv("no_proxy", LoopbackProxy.noProxy(environment["no_proxy"] ?? environment["NO_PROXY"]), 1)
-let context = Context(
+var context = Context(
     streams: Streams(output: { write($0, to: STDOUT_FILENO) }, error: { write($0, to: STDERR_FILENO) }),
     terminal: Terminal(
         input: isatty(STDIN_FILENO) == 1, output: isatty(STDOUT_FILENO) == 1, error: isatty(STDERR_FILENO) == 1,
@@ -93,4 +93,12 @@ let context = Context(
     interruptions: interruptions,
     build: buildStamp(),
     localZone: ProcessTimeZone.zone)
+#if DEBUG
+    // A test-only setting (CONTRIBUTING.md), compiled into debug builds alone: a release,
+    // which `scripts/package` builds with `-c release`, never reads it.
+    if let wait = TestSettings.waitOnSilence(environment) {
+        context.silenceBudget = wait
+        context.doctorDeadline = wait
+    }
+#endif
 exit(await IvyCommand.main(Array(CommandLine.arguments.dropFirst()), context: context))

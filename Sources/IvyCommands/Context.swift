@@ -1,5 +1,6 @@
 import Foundation
 package import IvyCore
+import IvySync
 
 /// Where one run's text goes, unbuffered: the real ones write to the process's standard
 /// output and error, a test's into buffers.
@@ -75,6 +76,9 @@ package struct Context: Sendable {
     /// How long `ivy doctor`'s network checks may take, all in: 25 s, so the whole doctor
     /// ends within 30 s against a server that never answers (in tests, less).
     package var doctorDeadline: Duration = .seconds(25)
+    /// How long the server may keep a sync's requests waiting without a word before the sync
+    /// stops, every change kept (`SyncEngine.silenceBudget`, 45 s; in tests, less).
+    package var silenceBudget: Duration = SyncEngine.silenceBudget
     /// What `scripts/package` stamped on the running binary: its commit and built-in OAuth
     /// client (`BuildStamp.none` for a plain `swift build`, and by default in tests).
     package var build: BuildStamp

@@ -147,7 +147,7 @@ struct DoctorCommand: ContextCommand {
                     + "FILE holding the secret, or - for standard input), or IVY_CLIENT_ID and IVY_CLIENT_SECRET")
             return nil
         }
-        add(.ok, "oauth client", "\(credentials.id) (from \(resolution.source.phrase))", nil)
+        add(.ok, "oauth client", "\(credentials.id) (\(resolution.source.phrase))", nil)
         return credentials
     }
 
@@ -176,12 +176,16 @@ struct DoctorCommand: ContextCommand {
         }
         for finding in found.value { note(finding) }
         guard !answered else { return }
-        let seconds = (deadline / .seconds(1)).formatted(.number.precision(.fractionLength(0...1)))
         let server = otherServer(home).map { "the server this sign-in was made at, \($0)," } ?? "Google"
         note(
             Finding(
-                level: .problem, check: "network", detail: "\(server) did not answer within \(seconds) s",
+                level: .problem, check: "network", detail: "\(server) did not answer within \(seconds(deadline)) s",
                 fix: "check the network, then run `ivy doctor` again"))
+    }
+
+    /// A deadline in seconds, for people: `25`, `1.5`.
+    private static func seconds(_ deadline: Duration) -> String {
+        (deadline / .seconds(1)).formatted(.number.precision(.fractionLength(0...1)))
     }
 
     /// A value the network checks' own task writes and doctor reads after it.
@@ -200,8 +204,13 @@ struct DoctorCommand: ContextCommand {
         return endpoints.oauth.absoluteString
     }
 
-    /// A network error names the server tried: Google's message says Google.
+    /// A network error names the server tried: Google's message says Google. A check the
+    /// deadline cancelled says which server kept it waiting, and for how long.
     private static func described(_ error: any Error, _ home: Home) -> String {
+        if error is CancellationError || Task.isCancelled {
+            let server = otherServer(home).map { "the server this sign-in was made at, \($0)," } ?? "Google"
+            return "\(server) did not answer within \(seconds(home.context.doctorDeadline)) s"
+        }
         guard case .network(let message)? = error as? GoogleError, let server = otherServer(home) else {
             return error.localizedDescription
         }

@@ -236,7 +236,8 @@ struct Home {
         let home = self
         return SyncDoor(
             library: library, tokens: tokens, lockFile: paths.lockFile, clock: clock, logger: logger,
-            setup: signInSetup, effects: { home.google }, healthDeadline: context.healthDeadline)
+            setup: signInSetup, effects: { home.google }, healthDeadline: context.healthDeadline,
+            silenceBudget: context.silenceBudget)
     }
 
     /// The token file; what is wrong with it is a warning on standard error.

@@ -213,7 +213,7 @@ struct StatusCommand: ContextCommand {
             ("account", Display.optional(report.account)),
             (
                 "oauth client",
-                report.client.credentials.map { "\(Display.safe($0.id)) (from \(report.client.source.phrase))" }
+                report.client.credentials.map { "\(Display.safe($0.id)) (\(report.client.source.phrase))" }
                     // Half a client: the resolver's one answer, as doctor and login give it.
                     ?? report.client.problem.map { "none: \($0)" }
                     ?? "none: this build has none built in; see `ivy login --help`"

@@ -147,7 +147,8 @@ struct SyncCommand: ContextCommand {
             return
         }
         logger.info("sync finished", metadata: ["summary": "\(report.summary)"])
-        try show(report, output: output, toldSkips: toldSkips.withLock { $0 })
+        let builtInClient = (try? await home.client(library).source) == .builtIn
+        try show(report, output: output, toldSkips: toldSkips.withLock { $0 }, builtInClient: builtInClient)
         if stop.requested, report.leftForNextSync > 0 {
             let done = report.planned - report.leftForNextSync
             logger.notice(
@@ -212,7 +213,7 @@ struct SyncCommand: ContextCommand {
         }
     }
 
-    private func show(_ report: SyncReport, output: Output, toldSkips: Set<String>) throws {
+    private func show(_ report: SyncReport, output: Output, toldSkips: Set<String>, builtInClient: Bool) throws {
         if json {
             try output.json(report)
         } else if dryRun {
@@ -229,7 +230,7 @@ struct SyncCommand: ContextCommand {
             }
             let units = verbose ? "; \(report.quotaUnits) Google quota units" : ""
             if !quiet { output.line(Display.safe(report.summary(skipsListed: verbose)) + units) }
-            if let notice = report.sharedQuotaNotice { output.error(notice) }
+            if let notice = report.sharedQuotaNotice(builtInClient: builtInClient) { output.error(notice) }
             // --verbose said each failure as it happened.
             if !verbose {
                 for failure in report.failures { output.error("failed: \(failure.entity): \(failure.reason)") }

@@ -180,6 +180,9 @@ enum FormPost {
             body: .data(Data(body.utf8)))
         do {
             return try await transport.send(request)
+        } catch  where error is CancellationError || Task.isCancelled {
+            // Stopped (a deadline, Ctrl-C): no network failure to report.
+            throw CancellationError()
         } catch {
             throw GoogleError.network(error.localizedDescription)
         }

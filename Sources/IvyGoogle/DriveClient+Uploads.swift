@@ -54,25 +54,39 @@ extension DriveClient {
     /// out `ResumableUpload`'s steps (which say how a dropped connection, an expired session or
     /// a 409 is answered). Over the 50 MB cap it fails before any request. `progress` is told
     /// of the file's bytes as they are sent (a part sent again counts again).
+    ///
+    /// Nothing is written before Drive has opened a session on the sign-in's own server
+    /// (`ResumableUpload.sessionURL`): only then does `beforeSending` run (a clip's JSON goes
+    /// up there, so a session Drive will not give leaves no JSON without its MP3 behind) and
+    /// are the files `replacing` names deleted, before the first byte of the file is sent.
     package func uploadMP3(
         name: String, file: URL, folder: DriveFileID, replacing: [RemoteFile],
-        progress: (@Sendable (Int64) -> Void)? = nil
+        progress: (@Sendable (Int64) -> Void)? = nil, beforeSending: () async throws -> Void = {}
     ) async throws -> UploadedFile {
         let size = try LocalFile.size(of: file)
         guard AudioRules.allows(size) else {
             let message = "\(file.path) is \(AudioRules.grouped(size)) bytes; \(AudioRules.limitSentence)"
             throw DriveError(.fileTooLarge, message: message)
         }
-        for old in replacing { try await delete(old.id) }
         let context = "uploading \(name)"
         var machine = ResumableUpload(size: size, maximumStalls: http.policy.maxAttempts, context: context)
         var id = try await newFileID()
         var session: URL?
         var last: HTTPResponse?
         // Failures of the session PUTs, across sessions: each is followed by a status query.
-        var retries = RetryBudget(upload: http.policy, sleep: http.sleep)
+        var retries = RetryBudget(upload: http.policy, sleep: http.sleep, builtInClient: http.builtInClient)
+        var prepared = false
         var step = machine.start()
         while true {
+            // A session is open (or a 409 says the file exists): what must come first goes first.
+            switch step {
+            case .startSession, .fail: break
+            default:
+                guard !prepared else { break }
+                prepared = true
+                try await beforeSending()
+                for old in replacing { try await delete(old.id) }
+            }
             switch step {
             case .startSession(let newID):
                 if newID { id = try await newFileID() }
@@ -139,9 +153,6 @@ extension DriveClient {
             ],
             body: .data(metadata))
         let response = try await http.execute(request, context: context)
-        guard let location = response.headers["location"], let url = URL(string: location) else {
-            throw DriveError(.unexpected, message: "\(context): the upload session has no Location")
-        }
-        return url
+        return try ResumableUpload.sessionURL(response.headers["location"], drive: http.base, context: context)
     }
 }

@@ -43,6 +43,9 @@ package final class DriveClient: Sendable {
     package static let defaultDownloadWindow: Int64 = 4 << 20
 
     let http: DriveRequester
+    /// How long the server has kept this client's requests waiting without a word, when
+    /// its transport reports to it (`SilenceTracking`, as every sync's does).
+    package let silence: Silence
     let ids: IDPool
     let folderCache: FolderCache
     let downloadWindow: Int64
@@ -52,12 +55,13 @@ package final class DriveClient: Sendable {
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         now: @escaping @Sendable () -> Duration = Pacer.monotonic(),
         downloadWindow: Int64 = DriveClient.defaultDownloadWindow,
-        unitsPerMinute: Int = QuotaBudget.perUserPerMinute
+        unitsPerMinute: Int = QuotaBudget.perUserPerMinute, builtInClient: Bool = false, silence: Silence = Silence()
     ) {
+        self.silence = silence
         self.downloadWindow = max(1, downloadWindow)
         let http = DriveRequester(
             base: drive, authorized: authorized, concurrency: concurrency, policy: policy, sleep: sleep, now: now,
-            unitsPerMinute: unitsPerMinute)
+            unitsPerMinute: unitsPerMinute, builtInClient: builtInClient)
         self.http = http
         ids = IDPool { count in try await http.generateIDs(count) }
         folderCache = FolderCache()

@@ -43,7 +43,9 @@ package struct DriveError: LocalizedError, Equatable, Sendable {
         case .driveFull:
             "your Google Drive is full (storageQuotaExceeded); free some space, then run `ivy retry-failed` and `ivy "
                 + "sync`"
-        case .rateLimited where sharedQuota: GoogleError.sharedQuotaExhausted.errorDescription
+        case .rateLimited where sharedQuota:
+            "Google Drive's quota shared by everyone who uses this OAuth client is used up for now "
+                + "(defaultPerMinutePerProject); the next sync tries again"
         case .rateLimited: "Google Drive is rate limiting ivy (\(reason ?? "429")); the next sync tries again"
         case .unauthorized: "Google refused the sign-in (401); run `ivy login`"
         default: message

@@ -22,12 +22,16 @@ final class DriveRequester: Sendable {
     let units = Mutex(0)
     /// Spends units within the per-minute budget, waiting when the minute's are spent.
     let budget: UnitBudget
+    /// Whether the sign-in's OAuth client is the one built into this release: what a spent
+    /// per-project quota says to do depends on it (`GoogleError.sharedQuotaExhausted`).
+    let builtInClient: Bool
 
     init(
         base: URL, authorized: AuthorizedTransport, concurrency: Int, policy: RetryPolicy,
         sleep: @escaping @Sendable (Duration) async throws -> Void, now: @escaping @Sendable () -> Duration,
-        unitsPerMinute: Int = QuotaBudget.perUserPerMinute
+        unitsPerMinute: Int = QuotaBudget.perUserPerMinute, builtInClient: Bool = false
     ) {
+        self.builtInClient = builtInClient
         self.base = base
         self.authorized = authorized
         self.policy = policy
@@ -109,7 +113,8 @@ final class DriveRequester: Sendable {
         _ request: HTTPRequest, accept: Set<Int> = [200], context: String,
         download file: (url: URL, offset: Int64)? = nil
     ) async throws -> HTTPResponse {
-        try await policy.run(sleep: sleep) { () async throws -> RetryOutcome<HTTPResponse> in
+        try await policy.run(sleep: sleep, builtInClient: builtInClient) {
+            () async throws -> RetryOutcome<HTTPResponse> in
             let failure: DriveError
             var retryAfter: Duration?
             do {
@@ -119,7 +124,7 @@ final class DriveRequester: Sendable {
                     return .done(response)
                 }
                 failure = DriveError.from(response, context: context)
-                // A negative Retry-After is no wait; a huge one fails the retry bound.
+                // Read without trapping on any text; one past what ivy waits ends the sync.
                 retryAfter = response.retryAfter
             } catch let error as DriveError {
                 failure = error

@@ -30,8 +30,15 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
     case network(String)
     case unexpectedResponse(String)
     /// Drive's per-project rate limit, still hit after the longer back-off: every user of
-    /// the OAuth client's Cloud project draws on one quota, and it is spent for now.
-    case sharedQuotaExhausted
+    /// the OAuth client's Cloud project draws on one quota, and it is spent for now. What to
+    /// do differs for the client built into a release (everyone's) and one's own.
+    case sharedQuotaExhausted(builtInClient: Bool)
+    /// Google asked for a wait ivy does not take: longer than `RetryPolicy.longestWait`, or
+    /// past the sync's deadline. The sync stops; every change stays queued.
+    case retryLater(RetryLater)
+    /// The server took ivy's requests and answered none for this many seconds (the sync's
+    /// silence budget): the sync stops; every change stays queued.
+    case noAnswer(seconds: Int)
     /// Drive's 403 `storageQuotaExceeded`: no upload can succeed until space is freed.
     case driveFull
 
@@ -82,12 +89,53 @@ package enum GoogleError: LocalizedError, Equatable, Sendable {
         case .driveFull:
             "your Google Drive is full (storageQuotaExceeded), so this sync stopped sending files; your changes are "
                 + "kept: free some space in Google Drive (`ivy doctor` shows how much is free), then run `ivy sync`"
-        case .sharedQuotaExhausted:
-            "Google Drive's quota shared by everyone who uses ivy's OAuth client is used up for now "
-                + "(defaultPerMinutePerProject), so ivy stopped; your changes are kept and the next sync sends them. "
-                + "Your own OAuth client has a quota of its own: `ivy login --client-id ID --client-secret SECRET`"
+        case .sharedQuotaExhausted(let builtInClient):
+            Self.sharedQuotaName(builtInClient: builtInClient)
+                + " is used up for now (defaultPerMinutePerProject), so ivy stopped; your changes are kept and the "
+                + "next sync sends them. " + Self.sharedQuotaFix(builtInClient: builtInClient)
+        case .retryLater(.askedTooLong):
+            "Google asked ivy to wait more than \(Self.seconds(RetryPolicy.longestWait)) s before trying again "
+                + "(Retry-After), so ivy stopped rather than wait; every change here stays queued and the next "
+                + "sync sends it"
+        case .retryLater(.pastDeadline):
+            "the wait Google asked for before the next try would run past this sync's deadline (setting "
+                + "sync_timeout), so the sync stopped; every change here stays queued and the next sync sends it"
+        case .noAnswer(let seconds):
+            "the server took ivy's requests but answered none for \(seconds) s, so this sync stopped; every change "
+                + "here stays queued and the next sync sends it. If it keeps happening, check for a proxy or firewall "
+                + "that holds connections open without passing them on"
         }
     }
+
+    /// Why Google's wait was not taken.
+    package enum RetryLater: Sendable, Equatable {
+        /// `Retry-After` asked for more than `RetryPolicy.longestWait`.
+        case askedTooLong
+        /// The wait would still be going on at the sync's deadline.
+        case pastDeadline
+    }
+
+    /// What to do about a spent per-project quota. The built-in client's project is shared by
+    /// everyone on a release, so one's own client has a quota of its own; one's own client's
+    /// project is spent by one's own devices, so they must spend less. The secret goes in a
+    /// file or on standard input, never in the process list (`--client-secret-file`).
+    package static func sharedQuotaFix(builtInClient: Bool) -> String {
+        builtInClient
+            ? "Your own OAuth client has a quota of its own: `ivy login --client-id ID --client-secret-file FILE` "
+                + "(FILE holding the secret, or - for standard input)"
+            : "It refills within a minute; if this keeps happening, fewer devices or a lower "
+                + "`ivy config set quota_units_per_minute N` on each spends less of it"
+    }
+
+    /// Whose per-project quota was spent, as the start of a sentence.
+    package static func sharedQuotaName(builtInClient: Bool) -> String {
+        builtInClient
+            ? "Google Drive's quota shared by everyone who uses ivy's OAuth client"
+            : "Google Drive's quota of your OAuth client's Cloud project, shared by every device signed in with it,"
+    }
+
+    /// Whole seconds of `duration`, for messages.
+    static func seconds(_ duration: Duration) -> Int64 { duration.components.seconds }
 
     /// Reads Drive's `{"error":{"code","message","errors":[{"reason"}]}}` or OAuth's flat
     /// `{"error","error_description"}`.

@@ -20,14 +20,15 @@ package enum ClientSource: String, Sendable, CaseIterable {
         }
     }
 
-    /// The source for people: "(from …)".
+    /// The source for people, as it reads in brackets after the client: "(from settings)",
+    /// "(built into this release)".
     package var phrase: String {
         switch self {
-        case .option: "the command line"
-        case .environment: "the environment"
-        case .settings: "settings"
+        case .option: "from the command line"
+        case .environment: "from the environment"
+        case .settings: "from settings"
         case .builtIn: "built into this release"
-        case .none: "nowhere"
+        case .none: "from nowhere"
         }
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+package import Foundation
+import IvyCore
 
 /// The rules of a resumable MP3 upload, with no effects: told each answer Drive gave, it says
 /// what to do next. `DriveClient.uploadMP3` is the loop that does it: it sends the requests,
@@ -184,6 +185,54 @@ package struct ResumableUpload: Sendable, Equatable {
         guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let last = Int64(digits), last < size
         else { return nil }
         return last + 1
+    }
+
+    /// Where the session a `Location` header names is, when ivy may send it the file and the
+    /// sign-in's token: the same scheme, host and port as the sign-in's Drive server `drive`
+    /// (https, or plain http only to a loopback server the sign-in was made at, as
+    /// `GoogleEndpoints` allows no other). Google's session URI is on that server:
+    /// `https://www.googleapis.com/upload/drive/v3/files?uploadType=resumable&upload_id=…`
+    /// (Drive's "Upload file data" guide, developers.google.com/drive/api/guides/manage-uploads,
+    /// "Perform a resumable upload": the initiating request's answer has "a Location header
+    /// that specifies the resumable session URI"), and nothing in Google's documentation
+    /// lets it point elsewhere. Any other answer (another port, another host, plain http,
+    /// another scheme, user info, no URL) is Drive misbehaving or someone tampering: the
+    /// upload fails closed, with nothing sent there, and the change stays queued.
+    package static func sessionURL(_ location: String?, drive: URL, context: String) throws(DriveError) -> URL {
+        guard let location, !location.isEmpty else {
+            throw DriveError(.unexpected, message: "\(context): the upload session has no Location")
+        }
+        let own = origin(drive)
+        guard let url = URL(string: location, relativeTo: drive)?.absoluteURL, let target = origin(url),
+            url.user == nil, url.password == nil, let own, target == own
+        else {
+            let shown = URL(string: location).flatMap(origin).map(\.shown) ?? quoted(URLText.masked(location))
+            throw DriveError(
+                .unexpected,
+                message: "\(context): Drive's answer sends the file to \(shown), not to this sign-in's server "
+                    + "\(own?.shown ?? drive.absoluteString), so nothing was sent there and the change stays queued "
+                    + "for the next sync (an answer like that comes from a fault at Google or from someone "
+                    + "tampering with the connection)")
+        }
+        return url
+    }
+
+    /// A URL's scheme, host and port (the scheme's own when none is given), lower-cased.
+    struct Origin: Equatable {
+        var scheme: String
+        var host: String
+        var port: Int
+
+        var shown: String { "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+    }
+
+    static func origin(_ url: URL) -> Origin? {
+        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else {
+            return nil
+        }
+        let known = ["https": 443, "http": 80]
+        guard let port = url.port ?? known[scheme] else { return nil }
+        return Origin(scheme: scheme, host: host, port: port)
     }
 
     /// A server's header, quoted and cut short for a message.

@@ -55,6 +55,8 @@ enum HealthText {
             case .signedOut, .notSignedIn: return "signed out: run ivy login"
             case .driveFull: return "Google Drive is full"
             case .sharedQuotaExhausted: return "the Drive quota shared by ivy's OAuth client is used up"
+            case .retryLater: return "Google asked ivy to wait"
+            case .noAnswer: return "Google took the requests and answered none"
             case .http(let status, let reason, _): return "Google answered \(status)" + (reason.map { " \($0)" } ?? "")
             case .missingCredentials, .incompleteCredentials, .clientMismatch, .invalidClient:
                 return "no usable OAuth client"

@@ -58,9 +58,12 @@ extension SyncEngine {
             context)
     }
 
-    /// Uploads a clip: JSON, then the MP3 (kept when Drive already has the same bytes). If
-    /// the MP3 of a clip new to Drive fails, its JSON is deleted again; a replaced clip keeps
-    /// its new JSON so it never looks deleted. Returns the MP3 bytes sent.
+    /// Uploads a clip: JSON, then the MP3 (kept when Drive already has the same bytes). The
+    /// JSON goes up only once Drive has opened the MP3's upload session on the sign-in's own
+    /// server, so an upload that cannot even start (a session Drive refuses, or one it says is
+    /// elsewhere) writes nothing. If the MP3 of a clip new to Drive fails after that, its JSON
+    /// is deleted again; a replaced clip keeps its new JSON so it never looks deleted. Returns
+    /// the MP3 bytes sent.
     func push(
         clip: ClipBackup, replacing remote: RemoteEntity?, _ context: Context, _ moved: Moved?
     ) async throws -> Int64 {
@@ -87,25 +90,33 @@ extension SyncEngine {
         }
         if keptMP3 == nil { try await checkUnchanged(files.filter { $0.name == mp3Name }) }
         if !files.isEmpty { try await library.recordReplaceCutShort(key) }
-        let json = try await replaceJSON(
-            key, data: data, folder: context.folders.clips[0], replacing: files.filter { $0.name == jsonName }, context)
+        let jsons = files.filter { $0.name == jsonName }
+        let folder = context.folders.clips[0]
+        let json: UploadedFile
         let mp3ID: DriveFileID
         if let keptMP3 {
+            json = try await replaceJSON(key, data: data, folder: folder, replacing: jsons, context)
             mp3ID = keptMP3.id
         } else {
+            var sent: UploadedFile?
             do {
                 mp3ID = try await drive.uploadMP3(
-                    name: mp3Name, file: audio, folder: context.folders.clips[0],
-                    replacing: files.filter { $0.name == mp3Name }, progress: moved
+                    name: mp3Name, file: audio, folder: folder, replacing: files.filter { $0.name == mp3Name },
+                    progress: moved,
+                    beforeSending: {
+                        sent = try await replaceJSON(key, data: data, folder: folder, replacing: jsons, context)
+                    }
                 ).id
             } catch {
                 // Only a clip new to Drive is rolled back. Once an older copy existed, other
                 // devices hold it: with both files gone they would read the clip as deleted
                 // and delete it too, while a lone new JSON reads as incomplete and is left
                 // alone until this device's retry completes it.
-                if files.isEmpty { await rollBack(json.id) }
+                if files.isEmpty, let sent { await rollBack(sent.id) }
                 throw error
             }
+            guard let sent else { throw SyncFailure.retryable("uploading \(mp3Name): the clip's JSON was not sent") }
+            json = sent
         }
         try await recordPushed(
             Agreement(

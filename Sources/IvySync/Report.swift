@@ -1,4 +1,5 @@
 package import IvyCore
+import IvyGoogle
 
 /// What one sync did, for the summary line, `--json` and the log.
 package struct SyncReport: Sendable, Encodable {
@@ -86,11 +87,12 @@ package struct SyncReport: Sendable, Encodable {
     package var isSuccess: Bool { !dryRun && isComplete && deletionsHeld == nil }
 
     /// Said once when Drive answered that the quota everyone using the OAuth client shares
-    /// was spent (however many requests it refused): whose limit it was, and the way round it.
-    package var sharedQuotaNotice: String? {
+    /// was spent (however many requests it refused): whose limit it was, and the way round it,
+    /// which depends on whether the client is the one built into this release.
+    package func sharedQuotaNotice(builtInClient: Bool) -> String? {
         guard sharedQuotaWaits > 0 else { return nil }
-        return "Google Drive's quota shared by everyone who uses ivy's OAuth client ran out for a while, so this sync "
-            + "waited; your own OAuth client has a quota of its own: `ivy login --client-id ID --client-secret SECRET`"
+        return GoogleError.sharedQuotaName(builtInClient: builtInClient) + " ran out for a while, so this sync "
+            + "waited. " + GoogleError.sharedQuotaFix(builtInClient: builtInClient)
     }
 
     /// `1 change held back after failing 3 times: book … (reason); run `ivy retry-failed``.

@@ -99,6 +99,9 @@ package final class SyncDoor: Sendable {
     /// Makes the transport health-check pings go through: one of their own, so an answer that
     /// floods it never waits in line with (or ahead of) Drive's transfers.
     private let pingTransport: @Sendable () -> any HTTPTransport
+    /// How long the server may keep a sync's requests waiting without a word before the sync
+    /// stops (`SyncEngine.silenceBudget`; a test's is shorter).
+    private let silenceBudget: Duration
 
     package init(
         library: LibraryDatabase, tokens: TokenStore, lockFile: String, clock: WallClock, logger: Logger,
@@ -107,8 +110,10 @@ package final class SyncDoor: Sendable {
         healthDeadline: Duration = HealthCheck.defaultDeadline,
         pingTransport: @escaping @Sendable () -> any HTTPTransport = {
             URLSessionTransport(inlineCallbacks: true)
-        }
+        },
+        silenceBudget: Duration = SyncEngine.silenceBudget
     ) {
+        self.silenceBudget = silenceBudget
         self.library = library
         self.tokens = tokens
         self.lockFile = lockFile
@@ -189,15 +194,16 @@ package final class SyncDoor: Sendable {
                 return .notSignedIn(signIn)
             }
             let server: GoogleEndpoints
-            let client: ClientCredentials
+            let client: ClientResolution
             do {
-                (server, client) = await (try setup.endpoints(for: token), try setup.credentials(library))
+                (server, client) = await (try setup.endpoints(for: token), try setup.client(library))
+                _ = try client.required()
             } catch {
                 await couldNotStart(error)
                 throw error
             }
             let drive = try await Self.drive(
-                library: library, tokens: tokens, token: token, endpoints: server, credentials: client,
+                library: library, tokens: tokens, token: token, endpoints: server, client: client,
                 effects: currentEffects())
             return .ran(try await body(drive, server))
         }
@@ -205,17 +211,23 @@ package final class SyncDoor: Sendable {
 
     /// The Drive client for `token`: token provider (refreshing into `tokens`, so only under
     /// the sync lock) → authorized transport → Drive client at the library's concurrency,
-    /// its retries and pacing waiting through `effects.sleep`.
+    /// its retries and pacing waiting through `effects.sleep`. Every request of both (token
+    /// refreshes too) reports to the client's `silence`, which the sync's silence budget reads.
     package static func drive(
         library: LibraryDatabase, tokens: TokenStore, token: StoredToken, endpoints: GoogleEndpoints,
-        credentials: ClientCredentials, effects: GoogleEffects
+        client: ClientResolution, effects: GoogleEffects
     ) async throws -> DriveClient {
+        let credentials = try client.required()
+        let silence = Silence()
+        var effects = effects
+        effects.transport = SilenceTracking(effects.transport, silence: silence)
         let provider = TokenProvider(
             token: token, store: tokens, endpoints: endpoints, credentials: credentials, effects: effects)
         return try await DriveClient(
             drive: endpoints.drive, authorized: AuthorizedTransport(tokens: provider, transport: effects.transport),
             concurrency: library.number(.concurrency), sleep: effects.sleep, now: effects.elapsed,
-            unitsPerMinute: library.number(.quotaUnitsPerMinute))
+            unitsPerMinute: library.number(.quotaUnitsPerMinute), builtInClient: client.source == .builtIn,
+            silence: silence)
     }
 
     /// The health check `health_url` names, or nil when none is set. A value ivy will not
@@ -266,6 +278,7 @@ package final class SyncDoor: Sendable {
         do {
             var options = request.options
             options.timeout = try await Duration.seconds(library.number(.syncTimeout))
+            options.silenceBudget = silenceBudget
             return .finished(try await engine.run(options), cronNews: nil)
         } catch  where error is CancellationError || Task.isCancelled {
             // Only a stop forced at once cancels a sync (its requests then fail as cancelled):

@@ -13,6 +13,9 @@ package struct SyncOptions: Sendable {
     package var full = false
     /// The whole sync's deadline (setting `sync_timeout`); nil for none.
     package var timeout: Duration?
+    /// How long the server may keep the sync's requests waiting without a word before the
+    /// sync stops (`SyncEngine.silenceBudget`); nil for no limit but the deadline.
+    package var silenceBudget: Duration?
     /// Whether to stop soon (a watch asked to end): no operation starts once it is true,
     /// those already running finish and are recorded, and the rest waits for the next sync.
     package var stopping: @Sendable () -> Bool
@@ -101,23 +104,61 @@ package final class SyncEngine: Sendable {
         self.sleep = sleep
     }
 
+    /// How long the server may keep a sync's requests waiting without a word (`Silence`)
+    /// before the sync stops, every change kept: a server that takes connections and never
+    /// answers (a hung front end, a proxy or firewall that holds connections open) costs a
+    /// sync this, not three of its requests' idle timeouts one after another (181 s before),
+    /// with the sync lock held. Under a minute all in, with the time before the first request;
+    /// the transport's own idle timeout (60 s) still ends a single request that hangs while
+    /// others are answered.
+    package static let silenceBudget = Duration.seconds(45)
+
     /// One sync, stopped at `options.timeout`: a Drive that hangs can never hold the lock
     /// (and so every later cron run) forever. Stopping cancels the requests in flight; every
-    /// operation that finished before is already recorded.
+    /// operation that finished before is already recorded. A server silent for
+    /// `options.silenceBudget` stops it the same way, sooner (`GoogleError.noAnswer`); and no
+    /// retry waits past the deadline (`SyncDeadline`).
     package func run(_ options: SyncOptions) async throws -> SyncReport {
-        guard let timeout = options.timeout else { return try await runToEnd(options) }
-        return try await withThrowingTaskGroup(of: SyncReport?.self) { group in
-            group.addTask { try await self.runToEnd(options) }
-            group.addTask {
-                try await Self.wait(timeout, in: Self.deadlineSlice, sleep: self.sleep)
-                return nil
+        guard options.timeout != nil || options.silenceBudget != nil else { return try await runToEnd(options) }
+        let deadline = options.timeout.map { ContinuousClock.now + min($0, .seconds(366 * 86_400)) }
+        return try await SyncDeadline.$current.withValue(deadline) {
+            try await withThrowingTaskGroup(of: SyncReport?.self) { group in
+                group.addTask { try await self.runToEnd(options) }
+                if let timeout = options.timeout {
+                    group.addTask {
+                        try await Self.wait(timeout, in: Self.deadlineSlice, sleep: self.sleep)
+                        return nil
+                    }
+                }
+                if let budget = options.silenceBudget {
+                    group.addTask {
+                        try await Self.watch(self.drive.silence, budget: budget, logger: self.logger)
+                        return nil
+                    }
+                }
+                defer { group.cancelAll() }
+                guard let report = try await group.next() ?? nil else {
+                    let seconds = options.timeout?.components.seconds ?? 0
+                    logger.error("sync stopped at its deadline", metadata: ["seconds": "\(seconds)"])
+                    throw SyncError.timedOut(seconds: seconds)
+                }
+                return report
             }
-            defer { group.cancelAll() }
-            guard let report = try await group.next() ?? nil else {
-                logger.error("sync stopped at its deadline", metadata: ["seconds": "\(timeout.components.seconds)"])
-                throw SyncError.timedOut(seconds: timeout.components.seconds)
+        }
+    }
+
+    /// Returns never: throws `GoogleError.noAnswer` once `silence` reaches `budget` (checked
+    /// in slices of at most `deadlineSlice`, on the real clock the silence is measured by),
+    /// or the cancellation that ends it with the sync.
+    static func watch(_ silence: Silence, budget: Duration, logger: Logger) async throws {
+        while true {
+            let quiet = silence.quiet()
+            if quiet >= budget {
+                let seconds = Int(budget.components.seconds)
+                logger.error("sync stopped: the server answered nothing", metadata: ["seconds": "\(seconds)"])
+                throw GoogleError.noAnswer(seconds: seconds)
             }
-            return report
+            try await Task.sleep(for: min(budget - quiet, deadlineSlice))
         }
     }
 

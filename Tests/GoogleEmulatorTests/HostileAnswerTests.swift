@@ -38,6 +38,31 @@ struct HostileAnswerTests {
         }
     }
 
+    @Test("sessionLocation answers a resumable session on another scheme, host and port, its path and query kept")
+    func sessionElsewhere() async throws {
+        try await withEmulatorClient { google in
+            let token = try await google.signIn().access
+            let folder = try await google.createFolder("clips", token: token)
+            let added = try await google.json(
+                "POST", "/_emulator/faults",
+                ["method": "POST", "pathContains": "uploadType=resumable", "sessionLocation": "http://127.0.0.1:9"])
+            #expect(added.status == 200)
+            let start = try await google.json(
+                "POST", "/upload/drive/v3/files?uploadType=resumable", token: token,
+                ["name": "clip_a.mp3", "parents": [folder]])
+            let location = try #require(start.header("Location"))
+            #expect(start.status == 200)
+            #expect(
+                location.hasPrefix("http://127.0.0.1:9/upload/drive/v3/files?uploadType=resumable&upload_id="),
+                "\(location)")
+            // The session itself is real: on the emulator's own port it takes the file.
+            let session = try #require(URLComponents(string: location)?.percentEncodedQuery)
+            let sent = try await google.request(
+                "PUT", "/upload/drive/v3/files?" + session, token: token, body: Data(count: 10))
+            #expect(sent.status == 200, "\(sent.status)")
+        }
+    }
+
     @Test("jsonFields put raw JSON text into a handled answer; headers replace the answer's own")
     func rawFields() async throws {
         try await withEmulatorClient { google in

@@ -1,5 +1,6 @@
 import Foundation
 import GoogleEmulator
+import IvyProcesses
 import IvyTestSupport
 import Testing
 
@@ -7,7 +8,12 @@ import Testing
 /// user of the app's OAuth client shares, and the units ivy spends.
 @Suite("Google's quota: error shapes, the shared quota, units spent")
 struct QuotaTests {
+    /// What a spent per-project quota is called on a release's built-in client, everyone's.
     static let sharedNotice = "quota shared by everyone who uses ivy's OAuth client"
+    /// What it is called on one's own client (the test devices' is given in the environment).
+    static let ownNotice = "quota of your OAuth client's Cloud project, shared by every device signed in with it"
+    /// What to do about one's own client's spent quota.
+    static let ownFix = "`ivy config set quota_units_per_minute N`"
 
     private static func occurrences(of text: String, in output: String) -> Int {
         output.components(separatedBy: text).count - 1
@@ -59,8 +65,10 @@ struct QuotaTests {
             #expect(result.stdout.contains("3 uploaded"), "\(result.stdout)")
             let refused = await emulator.state.requests.filter { $0.status == 403 }.count
             #expect(refused > 1, "the emulator refused only \(refused) requests")
-            #expect(Self.occurrences(of: Self.sharedNotice, in: result.stderr) == 1, "\(result.stderr)")
-            #expect(result.stderr.contains("ivy login --client-id"), "\(result.stderr)")
+            // Signed in with a client of one's own: no advice to get one, and no secret on the command line.
+            #expect(Self.occurrences(of: Self.ownNotice, in: result.stderr) == 1, "\(result.stderr)")
+            #expect(result.stderr.contains(Self.ownFix), "\(result.stderr)")
+            #expect(!result.stderr.contains("ivy login --client-id"), "\(result.stderr)")
             #expect(try device.ivy.count("SELECT count(*) FROM sync_queue") == 0)
         }
     }
@@ -82,8 +90,9 @@ struct QuotaTests {
             for _ in 0..<4 {
                 let stopped = try await device.ivy.run("sync")
                 #expect(stopped.status != 0)
-                #expect(Self.occurrences(of: Self.sharedNotice, in: stopped.stderr) == 1, "\(stopped.stderr)")
-                #expect(stopped.stderr.contains("ivy login --client-id"), "\(stopped.stderr)")
+                #expect(Self.occurrences(of: Self.ownNotice, in: stopped.stderr) == 1, "\(stopped.stderr)")
+                #expect(stopped.stderr.contains(Self.ownFix), "\(stopped.stderr)")
+                #expect(!stopped.stderr.contains("--client-secret"), "\(stopped.stderr)")
                 #expect(try device.ivy.count("SELECT count(*) FROM sync_queue WHERE attempts > 0") == 0)
             }
             let status = try #require(try await device.ivy.run("status", "--json").json() as? [String: Any])
@@ -94,6 +103,45 @@ struct QuotaTests {
             #expect(sent.status == 0, "\(sent.stderr)")
             let names = await emulator.state.dump().map(\.name)
             #expect(names.contains("book_\(id).json"), "\(names)")
+        }
+    }
+
+    @Test(
+        """
+        through the binary, a release with a client built in: status says so in words, and a per-project quota \
+        running short is said to be everyone's, with the fix: one's own client, its secret given in a file
+        """
+    )
+    func projectLimitOnTheBuiltInClient() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            #expect(try await device.ivy.run("sync").status == 0)
+            for title in ["Waits for the quota", "And so does this"] {
+                _ = try await device.ivy.id("book", "add", "--title", title)
+            }
+            let release = device.ivy.path + "/release-ivy"
+            try await ClientSourceTests.release(at: release, directory: device.ivy.path)
+            // The release's own client, which the sign-in was made with: nothing else is configured.
+            var environment = device.ivy.environment
+            environment["IVY_CLIENT_ID"] = nil
+            environment["IVY_CLIENT_SECRET"] = nil
+            func run(_ arguments: String...) async throws -> RunResult {
+                RunResult(
+                    try await runChild(
+                        ChildCommand(release, arguments, environment: environment, workingDirectory: device.ivy.path)))
+            }
+            let status = try await run("status")
+            #expect(
+                status.stdout.contains("\(GoogleEmulator.defaultClient.id) (built into this release)"),
+                "\(status.stdout)")
+            await emulator.state.setWriteLimit(RateLimit(perSecond: 0.5, burst: 1, quota: .project))
+            let waited = try await run("sync")
+            #expect(waited.status == 0, "\(waited.stderr)")
+            #expect(waited.stdout.contains("2 uploaded"), "\(waited.stdout)")
+            #expect(Self.occurrences(of: Self.sharedNotice, in: waited.stderr) == 1, "\(waited.stderr)")
+            #expect(
+                waited.stderr.contains("`ivy login --client-id ID --client-secret-file FILE`"), "\(waited.stderr)")
+            #expect(!waited.stderr.contains("--client-secret SECRET"), "\(waited.stderr)")
         }
     }
 

@@ -85,4 +85,16 @@ struct ResumableUploadTests {
             #expect(await mp3s(google).count == 1)
         }
     }
+
+    @Test("the PUTs' waits are bounded in time like every other request's: 50 s three times, not six")
+    func waitsBounded() async throws {
+        try await withGoogle { google in
+            let sleeper = Sleeper()
+            await google.state.addFault(
+                FaultRule(method: "PUT", pathContains: "upload_id", status: 503, retryAfterSeconds: 50))
+            await #expect(throws: DriveError.self) { _ = try await upload(google, sleeper: sleeper) }
+            // 150 s waited; another 50 would pass the policy's 180 s.
+            #expect(sleeper.durations == [50, 50, 50])
+        }
+    }
 }

@@ -307,6 +307,35 @@ struct NeverLoseAChangeTests {
     }
 
     @Test(
+        """
+        new audio whose upload session Drive will not open: nothing on Drive changes (old JSON and MP3 kept), \
+        and the next sync sends both
+        """)
+    func replacedAudioNeverStarts() async throws {
+        try await withWorld { world in
+            let pair = try await SyncedPair(world)
+            let (a, b) = (pair.a, pair.b)
+            let before = await world.state.dump().filter { $0.name.hasPrefix("clip_") }.map(\.id).sorted()
+            try await a.library.updateClip(
+                id: pair.clip.id, ClipChanges(note: "retaken"), audio: try writeAudio(world, "retake", byte: 7))
+            let retake = try #require(a.audio(pair.clip.id))
+            await world.state.addFault(FaultRule(method: "POST", pathContains: "uploadType=resumable", status: 500))
+            let failed = try await a.sync()
+            #expect(failed.failures.map(\.entity) == ["clip \(pair.clip.id)"])
+            let after = await world.state.dump().filter { $0.name.hasPrefix("clip_") }.map(\.id).sorted()
+            #expect(after == before, "the clip's JSON and MP3 on Drive are the ones synced before")
+            #expect(try await b.sync().downloaded.clips == 0)
+            await world.state.clearFaults()
+
+            #expect(try await a.sync().uploaded.clips == 1)
+            #expect(try await b.sync().downloaded.clips == 1)
+            #expect(b.audio(pair.clip.id) == retake)
+            #expect(try await b.library.clip(id: pair.clip.id)?.note == "retaken")
+            #expect(try await a.snapshot() == b.snapshot())
+        }
+    }
+
+    @Test(
         "new audio whose upload fails after the old MP3 is gone: Drive keeps the new JSON, no device deletes the clip")
     func replacedAudioFails() async throws {
         try await withWorld { world in
@@ -317,8 +346,9 @@ struct NeverLoseAChangeTests {
             try await a.library.updateClip(
                 id: pair.clip.id, ClipChanges(note: "retaken"), audio: try writeAudio(world, "retake", byte: 7))
             let retake = try #require(a.audio(pair.clip.id))
-            // Every resumable session start fails: the old MP3 is deleted, the new one never made.
-            await world.state.addFault(FaultRule(method: "POST", pathContains: "uploadType=resumable", status: 500))
+            // Every send of the new MP3 fails once its session is open: the new JSON is made and
+            // the old MP3 deleted, the new one never made.
+            await world.state.addFault(FaultRule(method: "PUT", pathContains: "upload_id", status: 500))
             let failed = try await a.sync()
             #expect(failed.failures.map(\.entity) == ["clip \(pair.clip.id)"])
             #expect(

@@ -74,10 +74,7 @@ struct EmulatorChannel: ServerChildChannel {
             channel.configureHTTP2AsyncSecureUpgrade { channel in
                 http1.setup(channel: channel, logger: logger)
             } http2ConnectionInitializer: { channel in
-                http2.setup(channel: channel, logger: logger).flatMapThrowing { connection in
-                    try channel.pipeline.syncOperations.addHandler(GracefulGoAway())
-                    return connection
-                }
+                http2.setup(channel: channel, logger: logger)
             }
         }
         .map { .secure(channel, $0) }
@@ -135,14 +132,19 @@ private final class HandshakeRefuser: ChannelInboundHandler, RemovableChannelHan
 
 /// What the front end does to a connection on a fault's say.
 enum FrontEnd {
-    /// Tells the connection to go away, gracefully: over HTTP/2 as gRPC's A9 describes (see
-    /// `GracefulGoAway`); over HTTP/1.1 it closes once its answer in progress is sent.
-    static func goAway(_ channel: any Channel, debug: String, wire: WireFaults) {
+    /// Tells the connection to go away, gracefully. Over HTTP/2 Hummingbird's connection
+    /// manager does it as gRPC's A9 describes a maximum connection age: a GOAWAY naming no
+    /// last stream yet and a PING; once the PING comes back, a GOAWAY naming the last stream
+    /// taken; the connection closes once those streams are answered. Its quiesce event is
+    /// fired from the HTTP/2 handler's place in the pipeline, so it reaches the manager and
+    /// not the streams, which would close themselves on it (a stream not yet answered would
+    /// be reset). Over HTTP/1.1 the connection closes once its answer in progress is sent.
+    static func goAway(_ channel: any Channel, wire: WireFaults) {
         channel.eventLoop.execute {
             guard channel.isActive else { return }
             wire.countGoAway()
-            if let handler = try? channel.pipeline.syncOperations.handler(type: GracefulGoAway.self) {
-                handler.start(debug: debug)
+            if let http2 = try? channel.pipeline.syncOperations.context(handlerType: NIOHTTP2Handler.self) {
+                http2.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
             } else {
                 channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
             }
@@ -169,74 +171,5 @@ enum FrontEnd {
                 channel.close(promise: nil)
             }
         }
-    }
-}
-
-/// An HTTP/2 connection's graceful end, as gRPC's A9 describes it for a maximum connection
-/// age and Google's front end sends it: a GOAWAY (NO_ERROR, debug data such as `max_age`)
-/// naming no last stream yet (2^31-1) and a PING; once the PING comes back, so that every
-/// stream the client opened before it saw the GOAWAY has arrived, a second GOAWAY naming the
-/// last stream taken; the connection closes once those streams are answered. Streams opened
-/// after it are refused (REFUSED_STREAM), which a client may always send again.
-///
-/// Hummingbird's own graceful close (on `ChannelShouldQuiesceEvent`) was not used: in tests its
-/// second GOAWAY sometimes cut off a stream still being answered, which the client saw as the
-/// connection closed under its request.
-final class GracefulGoAway: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTP2Frame
-    typealias InboundOut = HTTP2Frame
-    typealias OutboundIn = HTTP2Frame
-    typealias OutboundOut = HTTP2Frame
-
-    private enum Stage {
-        case serving
-        case waitingForPing(HTTP2PingData, debug: String)
-        case draining
-    }
-
-    private var stage = Stage.serving
-    private var open: Set<HTTP2StreamID> = []
-    private var last = HTTP2StreamID.rootStream
-    private var context: ChannelHandlerContext?
-
-    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
-
-    func start(debug: String) {
-        guard let context, case .serving = stage else { return }
-        let ping = HTTP2PingData(withInteger: UInt64.random(in: .min ... .max))
-        stage = .waitingForPing(ping, debug: debug)
-        context.write(wrapOutboundOut(goAway(.maxID, debug: debug, context: context)), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .ping(ping, ack: false))), promise: nil)
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
-        if case .ping(let ping, ack: true) = frame.payload, case .waitingForPing(let sent, let debug) = stage,
-            ping == sent
-        {
-            stage = .draining
-            context.writeAndFlush(wrapOutboundOut(goAway(last, debug: debug, context: context)), promise: nil)
-            if open.isEmpty { context.close(promise: nil) }
-        }
-        context.fireChannelRead(data)
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let created = event as? NIOHTTP2StreamCreatedEvent {
-            open.insert(created.streamID)
-            last = max(last, created.streamID)
-        } else if let closed = event as? StreamClosedEvent {
-            open.remove(closed.streamID)
-            if case .draining = stage, open.isEmpty { context.close(promise: nil) }
-        }
-        context.fireUserInboundEventTriggered(event)
-    }
-
-    private func goAway(_ last: HTTP2StreamID, debug: String, context: ChannelHandlerContext) -> HTTP2Frame {
-        HTTP2Frame(
-            streamID: .rootStream,
-            payload: .goAway(
-                lastStreamID: last, errorCode: .noError, opaqueData: context.channel.allocator.buffer(string: debug)))
     }
 }

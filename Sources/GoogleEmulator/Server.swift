@@ -216,8 +216,7 @@ struct EmulatorResponder: Sendable {
             if connection.isLast || (answer.goAway && state.wire.markGoneAway(connection.channel)) {
                 // HTTP/1.1 has no GOAWAY: the answer says the connection ends with it.
                 if connection.http == "1.1" { reply.headers["Connection"] = "close" }
-                FrontEnd.goAway(
-                    connection.channel, debug: connection.isLast ? "max_requests" : "fault", wire: state.wire)
+                FrontEnd.goAway(connection.channel, wire: state.wire)
             }
             if answer.resetsConnection {
                 let wire = state.wire

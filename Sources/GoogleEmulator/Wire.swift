@@ -13,10 +13,9 @@ package enum HandshakeRefusal: String, Sendable, Codable {
 }
 
 /// What the emulator's front end does to connections rather than to one request: Google's
-/// front end ends a connection with a GOAWAY at its maximum age (`debug="max_age"`, the
-/// GOAWAY gRPC's A9 defines: github.com/grpc/proposal A9-server-side-conn-mgt.md; seen from
-/// storage.googleapis.com in googleapis/google-cloud-go#435), and other front ends after a
-/// number of requests (nginx's `keepalive_requests`, LastStreamID=1999 in tsdko/pullcord#5).
+/// front end ends a connection with a GOAWAY at its maximum age, normally an hour (a Google
+/// engineer in curl/curl#5389), and other front ends after a number of requests (nginx's
+/// `keepalive_requests`).
 /// Set through `/_emulator/wire`; CONTRIBUTING.md lists the fields.
 package struct WireSettings: Sendable, Codable, Equatable {
     /// Each connection is told to go away once it has carried this many requests: over HTTP/2
@@ -24,7 +23,7 @@ package struct WireSettings: Sendable, Codable, Equatable {
     /// answer says `Connection: close` and the connection closes after it.
     package var goAwayAfterRequests: Int?
     /// Each connection opened from now on is told to go away this many seconds after it
-    /// opened: over HTTP/2 a GOAWAY with debug data `max_age`, its streams finished first;
+    /// opened: over HTTP/2 a GOAWAY (NO_ERROR), its streams in flight answered first;
     /// over HTTP/1.1 it closes once its answer in progress (if any) is sent.
     package var maxConnectionAgeSeconds: Double?
     /// This many of the next TLS handshakes fail, as `refusal` says (plain HTTP: no effect).
@@ -195,7 +194,7 @@ package final class WireFaults: Sendable {
                 book.open[ObjectIdentifier(channel)] = open
                 return true
             }
-            if due { FrontEnd.goAway(channel, debug: "max_age", wire: self) }
+            if due { FrontEnd.goAway(channel, wire: self) }
         }
         channel.closeFuture.whenComplete { _ in timer.cancel() }
     }

@@ -74,7 +74,12 @@ struct EmulatorChannel: ServerChildChannel {
             channel.configureHTTP2AsyncSecureUpgrade { channel in
                 http1.setup(channel: channel, logger: logger)
             } http2ConnectionInitializer: { channel in
-                http2.setup(channel: channel, logger: logger)
+                http2.setup(channel: channel, logger: logger).flatMapThrowing { connection in
+                    let operations = channel.pipeline.syncOperations
+                    try operations.addHandler(
+                        FlushBeforeClose(), position: .after(try operations.handler(type: NIOHTTP2Handler.self)))
+                    return connection
+                }
             }
         }
         .map { .secure(channel, $0) }
@@ -170,6 +175,24 @@ enum FrontEnd {
             } else {
                 channel.close(promise: nil)
             }
+        }
+    }
+}
+
+/// Lets the connection's last answer out before it closes. Hummingbird's connection manager
+/// closes a connection that has gone away as its last stream ends, which NIOHTTP2 reports
+/// while the stream's last frame is being written, before the stream flushes it; a TLS close
+/// (`NIOSSLHandler`) then drops what was not flushed, and the client found the answer it was
+/// promised cut off (`remoteConnectionClosed`). The close waits for the write in progress to
+/// finish, then flushes.
+private final class FlushBeforeClose: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = Any
+
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            bound.value.flush()
+            bound.value.close(mode: mode, promise: promise)
         }
     }
 }

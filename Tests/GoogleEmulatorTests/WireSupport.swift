@@ -19,7 +19,9 @@ struct WireReply {
 
 /// AsyncHTTPClient talking to an emulator over its socket as ivy's transport does: trusting
 /// its certificate authority only (from its CA file) when it serves TLS, HTTP/2 by ALPN
-/// unless `http1Only`.
+/// unless `http1Only`. Not `retrying` connections, a failed one fails the request at once
+/// with its own error (retried, it fails at the connect timeout, as `connectTimeout` when a
+/// loaded machine's handshake outlasts it).
 final class WireClient: Sendable {
     let emulator: GoogleEmulator
     let client: HTTPClient
@@ -27,7 +29,7 @@ final class WireClient: Sendable {
 
     init(
         _ emulator: GoogleEmulator, http1Only: Bool = false, trusting caFile: URL? = nil,
-        connectTimeout: TimeAmount = .seconds(10)
+        retrying: Bool = true
     ) throws {
         self.emulator = emulator
         var configuration = HTTPClient.Configuration()
@@ -37,7 +39,8 @@ final class WireClient: Sendable {
             configuration.tlsConfiguration = tls
         }
         configuration.httpVersion = http1Only ? .http1Only : .automatic
-        configuration.timeout = .init(connect: connectTimeout, read: .seconds(30))
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(30))
+        configuration.connectionPool.retryConnectionEstablishment = retrying
         client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 

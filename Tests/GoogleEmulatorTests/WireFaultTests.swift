@@ -28,6 +28,17 @@ import Testing
         }
     }
 
+    /// A fault rule's `goAway` sends its request's connection away once it is answered.
+    @Test(arguments: [false, true])
+    func aFaultRulesGoAwayEndsThatConnection(http1Only: Bool) async throws {
+        try await withWireClient(http1Only: http1Only) { client in
+            try await client.addFault(["pathContains": "/about", "nth": 2, "goAway": true])
+            for _ in 0..<3 { #expect(try await client.request(.GET, "/drive/v3/about").status == 401) }
+            #expect(await client.connections() == [1, 1, 2])
+            #expect(client.state.wire.counts.goAways == 1)
+        }
+    }
+
     /// HTTP/2 carries concurrent requests on one connection: the log shows one.
     @Test func concurrentRequestsShareOneHTTP2Connection() async throws {
         try await withWireClient { client in

@@ -105,7 +105,9 @@ struct ExecutableTests {
             let exportLine = try #require(lines.dropFirst().first)
             let match = try #require(
                 exportLine.wholeMatch(
-                    of: /export IVY_OAUTH_URL=(\S+) IVY_DRIVE_URL=(\S+) IVY_EMULATOR_SECRET=([0-9a-f]{64}) IVY_CA_FILE=(\S+)/),
+                    of:
+                        /export IVY_OAUTH_URL=(\S+) IVY_DRIVE_URL=(\S+) IVY_EMULATOR_SECRET=([0-9a-f]{64}) IVY_CA_FILE=(\S+)/
+                ),
                 "\(exportLine)")
             let caFile = String(match.4)
             #expect(try String(contentsOfFile: caFile, encoding: .utf8).hasPrefix("-----BEGIN CERTIFICATE-----"))
@@ -114,11 +116,13 @@ struct ExecutableTests {
                 "HOME": directory.path, "PATH": "/usr/bin:/bin", "IVY_EMULATOR_SECRET": String(match.3),
                 "IVY_OAUTH_URL": url,
             ]
-            let untrusted = try await runChild(ChildCommand(Self.binary, ["approve", "--wait", "0"], environment: environment))
+            let untrusted = try await runChild(
+                ChildCommand(Self.binary, ["approve", "--wait", "0"], environment: environment))
             #expect(untrusted.exit == .exited(1))
             #expect(untrusted.stderr.contains("is not vouched for by IVY_CA_FILE"), "\(untrusted.stderr)")
             environment["IVY_CA_FILE"] = caFile
-            let trusted = try await runChild(ChildCommand(Self.binary, ["approve", "--wait", "0"], environment: environment))
+            let trusted = try await runChild(
+                ChildCommand(Self.binary, ["approve", "--wait", "0"], environment: environment))
             // Through TLS to the control API, which has no sign-in waiting.
             #expect(trusted.stderr.hasPrefix("Error: no sign-in is waiting at \(url)"), "\(trusted.stderr)")
 

@@ -37,6 +37,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
         // The emulator's certificate authority, made for each run: X.509 from swift-certificates.
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        // An IP address in a certificate's subject alternative names is an ASN.1 octet string.
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         // Pure: models, ids, time parsing, settings rules, paths. No I/O, no GRDB, no networking.
@@ -111,6 +113,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -126,6 +129,10 @@ let package = Package(
                 "GoogleEmulator",
                 "IvyCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
@@ -169,7 +176,14 @@ let package = Package(
             path: "Tests/IvyTestSupport"
         ),
         .testTarget(
-            name: "GoogleEmulatorTests", dependencies: ["GoogleEmulator", "IvyCore", "IvySystem", "IvyTestSupport"]
+            name: "GoogleEmulatorTests",
+            dependencies: [
+                "GoogleEmulator", "IvyCore", "IvySystem", "IvyTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
         ),
         .testTarget(
             name: "IvyGoogleTests",

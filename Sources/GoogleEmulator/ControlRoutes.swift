@@ -82,6 +82,18 @@ extension EmulatorState {
             state.setListFault(nil)
             return Done()
         },
+        ControlRoute("POST", "wire", WireSettings.self, usage: wireUsage) { state, call in
+            try call.body.check()
+            state.wire.set(call.body)
+            return Done()
+        },
+        ControlRoute("DELETE", "wire") { state, _ in
+            state.wire.set(WireSettings())
+            return Done()
+        },
+        ControlRoute("GET", "wire") { state, _ in
+            WireAnswer(settings: state.wire.settings, counts: state.wire.counts)
+        },
         ControlRoute("GET", "requests") { state, _ in state.requests },
         ControlRoute("DELETE", "requests") { state, _ in
             state.clearRequests()
@@ -92,7 +104,11 @@ extension EmulatorState {
     private static let faultUsage =
         "a fault rule is JSON with method, pathContains, nth, probability, times, status, reason, "
         + "retryAfterSeconds, delayMilliseconds, dropAfterBytes, headers, jsonFields, hold, afterHandling, endless, "
-        + "holdBody, sessionLocation"
+        + "holdBody, sessionLocation, goAway, resetConnection"
+
+    private static let wireUsage =
+        "the wire's settings are JSON with goaway_after_requests, max_connection_age_seconds, refuse_handshakes "
+        + "and refusal (alert or untrusted); each one left out is off"
 
     private static let fileRoutes: [ControlRoute] = [
         ControlRoute("GET", "files") { state, call in
@@ -420,6 +436,24 @@ private struct HealthAnswer: Encodable {
         var path: String
         var body: String
     }
+}
+
+extension WireSettings: ControlBody {
+    func check() throws {
+        if let count = goAwayAfterRequests, count < 1 {
+            throw EmulatorControlError("goaway_after_requests must be 1 or more")
+        }
+        if let age = maxConnectionAgeSeconds, !(age >= 0 && age < 1e9) {
+            throw EmulatorControlError("max_connection_age_seconds must be 0 or more")
+        }
+        if let count = refuseHandshakes, count < 0 { throw EmulatorControlError("refuse_handshakes must be 0 or more") }
+    }
+}
+
+/// The wire's settings and what the front end has done.
+private struct WireAnswer: Encodable {
+    var settings: WireSettings
+    var counts: WireCounts
 }
 
 private struct ClockAnswer: Encodable {

@@ -262,6 +262,14 @@ package actor EmulatorState {
     /// What every control request must carry (see `controlRefusal`): the control API approves
     /// sign-ins and reads every file, and every user of the machine can reach 127.0.0.1.
     package nonisolated let controlSecret: String
+    /// The front end's connection faults and counts: a GOAWAY after N requests or at an age,
+    /// refused handshakes (`/_emulator/wire`).
+    package nonisolated let wire = WireFaults()
+    /// The certificate authority a TLS emulator signs its certificate with: made when it
+    /// first serves TLS, and kept in the state file so a restarted one is trusted as before.
+    package internal(set) var authority: EmulatorAuthority?
+
+    package func setAuthority(_ authority: EmulatorAuthority) { self.authority = authority }
 
     /// The seed of an emulator not given one: fixed, so tests repeat their ids and codes.
     package static let defaultSeed: UInt64 = 14

@@ -183,6 +183,11 @@ package struct LoggedRequest: Sendable, Codable, Equatable {
     package var end: Date
     /// Bytes of request body that arrived.
     package var bytes: Int = 0
+    /// The connection it came on, numbered from 1 in the order the emulator accepted them
+    /// (`WireCounts.connections`); nil in-process, where there is none.
+    package var connection: Int?
+    /// The HTTP version it came by: "2" or "1.1"; nil in-process.
+    package var http: String?
 }
 
 /// A rule that makes matching requests fail the way Google's servers sometimes do.
@@ -227,6 +232,12 @@ package struct FaultRule: Sendable, Codable, Equatable {
     /// Send the status, the headers and the body's first byte, then park the rest until a test
     /// calls `releaseHeld`: a server that starts its answer and stalls (HTTP only).
     package var holdBody: Bool?
+    /// The connection is told to go away after this request, which is still answered: over
+    /// HTTP/2 a GOAWAY (NO_ERROR), over HTTP/1.1 `Connection: close` (socket only).
+    package var goAway: Bool?
+    /// With `dropAfterBytes`: the whole connection is reset (a TCP RST) at that point, not just
+    /// the request (which over HTTP/2 gets an RST_STREAM alone). In-process, a drop.
+    package var resetConnection: Bool?
     /// A resumable upload's session answered as a hostile or broken server would: its
     /// `Location` names this scheme, host and port (`http://127.0.0.1:PORT`,
     /// `http://drive.example.com`, `ftp://127.0.0.1:PORT`) with the real session's path and query.
@@ -237,7 +248,7 @@ package struct FaultRule: Sendable, Codable, Equatable {
         times: Int? = nil, status: Int? = nil, reason: String? = nil, retryAfterSeconds: Int? = nil,
         delayMilliseconds: Int? = nil, dropAfterBytes: Int? = nil, headers: [String: String]? = nil,
         jsonFields: [String: String]? = nil, hold: Bool? = nil, afterHandling: Bool? = nil, endless: Bool? = nil,
-        holdBody: Bool? = nil, sessionLocation: String? = nil
+        holdBody: Bool? = nil, sessionLocation: String? = nil, goAway: Bool? = nil, resetConnection: Bool? = nil
     ) {
         self.sessionLocation = sessionLocation
         self.method = method
@@ -256,6 +267,8 @@ package struct FaultRule: Sendable, Codable, Equatable {
         self.afterHandling = afterHandling
         self.endless = endless
         self.holdBody = holdBody
+        self.goAway = goAway
+        self.resetConnection = resetConnection
     }
 }
 

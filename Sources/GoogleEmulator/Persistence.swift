@@ -21,6 +21,9 @@ struct EmulatorSnapshot: Codable {
     /// The port it last listened on, so a restart can listen there again and sign-ins made
     /// against it (which record the URL) keep working; absent in older files.
     var port: Int?
+    /// The certificate authority of an emulator that served TLS (its key too: the file is
+    /// 0600), so a restart presents a certificate the same clients trust; absent otherwise.
+    var authority: EmulatorAuthority?
 }
 
 extension EmulatorState {
@@ -29,7 +32,8 @@ extension EmulatorState {
             version: 2, accounts: accounts, clients: clients, refreshTokens: refreshTokens, accessTokens: accessTokens,
             files: files,
             reservedIDs: reservedIDs, tokenLifetime: tokenLifetime, serial: serial,
-            changeLogs: changeLogs.mapValues { $0.compacted() }, port: listeningPort)
+            changeLogs: changeLogs.mapValues { $0.compacted() }, port: listeningPort,
+            authority: authority)
         return try JSONEncoder().encode(snapshot)
     }
 
@@ -49,5 +53,6 @@ extension EmulatorState {
         serial = max(serial, snapshot.serial ?? 0)
         changeLogs = snapshot.changeLogs ?? [:]
         listeningPort = snapshot.port
+        authority = snapshot.authority ?? authority
     }
 }

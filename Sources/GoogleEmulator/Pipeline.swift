@@ -12,15 +12,24 @@ package struct IncomingRequest: Sendable {
     package var rawQuery: String
     /// Header names in lower case.
     package var headers: [String: String]
-    /// `http://host:port` of the server the client reached: the URLs in answers name it.
+    /// `http://host:port` (or `https://`) of the server the client reached: the URLs in
+    /// answers name it.
     package var baseURL: String
+    /// The connection it came on and the HTTP version, for the request log; nil in-process.
+    package var connection: Int?
+    package var http: String?
 
-    package init(method: String, path: String, rawQuery: String, headers: [String: String], baseURL: String) {
+    package init(
+        method: String, path: String, rawQuery: String, headers: [String: String], baseURL: String,
+        connection: Int? = nil, http: String? = nil
+    ) {
         self.method = method
         self.path = path
         self.rawQuery = rawQuery
         self.headers = headers
         self.baseURL = baseURL
+        self.connection = connection
+        self.http = http
     }
 }
 
@@ -43,6 +52,10 @@ package struct EmulatorAnswer: Sendable {
     /// A fault cut the upload short: the server read only part of the body, then hangs up
     /// (`dropAfter` is 0).
     package var uploadCutShort: Bool
+    /// The drop resets the whole connection, not only this request (fault `resetConnection`).
+    package var resetsConnection = false
+    /// The connection is told to go away after this answer (fault `goAway`).
+    package var goAway = false
 }
 
 /// Everything the emulator does with a request apart from the socket: latency, faults
@@ -128,9 +141,12 @@ package struct EmulatorPipeline: Sendable {
                 LoggedRequest(
                     method: method, path: path, query: rawQuery, status: drop == nil ? reply.status : 0,
                     account: account,
-                    start: started, end: await state.now(), bytes: body.count))
+                    start: started, end: await state.now(), bytes: body.count, connection: request.connection,
+                    http: request.http))
         }
-        return EmulatorAnswer(reply: reply, dropAfter: drop, uploadCutShort: truncated)
+        return EmulatorAnswer(
+            reply: reply, dropAfter: drop, uploadCutShort: truncated,
+            resetsConnection: drop != nil && fault?.resetConnection == true, goAway: fault?.goAway == true)
     }
 
     /// Counts `bytes` of an endless download's filler as sent. Called before they go out: a

@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import ServiceLifecycle
 
 /// The emulator as a running server on 127.0.0.1: one base URL serves the OAuth
@@ -34,16 +35,28 @@ package final class GoogleEmulator: Sendable {
     package static let executor = BlockingExecutor(name: "ivy-emulator")
 
     package let state: EmulatorState
-    /// `http://127.0.0.1:PORT` (or `http://[::1]:PORT`), without a trailing slash.
+    /// `http://127.0.0.1:PORT` (or `http://[::1]:PORT`; `https://` when it serves TLS),
+    /// without a trailing slash.
     package let baseURL: URL
+    /// The PEM file of the certificate authority a TLS emulator's certificate is signed by:
+    /// what a client trusts to reach it (`IVY_CA_FILE`). Nil for plain HTTP.
+    package let caFile: URL?
+    /// The private directory the CA file was made in, removed at `stop`; nil when the caller
+    /// chose where the file goes (and keeps it).
+    private let caDirectory: URL?
     private let server: Task<Void, any Error>
     private let listener: any Channel
     /// Requests answered without the socket (see `exchange`).
     let inProcess = InProcessExchanges()
 
-    private init(state: EmulatorState, baseURL: URL, server: Task<Void, any Error>, listener: any Channel) {
+    private init(
+        state: EmulatorState, baseURL: URL, caFile: URL?, caDirectory: URL?, server: Task<Void, any Error>,
+        listener: any Channel
+    ) {
         self.state = state
         self.baseURL = baseURL
+        self.caFile = caFile
+        self.caDirectory = caDirectory
         self.server = server
         self.listener = listener
     }
@@ -51,37 +64,59 @@ package final class GoogleEmulator: Sendable {
     /// Starts listening on 127.0.0.1, or on `host` (`::1` for IPv6 loopback); port 0 picks a
     /// free one. Returns once it accepts connections. `clock` and `seed` make a new state's
     /// time and random choices (an `existing` state has its own).
+    ///
+    /// With `tls`, it serves HTTPS, HTTP/2 or HTTP/1.1 as the client's ALPN offers, with a
+    /// certificate for 127.0.0.1, ::1 and localhost signed by the state's certificate
+    /// authority (made now if the state has none). The authority's certificate is written to
+    /// `caFile` (kept at `stop`), or when that is nil to a new 0700 directory of the
+    /// temporary directory (removed at `stop`); either way as a 0600 file, `self.caFile`.
     package static func start(
         host: String = "127.0.0.1", port: Int = 0, accounts: [EmulatedAccount] = defaultAccounts,
         clients: [EmulatedClient] = defaultClients, clock: EmulatorClock = .system,
-        seed: UInt64 = EmulatorState.defaultSeed, state existing: EmulatorState? = nil
+        seed: UInt64 = EmulatorState.defaultSeed, state existing: EmulatorState? = nil, tls: Bool = false,
+        caFile chosenCAFile: URL? = nil
     ) async throws -> GoogleEmulator {
         let state = existing ?? EmulatorState(accounts: accounts, clients: clients, clock: clock, seed: seed)
+        var contexts: EmulatorChannel.Contexts?
+        var caFile: URL?
+        var caDirectory: URL?
+        if tls {
+            let authority = try await state.authority ?? EmulatorAuthority.make()
+            await state.setAuthority(authority)
+            contexts = EmulatorChannel.Contexts(
+                trusted: try NIOSSLContext(configuration: try authority.serverIdentity().configuration),
+                stranger: try NIOSSLContext(configuration: try EmulatorAuthority.strangerIdentity().configuration))
+            (caFile, caDirectory) = try writeCertificate(authority, to: chosenCAFile)
+        }
         let (listeners, continuation) = AsyncStream<any Channel>.makeStream()
-        // HummingbirdCore's HTTP/1 server, not Hummingbird's `Application`: the application
-        // stamps its own `Date` on every answer after the responder has run, and the emulator
-        // dates its answers itself (`EmulatorState.dateOffset` puts Google's clock off).
-        let responder = EmulatorResponder(state: state)
-        let service = try HTTPServerBuilder.http1().buildServer(
-            configuration: ServerConfiguration(address: .hostname(host, port: port), serverName: nil),
-            eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
-            logger: Logger(label: "ivy-emulator", factory: { _ in SwiftLogNoOpLogHandler() }),
-            responder: { request, writer, _ in
+        // HummingbirdCore's server, not Hummingbird's `Application`: the application stamps
+        // its own `Date` on every answer after the responder has run, and the emulator dates
+        // its answers itself (`EmulatorState.dateOffset` puts Google's clock off).
+        let responder = EmulatorResponder(state: state, scheme: tls ? "https" : "http")
+        let channel = EmulatorChannel(
+            responder: { request, writer, channel in
+                let connection = state.wire.request(
+                    on: channel, counted: !request.uri.path.hasPrefix("/_emulator/"))
                 let response: Response
                 do {
-                    response = try await responder.respond(to: request)
+                    response = try await responder.respond(to: request, on: connection)
                 } catch let error as HTTPParserError {
                     // The server answers 400 and closes the connection, as the application does.
+                    throw error
+                } catch let error as DroppedConnection {
                     throw error
                 } catch {
                     response = Response(status: .internalServerError)
                 }
                 try await writer.write(response: response.head, body: response.body)
-            },
+            }, tls: contexts, wire: state.wire)
+        let service = channel.server(
+            configuration: ServerConfiguration(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in
                 continuation.yield(channel)
                 continuation.finish()
-            })
+            }, eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+            logger: Logger(label: "ivy-emulator", factory: { _ in SwiftLogNoOpLogHandler() }))
         let server = Task(executorPreference: executor) {
             defer { continuation.finish() }
             try await service.run()
@@ -90,16 +125,43 @@ package final class GoogleEmulator: Sendable {
         for await channel in listeners { listener = channel }
         let authority = host.contains(":") ? "[\(host)]" : host
         guard let listener, let bound = listener.localAddress?.port, bound > 0,
-            let url = URL(string: "http://\(authority):\(bound)")
+            let url = URL(string: "\(tls ? "https" : "http")://\(authority):\(bound)")
         else {
             server.cancel()
             _ = await server.result
+            if let caDirectory { try? FileManager.default.removeItem(at: caDirectory) }
             throw EmulatorStartError(host: host, port: port)
         }
-        return GoogleEmulator(state: state, baseURL: url, server: server, listener: listener)
+        return GoogleEmulator(
+            state: state, baseURL: url, caFile: caFile, caDirectory: caDirectory, server: server, listener: listener)
     }
 
-    /// Stops accepting and closes every connection; returns when the server is down.
+    /// Writes the authority's certificate as a 0600 file: at `chosen`, or in a new 0700
+    /// directory of the temporary directory. Returns the file and the directory made.
+    private static func writeCertificate(_ authority: EmulatorAuthority, to chosen: URL?) throws -> (URL, URL?) {
+        if let chosen {
+            try PrivateFile.write(
+                Data(authority.certificatePEM.utf8), atomicallyTo: chosen.path, temporaryPrefix: ".ivy-emulator-ca-")
+            return (chosen, nil)
+        }
+        var template = Array((FileManager.default.temporaryDirectory.path + "/ivy-emulator-ca.XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else {
+            throw EmulatorCAError(path: FileManager.default.temporaryDirectory.path, errno: errno)
+        }
+        let directory = URL(fileURLWithPath: String(cString: made), isDirectory: true)
+        let file = directory.appendingPathComponent("ca.pem")
+        do {
+            try PrivateFile.write(
+                Data(authority.certificatePEM.utf8), atomicallyTo: file.path, temporaryPrefix: ".ca-")
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+        return (file, directory)
+    }
+
+    /// Stops accepting and closes every connection; returns when the server is down. A CA
+    /// file it made in its own directory goes with it.
     package func stop() async {
         await state.releaseHeld()
         await inProcess.stop(release: { await state.releaseHeld() })
@@ -110,6 +172,7 @@ package final class GoogleEmulator: Sendable {
         try? await listener.close()
         server.cancel()
         _ = await server.result
+        if let caDirectory { try? FileManager.default.removeItem(at: caDirectory) }
     }
 }
 
@@ -119,25 +182,59 @@ package struct EmulatorStartError: Error, CustomStringConvertible {
     package var description: String { "could not listen on \(host) port \(port); is the port in use?" }
 }
 
+package struct EmulatorCAError: Error, CustomStringConvertible {
+    package let path: String
+    package let errno: Int32
+    package var description: String {
+        "could not make a private directory for the emulator's certificate authority in \(path): "
+            + "\(String(cString: strerror(errno))); set TMPDIR to a writable directory"
+    }
+}
+
 /// An error that makes the server close the connection mid-response, as a flaky network would.
 struct DroppedConnection: Error {}
 
 /// The bridge from Hummingbird to `EmulatorPipeline`: the request's parts and body in, the
-/// answer out as a response (dropped part-way, or endless, when the answer says so).
+/// answer out as a response (dropped part-way, or endless, when the answer says so); the
+/// connection told to go away, or reset, when a fault says so.
 struct EmulatorResponder: Sendable {
     let state: EmulatorState
+    /// "https" when the emulator serves TLS: the URLs in answers name it.
+    let scheme: String
 
-    func respond(to request: Request) async throws -> Response {
+    func respond(to request: Request, on connection: ConnectionInfo?) async throws -> Response {
         var headers: [String: String] = [:]
         for field in request.headers { headers[field.name.canonicalName.lowercased()] = field.value }
         let incoming = IncomingRequest(
             method: request.method.rawValue, path: request.uri.path, rawQuery: request.uri.query ?? "",
-            headers: headers, baseURL: "http://\(request.head.authority ?? headers["host"] ?? "127.0.0.1")")
+            headers: headers, baseURL: "\(scheme)://\(request.head.authority ?? headers["host"] ?? "127.0.0.1")",
+            connection: connection?.number, http: connection?.http)
         let answer = try await EmulatorPipeline(state: state).answer(incoming, body: StreamedBody(body: request.body))
-        return Self.response(answer.reply, dropAfter: answer.dropAfter, state: state)
+        var reply = answer.reply
+        var reset: (@Sendable () async -> Void)?
+        if let connection {
+            if connection.isLast || (answer.goAway && state.wire.markGoneAway(connection.channel)) {
+                // HTTP/1.1 has no GOAWAY: the answer says the connection ends with it.
+                if connection.http == "1.1" { reply.headers["Connection"] = "close" }
+                FrontEnd.goAway(connection.channel, wire: state.wire)
+            }
+            if answer.resetsConnection {
+                let wire = state.wire
+                reset = { await FrontEnd.reset(connection.channel, wire: wire) }
+            }
+        }
+        if let reset, answer.dropAfter == 0 {
+            // Nothing of the answer goes out: the client, maybe still sending, finds the
+            // connection reset under it.
+            await reset()
+            throw DroppedConnection()
+        }
+        return Self.response(reply, dropAfter: answer.dropAfter, state: state, reset: reset)
     }
 
-    static func response(_ reply: EmulatorReply, dropAfter: Int?, state: EmulatorState) -> Response {
+    static func response(
+        _ reply: EmulatorReply, dropAfter: Int?, state: EmulatorState, reset: (@Sendable () async -> Void)? = nil
+    ) -> Response {
         var fields = HTTPFields()
         for (name, value) in reply.headers {
             if let field = HTTPField.Name(name) { fields[field] = value }
@@ -199,13 +296,21 @@ struct EmulatorResponder: Sendable {
                     try await writer.finish(nil)
                 })
         }
-        // Promise the whole body, send part of it, then fail the write: the connection closes.
+        // Promise the whole body, send part of it, then fail the write: over HTTP/1.1 the
+        // connection closes; over HTTP/2 Hummingbird closes the request's stream, which
+        // swift-nio-http2 does with an RST_STREAM (CANCEL), the connection's other streams
+        // going on. `reset` ends the whole connection instead.
         fields[.contentLength] = String(max(reply.body.count, dropAfter + 1))
         let part = reply.body.prefix(dropAfter)
         return Response(
             status: status, headers: fields,
             body: ResponseBody { writer in
                 if !part.isEmpty { try await writer.write(ByteBuffer(bytes: part)) }
+                if let reset {
+                    // What was written must leave before the connection goes.
+                    try await writer.write(ByteBuffer())
+                    await reset()
+                }
                 throw DroppedConnection()
             })
     }

@@ -21,6 +21,12 @@ struct Serve: AsyncParsableCommand {
             and exits 0, so that \
             `eval "$(ivy-emulator --state FILE --background)"` starts it and points ivy at it; \
             `kill $IVY_EMULATOR_PID` stops it, saving --state.
+
+            With --tls it serves HTTPS, HTTP/2 or HTTP/1.1 as the client offers, with a certificate for \
+            127.0.0.1, ::1 and localhost signed by a certificate authority of its own (kept in --state, so a \
+            restart is trusted as before). The export line then adds `IVY_CA_FILE=PATH`, that authority's \
+            certificate, which ivy and `ivy-emulator approve` trust; the file is removed when the emulator \
+            stops.
             """)
 
     @Option(help: "The port to listen on; 0 picks a free one.") var port = 0
@@ -41,6 +47,11 @@ struct Serve: AsyncParsableCommand {
         help: ArgumentHelp(
             "Once listening, write the export line to FILE (mode 0600, replaced atomically).", valueName: "FILE"))
     var envFile: String?
+    @Flag(
+        help: ArgumentHelp(
+            "Serve HTTPS and HTTP/2 with a certificate authority made for it; the export line names its "
+                + "certificate as IVY_CA_FILE."))
+    var tls = false
     @Flag(help: "Run detached in the background; print the export line with IVY_EMULATOR_PID once it listens.")
     var background = false
     @Option(
@@ -88,11 +99,11 @@ struct Serve: AsyncParsableCommand {
         // URL, and go on working with no new `ivy login`.
         let emulator: GoogleEmulator
         if port == 0, let previous = await emulatorState.listeningPort,
-            let again = try? await GoogleEmulator.start(port: previous, state: emulatorState)
+            let again = try? await GoogleEmulator.start(port: previous, state: emulatorState, tls: tls)
         {
             emulator = again
         } else {
-            emulator = try await GoogleEmulator.start(port: port, state: emulatorState)
+            emulator = try await GoogleEmulator.start(port: port, state: emulatorState, tls: tls)
         }
         await emulatorState.setListeningPort(emulator.baseURL.port ?? port)
         let url = emulator.baseURL.absoluteString
@@ -100,6 +111,7 @@ struct Serve: AsyncParsableCommand {
         var exportLine =
             "export IVY_OAUTH_URL=\(shellQuoted(url)) IVY_DRIVE_URL=\(shellQuoted(url)) "
             + "IVY_EMULATOR_SECRET=\(emulatorState.controlSecret)"
+        if let caFile = emulator.caFile { exportLine += " IVY_CA_FILE=\(shellQuoted(caFile.path))" }
         if detached { exportLine += " IVY_EMULATOR_PID=\(getpid())" }
         var wroteEnvFile = false
         do {
@@ -167,6 +179,7 @@ struct Serve: AsyncParsableCommand {
         if let state { arguments += ["--state", state] }
         if let envFile { arguments += ["--env-file", envFile] }
         if let log { arguments += ["--log", log] }
+        if tls { arguments.append("--tls") }
 
         // Its own session: closing the terminal (SIGHUP) or Ctrl-C in it does not reach it.
         // swift-subprocess starts it with signals unblocked and at their defaults, whatever

@@ -1,40 +1,36 @@
 import ArgumentParser
+import AsyncHTTPClient
 import Foundation
 import GoogleEmulator
 import IvyCore
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
+import NIOCore
+import NIOHTTP1
+import NIOSSL
 
 /// Options shared by the commands that talk to a running emulator.
 struct Target: ParsableArguments {
     @Option(help: ArgumentHelp("The emulator's URL, as it printed it (default: $IVY_OAUTH_URL).", valueName: "URL"))
     var url: String?
 
-    /// A session that keeps nothing on disk. URLSessionConfiguration.default alone would
-    /// create ~/.cache/org.swift.foundation.URLCache/ivy-emulator and, for cookies,
-    /// ~/.local/share/<this program's directory>: a command that only asks the emulator
-    /// something must leave no trace in the user's home.
-    private static let session: URLSession = {
-        // Foundation's cookie store finds its directory under the XDG data home, which
-        // nothing else here reads.
-        setenv("XDG_DATA_HOME", "/dev/null", 1)
-        // The emulator is on this machine: its control requests never go through a proxy.
-        let noProxy = ProcessInfo.processInfo.environment["no_proxy"] ?? ProcessInfo.processInfo.environment["NO_PROXY"]
-        setenv("no_proxy", LoopbackProxy.noProxy(noProxy), 1)
-        URLCache.shared = URLCache(memoryCapacity: 0, diskCapacity: 0, diskPath: "/dev/null")
-        let configuration = URLSessionConfiguration.default
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.httpCookieStorage = nil
-        configuration.httpShouldSetCookies = false
-        configuration.urlCredentialStorage = nil
-        // Generous: an emulator in a busy test process can take a while to answer; one that is
-        // not running at all is refused at once.
-        configuration.timeoutIntervalForRequest = 60
-        return URLSession(configuration: configuration)
-    }()
+    /// AsyncHTTPClient, which keeps nothing on disk and takes no proxy from the environment
+    /// (the emulator is on this machine). An emulator serving TLS is trusted through the CA
+    /// file its export line names (`IVY_CA_FILE`), besides the system's roots.
+    private func client() throws -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        if let caFile = ProcessInfo.processInfo.environment["IVY_CA_FILE"], !caFile.isEmpty {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            do {
+                tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(caFile))]
+            } catch {
+                throw EmulatorFailure(
+                    "cannot read IVY_CA_FILE \(caFile) (\(error)): set it to the file the emulator's export line names")
+            }
+            configuration.tlsConfiguration = tls
+        }
+        // A failed connection fails at once: the emulator is on this machine or not running.
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
 
     func resolvedURL() throws -> String {
         guard let url = url ?? ProcessInfo.processInfo.environment["IVY_OAUTH_URL"], !url.isEmpty else {
@@ -61,24 +57,36 @@ struct Target: ParsableArguments {
         let url = try resolvedURL()
         let secret = try controlSecret()
         guard let endpoint = URL(string: url + path) else { throw ValidationError("not a URL: \(url)") }
-        var request = URLRequest(url: endpoint)
-        request.httpMethod = method
-        request.setValue(secret, forHTTPHeaderField: EmulatorState.controlSecretHeader)
+        var request = HTTPClientRequest(url: endpoint.absoluteString)
+        request.method = HTTPMethod(rawValue: method)
+        request.headers.add(name: EmulatorState.controlSecretHeader, value: secret)
         if let body {
-            request.httpBody = try JSONSerialization.data(withJSONObject: body)
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body)))
+            request.headers.add(name: "Content-Type", value: "application/json")
         }
+        let client = try client()
         let data: Data
-        let response: URLResponse
+        let status: Int
         do {
-            (data, response) = try await Self.session.data(for: request)
-        } catch let error as URLError where error.code == .timedOut {
-            throw EmulatorFailure("the emulator at \(url) did not answer within a minute")
+            // Generous: an emulator in a busy test process can take a while to answer; one
+            // that is not running at all is refused at once.
+            let response = try await client.execute(request, timeout: .seconds(60))
+            status = Int(response.status.code)
+            data = Data((try await response.body.collect(upTo: 16 << 20)).readableBytesView)
+            try? await client.shutdown()
         } catch {
+            try? await client.shutdown()
+            if error is NIOSSLError {
+                throw EmulatorFailure(
+                    "the emulator at \(url) is not vouched for by IVY_CA_FILE (\(error)): set IVY_CA_FILE to the "
+                        + "file its export line names")
+            }
+            if let error = error as? HTTPClientError, error == .deadlineExceeded {
+                throw EmulatorFailure("the emulator at \(url) did not answer within a minute")
+            }
             throw NoEmulator(url: url)
         }
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
-        let status = (response as? HTTPURLResponse)?.statusCode
         if status == 401 || status == 403 {
             throw EmulatorFailure(
                 "the emulator at \(url) refused IVY_EMULATOR_SECRET: it is not the secret that emulator printed; "

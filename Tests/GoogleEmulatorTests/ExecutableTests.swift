@@ -85,6 +85,52 @@ struct ExecutableTests {
         }
         #expect(FileManager.default.fileExists(atPath: stateFile))
     }
+
+    @Test(
+        """
+        --tls serves https and names its certificate authority as IVY_CA_FILE in the export line; approve \
+        reaches it trusting that file and refuses it without; the file goes when the emulator stops
+        """)
+    func tls() async throws {
+        let directory = try TemporaryHome(prefix: "emulator")
+        defer { withExtendedLifetime(directory) {} }
+        try await withChild(ChildCommand(Self.binary, ["--tls"])) { process in
+            let firstLines = try await process.waitUntil("print two lines") { progress in
+                progress.stdout.count(where: { $0 == "\n" }) >= 2 ? progress.stdout : nil
+            }
+            let lines = (firstLines ?? "").split(separator: "\n").map(String.init)
+            let url = lines.first ?? ""
+            #expect(
+                url.range(of: #"^https://127\.0\.0\.1:\d+$"#, options: .regularExpression) != nil, "first line: \(url)")
+            let exportLine = try #require(lines.dropFirst().first)
+            let match = try #require(
+                exportLine.wholeMatch(
+                    of:
+                        /export IVY_OAUTH_URL=(\S+) IVY_DRIVE_URL=(\S+) IVY_EMULATOR_SECRET=([0-9a-f]{64}) IVY_CA_FILE=(\S+)/
+                ),
+                "\(exportLine)")
+            let caFile = String(match.4)
+            #expect(try String(contentsOfFile: caFile, encoding: .utf8).hasPrefix("-----BEGIN CERTIFICATE-----"))
+
+            var environment = [
+                "HOME": directory.path, "PATH": "/usr/bin:/bin", "IVY_EMULATOR_SECRET": String(match.3),
+                "IVY_OAUTH_URL": url,
+            ]
+            let untrusted = try await runChild(
+                ChildCommand(Self.binary, ["approve", "--wait", "0"], environment: environment))
+            #expect(untrusted.exit == .exited(1))
+            #expect(untrusted.stderr.contains("is not vouched for by IVY_CA_FILE"), "\(untrusted.stderr)")
+            environment["IVY_CA_FILE"] = caFile
+            let trusted = try await runChild(
+                ChildCommand(Self.binary, ["approve", "--wait", "0"], environment: environment))
+            // Through TLS to the control API, which has no sign-in waiting.
+            #expect(trusted.stderr.hasPrefix("Error: no sign-in is waiting at \(url)"), "\(trusted.stderr)")
+
+            process.send(SIGTERM)
+            #expect(try await process.wait() == .exited(0))
+            #expect(!FileManager.default.fileExists(atPath: caFile))
+        }
+    }
 }
 
 #if canImport(FoundationNetworking)

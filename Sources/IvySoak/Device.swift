@@ -116,18 +116,21 @@ final class Device: Sendable {
         return (started - uncertainty - 1_000)...(ended + uncertainty + 1_000)
     }
 
-    init(name: String, root: String, binary: URL, emulator: URL) throws {
+    init(name: String, root: String, binary: URL, emulator: URL, caFile: URL?) throws {
         self.name = name
         self.binary = binary
         home = root + "/" + name
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
         let url = emulator.absoluteString
-        environment = [
+        var environment = [
             "IVY_HOME": home, "HOME": home, "PATH": "/usr/bin:/bin", "NO_COLOR": "1",
             "IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url,
             "IVY_CLIENT_ID": GoogleEmulator.defaultClient.id,
             "IVY_CLIENT_SECRET": GoogleEmulator.defaultClient.secret,
         ]
+        // The emulator's certificate authority, recorded by the device's `ivy login`.
+        if let caFile { environment["IVY_CA_FILE"] = caFile.path }
+        self.environment = environment
     }
 
     private init(name: String, home: String, binary: URL, environment: [String: String]) {

@@ -18,6 +18,12 @@ enum FaultKind: String, CaseIterable, ExpressibleByArgument, Sendable {
     case slow
     /// 400 on an upload: one attempt for that sync, tried again by the next.
     case badRequest = "400"
+    /// The connection told to go away after a request (HTTP/2's GOAWAY, as Google's front end
+    /// sends at a connection's maximum age; HTTP/1.1's `Connection: close`).
+    case goAway = "goaway"
+    /// The whole connection reset (a TCP RST) part way through an upload's body or an answer:
+    /// every request in flight on it fails at once, not only the one cut.
+    case resetConnection = "reset"
 }
 
 /// One fault rule plus words for the log.
@@ -33,6 +39,8 @@ struct PlannedFault: Sendable {
         if let times = rule.times { parts.append("x\(times)") }
         if let delay = rule.delayMilliseconds { parts.append("\(delay)ms") }
         if let bytes = rule.dropAfterBytes { parts.append("drop@\(bytes)") }
+        if rule.goAway == true { parts.append("goaway") }
+        if rule.resetConnection == true { parts.append("rst") }
         return parts.joined(separator: " ")
     }
 
@@ -99,6 +107,20 @@ struct PlannedFault: Sendable {
             rule.pathContains = "/upload/drive/v3/files"
             rule.status = 400
             rule.reason = "badRequest"
+        case .goAway:
+            rule.goAway = true
+            rule.times = random.int(in: 1...3)
+        case .resetConnection:
+            rule.resetConnection = true
+            if random.chance(0.5) {
+                rule.method = random.chance(0.5) ? "POST" : "PUT"
+                rule.pathContains = "/upload/drive/v3/files"
+                rule.dropAfterBytes = random.chance(0.5) ? random.int(in: 1...400) : random.int(in: 1_000...300_000)
+            } else {
+                rule.method = "GET"
+                rule.pathContains = random.pick(["q=", "alt=media"])
+                rule.dropAfterBytes = random.int(in: 0...200)
+            }
         }
         return PlannedFault(kind: kind, rule: rule)
     }

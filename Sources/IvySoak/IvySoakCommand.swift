@@ -44,6 +44,8 @@ struct IvySoakCommand: AsyncParsableCommand {
             "Fault kinds to inject (default: all): \(FaultKind.allCases.map(\.rawValue).joined(separator: ", ")).",
             valueName: "KIND"))
     var faults: [FaultKind] = FaultKind.allCases
+    @Flag(help: "Serve plain HTTP/1.1 instead of HTTPS with HTTP/2 (Google's wire, the default).")
+    var plainHTTP = false
     @Flag(help: "Print every edit, fault, kill and sync as it happens.") var verbose = false
     @Flag(help: "Keep the devices' homes (databases, ivy.log) for a look afterwards.") var keep = false
 
@@ -70,7 +72,7 @@ struct IvySoakCommand: AsyncParsableCommand {
         let emulator: GoogleEmulator
         do {
             // The run's seed makes the emulator's ids, tokens and fault draws too.
-            emulator = try await GoogleEmulator.start(seed: seed)
+            emulator = try await GoogleEmulator.start(seed: seed, tls: !plainHTTP)
         } catch {
             cleanup.removeFiles()
             throw error

@@ -78,7 +78,8 @@ final class Soak {
         farRound = max(2, options.rounds / 5)
         yearRound = max(3, options.rounds * 4 / 5)
         devices = try ["a", "b", "c", "d"].map {
-            try Device(name: $0, root: root, binary: options.ivy, emulator: emulator.baseURL)
+            try Device(
+                name: $0, root: root, binary: options.ivy, emulator: emulator.baseURL, caFile: emulator.caFile)
         }
         app = PhoneApp(state: emulator.state, email: Self.email)
         var setup = SplitMix64.stream(seed: options.seed, round: 0, .setup)

@@ -13,11 +13,11 @@ final class SignInHarness {
     init(emulator: GoogleEmulator) throws {
         self.emulator = emulator
         ivy = try IvyHome()
-        let url = emulator.baseURL.absoluteString
-        ivy.environment.merge([
-            "IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url,
-            "IVY_CLIENT_ID": GoogleEmulator.defaultClient.id, "IVY_CLIENT_SECRET": GoogleEmulator.defaultClient.secret,
-        ]) { $1 }
+        ivy.environment.merge(
+            emulator.signInEnvironment.merging([
+                "IVY_CLIENT_ID": GoogleEmulator.defaultClient.id,
+                "IVY_CLIENT_SECRET": GoogleEmulator.defaultClient.secret,
+            ]) { $1 }) { $1 }
     }
 
     /// The person approves the code as alice. (A named function: as a closure in the default

@@ -8,7 +8,8 @@ import IvySystem
 
 /// Runs `body` against a fresh emulator on a loopback port of `host` (its randomness seeded,
 /// its clock `clock`; or serving an existing `state`), and stops it afterwards whether or not
-/// `body` throws. Starts the test process's `PoolWatchdog` with the first emulator.
+/// `body` throws. It serves HTTPS with HTTP/2 by ALPN, as Google does, unless `tls` is false
+/// (`EmulatorWire.standard`: `IVY_TEST_WIRE=http` runs the suite over plain HTTP/1.1). Starts the test process's `PoolWatchdog` with the first emulator.
 ///
 /// `body` runs on `BlockingExecutor`'s threads, as ivy's commands do: a test's synchronous
 /// file and database work (a token file's fsync, a library write) can take seconds on a busy
@@ -18,10 +19,10 @@ import IvySystem
 @discardableResult
 package func withEmulator<Result>(
     host: String = "127.0.0.1", clock: EmulatorClock = .system, seed: UInt64 = EmulatorState.defaultSeed,
-    state: EmulatorState? = nil, _ body: (GoogleEmulator) async throws -> Result
+    state: EmulatorState? = nil, tls: Bool = EmulatorWire.standard.tls, _ body: (GoogleEmulator) async throws -> Result
 ) async throws -> Result {
     PoolWatchdog.start()
-    let emulator = try await GoogleEmulator.start(host: host, clock: clock, seed: seed, state: state)
+    let emulator = try await GoogleEmulator.start(host: host, clock: clock, seed: seed, state: state, tls: tls)
     do {
         let result = try await BlockingExecutor.run { try await body(emulator) }
         await emulator.stop()
@@ -54,12 +55,10 @@ package struct EmulatedGoogle: Sendable {
     }
     /// The emulator and its client, as a run's environment names them to the door.
     package var setup: SignInSetup {
-        let url = emulator.baseURL.absoluteString
-        return SignInSetup(
-            environment: [
-                "IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url, "IVY_CLIENT_ID": credentials.id,
-                "IVY_CLIENT_SECRET": credentials.secret,
-            ], builtIn: nil)
+        SignInSetup(
+            environment: emulator.signInEnvironment.merging([
+                "IVY_CLIENT_ID": credentials.id, "IVY_CLIENT_SECRET": credentials.secret,
+            ]) { $1 }, builtIn: nil)
     }
 
     /// Effects that wait for nothing unless `sleep` is given; pacing on `elapsed`, when given.
@@ -109,5 +108,28 @@ package struct EmulatedGoogle: Sendable {
         try await state.approve(userCode: authorization.userCode, email: email)
         let signedIn = try await signIn.finish(authorization, holdingSyncLock: false, waiting: { _ in })
         return (provider(signedIn.token, store: store), signedIn)
+    }
+}
+
+/// Which wire the tests' emulators serve: HTTPS with HTTP/2 by ALPN (Google's), or plain
+/// HTTP/1.1 when the environment has `IVY_TEST_WIRE=http`.
+package enum EmulatorWire: Sendable {
+    case tls
+    case http
+
+    package static let standard: EmulatorWire =
+        ProcessInfo.processInfo.environment["IVY_TEST_WIRE"] == "http" ? .http : .tls
+
+    package var tls: Bool { self == .tls }
+}
+
+extension GoogleEmulator {
+    /// What `ivy login` needs to sign in here: its servers, and over TLS the emulator's
+    /// certificate authority (`IVY_CA_FILE`), which the sign-in records.
+    package var signInEnvironment: [String: String] {
+        let url = baseURL.absoluteString
+        var environment = ["IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url]
+        if let caFile { environment["IVY_CA_FILE"] = caFile.path }
+        return environment
     }
 }

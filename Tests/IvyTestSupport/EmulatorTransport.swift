@@ -8,7 +8,8 @@ package enum EmulatorRoute: Sendable, CustomStringConvertible {
     /// Straight into the emulator's request pipeline (`EmulatorTransport`): for tests whose
     /// subject is ivy's sync, merges, listings or retries rather than HTTP.
     case inProcess
-    /// `HTTPClientTransport` over a loopback socket, as `ivy` itself talks to Google: for tests
+    /// `HTTPClientTransport` over a loopback socket (TLS and HTTP/2 when the emulator serves
+    /// them, trusting its certificate authority), as `ivy` itself talks to Google: for tests
     /// of the transport, of what only a socket does (timeouts, the host a URL names), and the CLI.
     case http
 
@@ -20,14 +21,14 @@ package enum EmulatorRoute: Sendable, CustomStringConvertible {
     package func transport(to emulator: GoogleEmulator) -> any HTTPTransport {
         switch self {
         case .inProcess: EmulatorTransport(emulator)
-        case .http: HTTPClientTransport()
+        case .http: HTTPClientTransport(WireSettings(caFile: emulator.caFile?.path))
         }
     }
 
     package var description: String {
         switch self {
         case .inProcess: "in-process"
-        case .http: "loopback HTTP"
+        case .http: "loopback socket"
         }
     }
 }

@@ -372,7 +372,7 @@ struct ChangesTests {
         }
         let state = EmulatorState(accounts: [], clients: [])
         try await state.restore(from: snapshot)
-        try await withEmulator(state: state) { second in
+        try await withEmulator(state: state, tls: false) { second in
             let google = EmulatorClient(emulator: second)
             let reply = try await changes(google, from: start, token: token)
             #expect(reply.status == 200 && reply.changes.compactMap { $0["fileId"] as? String } == [made])

@@ -103,12 +103,12 @@ struct ExecutableTests {
             #expect(
                 url.range(of: #"^https://127\.0\.0\.1:\d+$"#, options: .regularExpression) != nil, "first line: \(url)")
             let exportLine = try #require(lines.dropFirst().first)
-            let match = try #require(
-                exportLine.wholeMatch(
-                    of:
-                        /export IVY_OAUTH_URL=(\S+) IVY_DRIVE_URL=(\S+) IVY_EMULATOR_SECRET=([0-9a-f]{64}) IVY_CA_FILE=(\S+)/
-                ),
-                "\(exportLine)")
+            let exported =
+                #/
+                export\ IVY_OAUTH_URL=(\S+)\ IVY_DRIVE_URL=(\S+)\ IVY_EMULATOR_SECRET=([0-9a-f]{64})
+                \ IVY_CA_FILE=(\S+)
+                /#
+            let match = try #require(exportLine.wholeMatch(of: exported), "\(exportLine)")
             let caFile = String(match.4)
             #expect(try String(contentsOfFile: caFile, encoding: .utf8).hasPrefix("-----BEGIN CERTIFICATE-----"))
 

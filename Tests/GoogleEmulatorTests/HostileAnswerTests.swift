@@ -189,7 +189,7 @@ struct HostileAnswerTests {
 
     @Test("listens on the IPv6 loopback when asked, at http://[::1]:PORT")
     func ipv6() async throws {
-        try await withEmulator(host: "::1") { emulator in
+        try await withEmulator(host: "::1", tls: false) { emulator in
             #expect(emulator.baseURL.absoluteString.hasPrefix("http://[::1]:"))
             // A plain IPv6 socket: URLSession on Linux refuses IPv6 literal URLs outright.
             let port = try #require(emulator.baseURL.port)

@@ -22,13 +22,17 @@ struct Reply {
 }
 
 /// Runs `body` against a fresh emulator on a loopback port, stopping it afterwards whatever
-/// happens; `body` talks to it with plain HTTP, never through ivy's client.
+/// happens; `body` talks to it with plain HTTP, never through ivy's client. These tests are of
+/// what the emulator answers, not of its wire, so it serves plain HTTP/1.1 here
+/// (`WireTests` and `WireFaultTests` test its TLS and HTTP/2).
 @discardableResult
 func withEmulatorClient<Result>(
     clock: EmulatorClock = .system, seed: UInt64 = EmulatorState.defaultSeed,
     _ body: (EmulatorClient) async throws -> Result
 ) async throws -> Result {
-    try await withEmulator(clock: clock, seed: seed) { emulator in try await body(EmulatorClient(emulator: emulator)) }
+    try await withEmulator(clock: clock, seed: seed, tls: false) { emulator in
+        try await body(EmulatorClient(emulator: emulator))
+    }
 }
 
 /// Plain HTTP to the emulator through URLSession, as ivy's own clients will talk to it.

@@ -239,7 +239,7 @@ struct UploadAndFaultTests {
         }
         let state = EmulatorState(accounts: [], clients: [])
         try await state.restore(from: snapshot)
-        let reply = try await withEmulator(state: state) { second in
+        let reply = try await withEmulator(state: state, tls: false) { second in
             try await EmulatorClient(emulator: second)
                 .request("GET", "/drive/v3/files/\(folder)?fields=id,name", token: token)
         }

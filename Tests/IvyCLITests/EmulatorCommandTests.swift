@@ -7,6 +7,8 @@ import Testing
 
 /// The `ivy-emulator` binary as the README's walkthrough uses it: started in the background,
 /// approving the sign-in of an `ivy login` binary.
+// ivy-emulator's commands against an in-process emulator over plain http (`ExecutableTests`
+// covers `--tls`, its export line's IVY_CA_FILE and approve over TLS).
 @Suite("ivy-emulator --background, approve and deny, through the binaries")
 struct EmulatorCommandTests {
     static let emulator = BuiltProgram.emulator.path
@@ -211,7 +213,7 @@ struct EmulatorCommandTests {
 
     @Test("approve waits for a sign-in asked for after it started, and approves it for --account")
     func approveWaits() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let url = emulator.baseURL.absoluteString
             let directory = try TemporaryHome(prefix: "emulator-wait")
             let approving = Task {
@@ -234,7 +236,7 @@ struct EmulatorCommandTests {
 
     @Test("approve --account naming no account of the emulator says which accounts it has, and approves nothing")
     func approveUnknownAccount() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let url = emulator.baseURL.absoluteString
             let directory = try TemporaryHome(prefix: "emulator-carol")
             let code = try await askForCode(url)
@@ -260,13 +262,13 @@ struct EmulatorCommandTests {
         new one's sign-in instead of approving the dead one, and the new login signs in
         """)
     func approveSkipsKilledLogin() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let url = emulator.baseURL.absoluteString
             await emulator.state.setDeviceCode(interval: 1)
             let directory = try TemporaryHome(prefix: "emulator-killed")
             let environment = [
                 "IVY_HOME": directory.file("home"), "HOME": directory.path, "PATH": "/usr/bin:/bin",
-                "IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url, "NO_COLOR": "1",
+                "IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url, "IVY_CA_FILE": emulator.caFile?.path ?? "", "NO_COLOR": "1",
                 "IVY_CLIENT_ID": GoogleEmulator.defaultClient.id,
                 "IVY_CLIENT_SECRET": GoogleEmulator.defaultClient.secret,
             ]
@@ -309,7 +311,7 @@ struct EmulatorCommandTests {
 
     @Test("approve leaves a sign-in nobody polls any more alone and names it; --code approves it anyway")
     func abandonedSignIn() async throws {
-        try await withEmulator(clock: .manual()) { emulator in
+        try await withEmulator(clock: .manual(), tls: false) { emulator in
             let url = emulator.baseURL.absoluteString
             let directory = try TemporaryHome(prefix: "emulator-abandoned")
             let environment = [
@@ -333,7 +335,7 @@ struct EmulatorCommandTests {
 
     @Test("deny takes the newest waiting sign-in and says which")
     func denyNewest() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let url = emulator.baseURL.absoluteString
             let directory = try TemporaryHome(prefix: "emulator-deny")
             let older = try await askForCode(url)
@@ -360,7 +362,7 @@ struct EmulatorCommandTests {
         refused it and exits 1; neither approves the sign-in
         """)
     func approveWithoutTheSecret() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let url = emulator.baseURL.absoluteString
             let directory = try TemporaryHome(prefix: "emulator-secret")
             let code = try await askForCode(url)

@@ -5,6 +5,8 @@ import Testing
 
 /// Issue 30: health-check pings, in healthchecks.io's convention, against the emulator's
 /// `/health/…` service (real HTTP on loopback), and `last success` in `ivy status`.
+// The emulator stands in for the health service here, and pings trust the system's certificate
+// authorities alone (not a sign-in's IVY_CA_FILE): so it serves plain http in these tests.
 @Suite("Health-check pings and the last success")
 struct HealthCheckTests {
     /// A signed-in device whose `health_url` is the emulator's `/health/check`.
@@ -23,7 +25,7 @@ struct HealthCheckTests {
 
     @Test("a clean sync pings /start, then success with the summary; status shows the last success")
     func cleanSync() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let device = try await Self.pinging(emulator, query: "?create=1")
             _ = try await device.ivy.id("book", "add", "--title", "Dune")
             #expect(try await device.ivy.run("status").stdout.contains("last success      never"))
@@ -44,7 +46,7 @@ struct HealthCheckTests {
 
     @Test("a held change pings /fail with the summary, and is no success")
     func heldChange() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let device = try await Self.pinging(emulator)
             _ = try await device.ivy.id("book", "add", "--title", "Dune")
             await emulator.state.addFault(
@@ -63,7 +65,7 @@ struct HealthCheckTests {
 
     @Test("--auto with a revoked sign-in stays silent, exits 0 and pings /fail with the reason")
     func revokedAuto() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let device = try await Self.pinging(emulator)
             #expect(try await device.ivy.run("config", "set", "auto_sync_cooldown", "0").status == 0)
             _ = try await device.ivy.id("book", "add", "--title", "Dune")
@@ -83,7 +85,7 @@ struct HealthCheckTests {
 
     @Test("an --auto skipped for the cooldown pings nothing")
     func cooldownSkip() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let device = try await Self.pinging(emulator)
             #expect(try await device.ivy.runBinaryAsync("sync").status == 0)
             let before = await Self.pings(emulator).count
@@ -95,7 +97,7 @@ struct HealthCheckTests {
 
     @Test("a dead health service changes nothing: same exit status, silent --auto, logged")
     func deadService() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let device = try await SignInHarness.signedIn(emulator)
             // A port nothing listens on: the emulator's own, once a second emulator is stopped.
             let dead = try await GoogleEmulator.start()
@@ -115,7 +117,7 @@ struct HealthCheckTests {
 
     @Test("a health service that never answers is given up at the deadline, and the exit status stays")
     func silentService() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let device = try await Self.pinging(emulator)
             device.ivy.healthDeadline = .milliseconds(300)
             _ = try await device.ivy.id("book", "add", "--title", "Dune")
@@ -140,7 +142,7 @@ struct HealthCheckTests {
     /// ivy waited for the body until its 10 s were spent, and sent no end ping.
     @Test("a health service that sends its status and stalls is taken at its status: the sync is not held")
     func statusThenStall() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let device = try await Self.pinging(emulator)
             _ = try await device.ivy.id("book", "add", "--title", "Dune")
             await emulator.state.addFault(FaultRule(method: "POST", pathContains: "/health/", holdBody: true))
@@ -161,7 +163,7 @@ struct HealthCheckTests {
     /// outside ivy's reach; the stream itself is not read.
     @Test("a health service streaming an endless answer is hung up on at its status, and memory stays a sync's")
     func endlessAnswer() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let device = try await Self.pinging(emulator)
             _ = try await device.ivy.id("book", "add", "--title", "Dune")
             await emulator.state.addFault(FaultRule(method: "POST", pathContains: "/health/", endless: true))
@@ -181,7 +183,7 @@ struct HealthCheckTests {
     /// The one test that takes the real 10 s: the built ivy, with no deadline but its own.
     @Test("the built ivy gives a health service that never answers 10 s in all: the sync ends, its status unchanged")
     func silentServiceBinary() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let device = try await Self.pinging(emulator)
             _ = try await device.ivy.id("book", "add", "--title", "Dune")
             // The same sync's own time, the service answering at once.
@@ -209,7 +211,7 @@ struct HealthCheckTests {
 
     @Test("a watch pings a success at most once a minute, and /fail once when it starts waiting signed out")
     func watchPings() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let device = try await Self.pinging(emulator)
             let began = ContinuousClock.now
             try await WatchProcess.with(device.ivy, interval: 2) { watch in
@@ -240,7 +242,7 @@ struct HealthCheckTests {
     /// ping failed: URLSession took a scheme in lower case only.
     @Test("a scheme in capitals is the same scheme: config set stores it lower case, and a stored one is pinged")
     func schemeInCapitals() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let device = try await SignInHarness.signedIn(emulator)
             let url = emulator.baseURL.absoluteString + "/health/check"
             let shouted = "HTTP" + url.dropFirst("http".count)

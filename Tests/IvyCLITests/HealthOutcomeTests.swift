@@ -7,6 +7,8 @@ import Testing
 /// and shown by `status` and `doctor` (a ping the service did not take is a problem there); a
 /// user name and password in `health_url` are never shown; a ping's body carries counts and
 /// kinds, never a path of this machine.
+// The emulator stands in for the health service here, and pings trust the system's certificate
+// authorities alone (not a sign-in's IVY_CA_FILE): so it serves plain http in these tests.
 @Suite("Health pings: the last outcome, credentials in the URL, what a ping tells")
 struct HealthOutcomeTests {
     /// A signed-in device whose `health_url` is `url` (the emulator's `/health/check` when nil).
@@ -33,7 +35,7 @@ struct HealthOutcomeTests {
 
     @Test("a ping the service took: status shows when and what it answered, doctor says ok")
     func answered() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let device = try await Self.device(emulator)
             let before = try await device.ivy.runBinaryAsync("status")
             #expect(before.stdout.contains("last health ping  none yet: the next sync pings it"), "\(before.stdout)")
@@ -60,7 +62,7 @@ struct HealthOutcomeTests {
         "a ping not taken (404, a redirect, no server, a stored URL ivy refuses) is shown, and doctor's problem",
         arguments: Failure.allCases)
     func notTaken(_ failure: Failure) async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let device = try await Self.device(emulator)
             let expected: String
             switch failure {
@@ -110,7 +112,7 @@ struct HealthOutcomeTests {
 
     @Test("a user name and password in health_url are masked by config set, get and list, status, doctor and the log")
     func credentialsMasked() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             // https to the emulator's plain-http port: the ping fails, and its error is logged.
             let port = try #require(emulator.baseURL.port)
             let url = "https://alice:s3cr3t-pw@127.0.0.1:\(port)/health/check"
@@ -155,7 +157,7 @@ struct HealthOutcomeTests {
 
     @Test("a ping's body names counts and kinds, never a path here: a clip whose audio went missing")
     func noPathInAPing() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let device = try await Self.device(emulator)
             let ivy = device.ivy
             let book = try await ivy.id("book", "add", "--title", "Dune")
@@ -175,7 +177,7 @@ struct HealthOutcomeTests {
 
     @Test("a watch that finds the sign-in file damaged pings /fail without the file's path")
     func watchSignedOutNoPath() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let device = try await Self.device(emulator)
             try Data("{".utf8).write(to: URL(fileURLWithPath: device.tokenFile))
             try await WatchProcess.with(device.ivy, interval: 2) { watch in

@@ -51,7 +51,7 @@ struct InPlaceAudioCLITests {
         components.queryItems = [
             URLQueryItem(name: "uploadType", value: "media"), URLQueryItem(name: "fields", value: "id,md5Checksum"),
         ]
-        let response = try await HTTPClientTransport().send(
+        let response = try await emulator.socketTransport.send(
             HTTPRequest(
                 method: "PATCH", url: try #require(components.url),
                 headers: ["Authorization": "Bearer \(token.access)", "Content-Type": "audio/mpeg"],

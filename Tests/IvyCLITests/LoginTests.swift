@@ -17,7 +17,8 @@ final class SignInHarness {
             emulator.signInEnvironment.merging([
                 "IVY_CLIENT_ID": GoogleEmulator.defaultClient.id,
                 "IVY_CLIENT_SECRET": GoogleEmulator.defaultClient.secret,
-            ]) { $1 }) { $1 }
+            ]) { $1 }
+        ) { $1 }
     }
 
     /// The person approves the code as alice. (A named function: as a closure in the default

@@ -19,7 +19,7 @@ extension SignInHarness {
         let body = Data(
             form.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }
                 .joined(separator: "&").utf8)
-        let response = try await HTTPClientTransport().send(
+        let response = try await emulator.socketTransport.send(
             HTTPRequest(
                 method: "POST", url: emulator.baseURL.appendingPathComponent("token"),
                 headers: ["Content-Type": "application/x-www-form-urlencoded"], body: .data(body)))

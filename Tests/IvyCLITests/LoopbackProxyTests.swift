@@ -57,11 +57,12 @@ private final class HangingUpProxy: Sendable {
 
 /// Issue 40 item 4: with `http_proxy` set, ivy's requests to 127.0.0.1 (an emulator's, with
 /// their bearer token, and a health ping to a local monitor) went to the proxy.
+// Plain http: the emulator is the health service too, which trusts the system's authorities alone.
 @Suite("Loopback is never proxied")
 struct LoopbackProxyCLITests {
     @Test("with every proxy variable set, a sync and its health pings still go straight to 127.0.0.1")
     func straightToLoopback() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let proxy = try HangingUpProxy()
             defer { proxy.stop() }
             let device = try await SignInHarness.signedIn(emulator)
@@ -81,7 +82,7 @@ struct LoopbackProxyCLITests {
 
     @Test("a health URL anywhere in 127.0.0.0/8 is this machine too: its pings never go to the proxy")
     func wholeLoopbackRange() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let proxy = try HangingUpProxy()
             defer { proxy.stop() }
             let device = try await SignInHarness.signedIn(emulator)

@@ -3,11 +3,13 @@ import GoogleEmulator
 import IvyTestSupport
 import Testing
 
+// Plain http: some of these tests ping the emulator as a health service, which trusts the
+// system's certificate authorities alone.
 @Suite("ivy keeps its files to itself")
 struct PrivateFilesTests {
     @Test("a sync removes the transfer files a killed run left, and nothing is written under ~/.cache")
     func leftoversAndCache() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let laptop = try await SignInHarness.signedIn(emulator)
             try await laptop.addLibrary(books: 1, clips: 1)
             let audio = laptop.ivy.home + "/audio"
@@ -34,7 +36,7 @@ struct PrivateFilesTests {
 
     @Test("ivy given its own home creates nothing else in $HOME: no ~/.local/share/<binary dir>, no ~/.cache")
     func nothingOutsideTheHome() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let laptop = try await SignInHarness.signedIn(emulator)
             try await laptop.addLibrary(books: 1, clips: 1)
             for arguments in [["sync"], ["status"], ["check"], ["sync", "--full"]] {
@@ -93,7 +95,7 @@ struct PrivateFilesTests {
     /// refusing, and `login` ran the whole sign-in before refusing to save it.
     @Test("under a directory others can write to, a command makes nothing and login asks Google nothing")
     func refusedBeforeAnything() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let ivy = try SignInEndpointTests.cronHome()
             let local = ivy.path + "/.local"
             #expect(mkdir(local, 0o700) == 0 && chmod(local, 0o777) == 0)
@@ -150,7 +152,7 @@ struct PrivateFilesTests {
     /// run with the error and pinged nothing, unlike every other sync that cannot start.
     @Test("--auto in a refused home: cron hears it once, the health check every run, and it ends with the fix")
     func cronHearsTheRefusalOnce() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let device = try await SignInHarness.signedIn(emulator)
             let ivy = device.ivy
             let url = emulator.baseURL.absoluteString + "/health/check"

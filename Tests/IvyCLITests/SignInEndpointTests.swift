@@ -16,10 +16,7 @@ struct SignInEndpointTests {
     }
 
     /// The emulator's URL for both servers, as `ivy-emulator`'s export line gives them.
-    static func servers(_ emulator: GoogleEmulator) -> [String: String] {
-        let url = emulator.baseURL.absoluteString
-        return ["IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url]
-    }
+    static func servers(_ emulator: GoogleEmulator) -> [String: String] { emulator.signInEnvironment }
 
     static let clientOptions = [
         "--client-id", GoogleEmulator.defaultClient.id, "--client-secret", GoogleEmulator.defaultClient.secret,

@@ -9,7 +9,7 @@ struct CancellationTests {
     @Test("a request made by a task already cancelled ends at once with CancellationError and sends nothing")
     func alreadyCancelled() async throws {
         try await withEmulator { emulator in
-            let transport = HTTPClientTransport()
+            let transport = emulator.socketTransport
             let url = emulator.baseURL.appendingPathComponent("drive/v3/about")
             // Cancelled before its request starts: the task is cancelled before it is resumed.
             let outcome = await Task {
@@ -31,7 +31,7 @@ struct CancellationTests {
     @Test("a request cancelled while Drive holds it ends with CancellationError")
     func cancelledInFlight() async throws {
         try await withEmulator { emulator in
-            let transport = HTTPClientTransport()
+            let transport = emulator.socketTransport
             let url = emulator.baseURL.appendingPathComponent("drive/v3/about")
             await emulator.state.addFault(FaultRule(method: "GET", pathContains: "/about", hold: true))
             let request = Task { try await transport.send(HTTPRequest(method: "GET", url: url)) }

@@ -40,7 +40,7 @@ struct EmulatorTransportTests {
     func sameAnswer() async throws {
         try await withGoogle { google in
             let token = try await accessToken(google)
-            let http = HTTPClientTransport()
+            let http = HTTPClientTransport(WireSettings(caFile: google.emulator.caFile?.path))
             let inProcess = EmulatorTransport(google.emulator)
             // Google's clock ten minutes behind this machine's: both ways date the answers so.
             await google.emulator.state.setDateOffset(seconds: -600)

@@ -49,7 +49,7 @@ struct EndpointTests {
     /// keeps that port taken, unlistened, so only the IPv6 emulator can answer.
     @Test("a sign-in over http://[::1]:PORT reaches an emulator listening only on the IPv6 loopback")
     func ipv6Loopback() async throws {
-        try await withEmulator(host: "::1") { emulator in
+        try await withEmulator(host: "::1", tls: false) { emulator in
             let port = try #require(emulator.baseURL.port)
             let blocker = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             try #require(blocker >= 0)

@@ -13,7 +13,7 @@ import Testing
 struct ProxiedTransportTests {
     @Test("a request through http_proxy is tunnelled to its server and answered; its credentials go to the proxy")
     func tunnelled() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             let port = try #require(emulator.baseURL.port)
             let route: @Sendable (String, Int) -> (host: String, port: Int)? = { host, _ in
                 host == "drive.ivy-test" ? ("127.0.0.1", port) : nil
@@ -36,7 +36,7 @@ struct ProxiedTransportTests {
 
     @Test("a target in no_proxy goes straight: nothing reaches the proxy")
     func exempt() async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: false) { emulator in
             try await withConnectProxy { proxy in
                 let settings = WireSettings(environment: ["http_proxy": proxy.url, "no_proxy": "127.0.0.2,example.org"])
                 let port = try #require(emulator.baseURL.port)

@@ -9,7 +9,8 @@ import IvySystem
 /// Runs `body` against a fresh emulator on a loopback port of `host` (its randomness seeded,
 /// its clock `clock`; or serving an existing `state`), and stops it afterwards whether or not
 /// `body` throws. It serves HTTPS with HTTP/2 by ALPN, as Google does, unless `tls` is false
-/// (`EmulatorWire.standard`: `IVY_TEST_WIRE=http` runs the suite over plain HTTP/1.1). Starts the test process's `PoolWatchdog` with the first emulator.
+/// (`EmulatorWire.standard`: `IVY_TEST_WIRE=http` runs the suite over plain HTTP/1.1). Starts
+/// the test process's `PoolWatchdog` with the first emulator.
 ///
 /// `body` runs on `BlockingExecutor`'s threads, as ivy's commands do: a test's synchronous
 /// file and database work (a token file's fsync, a library write) can take seconds on a busy
@@ -49,7 +50,9 @@ package struct EmulatedGoogle: Sendable {
     }
 
     package var state: EmulatorState { emulator.state }
-    package var endpoints: GoogleEndpoints { GoogleEndpoints(oauth: emulator.baseURL, drive: emulator.baseURL) }
+    package var endpoints: GoogleEndpoints {
+        GoogleEndpoints(oauth: emulator.baseURL, drive: emulator.baseURL, caFile: emulator.caFile?.path)
+    }
     package var credentials: ClientCredentials {
         ClientCredentials(id: GoogleEmulator.defaultClient.id, secret: GoogleEmulator.defaultClient.secret)
     }
@@ -126,6 +129,9 @@ package enum EmulatorWire: Sendable {
 extension GoogleEmulator {
     /// What `ivy login` needs to sign in here: its servers, and over TLS the emulator's
     /// certificate authority (`IVY_CA_FILE`), which the sign-in records.
+    /// ivy's HTTP client as it talks to this emulator: trusting its certificate authority.
+    package var socketTransport: HTTPClientTransport { HTTPClientTransport(WireSettings(caFile: caFile?.path)) }
+
     package var signInEnvironment: [String: String] {
         let url = baseURL.absoluteString
         var environment = ["IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url]

@@ -14,56 +14,34 @@ private final class Heard: Sendable {
 /// A listener on 127.0.0.1 that takes every connection, keeps whatever arrives on it for a
 /// moment, and hangs up: whatever reaches it was sent there. Nothing is answered.
 final class Eavesdropper: Sendable {
-    let port: Int
-    private let descriptor: Int32
-    private let heard = Heard()
-    private let ended = DispatchSemaphore(value: 0)
+    private let listener: LoopbackListener
+    private let heard: Heard
 
     init() throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.descriptor = descriptor
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(descriptor, address, length) == 0 && listen(descriptor, 16) == 0
-                    && getsockname(descriptor, address, &length) == 0
-            }
-        }
-        guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
-        port = Int(UInt16(bigEndian: address.sin_port))
-        Thread.detachNewThread { [descriptor, heard, ended] in
+        let heard = Heard()
+        self.heard = heard
+        listener = try LoopbackListener { connection in
+            heard.withLock { $0.connections += 1 }
+            // What the client sends first (its request line and headers, a token among
+            // them), read for up to half a second.
+            var wait = timeval(tv_sec: 0, tv_usec: 500_000)
+            setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+            var buffer = [UInt8](repeating: 0, count: 65_536)
             while true {
-                let connection = accept(descriptor, nil, nil)
-                guard connection >= 0 else { break }
-                heard.withLock { $0.connections += 1 }
-                // What the client sends first (its request line and headers, a token among
-                // them), read for up to half a second.
-                var wait = timeval(tv_sec: 0, tv_usec: 500_000)
-                setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-                var buffer = [UInt8](repeating: 0, count: 65_536)
-                while true {
-                    let count = recv(connection, &buffer, buffer.count, 0)
-                    guard count > 0 else { break }
-                    heard.withLock { $0.bytes += buffer[0..<count] }
-                }
-                close(connection)
+                let count = recv(connection, &buffer, buffer.count, 0)
+                guard count > 0 else { break }
+                heard.withLock { $0.bytes += buffer[0..<count] }
             }
-            ended.signal()
+            close(connection)
         }
     }
 
+    var port: Int { listener.port }
     var connections: Int { heard.withLock { $0.connections } }
     var text: String { String(decoding: heard.withLock { $0.bytes }, as: UTF8.self) }
 
-    /// Ends the accepting thread, then frees the port (see `HangingUpProxy.stop`).
-    func stop() {
-        shutdown(descriptor, Int32(SHUT_RDWR))
-        ended.wait()
-        close(descriptor)
-    }
+    /// Ends the accepting thread, then frees the port (`LoopbackListener.stop`).
+    func stop() { listener.stop() }
 }
 
 /// Issue 49, item 5 (every instruction in an answer is checked) and item 2's deadlines: what

@@ -12,47 +12,23 @@ private final class Counter: Sendable {
 /// A proxy on loopback that takes each connection and hangs up at once, counting them:
 /// whatever reaches it was sent through the proxy.
 private final class HangingUpProxy: Sendable {
-    let port: Int
-    private let descriptor: Int32
-    private let connections = Counter()
-    private let ended = DispatchSemaphore(value: 0)
+    private let listener: LoopbackListener
+    private let connections: Counter
 
     init() throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.descriptor = descriptor
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(descriptor, address, length) == 0 && listen(descriptor, 16) == 0
-                    && getsockname(descriptor, address, &length) == 0
-            }
-        }
-        guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
-        port = Int(UInt16(bigEndian: address.sin_port))
-        Thread.detachNewThread { [descriptor, connections, ended] in
-            while true {
-                let connection = accept(descriptor, nil, nil)
-                guard connection >= 0 else { break }
-                connections.withLock { $0 += 1 }
-                close(connection)
-            }
-            ended.signal()
+        let connections = Counter()
+        self.connections = connections
+        listener = try LoopbackListener { connection in
+            connections.withLock { $0 += 1 }
+            close(connection)
         }
     }
 
+    var port: Int { listener.port }
     var taken: Int { connections.withLock { $0 } }
 
-    /// Ends the accepting thread (`accept` on a shut-down socket fails at once), then frees the
-    /// port: closed any sooner, the descriptor's number could go to another test's listening
-    /// socket, and the thread would take that server's connections.
-    func stop() {
-        shutdown(descriptor, Int32(SHUT_RDWR))
-        ended.wait()
-        close(descriptor)
-    }
+    /// Ends the accepting thread, then frees the port (`LoopbackListener.stop`).
+    func stop() { listener.stop() }
 }
 
 /// Issue 40 item 4: with `http_proxy` set, ivy's requests to 127.0.0.1 (an emulator's, with

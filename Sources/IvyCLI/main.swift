@@ -93,6 +93,16 @@ var context = Context(
         context.silenceBudget = wait
         context.doctorDeadline = wait
     }
+    // A misspelt crash point would make a crash test pass without crashing: refused.
+    if let crash = environment["IVY_CRASH_AT"] {
+        guard let (point, count) = CrashPoints.parse(crash) else {
+            write(
+                "Error: IVY_CRASH_AT=\(crash) names no crash point; `ivy-soak --list-crash-points` lists them "
+                    + "(NAME or NAME:N)\n", to: STDERR_FILENO)
+            exit(2)
+        }
+        CrashPoints.arm(point, count: count)
+    }
 #endif
 let status = await IvyCommand.main(Array(CommandLine.arguments.dropFirst()), context: context)
 // Open connections are closed as a server expects (TLS's close_notify, HTTP/2's GOAWAY), for a

@@ -148,16 +148,11 @@ struct ImportCommand: ContextCommand {
             home.output.error("Error: \(Display.safe(file)) changed while it was read; nothing was written")
             throw ExitCode.failure
         }
-        // Tests prove a kill with the MP3s copied out and not yet in place leaves them to no one.
-        if home.environment["IVY_TEST_KILL"] == "import-after-copy" { kill(getpid(), SIGKILL) }
+        CrashPoints.reach(.importAfterCopy)
         // A sync (cron's) must not read the library half-way: wait for one that runs.
-        let stop = home.environment["IVY_TEST_KILL"] == "import-before-commit"
         let written = archive
         try await withSyncLock(home.waitForSyncLock()) {
-            try await library.importArchive(books: written.books, clips: written.clips, audio: written.audio) {
-                // Tests prove a kill inside the transaction leaves the home empty.
-                if stop { kill(getpid(), SIGKILL) }
-            }
+            try await library.importArchive(books: written.books, clips: written.clips, audio: written.audio)
         }
         // The MP3s are in place now, under their clips' names.
         archive.audio = [:]

@@ -364,11 +364,7 @@ struct RestoreCommand: ContextCommand {
         }
         // A running sync writes the rows a restore reads and replaces: wait for it.
         try await withSyncLock(home.waitForSyncLock()) {
-            let stop = home.environment["IVY_TEST_KILL"] == "restore-before-commit"
-            let result = try await library.restore(at: moment, keys: keys) {
-                // Tests prove a kill inside the transaction leaves the library as it was.
-                if stop { kill(getpid(), SIGKILL) }
-            }
+            let result = try await library.restore(at: moment, keys: keys)
             report(result, home: home, dryRun: false)
             // Something that should have changed could not (an MP3 no longer kept): the rest is
             // restored, and the exit status says it is incomplete.

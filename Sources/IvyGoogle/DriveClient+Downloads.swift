@@ -69,6 +69,7 @@ extension DriveClient {
             throw DriveError(
                 .integrity, message: "downloading \(file.name): the content does not match Drive's checksum")
         }
+        CrashPoints.reach(.downloadAfterTemp)
         guard rename(temporary.path, destination.path) == 0 else {
             let code = errno
             if let storage = StorageError(path: destination.deletingLastPathComponent().path, errno: code) {
@@ -78,6 +79,7 @@ extension DriveClient {
                 .unexpected,
                 message: "cannot move the download to \(destination.path): \(String(cString: strerror(code)))")
         }
+        CrashPoints.reach(.downloadAfterRename)
     }
 
     /// Bytes `range` of `file` (Drive listed `size`) written at `range.lowerBound` of

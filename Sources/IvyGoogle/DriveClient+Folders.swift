@@ -138,11 +138,13 @@ extension DriveClient {
             method: "POST", url: http.url("drive/v3/files", ["fields": "id"]),
             headers: ["Content-Type": "application/json; charset=UTF-8"],
             body: .data(try metadata.json()))
+        CrashPoints.reach(.driveFolderBeforeSend)
         do {
             _ = try await http.execute(request, context: "creating the \(name) folder")
         } catch let error as DriveError where error.status == 409 {
             // A retried create whose first answer was lost: the folder is there.
         }
+        CrashPoints.reach(.driveFolderAfterAnswer)
         return id
     }
 }

@@ -28,7 +28,10 @@ extension DriveClient {
                     ["uploadType": "multipart", "fields": Self.createdFields]),
                 headers: ["Content-Type": "multipart/related; boundary=\(boundary)"], body: .data(body))
             do {
-                return try http.uploaded(try await http.execute(request, context: context), context: context)
+                CrashPoints.reach(.driveCreateBeforeSend)
+                let response = try await http.execute(request, context: context)
+                CrashPoints.reach(.driveCreateAfterAnswer)
+                return try http.uploaded(response, context: context)
             } catch let error as DriveError where error.status == 409 {
                 // Drive documents 409 for a retried create whose first attempt made the file.
                 do {
@@ -108,7 +111,9 @@ extension DriveClient {
                         body: .file(file, range: offset..<size), progress: progress)
                 }
                 do {
+                    CrashPoints.reach(.driveUploadBeforeSend)
                     let response = try await http.attempt(request)
+                    CrashPoints.reach(.driveUploadAfterAnswer)
                     last = response
                     let error =
                         [200, 201, 308].contains(response.status) ? nil : DriveError.from(response, context: context)
@@ -152,7 +157,9 @@ extension DriveClient {
                 "X-Upload-Content-Length": String(size),
             ],
             body: .data(metadata))
+        CrashPoints.reach(.driveSessionBeforeSend)
         let response = try await http.execute(request, context: context)
+        CrashPoints.reach(.driveSessionAfterAnswer)
         return try ResumableUpload.sessionURL(response.headers["location"], drive: http.base, context: context)
     }
 }

@@ -1,5 +1,6 @@
 package import Foundation
 package import IvyCore
+import IvySystem
 import Synchronization
 
 /// Everything in the books and clips folders, and whether every page was read.
@@ -79,9 +80,11 @@ package final class DriveClient: Sendable {
 
     /// Deletes a file for good; a file already gone (404) counts as deleted.
     package func delete(_ id: DriveFileID) async throws {
+        CrashPoints.reach(.driveDeleteBeforeSend)
         _ = try await http.execute(
             HTTPRequest(method: "DELETE", url: http.url("drive/v3/files/\(id)")), accept: [204, 200, 404],
             context: "deleting \(id)")
+        CrashPoints.reach(.driveDeleteAfterAnswer)
     }
 
     /// A file as Drive holds it now (`files.get`), or nil when it is gone (404) or in the

@@ -162,7 +162,9 @@ package struct TokenStore: Sendable {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(token)
         do {
-            try PrivateFile.write(data, atomicallyTo: path, temporaryPrefix: ".token-")
+            try PrivateFile.write(
+                data, atomicallyTo: path, temporaryPrefix: ".token-",
+                crash: (written: .tokenWriteAfterTemp, renamed: .tokenWriteAfterRename))
         } catch {
             if let storage = StorageError(path: error.path, errno: error.code) { throw storage }
             throw TokenFileError(path: error.path, errno: error.code)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GoogleEmulator
 import IvyProcesses
+import IvySystem
 
 @main
 struct IvySoakCommand: AsyncParsableCommand {
@@ -48,6 +49,8 @@ struct IvySoakCommand: AsyncParsableCommand {
     var plainHTTP = false
     @Flag(help: "Print every edit, fault, kill and sync as it happens.") var verbose = false
     @Flag(help: "Keep the devices' homes (databases, ivy.log) for a look afterwards.") var keep = false
+    @Flag(help: "Print every crash point IVY_CRASH_AT can name, with what it marks, and exit.")
+    var listCrashPoints = false
 
     func validate() throws {
         guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1") }
@@ -57,6 +60,10 @@ struct IvySoakCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if listCrashPoints {
+            for line in CrashPoints.listing { print(line) }
+            return
+        }
         let binary = URL(fileURLWithPath: ivy ?? BuiltProgram.ivy.path)
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw SoakError("no ivy at \(binary.path); build it (`swift build -c release`) or pass --ivy PATH")

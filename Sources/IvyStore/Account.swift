@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 package import IvyCore
+import IvySystem
 
 /// Settings ivy keeps for itself, never shown by `ivy config`.
 package enum InternalSetting: String, Sendable, CaseIterable {
@@ -58,7 +59,7 @@ extension LibraryDatabase {
     /// whole library to the new account. Returns true when that reset happened.
     @discardableResult
     package func bindAccount(permissionID: String, email: String) async throws -> Bool {
-        try await write { db in
+        try await write(.storeAccount) { db in
             let current = try String.fetchOne(
                 db, sql: "SELECT value FROM settings WHERE key = ?",
                 arguments: [InternalSetting.accountPermissionID.rawValue])
@@ -79,7 +80,7 @@ extension LibraryDatabase {
     /// Drive's listing (with its change token). Queued changes stay, and the next sync lists
     /// Drive in full and compares everything afresh.
     package func resetManifest() async throws {
-        try await write { db in try Self.clearManifest(db) }
+        try await write(.storeResetManifest) { db in try Self.clearManifest(db) }
     }
 
     static func clearManifest(_ db: Database) throws {

@@ -40,6 +40,7 @@ enum AudioFiles {
                 fsync(descriptor)
                 close(descriptor)
             }
+            CrashPoints.reach(.audioStageAfterCopy)
             return temporary
         } catch {
             try? FileManager.default.removeItem(atPath: temporary)
@@ -53,13 +54,15 @@ enum AudioFiles {
         TransferFiles.incomingPath(in: directory)
     }
 
-    /// Atomically puts a staged file at `destination`, replacing any file there.
-    static func place(_ staged: String, at destination: String) throws {
+    /// Atomically puts a staged file at `destination`, replacing any file there; `point` is
+    /// reached once it is there (inside the caller's transaction, before its commit).
+    static func place(_ staged: String, at destination: String, crash point: CrashPoint) throws {
         if rename(staged, destination) != 0 {
             let code = errno
             if let storage = StorageError(path: destination, errno: code) { throw storage }
             throw StoreError.audioCopyFailed(path: destination, reason: String(cString: strerror(code)))
         }
+        CrashPoints.reach(point)
     }
 
     static func remove(_ path: String) {
@@ -155,6 +158,7 @@ struct AudioJournal {
             throw StoreError.audioCopyFailed(path: aside, reason: String(cString: strerror(code)))
         }
         _ = flock(descriptor, LOCK_EX)
+        CrashPoints.reach(.audioJournalAfterAside)
         return AudioJournal(
             clipID: clipID, audioPath: audioPath, asidePath: aside, existed: existed, descriptor: descriptor)
     }
@@ -174,6 +178,7 @@ struct AudioJournal {
     /// The change did not commit: the previous audio goes back (or the new one away).
     func rolledBack() {
         if existed { rename(asidePath, audioPath) } else { unlink(audioPath) }
+        CrashPoints.reach(.audioRollbackAfterRename)
         unlink(asidePath)
         close(descriptor)
     }
@@ -183,17 +188,18 @@ extension LibraryDatabase {
     /// Runs `body` (which changes the clip's row) and puts `staged` in place as the clip's
     /// audio: both happen or neither, even across a kill (`AudioJournal`).
     func writeReplacingAudio<T: Sendable>(
-        clipID: ClipID, staged: String, _ body: @Sendable (Database) throws -> T
+        _ point: CrashPoint, clipID: ClipID, staged: String, _ body: @Sendable (Database) throws -> T
     ) async throws -> T {
-        try await writeReplacingAudios([(clipID, staged)], body)
+        try await writeReplacingAudios(point, [(clipID, staged)], body)
     }
 
     /// Runs `body` and puts each staged MP3 in place as its clip's audio, in one transaction:
     /// all of it happens or none, even across a kill (a journal per clip, each committed by
     /// the same `audio_replacements` rows). The MP3s replaced are kept in the history first.
-    /// `beforeCommit` runs last inside the transaction, after the MP3s are in place.
+    /// `point` is reached once it committed; `beforeCommit`, when given, last inside the
+    /// transaction, after the MP3s are in place.
     func writeReplacingAudios<T: Sendable>(
-        _ replacements: [(clipID: ClipID, staged: String)], beforeCommit: @Sendable () throws -> Void = {},
+        _ point: CrashPoint, _ replacements: [(clipID: ClipID, staged: String)], beforeCommit: CrashPoint? = nil,
         _ body: @Sendable (Database) throws -> T
     ) async throws -> T {
         let kept = try await keepAudioInHistory(clipIDs: replacements.map(\.clipID))
@@ -215,7 +221,7 @@ extension LibraryDatabase {
         }
         let result: T
         do {
-            result = try await write { db in
+            result = try await write(point) { db in
                 for (clipID, md5) in kept { try HistoryAudio.stamp(clipID: clipID, md5: md5, in: db) }
                 let newest = try HistoryAudio.newestVersions(replacements.map(\.clipID), in: db)
                 let value = try body(db)
@@ -225,9 +231,10 @@ extension LibraryDatabase {
                     try db.execute(
                         sql: "INSERT OR IGNORE INTO audio_replacements (clip_id) VALUES (?)",
                         arguments: [replacement.clipID])
-                    try AudioFiles.place(replacement.staged, at: audioPath(clipID: replacement.clipID))
+                    try AudioFiles.place(
+                        replacement.staged, at: audioPath(clipID: replacement.clipID), crash: .audioReplaceAfterRename)
                 }
-                try beforeCommit()
+                if let beforeCommit { CrashPoints.reach(beforeCommit) }
                 return value
             }
         } catch {
@@ -236,7 +243,7 @@ extension LibraryDatabase {
         }
         for journal in journals { journal.committed() }
         // A marker left by a failure here is dropped by the next opening of the library.
-        try? await write { db in
+        try? await write(.storeAudioReplaced) { db in
             for replacement in replacements {
                 try db.execute(
                     sql: "DELETE FROM audio_replacements WHERE clip_id = ?", arguments: [replacement.clipID])
@@ -280,6 +287,7 @@ extension LibraryDatabase {
                 unlink(path)
             } else {
                 rename(path, audioPath(clipID: clipID))
+                CrashPoints.reach(.audioRecoveryAfterRename)
                 // When the run died before its new audio was placed, both names are one file,
                 // and rename leaves them as they are.
                 unlink(path)
@@ -287,7 +295,7 @@ extension LibraryDatabase {
         }
         let done = pending.filter { !running.contains($0) }
         guard rows, !done.isEmpty else { return }
-        try await write { db in
+        try await write(.storeAudioRecovered) { db in
             for clipID in done {
                 try db.execute(sql: "DELETE FROM audio_replacements WHERE clip_id = ?", arguments: [clipID])
             }

@@ -1,5 +1,6 @@
 import GRDB
 package import IvyCore
+import IvySystem
 
 extension LibraryDatabase {
     /// Books by title; archived (hidden) books only when `includeHidden`; with `search`, only
@@ -36,7 +37,7 @@ extension LibraryDatabase {
         let book = Book(
             id: id, title: title, artist: artist, artwork: artwork, position: position,
             createdAt: now, updatedAt: now)
-        try await write { db in try book.upsert(db) }
+        try await write(.storeBookAdd) { db in try book.upsert(db) }
         return book
     }
 
@@ -46,7 +47,7 @@ extension LibraryDatabase {
     package func updateBook(id: BookID, _ changes: BookChanges) async throws -> (book: Book, changed: Bool) {
         if let title = changes.title { try Self.checkTitle(title) }
         if let position = changes.position { try Self.checkTime(position, field: "position") }
-        return try await write { db in
+        return try await write(.storeBookUpdate) { db in
             guard let current = try Self.book(id: id, in: db) else { throw StoreError.bookNotFound(id: id) }
             var updated = changes.applied(to: current)
             guard updated != current else { return (current, false) }

@@ -1,5 +1,6 @@
 import GRDB
 package import IvyCore
+import IvySystem
 
 extension LibraryDatabase {
     /// Clips of one book, or of all books, in book and start order; with `search`, only those
@@ -50,7 +51,7 @@ extension LibraryDatabase {
         try await read { db in try self.checkBackupSize(clip, in: db) }
         let staged = try AudioFiles.stage(source, in: paths.audioDirectory)
         defer { AudioFiles.remove(staged) }
-        try await writeReplacingAudio(clipID: id, staged: staged) { db in
+        try await writeReplacingAudio(.storeClipAdd, clipID: id, staged: staged) { db in
             guard try Self.book(id: bookID, in: db) != nil else { throw StoreError.bookNotFound(id: bookID) }
             try clip.upsert(db)
         }
@@ -80,10 +81,10 @@ extension LibraryDatabase {
             return (updated, true)
         }
 
-        guard let source else { return try await write(apply) }
+        guard let source else { return try await write(.storeClipUpdate, apply) }
         let staged = try AudioFiles.stage(source, in: paths.audioDirectory)
         defer { AudioFiles.remove(staged) }
-        return try await writeReplacingAudio(clipID: id, staged: staged, apply)
+        return try await writeReplacingAudio(.storeClipUpdate, clipID: id, staged: staged, apply)
     }
 
     /// Refuses a clip whose backup JSON would be over the cap ivy accepts from Drive, so
@@ -100,7 +101,7 @@ extension LibraryDatabase {
     /// Deletes a clip and its audio; the trigger queues the remote delete.
     package func deleteClip(id: ClipID) async throws {
         let kept = try await keepAudioInHistory(clipIDs: [id])
-        let deleted = try await write { db in
+        let deleted = try await write(.storeClipDelete) { db in
             for (clipID, md5) in kept { try HistoryAudio.stamp(clipID: clipID, md5: md5, in: db) }
             try db.execute(sql: "DELETE FROM clips WHERE id = ?", arguments: [id])
             return db.changesCount > 0

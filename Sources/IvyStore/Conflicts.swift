@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 package import IvyCore
+import IvySystem
 
 /// A field a merge settled by a rule, as recorded with the version it wrote: what
 /// `ivy history --conflicts` lists. Values are JSON as the backup JSON holds them (a clip's
@@ -125,7 +126,7 @@ extension LibraryDatabase {
     /// recorded while they were listed stays unseen.
     package func markConflictsSeen(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
-        try await write { db in
+        try await write(.storeConflictsSeen) { db in
             guard try db.tableExists("merge_conflicts") else { return }
             try db.execute(
                 sql: "UPDATE merge_conflicts SET seen = 1 WHERE seen = 0 AND id IN (SELECT value FROM json_each(?))",

@@ -1,5 +1,6 @@
 import GRDB
 package import IvyCore
+import IvySystem
 
 /// Writes made by the sync engine when it applies remote changes. They must not be
 /// queued for upload again, so they run with change capture paused.
@@ -38,7 +39,7 @@ package struct EngineWriter {
     /// Moves downloaded audio into place inside the transaction that saves its row, after
     /// that row was checked: a recording made here meanwhile is never replaced.
     package func placeAudio(_ staged: String, at destination: String) throws {
-        try AudioFiles.place(staged, at: destination)
+        try AudioFiles.place(staged, at: destination, crash: .syncDownloadAfterRename)
     }
 }
 
@@ -49,7 +50,7 @@ extension LibraryDatabase {
     /// connection ever sees it: a program writing at the same time still has its change
     /// captured. If `body` throws, the whole transaction, marker included, rolls back.
     package func applyingRemoteChanges<T: Sendable>(_ body: @Sendable (EngineWriter) throws -> T) async throws -> T {
-        try await write { db in
+        try await write(.storeRemoteChange) { db in
             try db.executeCached("INSERT INTO sync_applying (engine) VALUES (1)")
             let writer = EngineWriter(
                 db: db, trashDirectory: paths.trashDirectory, historyDirectory: paths.historyDirectory)

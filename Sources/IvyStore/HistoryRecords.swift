@@ -148,7 +148,8 @@ enum HistoryAudio {
             if trusted(destination, md5: md5) { return md5 }
             unlink(destination)
         }
-        _ = try TrashFiles.keep(path, as: destination, in: directory)
+        _ = try TrashFiles.keep(
+            path, as: destination, in: directory, crash: (copied: .historyKeepAfterCopy, placed: .historyKeepAfterPlace))
         return md5
     }
 

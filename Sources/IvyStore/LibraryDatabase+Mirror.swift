@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 package import IvyCore
+import IvySystem
 
 /// The mirror of Drive's listing: replaced whole from a full listing, updated one page of
 /// Drive's change feed at a time. Each write saves the change token with the rows in one
@@ -29,7 +30,7 @@ extension LibraryDatabase {
     package func replaceDriveMirror(
         _ files: [MirroredFile], token: String, folders: DriveFolders, listedAt: Milliseconds? = nil
     ) async throws {
-        try await write { db in
+        try await write(.storeMirrorReplace) { db in
             try db.execute(sql: "DELETE FROM drive_mirror")
             for file in files { try Self.upsert(file, db) }
             try Self.saveToken(token, db)
@@ -60,7 +61,7 @@ extension LibraryDatabase {
     /// be older than the one Drive last held.
     @discardableResult
     package func applyDriveMirrorPage(_ update: MirrorUpdate, from token: String) async throws -> Bool {
-        try await write { db in
+        try await write(.storeMirrorPage) { db in
             let saved = try String.fetchOne(db, sql: "SELECT token FROM drive_mirror_token WHERE id = 1")
             guard saved == token else { return false }
             for id in update.removals {
@@ -89,7 +90,7 @@ extension LibraryDatabase {
 
     /// Forgets the mirror and its token: the next sync lists Drive in full.
     package func clearDriveMirror() async throws {
-        try await write { db in try Self.clearMirror(db) }
+        try await write(.storeMirrorClear) { db in try Self.clearMirror(db) }
     }
 
     static func clearMirror(_ db: Database) throws {

@@ -44,7 +44,7 @@ extension LibraryDatabase {
     @discardableResult
     package func pruneHistory(days: Int) async throws -> Int {
         let now = clock.now()
-        let removed: Int = try await write { db in
+        let removed: Int = try await write(.storePrune) { db in
             guard try db.tableExists("history") else { return 0 }
             if days <= 0 {
                 try db.execute(sql: "DELETE FROM history")
@@ -104,12 +104,14 @@ extension LibraryDatabase {
         let named = try await read { db in
             Set(try String.fetchAll(db, sql: "SELECT DISTINCT audio_md5 FROM history WHERE audio_md5 IS NOT NULL"))
         }
+        var removed = false
         for file in files where !named.contains(String(file.prefix { $0 != "." })) {
             var info = stat()
             let path = directory + "/" + file
             guard lstat(path, &info) == 0 else { continue }
             // The time it was linked or copied here: the inode's change time.
-            if all || Milliseconds(info.st_ctim.tv_sec) * 1000 <= limit { unlink(path) }
+            if all || Milliseconds(info.st_ctim.tv_sec) * 1000 <= limit { removed = unlink(path) == 0 || removed }
         }
+        if removed { CrashPoints.reach(.pruneAfterUnlink) }
     }
 }

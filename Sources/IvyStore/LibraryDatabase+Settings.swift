@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 package import IvyCore
+import IvySystem
 
 extension LibraryDatabase {
     /// The stored value of `key`, or its default.
@@ -64,7 +65,7 @@ extension LibraryDatabase {
 
     /// Forgets an explicitly set value, so the default applies again.
     package func unsetSetting(_ key: SettingKey) async throws {
-        try await write { db in
+        try await write(.storeSettingUnset) { db in
             try db.execute(sql: "DELETE FROM settings WHERE key = ?", arguments: [key.rawValue])
         }
     }
@@ -79,7 +80,7 @@ extension LibraryDatabase {
     }
 
     private func storeSetting(_ key: String, _ value: String?) async throws {
-        try await write { db in try Self.store(key, value, db) }
+        try await write(.storeSetting) { db in try Self.store(key, value, db) }
     }
 
     /// What a sync that ran to its end leaves for `status` and `doctor`, in one transaction, so
@@ -87,7 +88,7 @@ extension LibraryDatabase {
     package func recordSyncOutcome(at time: Milliseconds, succeeded: Bool, lastError: String?, deletionsHeld: String?)
         async throws
     {
-        try await write { db in
+        try await write(.storeSyncOutcome) { db in
             try Self.store(SettingKey.lastSyncTime.rawValue, String(time), db)
             if succeeded { try Self.store(SettingKey.lastSuccess.rawValue, String(time), db) }
             try Self.store(SettingKey.lastError.rawValue, lastError, db)

@@ -1,6 +1,7 @@
 package import Foundation
 import GRDB
 package import IvyCore
+import IvySystem
 
 /// What the sync engine reads and records: the manifest, queue settlement, failures,
 /// unknown backup keys and the remembered Drive folders.
@@ -15,7 +16,7 @@ extension LibraryDatabase {
     /// they agreed on (the base of later merges), and settles the entity's queue item
     /// unless a newer change was queued meanwhile.
     package func recordSynced(_ entry: ManifestEntry, base: SyncBase, queuedAt: Milliseconds?) async throws {
-        try await write { db in try Self.recordSynced(entry, base: base, queuedAt: queuedAt, db) }
+        try await write(.storeSynced) { db in try Self.recordSynced(entry, base: base, queuedAt: queuedAt, db) }
     }
 
     static func recordSynced(_ entry: ManifestEntry, base: SyncBase, queuedAt: Milliseconds?, _ db: Database) throws {
@@ -51,7 +52,7 @@ extension LibraryDatabase {
         }
         let stop = entries.filter { !missing.contains($0.key) && $0.missingSince != nil }
         guard !start.isEmpty || !stop.isEmpty else { return }
-        try await write { db in
+        try await write(.storeMissingOnDrive) { db in
             for (entries, value) in [(start, now as Milliseconds?), (stop, nil)] {
                 for entry in entries {
                     try db.execute(
@@ -70,7 +71,7 @@ extension LibraryDatabase {
     /// one's edits restore its older copy first, which every device then took for a newer
     /// edit (ivy-soak seeds 133 and 1).
     package func recordReplaceCutShort(_ key: EntityKey) async throws {
-        try await write { db in
+        try await write(.storeReplaceCutShort) { db in
             try db.execute(
                 sql: "UPDATE sync_manifest SET missing_since = 0 WHERE entity_type = ? AND entity_id = ?",
                 arguments: [key.kind.rawValue, key.id])
@@ -81,7 +82,7 @@ extension LibraryDatabase {
     /// delete failed): the entity's absence clock goes back to what it was. Only a mark still
     /// in place is taken back.
     package func withdrawReplaceMark(_ key: EntityKey, restoring previous: Milliseconds?) async throws {
-        try await write { db in
+        try await write(.storeReplaceWithdrawn) { db in
             try db.execute(
                 sql: "UPDATE sync_manifest SET missing_since = ? WHERE entity_type = ? AND entity_id = ? "
                     + "AND missing_since = 0",
@@ -116,7 +117,7 @@ extension LibraryDatabase {
 
     /// Forgets an entity that is gone on both sides now.
     package func forgetSynced(_ key: EntityKey, queuedAt: Milliseconds?) async throws {
-        try await write { db in
+        try await write(.storeForgetSynced) { db in
             try db.execute(
                 sql: "DELETE FROM sync_manifest WHERE entity_type = ? AND entity_id = ?",
                 arguments: [key.kind.rawValue, key.id])
@@ -126,7 +127,7 @@ extension LibraryDatabase {
 
     /// Removes manifest rows whose entity is still missing locally (read afresh now).
     package func cleanUpManifest(_ keys: [EntityKey]) async throws {
-        try await write { db in
+        try await write(.storeManifestCleanUp) { db in
             for key in keys {
                 let table = key.kind == .book ? "books" : "clips"
                 let exists =
@@ -141,7 +142,7 @@ extension LibraryDatabase {
     }
 
     package func dropQueueItem(_ key: EntityKey, queuedAt: Milliseconds?) async throws {
-        try await write { db in try Self.settle(key, queuedAt: queuedAt, db) }
+        try await write(.storeQueueDrop) { db in try Self.settle(key, queuedAt: queuedAt, db) }
     }
 
     /// A queue item is removed only if it is the one the sync read: a change made during
@@ -158,7 +159,7 @@ extension LibraryDatabase {
     package func recordFailure(_ key: EntityKey, operation: QueueItem.Operation, message: String, retryable: Bool)
         async throws
     {
-        try await write { db in
+        try await write(.storeFailure) { db in
             let now = clock.now()
             let attempts = retryable ? "attempts + 1" : "max(attempts, \(QueueItem.maximumAttempts))"
             try db.execute(
@@ -177,7 +178,7 @@ extension LibraryDatabase {
 
     /// Failed items become pending again; returns how many.
     package func retryFailed() async throws -> Int {
-        try await write { db in
+        try await write(.storeRetryFailed) { db in
             try db.execute(
                 sql: "UPDATE sync_queue SET attempts = 0 WHERE attempts >= ?", arguments: [QueueItem.maximumAttempts])
             return db.changesCount

@@ -1,5 +1,6 @@
 import GRDB
 package import IvyCore
+import IvySystem
 
 extension LibraryDatabase {
     /// The Drive files a sync read and could not use, as they were then.
@@ -14,7 +15,7 @@ extension LibraryDatabase {
 
     /// Remembers a Drive file that could not be used, as it is now.
     package func rememberUnreadable(_ file: UnreadableDriveFile) async throws {
-        try await write { db in
+        try await write(.storeUnreadableRemember) { db in
             try UnreadableRow(file).insert(db, onConflict: .replace)
         }
     }
@@ -25,7 +26,7 @@ extension LibraryDatabase {
         let known = try await unreadableDriveFiles()
         let gone = known.filter { file in !listed.contains { file.matches($0) } }
         guard !gone.isEmpty else { return }
-        try await write { db in
+        try await write(.storeUnreadableForget) { db in
             for file in gone {
                 try db.execute(sql: "DELETE FROM unreadable_drive_files WHERE file_id = ?", arguments: [file.fileID])
             }

@@ -88,6 +88,7 @@ package final class LibraryDatabase: Sendable {
             do {
                 let pool = try DatabasePool(path: path, configuration: configuration)
                 try Schema.migrator.migrate(pool)
+                CrashPoints.reach(.storeMigrate)
                 return pool
             } catch let error as DatabaseError {
                 throw Self.openError(error, path: path)
@@ -250,8 +251,9 @@ package final class LibraryDatabase: Sendable {
     ///
     /// The history's triggers date the versions the transaction records by ivy's clock
     /// (Google's when known, `history_clock`), and what the clock learned of Google's time since
-    /// it was last kept is kept with it.
-    func write<T: Sendable>(_ updates: @Sendable (Database) throws -> T) async throws -> T {
+    /// it was last kept is kept with it. Every commit is a crash point: `point`, reached once it
+    /// committed.
+    func write<T: Sendable>(_ point: CrashPoint, _ updates: @Sendable (Database) throws -> T) async throws -> T {
         let learned = clock.google?.range
         let keep = learned != nil && keptGoogleTime.withLock { $0 } != learned
         do {
@@ -272,6 +274,7 @@ package final class LibraryDatabase: Sendable {
                 return result
             }
             if keep { keptGoogleTime.withLock { $0 = learned } }
+            CrashPoints.reach(point)
             return result
         } catch {
             throw describing(error)

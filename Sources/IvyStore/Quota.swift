@@ -1,5 +1,6 @@
 import GRDB
 package import IvyCore
+import IvySystem
 
 extension LibraryDatabase {
     /// A week of milliseconds: how long the record of units spent is kept.
@@ -9,7 +10,7 @@ extension LibraryDatabase {
     /// records older than a week.
     package func recordQuotaSpent(at time: Milliseconds, units: Int, requests: Int) async throws {
         guard units > 0 || requests > 0 else { return }
-        try await write { db in
+        try await write(.storeQuota) { db in
             try db.execute(
                 sql: "INSERT INTO quota_spent (spent_at, units, requests) VALUES (?, ?, ?)",
                 arguments: [time, max(0, units), max(0, requests)])

@@ -1,5 +1,6 @@
 import GRDB
 package import IvyCore
+import IvySystem
 
 /// The local part of `ivy status`.
 package struct LocalStatus: Sendable, Equatable {
@@ -63,7 +64,7 @@ extension LibraryDatabase {
     /// transaction. A change made since (a new queue row) or a retry (attempts reset) is news
     /// again; an item told about stays quiet for as long as it stays the same.
     package func takeUnreportedHeldItems() async throws -> [QueueItem] {
-        try await write { db in
+        try await write(.storeHeldReported) { db in
             let limit = QueueItem.maximumAttempts
             try db.execute(
                 sql: """

@@ -130,8 +130,12 @@ enum TrashFiles {
     /// alone), else a copy. The copy is written to a hidden temporary name (`.keeping-*`),
     /// flushed, and only then renamed to `destination`: a kill mid-copy leaves a leftover the
     /// purge removes, never a short file under a name that vouches for it. Returns false when
-    /// there is no regular file to keep.
-    static func keep(_ source: String, as destination: String, in directory: String) throws -> Bool {
+    /// there is no regular file to keep. `crash` names the points reached once the copy is
+    /// flushed and once the file is in place.
+    static func keep(
+        _ source: String, as destination: String, in directory: String,
+        crash: (copied: CrashPoint, placed: CrashPoint)
+    ) throws -> Bool {
         var info = stat()
         guard lstat(source, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
         try Directories.ensurePrivate(directory)
@@ -141,6 +145,7 @@ enum TrashFiles {
         } else {
             let temporary = directory + "/" + keepingPrefix + UUID().uuidString.lowercased() + ".mp3"
             try copy(source, to: temporary)
+            CrashPoints.reach(crash.copied)
             guard rename(temporary, destination) == 0 else {
                 let code = errno
                 unlink(temporary)
@@ -149,6 +154,7 @@ enum TrashFiles {
             }
         }
         syncDirectory(directory)
+        CrashPoints.reach(crash.placed)
         return true
     }
 
@@ -236,7 +242,12 @@ extension EngineWriter {
         var audioFile: String?
         if let audio {
             let name = UUID().uuidString.lowercased() + ".mp3"
-            if try TrashFiles.keep(audio, as: trashDirectory + "/" + name, in: trashDirectory) { audioFile = name }
+            if try TrashFiles.keep(
+                audio, as: trashDirectory + "/" + name, in: trashDirectory,
+                crash: (copied: .trashKeepAfterCopy, placed: .trashKeepAfterPlace))
+            {
+                audioFile = name
+            }
         }
         // Kept after the change that replaces it was written, so the mark is that change's
         // version (or later).
@@ -359,9 +370,9 @@ extension LibraryDatabase {
         }
         do {
             if let staged, let clipID = entry.key.clipID {
-                try await writeReplacingAudio(clipID: clipID, staged: staged, restore)
+                try await writeReplacingAudio(.storeRestoreTrash, clipID: clipID, staged: staged, restore)
             } else {
-                try await write(restore)
+                try await write(.storeRestoreTrash, restore)
             }
         } catch {
             // Not committed: the MP3 kept for an entry that does not exist goes.
@@ -375,7 +386,7 @@ extension LibraryDatabase {
     /// Removes every entry and its MP3; returns how many there were.
     @discardableResult
     package func emptyTrash() async throws -> Int {
-        let removed = try await write { db in
+        let removed = try await write(.storeEmptyTrash) { db in
             let entries = try TrashRow.fetchAll(db, sql: "SELECT * FROM trash").map(\.entry)
             try db.execute(sql: "DELETE FROM trash")
             return entries
@@ -400,7 +411,7 @@ extension LibraryDatabase {
         }
         var removed: [TrashEntry] = []
         if due {
-            removed = try await write { db in
+            removed = try await write(.storePurgeTrash) { db in
                 let sql = "SELECT * FROM trash WHERE trashed_at <= ?"
                 let old = try TrashRow.fetchAll(db, sql: sql, arguments: [limit]).map(\.entry)
                 try db.execute(sql: "DELETE FROM trash WHERE trashed_at <= ?", arguments: [limit])

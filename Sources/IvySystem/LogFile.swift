@@ -29,6 +29,7 @@ package final class LogFile: Sendable {
             var info = stat()
             if lstat(path, &info) == 0, Int(info.st_size) > limit {
                 rename(path, path + ".1")
+                CrashPoints.reach(.logRotateAfterRename)
             }
             guard let descriptor = try? PrivateFile.open(path, .append) else { return }
             defer { close(descriptor) }

@@ -36,9 +36,11 @@ package enum PrivateFile {
 
     /// Replaces `path` atomically: a new file named `temporaryPrefix` + a UUID beside it,
     /// created 0600, written, synced, then renamed over. A crash leaves the old file or the
-    /// new one, never a part; the temporary file is removed when anything fails.
+    /// new one, never a part; the temporary file is removed when anything fails. `crash` names
+    /// the points reached once the temporary file is flushed and once it is renamed.
     package static func write(
-        _ data: Data, atomicallyTo path: String, temporaryPrefix: String
+        _ data: Data, atomicallyTo path: String, temporaryPrefix: String,
+        crash: (written: CrashPoint, renamed: CrashPoint)? = nil
     ) throws(PrivateFileError) {
         let directory = (path as NSString).deletingLastPathComponent
         let temporary = directory + "/\(temporaryPrefix)\(UUID().uuidString).tmp"
@@ -55,11 +57,13 @@ package enum PrivateFile {
             unlink(temporary)
             throw PrivateFileError(path: path, errno: failure)
         }
+        if let crash { CrashPoints.reach(crash.written) }
         guard rename(temporary, path) == 0 else {
             let error = PrivateFileError(path: path, errno: errno)
             unlink(temporary)
             throw error
         }
+        if let crash { CrashPoints.reach(crash.renamed) }
     }
 
     /// Writes all of `data`, through short writes; the errno that stopped it, or nil.

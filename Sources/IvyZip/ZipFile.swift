@@ -72,6 +72,7 @@ package enum ZipFile {
             throw Failure.cannotWrite(path: path, reason: "\(error)")
         }
         let file = staging + "/archive.zip"
+        CrashPoints.reach(.exportAfterTemp)
         if replacing {
             guard rename(file, path) == 0 else { throw failure(path) }
         } else if link(file, path) != 0 {
@@ -79,6 +80,7 @@ package enum ZipFile {
             throw failure(path)
         }
         try flush(parent)
+        CrashPoints.reach(.exportAfterPlace)
     }
 
     /// Writes the zip at `file` and flushes it to disk.

@@ -26,11 +26,17 @@ extension LibraryDatabase {
     /// `importStagingDirectory`) in place, in one transaction: a kill leaves the library as
     /// empty as it was, or holding all of it. Each is a change made here (queued, a version from
     /// `here`), so the next sync sends it to Drive, or finds Drive holds it already.
+    /// `beforeCommit` runs inside the transaction, last.
     package func importArchive(
-        books: [BookBackup], clips: [ClipBackup], audio: [ClipID: String]
+        books: [BookBackup], clips: [ClipBackup], audio: [ClipID: String],
+        beforeCommit: @Sendable () throws -> Void = {}
     ) async throws {
         let replacements = audio.map { (clipID: $0.key, staged: $0.value) }
-        try await writeReplacingAudios(.storeImport, replacements, beforeCommit: .importBeforeCommit) { db in
+        let last: @Sendable () throws -> Void = {
+            CrashPoints.reach(.importBeforeCommit)
+            try beforeCommit()
+        }
+        try await writeReplacingAudios(.storeImport, replacements, beforeCommit: last) { db in
             guard try Self.isEmpty(db) else { throw StoreError.notEmpty }
             let writer = EngineWriter(db: db, trashDirectory: "", historyDirectory: "")
             for backup in books {

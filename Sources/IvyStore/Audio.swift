@@ -196,10 +196,11 @@ extension LibraryDatabase {
     /// Runs `body` and puts each staged MP3 in place as its clip's audio, in one transaction:
     /// all of it happens or none, even across a kill (a journal per clip, each committed by
     /// the same `audio_replacements` rows). The MP3s replaced are kept in the history first.
-    /// `point` is reached once it committed; `beforeCommit`, when given, last inside the
-    /// transaction, after the MP3s are in place.
+    /// `beforeCommit` runs last inside the transaction, after the MP3s are in place; `point` is
+    /// reached once it committed.
     func writeReplacingAudios<T: Sendable>(
-        _ point: CrashPoint, _ replacements: [(clipID: ClipID, staged: String)], beforeCommit: CrashPoint? = nil,
+        _ point: CrashPoint, _ replacements: [(clipID: ClipID, staged: String)],
+        beforeCommit: @Sendable () throws -> Void = {},
         _ body: @Sendable (Database) throws -> T
     ) async throws -> T {
         let kept = try await keepAudioInHistory(clipIDs: replacements.map(\.clipID))
@@ -234,7 +235,7 @@ extension LibraryDatabase {
                     try AudioFiles.place(
                         replacement.staged, at: audioPath(clipID: replacement.clipID), crash: .audioReplaceAfterRename)
                 }
-                if let beforeCommit { CrashPoints.reach(beforeCommit) }
+                try beforeCommit()
                 return value
             }
         } catch {

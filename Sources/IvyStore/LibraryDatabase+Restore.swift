@@ -10,11 +10,13 @@ extension LibraryDatabase {
     /// a version from `restore`. A whole-library restore also deletes the books (hidden, uri
     /// cleared) and clips made after `at`. One transaction, its MP3s placed with it
     /// (`AudioJournal`): a kill leaves the library as it was or fully restored.
+    /// `beforeCommit` runs inside the transaction after every write (tests stop it there).
     @discardableResult
     package func restore(
-        at moment: Milliseconds, keys: [EntityKey]? = nil, dryRun: Bool = false
+        at moment: Milliseconds, keys: [EntityKey]? = nil, dryRun: Bool = false,
+        beforeCommit: @Sendable () throws -> Void = {}
     ) async throws -> RestoreResult {
-        try await restore(at: moment, keys: keys, pinned: nil, dryRun: dryRun)
+        try await restore(at: moment, keys: keys, pinned: nil, dryRun: dryRun, beforeCommit: beforeCommit)
     }
 
     /// Puts one book or clip back to the version of the history with that id (what
@@ -28,7 +30,8 @@ extension LibraryDatabase {
     /// book, a deletion, or a clip that is not here.
     @discardableResult
     package func restore(
-        version id: Int64, audioOnly: Bool = false, dryRun: Bool = false
+        version id: Int64, audioOnly: Bool = false, dryRun: Bool = false,
+        beforeCommit: @Sendable () throws -> Void = {}
     ) async throws -> RestoreResult {
         let found = try await read { db -> (key: EntityKey, at: Milliseconds, deleted: Bool, here: Bool)? in
             guard try db.tableExists("history"),
@@ -51,11 +54,13 @@ extension LibraryDatabase {
             guard found.here else { throw HistoryError.audioOnly(id, .clipGone(clipID)) }
         }
         return try await restore(
-            at: found.at, keys: [found.key], pinned: id, audioOnly: audioOnly, dryRun: dryRun)
+            at: found.at, keys: [found.key], pinned: id, audioOnly: audioOnly, dryRun: dryRun,
+            beforeCommit: beforeCommit)
     }
 
     func restore(
-        at moment: Milliseconds, keys: [EntityKey]?, pinned: Int64?, audioOnly: Bool = false, dryRun: Bool
+        at moment: Milliseconds, keys: [EntityKey]?, pinned: Int64?, audioOnly: Bool = false, dryRun: Bool,
+        beforeCommit: @Sendable () throws -> Void
     ) async throws -> RestoreResult {
         let planned = try await read { db in
             // A library an older ivy wrote last, read without migrating it, has no history.
@@ -77,7 +82,11 @@ extension LibraryDatabase {
         let deleted = planned.result.changes.filter { $0.action == .delete }.compactMap(\.key.clipID)
         let kept = try await keepAudioInHistory(clipIDs: deleted)
         let now = clock.now()
-        let result = try await writeReplacingAudios(.storeRestore, staged, beforeCommit: .restoreBeforeCommit) { [staged] db in
+        let last: @Sendable () throws -> Void = {
+            CrashPoints.reach(.restoreBeforeCommit)
+            try beforeCommit()
+        }
+        let result = try await writeReplacingAudios(.storeRestore, staged, beforeCommit: last) { [staged] db in
             let again = try RestorePlanner(
                 db: db, library: self, at: moment, keys: keys, pinned: pinned, audioOnly: audioOnly
             ).plan()
@@ -103,7 +112,10 @@ extension LibraryDatabase {
     static func stageLinked(_ source: String, in directory: String) throws -> String {
         try Directories.ensurePrivate(directory)
         let path = AudioFiles.stagingPath(in: directory)
-        if link(source, path) == 0 { return path }
+        if link(source, path) == 0 {
+            CrashPoints.reach(.restoreStageAfterLink)
+            return path
+        }
         return try AudioFiles.stage(source, in: directory)
     }
 }

@@ -51,6 +51,7 @@ package enum CrashPoint: String, CaseIterable, Sendable {
     // Files.
     case importAfterCopy = "import.after-copy"
     case audioStageAfterCopy = "audio.stage.after-copy"
+    case restoreStageAfterLink = "restore.stage.after-link"
     case audioJournalAfterAside = "audio.journal.after-aside"
     case audioReplaceAfterRename = "audio.replace.after-rename"
     case audioRollbackAfterRename = "audio.rollback.after-rename"
@@ -125,6 +126,7 @@ package enum CrashPoint: String, CaseIterable, Sendable {
         case .importBeforeCommit: "`ivy import`, its MP3s in place, before its transaction commits"
         case .importAfterCopy: "`ivy import` copied the archive's MP3s out, none yet in place"
         case .audioStageAfterCopy: "an MP3 given to ivy was copied beside the audio and flushed"
+        case .restoreStageAfterLink: "a restore linked a kept MP3 beside the audio, not yet in place"
         case .audioJournalAfterAside: "a clip's current audio was kept aside before its replacement"
         case .audioReplaceAfterRename: "a new MP3 was renamed into place inside its transaction"
         case .audioRollbackAfterRename: "a replacement that failed put the previous audio back"

@@ -231,7 +231,7 @@ struct ArchiveTests {
         let file = a.path + "/library.zip"
         #expect(try await a.runBinaryAsync("export", file).status == 0)
         let b = try IvyHome()
-        let killed = try await b.runBinaryAsync("import", file, environment: ["IVY_TEST_KILL": "import-before-commit"])
+        let killed = try await b.runBinaryAsync("import", file, environment: ["IVY_CRASH_AT": "import.before-commit"])
         #expect(killed.status == 128 + 9 || killed.status == -9 || killed.status == 9, "\(killed.status)")
         #expect(try b.count("SELECT count(*) FROM books") + b.count("SELECT count(*) FROM clips") == 0)
         let again = try await b.runBinaryAsync("import", file)

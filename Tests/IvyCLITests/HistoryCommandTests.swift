@@ -264,7 +264,7 @@ struct HistoryCommandTests {
         let audio = FileManager.default.contents(atPath: ivy.home + "/audio/\(clip).mp3")
 
         let killed = try await ivy.runBinaryAsync(
-            ["restore", "--at", before, "--yes"], environment: ["IVY_TEST_KILL": "restore-before-commit"])
+            ["restore", "--at", before, "--yes"], environment: ["IVY_CRASH_AT": "restore.before-commit"])
         #expect(killed.status == 128 + SIGKILL, "\(killed.stderr)")
         #expect(try ivy.sql("SELECT * FROM books").description + ivy.sql("SELECT * FROM clips").description == library)
         #expect(try ivy.sql("SELECT * FROM sync_queue ORDER BY entity_id").description == queue)

@@ -36,16 +36,16 @@ struct LowFindingsTests {
 
     @Test(
         "what a killed import copied in is gone after the next command, even one that only reads",
-        arguments: ["import-after-copy", "import-before-commit"])
+        arguments: ["import.after-copy", "import.before-commit"])
     func killedImportLeavesNothing(_ point: String) async throws {
         let a = try IvyHome()
         let (_, clip, audio) = try await ArchiveTests.library(a)
         let file = a.path + "/library.zip"
         #expect(try await a.runBinaryAsync("export", file).status == 0)
         let b = try IvyHome()
-        let killed = try await b.runBinaryAsync("import", file, environment: ["IVY_TEST_KILL": point])
+        let killed = try await b.runBinaryAsync("import", file, environment: ["IVY_CRASH_AT": point])
         #expect(killed.status == 128 + 9 || killed.status == -9 || killed.status == 9, "\(killed.status)")
-        if point == "import-after-copy" {
+        if point == "import.after-copy" {
             // Killed with the MP3 copied out and not yet in place: that copy is what must not stay.
             #expect(Self.incoming(under: b.home).contains { $0.hasSuffix(".mp3") }, "\(b.files())")
         }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IvyCore
+import IvySystem
 import IvyTestSupport
 import Testing
 
@@ -71,7 +72,7 @@ struct AudioReplacementTests {
         let journal = try AudioJournal.begin(
             clipID: clip.id, audioPath: library.audioPath(clipID: clip.id), audioDirectory: home.paths.audioDirectory)
         let staged = try AudioFiles.stage(try source(new), in: home.paths.audioDirectory)
-        try AudioFiles.place(staged, at: library.audioPath(clipID: clip.id))
+        try AudioFiles.place(staged, at: library.audioPath(clipID: clip.id), crash: .audioReplaceAfterRename)
         journal.abandoned()
         #expect(audio == new, "the state a kill leaves: new audio, old row")
 
@@ -88,12 +89,12 @@ struct AudioReplacementTests {
         let journal = try AudioJournal.begin(
             clipID: clip.id, audioPath: library.audioPath(clipID: clip.id), audioDirectory: home.paths.audioDirectory)
         let staged = try AudioFiles.stage(try source(new), in: home.paths.audioDirectory)
-        try await library.write { db in
+        try await library.write(.storeClipUpdate) { db in
             try db.execute(
                 sql: "UPDATE clips SET note = 'retaken', updated_at = updated_at + 1 WHERE id = ?", arguments: [clip.id]
             )
             try db.execute(sql: "INSERT INTO audio_replacements (clip_id) VALUES (?)", arguments: [clip.id])
-            try AudioFiles.place(staged, at: library.audioPath(clipID: clip.id))
+            try AudioFiles.place(staged, at: library.audioPath(clipID: clip.id), crash: .audioReplaceAfterRename)
         }
         journal.abandoned()
 
@@ -110,7 +111,7 @@ struct AudioReplacementTests {
         let journal = try AudioJournal.begin(
             clipID: id, audioPath: library.audioPath(clipID: id), audioDirectory: home.paths.audioDirectory)
         let staged = try AudioFiles.stage(try source(new), in: home.paths.audioDirectory)
-        try AudioFiles.place(staged, at: library.audioPath(clipID: id))
+        try AudioFiles.place(staged, at: library.audioPath(clipID: id), crash: .audioReplaceAfterRename)
         journal.abandoned()
         _ = try await reopen()
         #expect(!library.hasAudio(clipID: id) && aside.isEmpty)

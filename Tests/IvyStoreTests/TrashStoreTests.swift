@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IvyCore
+import IvySystem
 import IvyTestSupport
 import Testing
 
@@ -181,7 +182,7 @@ struct TrashStoreTests {
         }
         try before.close()
         let library = try await LibraryDatabase(paths: home.paths, clock: TestClock().clock)
-        let next = try await library.write { db in
+        let next = try await library.write(.storeRestoreTrash) { db in
             try db.execute(
                 sql: """
                     INSERT INTO trash (entity_type, entity_id, reason, trashed_at, json)

@@ -149,7 +149,8 @@ enum HistoryAudio {
             unlink(destination)
         }
         _ = try TrashFiles.keep(
-            path, as: destination, in: directory, crash: (copied: .historyKeepAfterCopy, placed: .historyKeepAfterPlace))
+            path, as: destination, in: directory, crash: (copied: .historyKeepAfterCopy, placed: .historyKeepAfterPlace)
+        )
         return md5
     }
 

@@ -131,7 +131,8 @@ package final class SyncDoor: Sendable {
     /// (a setting, the lock file, the library, a sign-in that failed, endpoints the sign-in
     /// cannot use, no OAuth client: those last two logged and kept as `last_error`).
     package func sync(_ request: SyncRequest) async throws -> SyncOutcome {
-        let session = try await open(signInFirst: request.signInFirst) { [self] drive, server in
+        let session = try await open(binding: !request.dryRun, signInFirst: request.signInFirst) {
+            [self] drive, server in
             await request.started?()
             let engine = SyncEngine(
                 library: library, drive: drive, clock: clock, logger: logger, progress: request.progress,
@@ -168,8 +169,10 @@ package final class SyncDoor: Sendable {
     /// `readOnly` and the home cannot take one (no sync can run there either); the sign-in
     /// (or `signInFirst`); and the Drive client with every effect the door was given.
     /// `couldNotStart` hears what kept it from making that client (endpoints or OAuth client).
+    /// `binding` (a sync that may write) binds the library to the sign-in's account first.
     package func open<Value: Sendable>(
-        readOnly: Bool = false, signInFirst: (@Sendable (TokenStore.SignIn) async throws -> StoredToken)? = nil,
+        readOnly: Bool = false, binding: Bool = false,
+        signInFirst: (@Sendable (TokenStore.SignIn) async throws -> StoredToken)? = nil,
         _ body: (DriveClient, GoogleEndpoints) async throws -> Value,
         couldNotStart: (any Error) async -> Void = { _ in }
     ) async throws -> DoorSession<Value> {
@@ -183,6 +186,7 @@ package final class SyncDoor: Sendable {
             lock = nil
         }
         return try await withSyncLock(lock) {
+            if lock != nil { tokens.removeLeftovers() }
             let signIn = tokens.signIn()
             let token: StoredToken
             if case .signedIn(let signedIn) = signIn {
@@ -192,6 +196,7 @@ package final class SyncDoor: Sendable {
             } else {
                 return .notSignedIn(signIn)
             }
+            if binding && !readOnly { try await bind(to: token) }
             let server: GoogleEndpoints
             let client: ClientResolution
             do {
@@ -205,6 +210,21 @@ package final class SyncDoor: Sendable {
                 library: library, tokens: tokens, token: token, endpoints: server, client: client,
                 effects: currentEffects())
             return .ran(try await body(drive, server))
+        }
+    }
+
+    /// A login saves its token, then binds the library to its account (`SignIn.finish`). One
+    /// killed in between left the new account's token with the old account's manifest, and
+    /// the next sync took every file the old account held for deleted on Drive. The binding
+    /// is finished here, before anything is read of Drive: another account forgets the
+    /// manifest, and the sync uploads the library to the account signed in.
+    private func bind(to token: StoredToken) async throws {
+        guard !token.permissionID.isEmpty,
+            try await library.internalSetting(.accountPermissionID) != token.permissionID
+        else { return }
+        let forgot = try await library.bindAccount(permissionID: token.permissionID, email: token.email)
+        if forgot {
+            logger.notice("the library was bound to another account; bound to the one signed in, and synced afresh")
         }
     }
 

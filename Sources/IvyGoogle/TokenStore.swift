@@ -162,8 +162,9 @@ package struct TokenStore: Sendable {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(token)
         do {
+            removeLeftovers()
             try PrivateFile.write(
-                data, atomicallyTo: path, temporaryPrefix: ".token-",
+                data, atomicallyTo: path, temporaryPrefix: Self.temporaryPrefix,
                 crash: (written: .tokenWriteAfterTemp, renamed: .tokenWriteAfterRename))
         } catch {
             if let storage = StorageError(path: error.path, errno: error.code) { throw storage }
@@ -173,6 +174,22 @@ package struct TokenStore: Sendable {
 
     package func delete() {
         unlink(path)
+        removeLeftovers()
+    }
+
+    /// What the token's temporary files start with, beside it.
+    static let temporaryPrefix = ".token-"
+
+    /// Removes what a save killed before its rename left beside the token: a whole token
+    /// (refresh token included) under a temporary name, which nothing would ever read or
+    /// remove, not even `ivy logout`. Saves and deletions hold the sync lock, as the door does
+    /// when it calls this, so no other save is writing one meanwhile.
+    package func removeLeftovers() {
+        let directory = (path as NSString).deletingLastPathComponent
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for name in names where name.hasPrefix(Self.temporaryPrefix) && name.hasSuffix(".tmp") {
+            unlink(directory + "/" + name)
+        }
     }
 }
 

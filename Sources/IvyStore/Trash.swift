@@ -383,16 +383,20 @@ extension LibraryDatabase {
         return entry
     }
 
-    /// Removes every entry and its MP3; returns how many there were.
+    /// Removes every entry and every MP3 in the trash directory; returns how many entries
+    /// there were. An MP3 no entry names goes too: one an emptying killed after its commit
+    /// left, or a sync killed before its entry committed. Asked to empty the trash, ivy frees
+    /// its space; only under the sync lock, so no sync is keeping one meanwhile.
     @discardableResult
     package func emptyTrash() async throws -> Int {
         let removed = try await write(.storeEmptyTrash) { db in
-            let entries = try TrashRow.fetchAll(db, sql: "SELECT * FROM trash").map(\.entry)
+            let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM trash") ?? 0
             try db.execute(sql: "DELETE FROM trash")
-            return entries
+            return count
         }
-        for entry in removed { TrashFiles.remove(entry.audioFile, in: paths.trashDirectory) }
-        return removed.count
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: paths.trashDirectory)) ?? []
+        for file in files { TrashFiles.remove(file, in: paths.trashDirectory) }
+        return removed
     }
 
     /// Removes the entries kept longer than `days` (all of them at 0) with their MP3s, and

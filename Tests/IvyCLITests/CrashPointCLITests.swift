@@ -1,0 +1,338 @@
+import Foundation
+import GRDB
+import GoogleEmulator
+import IvyTestSupport
+import Testing
+
+/// Issue 50, item 1: ivy killed at a named durable step (`IVY_CRASH_AT`), through the built
+/// binary against the in-process emulator, and what a person would notice afterwards.
+@Suite("Crash points: ivy killed at a named durable step")
+struct CrashPointCLITests {
+    /// Runs the built ivy in `device`'s home with `point` in `IVY_CRASH_AT`, and expects it killed
+    /// there: status 137, and its last words naming the point.
+    static func crashed(_ device: IvyHome, at point: String, _ arguments: String...) async throws {
+        let result = try await device.runBinaryAsync(arguments, environment: ["IVY_CRASH_AT": point])
+        #expect(result.status == 128 + SIGKILL, "ivy \(arguments): \(result.status) \(result.stderr)")
+        let name = point.split(separator: ":").first.map(String.init) ?? point
+        #expect(
+            result.stderr.hasSuffix("ivy: crash point \(name) reached; killed (IVY_CRASH_AT)\n"), "\(result.stderr)")
+    }
+
+    /// The live files of the library on Drive, by name: each name must appear once.
+    static func driveNames(_ emulator: GoogleEmulator) async -> [String: Int] {
+        let files = await emulator.state.dump().filter {
+            !$0.explicitlyTrashed && $0.mimeType != DriveFile.folderType
+        }
+        return files.reduce(into: [:]) { $0[$1.name, default: 0] += 1 }
+    }
+
+    /// Drive holds one JSON per book and clip of `device` and one MP3 per clip, no twin; a
+    /// second device that syncs holds the same library, MP3s included.
+    static func expectAgreement(_ device: SignInHarness, _ emulator: GoogleEmulator) async throws {
+        let books = try device.ivy.sql("SELECT id FROM books").map { $0["id"] as String }
+        let clips = try device.ivy.sql("SELECT id FROM clips").map { $0["id"] as String }
+        var expected = Dictionary(uniqueKeysWithValues: books.map { ("book_\($0).json", 1) })
+        for clip in clips {
+            expected["clip_\(clip).json"] = 1
+            expected["clip_\(clip).mp3"] = 1
+        }
+        #expect(await driveNames(emulator) == expected, "no duplicate and nothing missing on Drive")
+        let other = try await SignInHarness.signedIn(emulator)
+        let synced = try await other.ivy.run("sync")
+        #expect(synced.status == 0, "\(synced.stderr)")
+        #expect(try other.library() == device.library())
+        for clip in clips {
+            let mine = FileManager.default.contents(atPath: device.ivy.home + "/audio/\(clip).mp3")
+            #expect(mine != nil && mine == FileManager.default.contents(atPath: other.ivy.home + "/audio/\(clip).mp3"))
+        }
+    }
+
+    /// The transfer files a run leaves beside the audio while it works.
+    static func leftovers(_ device: SignInHarness) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: device.ivy.home + "/audio")) ?? []
+        return names.filter { $0.hasPrefix(".") }
+    }
+
+    @Test(
+        "a first sync killed at each step of its uploads: the next sync converges, no duplicate on Drive, nothing lost",
+        arguments: [
+            "drive.create.after-answer", "drive.create.before-send", "drive.create.after-answer:2",
+            "drive.session.after-answer", "drive.upload.after-answer", "store.commit.synced",
+            "drive.folder.after-answer",
+        ])
+    func uploadCrashed(_ point: String) async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 2, clips: 1)
+            let before = try laptop.library()
+            try await Self.crashed(laptop.ivy, at: point, "sync")
+            #expect(try laptop.library() == before, "the kill changed no edit")
+            let again = try await laptop.ivy.run("sync")
+            #expect(again.status == 0, "\(again.stderr)")
+            #expect(try laptop.library() == before)
+            #expect(try laptop.ivy.count("SELECT count(*) FROM sync_queue") == 0)
+            try await Self.expectAgreement(laptop, emulator)
+        }
+    }
+
+    @Test("a book's edit, its upload killed once Drive answered the create: the edit reaches Drive once")
+    func editCrashedAfterCreate() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 1, clips: 0)
+            #expect(try await laptop.ivy.run("sync").status == 0)
+            let id: String = try #require(try laptop.ivy.sql("SELECT id FROM books").first?["id"])
+            #expect(try await laptop.ivy.run("book", "update", id, "--title", "Edited").status == 0)
+            try await Self.crashed(laptop.ivy, at: "drive.delete.after-answer", "sync")
+            #expect(await Self.driveNames(emulator)["book_\(id).json"] == nil, "killed between delete and create")
+            #expect(try await laptop.ivy.run("sync").status == 0)
+            try await Self.expectAgreement(laptop, emulator)
+            #expect(try laptop.ivy.sql("SELECT title FROM books").first?["title"] as String? == "Edited")
+        }
+    }
+
+    @Test("N counts the times a point is reached: :3 kills at a sync's third create, :4 of three never does")
+    func countedPoint() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 2, clips: 1)
+            // Two books' JSON and the clip's: three creates (the MP3 goes through a session).
+            try await Self.crashed(laptop.ivy, at: "drive.create.after-answer:3", "sync")
+            let names = await Self.driveNames(emulator)
+            #expect(names.keys.filter { $0.hasSuffix(".json") }.count == 3, "\(names)")
+            let never = try await laptop.ivy.runBinaryAsync(
+                ["sync"], environment: ["IVY_CRASH_AT": "drive.create.after-answer:4"])
+            #expect(never.status == 0, "\(never.stderr)")
+            try await Self.expectAgreement(laptop, emulator)
+        }
+    }
+
+    @Test(
+        "a download killed after its MP3 is renamed into place, or after its commit: the next sync converges",
+        arguments: [
+            "sync.download.after-rename", "drive.download.after-rename", "drive.download.after-temp",
+            "store.commit.remote-change",
+        ])
+    func downloadCrashed(_ point: String) async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 1, clips: 1)
+            #expect(try await laptop.ivy.run("sync").status == 0)
+            let desk = try await SignInHarness.signedIn(emulator)
+            try await Self.crashed(desk.ivy, at: point, "sync")
+            let again = try await desk.ivy.run("sync")
+            #expect(again.status == 0, "\(again.stderr)")
+            #expect(try desk.library() == laptop.library())
+            #expect(Self.leftovers(desk).isEmpty, "\(Self.leftovers(desk))")
+            #expect(try await laptop.ivy.run("sync").status == 0)
+            try await Self.expectAgreement(desk, emulator)
+        }
+    }
+
+    @Test(
+        "new audio from another device, its download killed after the rename and before the commit: converges",
+        arguments: ["sync.download.after-rename", "history.keep.after-place"])
+    func newAudioCrashed(_ point: String) async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 1, clips: 1)
+            #expect(try await laptop.ivy.run("sync").status == 0)
+            let desk = try await SignInHarness.signedIn(emulator)
+            #expect(try await desk.ivy.run("sync").status == 0)
+            let clip: String = try #require(try laptop.ivy.sql("SELECT id FROM clips").first?["id"])
+            let audio = try laptop.ivy.mp3("new.mp3", size: 3000)
+            #expect(try await laptop.ivy.run("clip", "update", clip, "--audio", audio).status == 0)
+            #expect(try await laptop.ivy.run("sync").status == 0)
+            try await Self.crashed(desk.ivy, at: point, "sync")
+            #expect(try await desk.ivy.run("sync").status == 0)
+            #expect(try await laptop.ivy.run("sync").status == 0)
+            #expect(try desk.library() == laptop.library())
+            let new = FileManager.default.contents(atPath: audio)
+            #expect(FileManager.default.contents(atPath: desk.ivy.home + "/audio/\(clip).mp3") == new)
+            #expect(FileManager.default.contents(atPath: laptop.ivy.home + "/audio/\(clip).mp3") == new)
+            try await Self.expectAgreement(desk, emulator)
+        }
+    }
+
+    /// `ivy login` as a process, killed at `point` once the person approved.
+    static func loginCrashed(
+        _ harness: SignInHarness, at point: String, as email: String = "alice@example.com"
+    ) async throws {
+        await harness.emulator.state.setDeviceCode(interval: 0)
+        let command = harness.ivy.command(["login"], environment: ["IVY_CRASH_AT": point])
+        let result = try await withChild(command) { login in
+            if let code = try await login.firstMatch(of: /\b([A-Z]{4}-[A-Z]{4})\b/, what: "show its code") {
+                try await harness.emulator.state.approve(userCode: code, email: email)
+            }
+            return try await login.finish()
+        }
+        #expect(result.status == 128 + SIGKILL, "\(result.status) \(result.stderr)")
+        #expect(result.stderr.contains("ivy: crash point \(point) reached"), "\(result.stderr)")
+    }
+
+    /// The files in the home whose name says they are a token on its way in.
+    static func tokenLeftovers(_ harness: SignInHarness) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: harness.ivy.home)) ?? []).filter {
+            $0.hasPrefix(".token-")
+        }
+    }
+
+    @Test(
+        "a first login killed while it writes the token: no token or a whole one, and logging in again works",
+        arguments: ["token.write.after-temp", "token.write.after-rename", "store.commit.account"])
+    func firstLoginCrashed(_ point: String) async throws {
+        try await withEmulator { emulator in
+            let harness = try SignInHarness(emulator: emulator)
+            try await Self.loginCrashed(harness, at: point)
+            if FileManager.default.fileExists(atPath: harness.tokenFile) {
+                #expect(try harness.storedToken()["refresh_token"] is String, "a whole token")
+            }
+            let status = try await harness.ivy.run("status")
+            #expect(status.status == 0, "\(status.stderr)")
+            let again = try await harness.login()
+            #expect(again.status == 0, "\(again.stderr)")
+            #expect(Self.tokenLeftovers(harness).isEmpty, "no copy of a token left behind")
+            try await harness.addLibrary(books: 1, clips: 0)
+            let synced = try await harness.ivy.run("sync")
+            #expect(synced.status == 0, "\(synced.stderr)")
+            try await Self.expectAgreement(harness, emulator)
+        }
+    }
+
+    @Test(
+        "signed in, a login again killed while it writes the token: the old token or the new one, whole; sync works",
+        arguments: ["token.write.after-temp", "token.write.after-rename"])
+    func loginAgainCrashed(_ point: String) async throws {
+        try await withEmulator { emulator in
+            let harness = try await SignInHarness.signedIn(emulator)
+            try await harness.addLibrary(books: 1, clips: 0)
+            #expect(try await harness.ivy.run("sync").status == 0)
+            let old = try harness.storedToken()
+            try await Self.loginCrashed(harness, at: point)
+            let token = try harness.storedToken()
+            #expect(token["refresh_token"] is String)
+            if point == "token.write.after-temp" {
+                #expect(NSDictionary(dictionary: token).isEqual(to: old), "the old token, untouched")
+            }
+            #expect(try await harness.ivy.run("book", "add", "--title", "After").status == 0)
+            let synced = try await harness.ivy.run("sync")
+            #expect(synced.status == 0, "\(synced.stderr)")
+            #expect(Self.tokenLeftovers(harness).isEmpty, "no copy of a token left behind")
+            try await Self.expectAgreement(harness, emulator)
+        }
+    }
+
+    /// A save killed before its rename left a whole token under a temporary name that nothing
+    /// read or removed: `ivy logout` said "Signed out" and left the refresh token on disk.
+    @Test("a token copy a killed login left behind goes with `ivy logout`: no token stays on disk")
+    func logoutAfterCrashedLogin() async throws {
+        try await withEmulator { emulator in
+            let harness = try await SignInHarness.signedIn(emulator)
+            try await Self.loginCrashed(harness, at: "token.write.after-temp")
+            #expect(Self.tokenLeftovers(harness).count == 1, "the kill left the new token's temporary file")
+            let out = try await harness.ivy.run("logout")
+            #expect(out.status == 0, "\(out.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: harness.tokenFile))
+            #expect(Self.tokenLeftovers(harness).isEmpty, "\(Self.tokenLeftovers(harness))")
+        }
+    }
+
+    /// A login as another account writes the new account's token, then binds the library to
+    /// it (forgetting what it knew of the old account's Drive). Killed in between, the next
+    /// sync ran with the new account's token and the old account's manifest: every book it
+    /// had synced looked deleted on Drive.
+    @Test("a login as another account killed between its token and its bind: the next sync keeps the library")
+    func switchedAccountCrashed() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 2, clips: 1)
+            #expect(try await laptop.ivy.run("sync").status == 0)
+            let before = try laptop.library()
+            try await Self.loginCrashed(laptop, at: "token.write.after-rename", as: "bob@example.com")
+            #expect(try laptop.storedToken()["email"] as? String == "bob@example.com")
+            let synced = try await laptop.ivy.run("sync")
+            #expect(synced.status == 0, "\(synced.stderr)")
+            #expect(try laptop.library() == before, "nothing deleted here")
+            let bobs = await emulator.state.dump(email: "bob@example.com").filter {
+                !$0.explicitlyTrashed && $0.mimeType != DriveFile.folderType
+            }
+            #expect(bobs.count == 4, "the library uploaded to the new account: \(bobs.map(\.name))")
+        }
+    }
+
+    /// Two devices with one synced clip, deleted on `a` and so moved into `b`'s trash.
+    static func clipInTrash(_ emulator: GoogleEmulator) async throws -> (
+        a: SignInHarness, b: SignInHarness, clip: String
+    ) {
+        let a = try await SignInHarness.signedIn(emulator)
+        let b = try await SignInHarness.signedIn(emulator)
+        try await a.addLibrary(books: 1, clips: 1)
+        #expect(try await a.ivy.run("sync").status == 0)
+        #expect(try await b.ivy.run("sync").status == 0)
+        let clip: String = try #require(try a.ivy.sql("SELECT id FROM clips").first?["id"])
+        #expect(try await a.ivy.run("clip", "delete", clip).status == 0)
+        #expect(try await a.ivy.run("sync").status == 0)
+        #expect(try await b.ivy.run("sync").status == 0)
+        #expect(try b.ivy.count("SELECT count(*) FROM trash") == 1)
+        return (a, b, clip)
+    }
+
+    @Test(
+        "a trash restore killed at each of its steps: the clip is back whole or not at all, and restoring it works",
+        arguments: [
+            "audio.stage.after-copy", "audio.journal.after-aside", "audio.replace.after-rename",
+            "store.commit.trash-restore", "store.commit.audio-replaced",
+        ])
+    func trashRestoreCrashed(_ point: String) async throws {
+        try await withEmulator { emulator in
+            let (a, b, clip) = try await Self.clipInTrash(emulator)
+            try await Self.crashed(b.ivy, at: point, "trash", "restore", clip)
+            let listed = try await b.ivy.run("clip", "list", "--json")
+            #expect(listed.status == 0, "\(listed.stderr)")
+            let clips = try #require(try listed.json() as? [[String: Any]])
+            let path = b.ivy.home + "/audio/\(clip).mp3"
+            if clips.isEmpty {
+                // Not committed: no MP3 without its clip, and the entry is still there to restore.
+                #expect(!FileManager.default.fileExists(atPath: path), "an MP3 with no clip: \(Self.leftovers(b))")
+                #expect(try b.ivy.count("SELECT count(*) FROM trash") == 1)
+                let restored = try await b.ivy.run("trash", "restore", clip)
+                #expect(restored.status == 0, "\(restored.stderr)")
+            } else {
+                #expect(try b.ivy.count("SELECT count(*) FROM trash") == 0)
+            }
+            #expect(FileManager.default.fileExists(atPath: path), "the clip's MP3 is back")
+            // A copy on its way in (`.incoming-`) stays an hour, as a running `clip add`'s may
+            // be one; the next sync after that removes it (`removeTransferLeftovers`).
+            let left = Self.leftovers(b).filter { !$0.hasPrefix(".incoming-") }
+            #expect(left.isEmpty, "\(left)")
+            #expect(try await b.ivy.run("sync").status == 0)
+            #expect(try await a.ivy.run("sync").status == 0)
+            #expect(try a.library() == b.library())
+            #expect(
+                FileManager.default.contents(atPath: a.ivy.home + "/audio/\(clip).mp3")
+                    == FileManager.default.contents(atPath: path))
+            try await Self.expectAgreement(b, emulator)
+        }
+    }
+
+    @Test("trash empty killed after its commit: the trash is empty, and its MP3s go with the next one")
+    func trashEmptyCrashed() async throws {
+        try await withEmulator { emulator in
+            let (_, b, _) = try await Self.clipInTrash(emulator)
+            try await Self.crashed(b.ivy, at: "store.commit.trash-empty", "trash", "empty", "--yes")
+            #expect(try await b.ivy.run("trash", "list").stdout == "The trash is empty.\n")
+            #expect(try await b.ivy.run("trash", "empty", "--yes").status == 0)
+            let kept = (try? FileManager.default.contentsOfDirectory(atPath: b.ivy.home + "/trash")) ?? []
+            #expect(kept.isEmpty, "\(kept)")
+        }
+    }
+
+    @Test("an unknown IVY_CRASH_AT is refused (exit 2), naming where the points are listed")
+    func unknownPoint() async throws {
+        let ivy = try IvyHome()
+        let unknown = "drive.nothing"
+        let result = try await ivy.runBinaryAsync(["book", "list"], environment: ["IVY_CRASH_AT": unknown])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("ivy-soak --list-crash-points"), "\(result.stderr)")
+    }
+}

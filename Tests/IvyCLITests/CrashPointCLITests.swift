@@ -28,7 +28,9 @@ struct CrashPointCLITests {
 
     /// Drive holds one JSON per book and clip of `device` and one MP3 per clip, no twin; a
     /// second device that syncs holds the same library, MP3s included.
-    static func expectAgreement(_ device: SignInHarness, _ emulator: GoogleEmulator) async throws {
+    static func expectAgreement(
+        _ device: SignInHarness, _ emulator: GoogleEmulator, other synced: SignInHarness? = nil
+    ) async throws {
         let books = try device.ivy.sql("SELECT id FROM books").map { $0["id"] as String }
         let clips = try device.ivy.sql("SELECT id FROM clips").map { $0["id"] as String }
         var expected = Dictionary(uniqueKeysWithValues: books.map { ("book_\($0).json", 1) })
@@ -37,9 +39,14 @@ struct CrashPointCLITests {
             expected["clip_\(clip).mp3"] = 1
         }
         #expect(await driveNames(emulator) == expected, "no duplicate and nothing missing on Drive")
-        let other = try await SignInHarness.signedIn(emulator)
-        let synced = try await other.ivy.run("sync")
-        #expect(synced.status == 0, "\(synced.stderr)")
+        let other: SignInHarness
+        if let synced {
+            other = synced
+        } else {
+            other = try await SignInHarness.signedIn(emulator)
+            let result = try await other.ivy.run("sync")
+            #expect(result.status == 0, "\(result.stderr)")
+        }
         #expect(try other.library() == device.library())
         for clip in clips {
             let mine = FileManager.default.contents(atPath: device.ivy.home + "/audio/\(clip).mp3")
@@ -327,6 +334,47 @@ struct CrashPointCLITests {
         }
     }
 
+    @Test(
+        "history turned off, its prune killed after its commit or its MP3s' removal: the audio stays, history goes",
+        arguments: ["store.commit.prune", "prune.after-unlink"])
+    func pruneCrashed(_ point: String) async throws {
+        let ivy = try IvyHome()
+        let book = try await ivy.id("book", "add", "--title", "Dune")
+        let clip = try await ivy.id(
+            "clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", try ivy.mp3("a.mp3"))
+        let retake = try ivy.mp3("b.mp3", size: 3000)
+        #expect(try await ivy.run("clip", "update", clip, "--audio", retake).status == 0)
+        let history = ivy.home + "/history"
+        #expect(!((try? FileManager.default.contentsOfDirectory(atPath: history)) ?? []).isEmpty)
+        #expect(try await ivy.run("config", "set", "history_days", "0").status == 0)
+        // The next command that opens the library to write prunes it: killed there.
+        try await Self.crashed(ivy, at: point, "book", "add", "--title", "Later")
+        #expect(try await ivy.run("book", "add", "--title", "Later").status == 0)
+        #expect(try ivy.count("SELECT count(*) FROM history") == 0)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: history)) ?? []).isEmpty)
+        let audio = FileManager.default.contents(atPath: ivy.home + "/audio/\(clip).mp3")
+        #expect(audio != nil && audio == FileManager.default.contents(atPath: retake))
+        #expect(try ivy.count("SELECT count(*) FROM books") == 2)
+    }
+
+    /// The MP3 of an entry the purge removed stays as a stray: the purge keeps a stray a day at
+    /// least (it may be the only copy of audio a killed sync replaced), then removes it.
+    @Test("trash turned off, the sync's purge killed after its commit: the entries are gone, the next sync runs")
+    func purgeCrashed() async throws {
+        try await withEmulator { emulator in
+            let (a, b, _) = try await Self.clipInTrash(emulator)
+            #expect(try await b.ivy.run("config", "set", "trash_days", "0").status == 0)
+            try await Self.crashed(b.ivy, at: "store.commit.trash-purge", "sync")
+            #expect(try b.ivy.count("SELECT count(*) FROM trash") == 0)
+            #expect(try await b.ivy.run("sync").status == 0)
+            let kept = (try? FileManager.default.contentsOfDirectory(atPath: b.ivy.home + "/trash")) ?? []
+            #expect(kept.count <= 1 && kept.allSatisfy { $0.hasSuffix(".mp3") }, "\(kept)")
+            #expect(try await b.ivy.run("trash", "list").stdout == "The trash is empty.\n")
+            #expect(try await a.ivy.run("sync").status == 0)
+            #expect(try a.library() == b.library())
+        }
+    }
+
     @Test("an unknown IVY_CRASH_AT is refused (exit 2), naming where the points are listed")
     func unknownPoint() async throws {
         let ivy = try IvyHome()
@@ -334,5 +382,68 @@ struct CrashPointCLITests {
         let result = try await ivy.runBinaryAsync(["book", "list"], environment: ["IVY_CRASH_AT": unknown])
         #expect(result.status == 2)
         #expect(result.stderr.contains("ivy-soak --list-crash-points"), "\(result.stderr)")
+    }
+}
+
+/// One short story crashed at each point a sync passes: every kind of change a sync carries,
+/// both ways, in one sync killed at the point, then every device synced.
+@Suite("Crash points: one sync of every kind of change, killed at each point it passes")
+struct CrashPointSweepTests {
+    /// The points the laptop's sync below passes, each checked to kill it.
+    static let syncPoints = [
+        "drive.create.after-answer", "drive.create.before-send", "drive.delete.after-answer",
+        "drive.delete.before-send", "drive.download.after-rename", "drive.download.after-temp",
+        "drive.session.after-answer", "drive.session.before-send", "drive.upload.after-answer",
+        "drive.upload.before-send", "store.commit.forget-synced",
+        "store.commit.manifest-clean-up", "store.commit.mirror-page", "store.commit.quota",
+        "store.commit.remote-change", "store.commit.replace-cut-short", "store.commit.sync-outcome",
+        "store.commit.synced", "store.migrate.after-commit", "sync.download.after-rename",
+        "trash.keep.after-place",
+    ]
+
+    @Test("killed at the point, then synced on every device: each edit survives, no duplicate", arguments: syncPoints)
+    func sweep(_ point: String) async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 2, clips: 3)
+            #expect(try await laptop.ivy.run("sync").status == 0)
+            let desk = try await SignInHarness.signedIn(emulator)
+            #expect(try await desk.ivy.run("sync").status == 0)
+            let books = try laptop.ivy.sql("SELECT id FROM books ORDER BY position").map { $0["id"] as String }
+            let clips = try laptop.ivy.sql("SELECT id FROM clips ORDER BY start").map { $0["id"] as String }
+            // The desk moves the second book and re-records the third clip; the laptop edits,
+            // records, deletes and re-records.
+            #expect(try await desk.ivy.run("book", "update", books[1], "--position", "777").status == 0)
+            let deskTake = try desk.ivy.mp3("desk.mp3", size: 2700)
+            #expect(try await desk.ivy.run("clip", "update", clips[2], "--audio", deskTake).status == 0)
+            #expect(try await desk.ivy.run("sync").status == 0)
+            #expect(try await laptop.ivy.run("book", "update", books[0], "--title", "Edited here").status == 0)
+            let fresh = try laptop.ivy.mp3("fresh.mp3", size: 2500)
+            let added = try await laptop.ivy.id(
+                "clip", "add", "--book", books[0], "--start", "9", "--duration", "3", "--audio", fresh)
+            #expect(try await laptop.ivy.run("clip", "delete", clips[0]).status == 0)
+            let retake = try laptop.ivy.mp3("retake.mp3", size: 3100)
+            #expect(try await laptop.ivy.run("clip", "update", clips[1], "--audio", retake).status == 0)
+
+            let crashed = try await laptop.ivy.runBinaryAsync(["sync"], environment: ["IVY_CRASH_AT": point])
+            #expect(crashed.status == 128 + SIGKILL, "\(crashed.status): \(crashed.stderr)")
+            for device in [laptop, desk, laptop] {
+                let synced = try await device.ivy.run("sync")
+                #expect(synced.status == 0, "\(synced.stderr)")
+            }
+            #expect(try laptop.library() == desk.library())
+            let title: String? = try desk.ivy.sql("SELECT title FROM books WHERE id = '\(books[0])'").first?["title"]
+            #expect(title == "Edited here")
+            let position: Double? = try laptop.ivy.sql("SELECT position FROM books WHERE id = '\(books[1])'").first?[
+                "position"]
+            #expect(position == 777)
+            #expect(try desk.ivy.count("SELECT count(*) FROM clips WHERE id = '\(clips[0])'") == 0)
+            for (clip, audio) in [(added, fresh), (clips[1], retake), (clips[2], deskTake)] {
+                let bytes = FileManager.default.contents(atPath: audio)
+                #expect(FileManager.default.contents(atPath: desk.ivy.home + "/audio/\(clip).mp3") == bytes)
+                #expect(FileManager.default.contents(atPath: laptop.ivy.home + "/audio/\(clip).mp3") == bytes)
+            }
+            try await CrashPointCLITests.expectAgreement(laptop, emulator, other: desk)
+        }
     }
 }

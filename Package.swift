@@ -214,7 +214,7 @@ let package = Package(
         .testTarget(name: "IvySystemTests", dependencies: ["IvySystem"]),
         .testTarget(name: "IvyProcessesTests", dependencies: ["IvyProcesses", "IvyTestSupport"]),
         // Runs a short `ivy-soak`; depends on both executables so they are built first.
-        .testTarget(name: "IvySoakTests", dependencies: ["IvySoak", "IvyCLI", "IvyTestSupport"]),
+        .testTarget(name: "IvySoakTests", dependencies: ["IvySoak", "IvyCLI", "IvySystem", "IvyTestSupport"]),
         // Runs ivy's commands in-process on a test context, and the built `ivy` binary (built
         // first, as IvyCLI is a dependency) for what only a process shows.
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import IvySystem
 import IvyTestSupport
 import Testing
 
@@ -28,6 +29,20 @@ struct ShortSoakTests {
     func usage() async throws {
         let (status, output) = try await run(["--rounds", "0"])
         #expect(status == 64, "\(output)")
+    }
+
+    @Test("--list-crash-points prints every crash point, one a line with what it marks, sorted, and exits 0")
+    func crashPoints() async throws {
+        let (status, output) = try await run(["--list-crash-points"])
+        #expect(status == 0, "\(output)")
+        let lines = output.split(separator: "\n").map(String.init)
+        #expect(lines == CrashPoints.listing)
+        #expect(lines.count == CrashPoint.allCases.count)
+        #expect(
+            lines.contains {
+                $0.hasPrefix("drive.create.after-answer ")
+                    && $0.hasSuffix("Drive answered a JSON file's create; nothing recorded yet")
+            })
     }
 
     private func run(_ arguments: [String]) async throws -> (Int32, String) {

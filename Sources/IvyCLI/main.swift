@@ -87,8 +87,8 @@ var context = Context(
     build: buildStamp(),
     localZone: ProcessTimeZone.zone)
 #if DEBUG
-    // A test-only setting (CONTRIBUTING.md), compiled into debug builds alone: a release,
-    // which `scripts/package` builds with `-c release`, never reads it.
+    // Test-only settings (CONTRIBUTING.md), compiled into debug builds alone: a release,
+    // which `scripts/package` builds with `-c release`, never reads them.
     if let wait = TestSettings.waitOnSilence(environment) {
         context.silenceBudget = wait
         context.doctorDeadline = wait
@@ -102,6 +102,12 @@ var context = Context(
             exit(2)
         }
         CrashPoints.arm(point, count: count)
+    }
+    if let trace = environment["IVY_CRASH_TRACE"], !CrashPoints.trace(to: trace) {
+        write(
+            "Error: IVY_CRASH_TRACE=\(trace) cannot be opened to append; name a file in a writable directory\n",
+            to: STDERR_FILENO)
+        exit(2)
     }
 #endif
 let status = await IvyCommand.main(Array(CommandLine.arguments.dropFirst()), context: context)

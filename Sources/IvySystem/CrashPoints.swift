@@ -159,10 +159,13 @@ package enum CrashPoint: String, CaseIterable, Sendable {
 }
 
 /// Where ivy reaches its crash points. Unarmed (always, in a release), `reach` is one relaxed
-/// atomic load; the binary arms it in a debug build alone, from `IVY_CRASH_AT=NAME[:N]`.
+/// atomic load; the binary arms it in a debug build alone, from `IVY_CRASH_AT=NAME[:N]`, and
+/// from `IVY_CRASH_TRACE=FILE`, which appends each point reached to FILE, one name a line:
+/// the points a run passes, and how often, are then the crashes worth trying.
 package enum CrashPoints {
     private static let armed = Atomic<Bool>(false)
     private static let target = Mutex<(point: CrashPoint, remaining: Int)?>(nil)
+    private static let traceFile = Atomic<Int32>(-1)
 
     /// Marks a durable step: kills the process with SIGKILL when it is the armed point,
     /// reached for the Nth time.
@@ -173,6 +176,13 @@ package enum CrashPoints {
     }
 
     private static func hit(_ point: CrashPoint) {
+        let trace = traceFile.load(ordering: .relaxed)
+        if trace >= 0 {
+            // One write to a file opened to append: lines of processes tracing to one file
+            // never interleave.
+            let line = Array((point.rawValue + "\n").utf8)
+            _ = line.withUnsafeBytes { Glibc.write(trace, $0.baseAddress, $0.count) }
+        }
         let fires = target.withLock { target -> Bool in
             guard let armed = target, armed.point == point else { return false }
             target = (point, armed.remaining - 1)
@@ -196,6 +206,16 @@ package enum CrashPoints {
         let points = CrashPoint.allCases.sorted { $0.rawValue < $1.rawValue }
         let width = points.map(\.rawValue.count).max() ?? 0
         return points.map { $0.rawValue.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.about }
+    }
+
+    /// Appends the name of each point reached to the file at `path` (created 0600); false when
+    /// it cannot be opened.
+    package static func trace(to path: String) -> Bool {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return false }
+        traceFile.store(descriptor, ordering: .relaxed)
+        armed.store(true, ordering: .relaxed)
+        return true
     }
 
     /// `NAME` or `NAME:N` (N from 1), as `IVY_CRASH_AT` spells it; nil for an unknown name or

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GoogleEmulator
+import IvySystem
 import IvyTestSupport
 import Testing
 
@@ -430,6 +431,25 @@ struct CrashPointCLITests {
             #expect(try await b.ivy.run("trash", "list").stdout == "The trash is empty.\n")
             #expect(try await a.ivy.run("sync").status == 0)
             #expect(try a.library() == b.library())
+        }
+    }
+
+    @Test("IVY_CRASH_TRACE lists the points a run passed, in order: a first sync's three creates, each sent, answered")
+    func traced() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 2, clips: 1)
+            let file = laptop.ivy.path + "/trace"
+            let synced = try await laptop.ivy.runBinaryAsync(["sync"], environment: ["IVY_CRASH_TRACE": file])
+            #expect(synced.status == 0, "\(synced.stderr)")
+            let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n").map(String.init)
+            #expect(lines.allSatisfy { CrashPoint(rawValue: $0) != nil }, "\(lines)")
+            #expect(lines.filter { $0 == "drive.create.before-send" }.count == 3, "\(lines)")
+            #expect(lines.filter { $0 == "drive.create.after-answer" }.count == 3, "\(lines)")
+            let sent = try #require(lines.firstIndex(of: "drive.create.before-send"))
+            let answered = try #require(lines.firstIndex(of: "drive.create.after-answer"))
+            #expect(sent < answered)
+            #expect(lines.contains("store.commit.sync-outcome"))
         }
     }
 

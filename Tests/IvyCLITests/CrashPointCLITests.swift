@@ -434,6 +434,46 @@ struct CrashPointCLITests {
         }
     }
 
+    @Test("reset-manifest killed after its commit, with an edit waiting: the next sync compares afresh, no duplicate")
+    func resetManifestCrashed() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 2, clips: 1)
+            #expect(try await laptop.ivy.run("sync").status == 0)
+            let id: String = try #require(try laptop.ivy.sql("SELECT id FROM books").first?["id"])
+            #expect(try await laptop.ivy.run("book", "update", id, "--title", "Waiting").status == 0)
+            try await Self.crashed(laptop.ivy, at: "store.commit.reset-manifest", "reset-manifest", "--yes")
+            #expect(try laptop.ivy.count("SELECT count(*) FROM sync_manifest") == 0)
+            #expect(try await laptop.ivy.run("sync").status == 0)
+            try await Self.expectAgreement(laptop, emulator)
+            #expect(try laptop.ivy.sql("SELECT title FROM books WHERE id = '\(id)'").first?["title"] == "Waiting")
+        }
+    }
+
+    @Test(
+        "a clip add killed at each of its steps: the clip is there whole or not at all, and syncs",
+        arguments: [
+            "audio.stage.after-copy", "audio.journal.after-aside", "audio.replace.after-rename",
+            "store.commit.clip-add", "store.commit.audio-replaced",
+        ])
+    func clipAddCrashed(_ point: String) async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            let book = try await laptop.ivy.id("book", "add", "--title", "Dune")
+            let audio = try laptop.ivy.mp3("a.mp3", size: 2200)
+            try await Self.crashed(
+                laptop.ivy, at: point, "clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio",
+                audio)
+            #expect(try await laptop.ivy.run("book", "list").status == 0)
+            let clips = try laptop.ivy.sql("SELECT id FROM clips").map { $0["id"] as String }
+            let files = ((try? FileManager.default.contentsOfDirectory(atPath: laptop.ivy.home + "/audio")) ?? [])
+                .filter { !$0.hasPrefix(".") }
+            #expect(files == clips.map { "\($0).mp3" }, "an MP3 for each clip and none other: \(files) \(clips)")
+            #expect(try await laptop.ivy.run("sync").status == 0)
+            try await Self.expectAgreement(laptop, emulator)
+        }
+    }
+
     @Test("IVY_CRASH_TRACE lists the points a run passed, in order: a first sync's three creates, each sent, answered")
     func traced() async throws {
         try await withEmulator { emulator in

@@ -523,17 +523,18 @@ struct CrashPointSweepTests {
     func sweep(_ point: String) async throws {
         try await withEmulator { emulator in
             let laptop = try await SignInHarness.signedIn(emulator)
-            try await laptop.addLibrary(books: 2, clips: 3)
+            try await laptop.addLibrary(books: 2, clips: 4)
             #expect(try await laptop.ivy.run("sync").status == 0)
             let desk = try await SignInHarness.signedIn(emulator)
             #expect(try await desk.ivy.run("sync").status == 0)
             let books = try laptop.ivy.sql("SELECT id FROM books ORDER BY position").map { $0["id"] as String }
             let clips = try laptop.ivy.sql("SELECT id FROM clips ORDER BY start").map { $0["id"] as String }
-            // The desk moves the second book and re-records the third clip; the laptop edits,
-            // records, deletes and re-records.
+            // The desk moves the second book, re-records the third clip and deletes the fourth;
+            // the laptop edits, records, deletes and re-records.
             #expect(try await desk.ivy.run("book", "update", books[1], "--position", "777").status == 0)
             let deskTake = try desk.ivy.mp3("desk.mp3", size: 2700)
             #expect(try await desk.ivy.run("clip", "update", clips[2], "--audio", deskTake).status == 0)
+            #expect(try await desk.ivy.run("clip", "delete", clips[3]).status == 0)
             #expect(try await desk.ivy.run("sync").status == 0)
             #expect(try await laptop.ivy.run("book", "update", books[0], "--title", "Edited here").status == 0)
             let fresh = try laptop.ivy.mp3("fresh.mp3", size: 2500)
@@ -555,7 +556,10 @@ struct CrashPointSweepTests {
             let position: Double? = try laptop.ivy.sql("SELECT position FROM books WHERE id = '\(books[1])'").first?[
                 "position"]
             #expect(position == 777)
-            #expect(try desk.ivy.count("SELECT count(*) FROM clips WHERE id = '\(clips[0])'") == 0)
+            for gone in [clips[0], clips[3]] {
+                #expect(try desk.ivy.count("SELECT count(*) FROM clips WHERE id = '\(gone)'") == 0)
+                #expect(try laptop.ivy.count("SELECT count(*) FROM clips WHERE id = '\(gone)'") == 0)
+            }
             for (clip, audio) in [(added, fresh), (clips[1], retake), (clips[2], deskTake)] {
                 let bytes = FileManager.default.contents(atPath: audio)
                 #expect(FileManager.default.contents(atPath: desk.ivy.home + "/audio/\(clip).mp3") == bytes)

@@ -569,3 +569,56 @@ struct CrashPointSweepTests {
         }
     }
 }
+
+extension CrashPointSweepTests {
+    /// The points the desk's merging sync below passes, each checked to kill it.
+    static let mergePoints = [
+        "drive.create.after-answer", "drive.create.before-send", "drive.delete.after-answer",
+        "drive.delete.before-send", "drive.download.after-rename", "drive.download.after-temp",
+        "history.keep.after-place", "store.commit.manifest-clean-up", "store.commit.mirror-page",
+        "store.commit.quota", "store.commit.remote-change", "store.commit.replace-cut-short",
+        "store.commit.sync-outcome", "store.commit.synced", "store.migrate.after-commit",
+        "sync.download.after-rename", "trash.keep.after-place",
+    ]
+
+    @Test("both devices edit one book and clip, the merging sync is killed: both edits survive", arguments: mergePoints)
+    func mergeSweep(_ point: String) async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 2, clips: 2)
+            #expect(try await laptop.ivy.run("sync").status == 0)
+            let desk = try await SignInHarness.signedIn(emulator)
+            #expect(try await desk.ivy.run("sync").status == 0)
+            let books = try laptop.ivy.sql("SELECT id FROM books ORDER BY position").map { $0["id"] as String }
+            let clips = try laptop.ivy.sql("SELECT id FROM clips ORDER BY start").map { $0["id"] as String }
+            #expect(try await laptop.ivy.run("book", "update", books[0], "--title", "Laptop title").status == 0)
+            #expect(try await laptop.ivy.run("clip", "update", clips[0], "--note", "laptop note").status == 0)
+            let take = try laptop.ivy.mp3("take.mp3", size: 2600)
+            #expect(try await laptop.ivy.run("clip", "update", clips[1], "--audio", take).status == 0)
+            #expect(try await laptop.ivy.run("sync").status == 0)
+            #expect(try await desk.ivy.run("book", "update", books[0], "--position", "555").status == 0)
+            #expect(try await desk.ivy.run("clip", "update", clips[0], "--duration", "7").status == 0)
+            let added = try await desk.ivy.id("book", "add", "--title", "Desk book")
+
+            let crashed = try await desk.ivy.runBinaryAsync(["sync"], environment: ["IVY_CRASH_AT": point])
+            #expect(crashed.status == 128 + SIGKILL, "\(crashed.status): \(crashed.stderr)")
+            for device in [desk, laptop, desk] {
+                let synced = try await device.ivy.run("sync")
+                #expect(synced.status == 0, "\(synced.stderr)")
+            }
+            #expect(try laptop.library() == desk.library())
+            for device in [laptop, desk] {
+                let book = try #require(try device.ivy.sql("SELECT * FROM books WHERE id = '\(books[0])'").first)
+                #expect(book["title"] as String == "Laptop title")
+                #expect(book["position"] as Double == 555)
+                let clip = try #require(try device.ivy.sql("SELECT * FROM clips WHERE id = '\(clips[0])'").first)
+                #expect(clip["note"] as String? == "laptop note")
+                #expect(clip["duration"] as Double == 7)
+                #expect(try device.ivy.count("SELECT count(*) FROM books WHERE id = '\(added)'") == 1)
+                let audio = FileManager.default.contents(atPath: device.ivy.home + "/audio/\(clips[1]).mp3")
+                #expect(audio == FileManager.default.contents(atPath: take))
+            }
+            try await CrashPointCLITests.expectAgreement(laptop, emulator, other: desk)
+        }
+    }
+}

@@ -130,7 +130,7 @@ extension DriveClient {
                 }
             case .finish:
                 guard let last else { throw DriveError(.unexpected, message: "\(context): no answer to finish with") }
-                await http.pacer.succeeded()
+                http.pacer.succeeded()
                 return try http.uploaded(last, context: context)
             case .fail(let error):
                 throw error.escalated

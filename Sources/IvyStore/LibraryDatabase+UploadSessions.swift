@@ -7,9 +7,11 @@ extension LibraryDatabase {
         try await read { db in
             // A library an older ivy wrote last, read without migrating it, has none.
             guard try db.tableExists("upload_sessions") else { return nil }
-            return try UploadSessionRow.fetchOne(
-                db, sql: "SELECT * FROM upload_sessions WHERE clip_id = ?", arguments: [clipID.rawValue]
-            )?.record
+            // Only an optimisation: a row another program garbled is no session, not a failed upload.
+            return
+                (try? UploadSessionRow.fetchOne(
+                    db, sql: "SELECT * FROM upload_sessions WHERE clip_id = ?", arguments: [clipID.rawValue]
+                ))??.record
         }
     }
 
@@ -43,7 +45,7 @@ struct UploadSessionRow: SnakeCaseColumns {
     static let databaseTableName = "upload_sessions"
 
     var clipID: String
-    var sessionURI: String
+    var uri: String
     var fileID: String
     var committed: Int64
     var md5: String
@@ -52,7 +54,7 @@ struct UploadSessionRow: SnakeCaseColumns {
 
     init(_ record: UploadSessionRecord) {
         clipID = record.clipID.rawValue
-        sessionURI = record.uri
+        uri = record.uri
         fileID = record.fileID.rawValue
         committed = record.committed
         md5 = record.md5
@@ -62,7 +64,7 @@ struct UploadSessionRow: SnakeCaseColumns {
 
     var record: UploadSessionRecord {
         UploadSessionRecord(
-            clipID: ClipID(clipID), uri: sessionURI, fileID: DriveFileID(fileID), committed: committed, md5: md5,
+            clipID: ClipID(clipID), uri: uri, fileID: DriveFileID(fileID), committed: committed, md5: md5,
             size: size, startedAt: startedAt)
     }
 }

@@ -584,7 +584,7 @@ enum Schema {
     private static let uploadSessions = """
         CREATE TABLE upload_sessions (
             clip_id TEXT PRIMARY KEY NOT NULL,
-            session_uri TEXT NOT NULL,
+            uri TEXT NOT NULL,
             file_id TEXT NOT NULL,
             committed INTEGER NOT NULL CHECK (committed >= 0 AND committed <= size),
             md5 TEXT NOT NULL,

@@ -21,9 +21,9 @@ package enum HTTPDateHeader {
             let month = monthNames.firstIndex(where: { Array($0.utf8)[...] == bytes[8..<11] }).map({ $0 + 1 }),
             let day = number(bytes[5..<7]), let year = number(bytes[12..<16]), let hour = number(bytes[17..<19]),
             let minute = number(bytes[20..<22]), let second = number(bytes[23..<25]),
-            (1...daysIn(month: month, year: year)).contains(day), hour < 24, minute < 60, second <= 60
+            (1...LocalTime.daysIn(month: month, year: year)).contains(day), hour < 24, minute < 60, second <= 60
         else { return nil }
-        let days = daysSinceEpoch(year: year, month: month, day: day)
+        let days = LocalTime.days(year: year, month: month, day: day)
         let seconds = ((days * 24 + Int64(hour)) * 60 + Int64(minute)) * 60 + Int64(second)
         return seconds * 1000
     }
@@ -38,24 +38,5 @@ package enum HTTPDateHeader {
             value = value * 10 + Int(byte - UInt8(ascii: "0"))
         }
         return value
-    }
-
-    private static func daysIn(month: Int, year: Int) -> Int {
-        switch month {
-        case 2: year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
-        }
-    }
-
-    /// Days from 1970-01-01 to the date in the proleptic Gregorian calendar (Howard Hinnant's
-    /// `days_from_civil`: years counted from March, so February's length comes last).
-    private static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int64 {
-        let shifted = Int64(month <= 2 ? year - 1 : year)
-        let era = (shifted >= 0 ? shifted : shifted - 399) / 400
-        let yearOfEra = shifted - era * 400
-        let dayOfYear = Int64((153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1)
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
     }
 }

@@ -68,6 +68,25 @@ struct ResumedUploadCLITests {
         return (mp3s.count, mp3s.first.map { MD5.hex($0.content) } == md5)
     }
 
+    /// The next `ivy sync` after a kill, on a cleared request log: what the emulator received
+    /// of the upload meanwhile.
+    static func syncAgain(_ setup: Setup, _ emulator: GoogleEmulator) async throws -> Int {
+        await emulator.state.clearRequests()
+        let before = await emulator.state.uploadBytesReceived
+        let again = try await setup.laptop.ivy.runBinaryAsync("sync")
+        #expect(again.status == 0, "\(again.stderr)")
+        return await emulator.state.uploadBytesReceived - before
+    }
+
+    /// After `syncAgain` sent `received` bytes, what a session that could not be resumed
+    /// leaves: the whole MP3 sent again under one new session, alone on Drive and the same.
+    static func expectSentAfresh(_ setup: Setup, _ emulator: GoogleEmulator, received: Int) async throws {
+        #expect(received == audioBytes)
+        #expect(await sessionsOpened(emulator) == 1)
+        let drive = try await onDrive(setup, emulator)
+        #expect(drive.count == 1 && drive.same, "\(drive)")
+    }
+
     static func sessionsOpened(_ emulator: GoogleEmulator) async -> Int {
         await emulator.state.requests.filter { $0.method == "POST" && $0.query.contains("uploadType=resumable") }.count
     }
@@ -116,16 +135,10 @@ struct ResumedUploadCLITests {
                 "other.mp3", size: Self.audioBytes, header: Array("ID3\u{4}\0other".utf8))
             #expect(try await setup.laptop.ivy.run("clip", "update", setup.clip, "--audio", other).status == 0)
 
-            await emulator.state.clearRequests()
-            let before = await emulator.state.uploadBytesReceived
-            let again = try await setup.laptop.ivy.runBinaryAsync("sync")
-            #expect(again.status == 0, "\(again.stderr)")
-            #expect(await emulator.state.uploadBytesReceived - before == Self.audioBytes)
-            #expect(await Self.sessionsOpened(emulator) == 1)
+            let received = try await Self.syncAgain(setup, emulator)
+            try await Self.expectSentAfresh(setup, emulator, received: received)
             let oldID = try #require(URLComponents(string: oldURI)?.queryItems?.first { $0.name == "upload_id" }?.value)
             #expect(await emulator.state.requests.allSatisfy { !$0.query.contains(oldID) }, "the old session was left")
-            let drive = try await Self.onDrive(setup, emulator)
-            #expect(drive.count == 1 && drive.same, "\(drive)")
             let log = try String(contentsOfFile: setup.laptop.ivy.home + "/ivy.log", encoding: .utf8)
             #expect(log.contains("the clip's audio changed since the upload began"), "\(log)")
             #expect(try setup.laptop.ivy.count("SELECT count(*) FROM upload_sessions") == 0)
@@ -144,15 +157,9 @@ struct ResumedUploadCLITests {
             // Google's week is not over: the emulator would still resume it.
             await emulator.state.advanceClock(by: 6 * 86_400 + 3_600)
 
-            await emulator.state.clearRequests()
-            let before = await emulator.state.uploadBytesReceived
-            let again = try await setup.laptop.ivy.runBinaryAsync("sync")
-            #expect(again.status == 0, "\(again.stderr)")
-            #expect(await emulator.state.uploadBytesReceived - before == Self.audioBytes)
-            #expect(await Self.sessionsOpened(emulator) == 1)
+            let received = try await Self.syncAgain(setup, emulator)
+            try await Self.expectSentAfresh(setup, emulator, received: received)
             #expect(await emulator.state.requests.allSatisfy { !$0.query.contains(oldID) }, "the old session was left")
-            let drive = try await Self.onDrive(setup, emulator)
-            #expect(drive.count == 1 && drive.same, "\(drive)")
             let log = try String(contentsOfFile: setup.laptop.ivy.home + "/ivy.log", encoding: .utf8)
             #expect(log.contains("the upload session is 6 days old or more"), "\(log)")
         }
@@ -168,16 +175,10 @@ struct ResumedUploadCLITests {
             await emulator.state.addFault(
                 FaultRule(method: "PUT", pathContains: "upload_id", times: 1, status: 404))
 
-            await emulator.state.clearRequests()
-            let before = await emulator.state.uploadBytesReceived
-            let again = try await setup.laptop.ivy.runBinaryAsync("sync")
-            #expect(again.status == 0, "\(again.stderr)")
+            let received = try await Self.syncAgain(setup, emulator)
             let puts = await emulator.state.requests.filter { $0.method == "PUT" }
             #expect(puts.first?.status == 404 && puts.first?.bytes == 0, "the status query first: \(puts)")
-            #expect(await emulator.state.uploadBytesReceived - before == Self.audioBytes)
-            #expect(await Self.sessionsOpened(emulator) == 1)
-            let drive = try await Self.onDrive(setup, emulator)
-            #expect(drive.count == 1 && drive.same, "\(drive)")
+            try await Self.expectSentAfresh(setup, emulator, received: received)
             #expect(try setup.laptop.ivy.count("SELECT count(*) FROM upload_sessions") == 0)
         }
     }

@@ -516,7 +516,7 @@ struct CrashPointSweepTests {
         "store.commit.manifest-clean-up", "store.commit.mirror-page", "store.commit.quota",
         "store.commit.remote-change", "store.commit.replace-cut-short", "store.commit.sync-outcome",
         "store.commit.synced", "store.migrate.after-commit", "sync.download.after-rename",
-        "trash.keep.after-place",
+        "trash.keep.after-place", "store.commit.upload-session", "store.commit.upload-session-forget",
     ]
 
     @Test("killed at the point, then synced on every device: each edit survives, no duplicate", arguments: syncPoints)

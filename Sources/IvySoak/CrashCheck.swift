@@ -163,7 +163,9 @@ final class CrashCheck {
         }
         fixture.drive = try await state.snapshot()
         fixture.template = devices
-        log("fixture: books \(fixture.books), clips \(fixture.clips), trash entry \(fixture.trashEntry)")
+        log(
+            "fixture: books \(fixture.books), clips \(fixture.clips), trash entry \(fixture.trashEntry), "
+                + "newest versions \(fixture.newestVersion)")
     }
 
     // MARK: stories
@@ -485,8 +487,17 @@ final class CrashCheck {
             versions += try await device.list(["history", "--json"]).filter { ($0["version"]?.number ?? 0) > newest }
         }
         func held(_ what: String, _ id: String, _ matches: (JSON) -> Bool) {
-            let found = versions.contains { $0["entity_id"]?.string == id && matches($0) }
-            if !found { result.violations.append("history: no version of \(what) on any device") }
+            let mine = versions.filter { $0["entity_id"]?.string == id }
+            guard !mine.contains(where: matches) else { return }
+            let seen = mine.map { version in
+                let number = version["version"]?.text ?? "?"
+                let deleted = version["deleted"]?.bool == true ? " deleted" : ""
+                let md5 = version["audio_md5"]?.string.map { " audio \($0.prefix(8))" } ?? ""
+                return "\(number)\(deleted)\(md5) \(version["changed"]?.text ?? "")"
+            }
+            result.violations.append(
+                "history: no version of \(what) on any device (its versions since the fixture: "
+                    + (seen.isEmpty ? "none" : seen.joined(separator: "; ")) + ")")
         }
         for operation in story {
             switch operation {
@@ -504,8 +515,11 @@ final class CrashCheck {
                 }
             case .delete: held("clip 3 deleted", fixture.clips[2]) { $0["deleted"]?.bool == true }
             case .newAudio:
-                held("clip 5 with its new audio", fixture.clips[4]) {
-                    $0["audio_md5"]?.string == newAudio.md5Hex
+                // The current version's MP3 is the clip's own (`audio_md5` null) until it is replaced.
+                held("clip 5 with its new audio (md5 \(newAudio.md5Hex.prefix(8)))", fixture.clips[4]) {
+                    ($0["changed"]?.objects.contains(.string("audio")) ?? false)
+                        && ($0["audio_md5"] == nil || $0["audio_md5"] == .null
+                            || $0["audio_md5"]?.string == newAudio.md5Hex)
                 }
             case .restore:
                 held("book 2 titled first again", fixture.books[1]) { $0["entity"]?["title"]?.string == "first" }

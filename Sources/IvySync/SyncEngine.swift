@@ -271,6 +271,7 @@ package final class SyncEngine: Sendable {
     private func gather(_ options: SyncOptions, fullListing forced: String? = nil) async throws -> Gathered {
         // Under the sync lock no other transfer is running: these are a killed run's.
         if !options.dryRun, !PlantedDefect.keepTransferLeftovers.isPlanted { library.removeTransferLeftovers() }
+        if !options.dryRun { await library.removeDeletedClipsAudio() }
         progress?(SyncProgress(phase: "listing Drive"))
 
         let remembered = try await library.rememberedFolders()

@@ -76,7 +76,9 @@ struct IvySoakCommand: AsyncParsableCommand {
             throw ValidationError("--all, --story, --crash-at and --no-shrink go with --crash-check")
         }
         if crashAt != nil && story == nil { throw ValidationError("--crash-at needs --story") }
-        if let story { _ = try StoryOperation.story(story) }
+        if let story {
+            do { _ = try StoryOperation.story(story) } catch { throw ValidationError("\(error)") }
+        }
         if let crashAt, CrashPoints.parse(crashAt) == nil {
             throw ValidationError(
                 "--crash-at \(crashAt) names no crash point; `ivy-soak --list-crash-points` lists them (NAME:N)")

@@ -210,11 +210,21 @@ extension IvySoakCommand {
                 let crash = crashAt.flatMap(CrashPoints.parse).map { PlannedCrash(point: $0.point, count: $0.count) }
                 stories = 1
                 violations = try await checker.check(operations, crashes: crash.map { [$0] })
+                for line in violations { print("violation: " + line) }
             } else {
                 let chosen = all ? CrashCheck.allStories() : StoryOperation.allCases.map { [$0] }
                 for operations in chosen {
                     stories += 1
-                    violations += try await checker.check(operations, crashes: nil, firstOnly: !all)
+                    let before = checker.crashes
+                    let found = try await checker.check(operations, crashes: nil, firstOnly: !all)
+                    // A long run says how far it got, and each violation as soon as it is found.
+                    for line in found { print("violation: " + line) }
+                    print(
+                        "crashcheck: story \(stories)/\(chosen.count) '\(operations.map(\.rawValue).joined(separator: ","))': "
+                            + "\(checker.crashes - before) crashes, \(found.count) violations, "
+                            + "\((ContinuousClock.now - started).components.seconds) s so far")
+                    fflush(nil)
+                    violations += found
                 }
             }
         } catch {
@@ -225,7 +235,6 @@ extension IvySoakCommand {
         }
         await emulator.stop()
         cleanup.removeFiles()
-        for line in violations { print("violation: " + line) }
         if keep { print("homes kept in \(root)") }
         print("crashcheck: \((ContinuousClock.now - started).components.seconds) s")
         print(

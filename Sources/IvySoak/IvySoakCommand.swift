@@ -219,8 +219,9 @@ extension IvySoakCommand {
                     let found = try await checker.check(operations, crashes: nil, firstOnly: !all)
                     // A long run says how far it got, and each violation as soon as it is found.
                     for line in found { print("violation: " + line) }
+                    let story = operations.map(\.rawValue).joined(separator: ",")
                     print(
-                        "crashcheck: story \(stories)/\(chosen.count) '\(operations.map(\.rawValue).joined(separator: ","))': "
+                        "crashcheck: story \(stories)/\(chosen.count) '\(story)': "
                             + "\(checker.crashes - before) crashes, \(found.count) violations, "
                             + "\((ContinuousClock.now - started).components.seconds) s so far")
                     fflush(nil)

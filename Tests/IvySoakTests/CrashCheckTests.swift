@@ -38,7 +38,8 @@ struct CrashCheckTests {
         #expect(output.contains("violation: orphan at home: b"), "\(output)")
         #expect(
             output.contains(
-                "replay: ivy-soak --crash-check --story 'edit-here,new-audio' --crash-at drive.download.after-rename:1"),
+                "replay: ivy-soak --crash-check --story 'edit-here,new-audio' "
+                    + "--crash-at drive.download.after-rename:1"),
             "\(output)")
         #expect(
             output.contains(

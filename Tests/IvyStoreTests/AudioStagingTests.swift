@@ -35,7 +35,7 @@ struct AudioStagingTests {
 @Suite("The MP3 of a clip deleted by a killed ivy")
 struct DeletedAudioSweepTests {
     @Test(
-        "a deleted clip's MP3 left by a kill after the commit goes; a live clip's, and a new clip's before its commit, stay"
+        "a deleted clip's MP3 a kill left after the commit goes; a live clip's, and a new one's before its commit, stay"
     )
     func sweep() async throws {
         let home = try TemporaryHome()

@@ -478,12 +478,15 @@ extension EmulatorState {
         switch range {
         case .status(let total)?:
             if let total { session.total = total.asInt }
-        case .range(let first, _, let total)?:
+        case .range(let first, let last, let total)?:
             if let total { session.total = total.asInt }
             let start = Int(first)
             guard start <= session.received.count else {
                 return Self.invalid(
                     "Content-Range starts at \(start) but only \(session.received.count) bytes were received.")
+            }
+            if let reason = Self.chunkRefused(first: first, last: last, total: session.total, body: request) {
+                return Self.invalid(reason)
             }
             session.received = session.received.prefix(start) + request.body
         case nil:
@@ -515,6 +518,25 @@ extension EmulatorState {
         var headers: [String: String] = [:]
         if !session.received.isEmpty { headers["Range"] = "bytes=0-\(session.received.count - 1)" }
         return EmulatorReply(status: 308, headers: headers)
+    }
+
+    /// Why a chunk is refused: a body that is not the length its `Content-Range` gives (a
+    /// client that sent part of a body again as if it were the whole), or a chunk that does
+    /// not complete the upload yet is not a whole number of 256 KiB units (Drive's "Upload
+    /// file data" guide, "Upload in chunks": "Create chunks in multiples of 256 KB (256 x 1024
+    /// bytes) in size, except for the final chunk that completes the upload"). Nil for one
+    /// Drive takes; a body cut short by the connection is judged by what arrived.
+    static func chunkRefused(first: Int64, last: Int64, total: Int?, body request: EmulatedRequest) -> String? {
+        let length = last - first + 1
+        guard !request.truncated else { return nil }
+        guard Int64(request.body.count) == length else {
+            return "Content-Range gives \(length) bytes but the body has \(request.body.count)."
+        }
+        let final = total.map { last + 1 >= Int64($0) } ?? false
+        guard final || length % (256 << 10) == 0 else {
+            return "A chunk that does not end the upload must be a multiple of 262144 bytes; this one has \(length)."
+        }
+        return nil
     }
 
     // MARK: read, change, delete

@@ -220,6 +220,13 @@ package actor EmulatorState {
     package private(set) var mediaBytesSent = 0
     package private(set) var mediaAnswersSent = 0
     private var mediaWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    /// Bytes of file content that reached the resumable sessions' PUTs, counted as they
+    /// arrive, whether or not the request ended well: how a test sees how far an upload got
+    /// and what it sent twice.
+    package private(set) var uploadBytesReceived = 0
+    private var uploadWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var uploadsInFlight = 0
+    private var settledWaiters: [CheckedContinuation<Void, Never>] = []
     package private(set) var requests: [LoggedRequest] = []
 
     var devices: [String: DeviceSession] = [:]
@@ -574,6 +581,43 @@ package actor EmulatorState {
         let ready = mediaWaiters.filter { $0.count <= mediaAnswersSent }
         mediaWaiters.removeAll { $0.count <= mediaAnswersSent }
         for waiter in ready { waiter.continuation.resume() }
+    }
+
+    func countUploadBytes(_ bytes: Int) {
+        uploadBytesReceived += bytes
+        let ready = uploadWaiters.filter { $0.count <= uploadBytesReceived }
+        uploadWaiters.removeAll { $0.count <= uploadBytesReceived }
+        for waiter in ready { waiter.continuation.resume() }
+    }
+
+    /// Waits until at least `count` bytes of file content reached the upload sessions.
+    package func waitForUploadBytes(atLeast count: Int) async {
+        guard uploadBytesReceived < count else { return }
+        await withCheckedContinuation { uploadWaiters.append((count, $0)) }
+    }
+
+    func uploadStarted() { uploadsInFlight += 1 }
+
+    func uploadEnded() {
+        uploadsInFlight -= 1
+        guard uploadsInFlight == 0 else { return }
+        let waiting = settledWaiters
+        settledWaiters = []
+        for waiter in waiting { waiter.resume() }
+    }
+
+    /// Waits until no session PUT is being read or answered: what a killed client sent is all
+    /// in, logged and applied.
+    package func waitForUploadsSettled() async {
+        guard uploadsInFlight > 0 else { return }
+        await withCheckedContinuation { settledWaiters.append($0) }
+    }
+
+    /// Ends every `waitForUploadBytes` now, reached or not: for a test whose client ended first.
+    package func endUploadWaits() {
+        let waiting = uploadWaiters
+        uploadWaiters = []
+        for waiter in waiting { waiter.continuation.resume() }
     }
 
     /// Returns once `count` file-content answers have been handed to their connections whole.

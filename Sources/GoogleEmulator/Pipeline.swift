@@ -39,6 +39,17 @@ package protocol IncomingBody {
     func collect(upTo limit: Int) async throws -> Data
     /// The body as far as `count` bytes (or all of it, when shorter); the rest is never read.
     func prefix(_ count: Int) async throws -> Data
+    /// The whole body, telling `arrived` of each part as it comes in, before the rest: a
+    /// client that dies mid-body has had what the server read counted.
+    func collect(upTo limit: Int, arrived: @Sendable (Int) async -> Void) async throws -> Data
+}
+
+extension IncomingBody {
+    package func collect(upTo limit: Int, arrived: @Sendable (Int) async -> Void) async throws -> Data {
+        let data = try await collect(upTo: limit)
+        await arrived(data.count)
+        return data
+    }
 }
 
 /// What the emulator answers one request, before any framework turns it into bytes.
@@ -103,11 +114,30 @@ package struct EmulatorPipeline: Sendable {
         let expectsBody = Int(headers["content-length"] ?? "0").map { $0 > 0 } ?? true
         var body = Data()
         var truncated = false
-        if let limit = fault?.dropAfterBytes, expectsBody, ["PUT", "POST", "PATCH"].contains(method) {
-            body = try await source.prefix(limit)
-            truncated = body.count >= limit
-        } else if fault?.status == nil || fault?.afterHandling == true {
-            body = try await source.collect(upTo: Self.bodyLimit)
+        let sessionPut = method == "PUT" && path == "/upload/drive/v3/files" && rawQuery.contains("upload_id=")
+        // Until its answer is logged (or its client is found gone), a session PUT is in flight:
+        // a test waits for none before it reads what a killed client left.
+        if sessionPut { await state.uploadStarted() }
+        do {
+            if let limit = fault?.dropAfterBytes, expectsBody, ["PUT", "POST", "PATCH"].contains(method) {
+                body = try await source.prefix(limit)
+                truncated = body.count >= limit
+                if sessionPut { await state.countUploadBytes(body.count) }
+            } else if sessionPut, fault?.status == nil || fault?.afterHandling == true {
+                // Counted as it arrives, so a test can stop the client at a share of the file.
+                let state = state
+                body = try await source.collect(upTo: Self.bodyLimit) { await state.countUploadBytes($0) }
+                // A client that died mid-body (an HTTP/2 stream reset may end the body early):
+                // what arrived is kept, as a drop fault keeps it, and nobody is left to answer.
+                if let declared = headers["content-length"].flatMap({ Int($0) }), body.count < declared {
+                    truncated = true
+                }
+            } else if fault?.status == nil || fault?.afterHandling == true {
+                body = try await source.collect(upTo: Self.bodyLimit)
+            }
+        } catch {
+            if sessionPut { await state.uploadEnded() }
+            throw error
         }
 
         var reply: EmulatorReply
@@ -144,6 +174,7 @@ package struct EmulatorPipeline: Sendable {
                     start: started, end: await state.now(), bytes: body.count, connection: request.connection,
                     http: request.http))
         }
+        if sessionPut { await state.uploadEnded() }
         return EmulatorAnswer(
             reply: reply, dropAfter: drop, uploadCutShort: truncated,
             resetsConnection: drop != nil && fault?.resetConnection == true, goAway: fault?.goAway == true)

@@ -324,6 +324,16 @@ private struct StreamedBody: IncomingBody {
         Data(try await body.collect(upTo: limit).readableBytesView)
     }
 
+    func collect(upTo limit: Int, arrived: @Sendable (Int) async -> Void) async throws -> Data {
+        var data = Data()
+        for try await buffer in body {
+            guard data.count + buffer.readableBytes <= limit else { throw DroppedConnection() }
+            data.append(contentsOf: buffer.readableBytesView)
+            await arrived(buffer.readableBytes)
+        }
+        return data
+    }
+
     func prefix(_ count: Int) async throws -> Data {
         var data = Data()
         for try await buffer in body {

@@ -135,7 +135,8 @@ package enum LocalTime {
         return Int(text)
     }
 
-    private static func daysIn(month: Int, year: Int) -> Int {
+    /// The days `month` (1-12) of `year` has, in the proleptic Gregorian calendar.
+    package static func daysIn(month: Int, year: Int) -> Int {
         switch month {
         case 2: year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
         case 4, 6, 9, 11: 30
@@ -144,7 +145,7 @@ package enum LocalTime {
     }
 
     /// Days since 1970-01-01 of a civil date (Howard Hinnant's `days_from_civil`).
-    private static func days(year: Int, month: Int, day: Int) -> Int64 {
+    package static func days(year: Int, month: Int, day: Int) -> Int64 {
         let y = Int64(month <= 2 ? year - 1 : year)
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400

@@ -8,10 +8,9 @@ struct EmulatorCommand: AsyncParsableCommand {
         discussion: """
             Try ivy with it:
               eval "$(ivy-emulator --state ~/emulated-drive.json --background)"
-              ivy login --client-id ivy-emulator.apps.googleusercontent.com \\
-                --client-secret emulator-secret &
-              ivy-emulator approve
-              wait
+              ivy-emulator approve > /dev/null &
+              echo emulator-secret | ivy login \\
+                --client-id ivy-emulator.apps.googleusercontent.com --client-secret-file -
               kill $IVY_EMULATOR_PID
             `ivy-emulator serve --help` lists the options of the server.
             """,

@@ -22,11 +22,11 @@ struct Serve: AsyncParsableCommand {
             `eval "$(ivy-emulator --state FILE --background)"` starts it and points ivy at it; \
             `kill $IVY_EMULATOR_PID` stops it, saving --state.
 
-            With --tls it serves HTTPS, HTTP/2 or HTTP/1.1 as the client offers, with a certificate for \
-            127.0.0.1, ::1 and localhost signed by a certificate authority of its own (kept in --state, so a \
-            restart is trusted as before). The export line then adds `IVY_CA_FILE=PATH`, that authority's \
-            certificate, which ivy and `ivy-emulator approve` trust; the file is removed when the emulator \
-            stops.
+            It serves HTTPS, HTTP/2 or HTTP/1.1 as the client offers, as Google does, with a certificate \
+            for 127.0.0.1, ::1 and localhost signed by a certificate authority of its own (kept in --state, \
+            so a restart is trusted as before). The export line ends in `IVY_CA_FILE=PATH`, that \
+            authority's certificate, which ivy and `ivy-emulator approve` trust; the file is removed when \
+            the emulator stops. With --plain-http it serves plain HTTP/1.1 instead, and names no file.
             """)
 
     @Option(help: "The port to listen on; 0 picks a free one.") var port = 0
@@ -48,10 +48,9 @@ struct Serve: AsyncParsableCommand {
             "Once listening, write the export line to FILE (mode 0600, replaced atomically).", valueName: "FILE"))
     var envFile: String?
     @Flag(
-        help: ArgumentHelp(
-            "Serve HTTPS and HTTP/2 with a certificate authority made for it; the export line names its "
-                + "certificate as IVY_CA_FILE."))
-    var tls = false
+        name: .customLong("plain-http"),
+        help: "Serve plain HTTP/1.1 instead of HTTPS and HTTP/2 (the export line then names no IVY_CA_FILE).")
+    var plainHTTP = false
     @Flag(help: "Run detached in the background; print the export line with IVY_EMULATOR_PID once it listens.")
     var background = false
     @Option(
@@ -99,11 +98,11 @@ struct Serve: AsyncParsableCommand {
         // URL, and go on working with no new `ivy login`.
         let emulator: GoogleEmulator
         if port == 0, let previous = await emulatorState.listeningPort,
-            let again = try? await GoogleEmulator.start(port: previous, state: emulatorState, tls: tls)
+            let again = try? await GoogleEmulator.start(port: previous, state: emulatorState, tls: !plainHTTP)
         {
             emulator = again
         } else {
-            emulator = try await GoogleEmulator.start(port: port, state: emulatorState, tls: tls)
+            emulator = try await GoogleEmulator.start(port: port, state: emulatorState, tls: !plainHTTP)
         }
         await emulatorState.setListeningPort(emulator.baseURL.port ?? port)
         let url = emulator.baseURL.absoluteString
@@ -179,7 +178,7 @@ struct Serve: AsyncParsableCommand {
         if let state { arguments += ["--state", state] }
         if let envFile { arguments += ["--env-file", envFile] }
         if let log { arguments += ["--log", log] }
-        if tls { arguments.append("--tls") }
+        if plainHTTP { arguments.append("--plain-http") }
 
         // Its own session: closing the terminal (SIGHUP) or Ctrl-C in it does not reach it.
         // swift-subprocess starts it with signals unblocked and at their defaults, whatever

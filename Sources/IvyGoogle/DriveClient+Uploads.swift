@@ -53,18 +53,24 @@ extension DriveClient {
         error.status == 400 && error.reason == "fileIdNotUsable"
     }
 
-    /// Uploads an MP3 through a resumable session, streamed from disk: the loop that carries
-    /// out `ResumableUpload`'s steps (which say how a dropped connection, an expired session or
-    /// a 409 is answered). Over the 50 MB cap it fails before any request. `progress` is told
-    /// of the file's bytes as they are sent (a part sent again counts again).
+    /// Uploads an MP3 through a resumable session, streamed from disk a chunk at a time
+    /// (`ResumableUpload.defaultChunk`): the loop that carries out `ResumableUpload`'s steps
+    /// (which say how a dropped connection, an expired session or a 409 is answered). Over the
+    /// 50 MB cap it fails before any request. `progress` is told of the file's bytes as they
+    /// are sent (a part sent again counts again).
     ///
     /// Nothing is written before Drive has opened a session on the sign-in's own server
     /// (`ResumableUpload.sessionURL`): only then does `beforeSending` run (a clip's JSON goes
     /// up there, so a session Drive will not give leaves no JSON without its MP3 behind) and
     /// are the files `replacing` names deleted, before the first byte of the file is sent.
+    ///
+    /// With a `journal`, the session outlives the process: it is kept when Drive opens it and
+    /// after each chunk's answer, and a later upload of the same bytes asks it what it holds
+    /// and sends only the rest (`ResumableUpload.resumable` says when a kept one is not used).
     package func uploadMP3(
         name: String, file: URL, folder: DriveFileID, replacing: [RemoteFile],
-        progress: (@Sendable (Int64) -> Void)? = nil, beforeSending: () async throws -> Void = {}
+        progress: (@Sendable (Int64) -> Void)? = nil, journal: UploadJournal? = nil,
+        beforeSending: () async throws -> Void = {}
     ) async throws -> UploadedFile {
         let size = try LocalFile.size(of: file)
         guard AudioRules.allows(size) else {
@@ -73,13 +79,32 @@ extension DriveClient {
         }
         let context = "uploading \(name)"
         var machine = ResumableUpload(size: size, maximumStalls: http.policy.maxAttempts, context: context)
-        var id = try await newFileID()
+        var id: DriveFileID
         var session: URL?
+        var step: ResumableUpload.Step
+        var record: UploadSessionRecord?
+        if let journal, let kept = journal.kept {
+            switch ResumableUpload.resumable(
+                kept, md5: journal.md5, size: size, now: journal.now(), drive: http.base, context: context)
+            {
+            case .success(let url):
+                id = kept.fileID
+                session = url
+                record = kept
+                step = machine.resume()
+            case .failure(let reason):
+                try await journal.forget(reason)
+                id = try await newFileID()
+                step = machine.start()
+            }
+        } else {
+            id = try await newFileID()
+            step = machine.start()
+        }
         var last: HTTPResponse?
         // Failures of the session PUTs, across sessions: each is followed by a status query.
         var retries = RetryBudget(upload: http.policy, sleep: http.sleep, builtInClient: http.builtInClient)
         var prepared = false
-        var step = machine.start()
         while true {
             // A session is open (or a 409 says the file exists): what must come first goes first.
             switch step {
@@ -94,22 +119,23 @@ extension DriveClient {
             case .startSession(let newID):
                 if newID { id = try await newFileID() }
                 do {
-                    session = try await startSession(id: id, name: name, folder: folder, size: size, context: context)
+                    let url = try await startSession(id: id, name: name, folder: folder, size: size, context: context)
+                    session = url
+                    if let journal {
+                        let opened = UploadSessionRecord(
+                            clipID: journal.clipID, uri: url.absoluteString, fileID: id, committed: 0, md5: journal.md5,
+                            size: size, startedAt: journal.now())
+                        try await journal.save(opened)
+                        record = opened
+                    }
                     step = machine.next(.sessionStarted)
                 } catch let error as DriveError {
                     step = machine.next(.sessionRefused(error))
                 }
             case .send, .askStatus:
                 guard let session else { throw DriveError(.unexpected, message: "\(context): no upload session") }
-                var request = HTTPRequest(
-                    method: "PUT", url: session, headers: ["Content-Range": "bytes */\(size)", "Content-Length": "0"],
-                    body: .data(Data()))
-                if case .send(let offset) = step {
-                    let range = size == 0 ? "bytes */0" : "bytes \(offset)-\(size - 1)/\(size)"
-                    request = HTTPRequest(
-                        method: "PUT", url: session, headers: ["Content-Range": range, "Content-Type": "audio/mpeg"],
-                        body: .file(file, range: offset..<size), progress: progress)
-                }
+                let request = Self.sessionPut(
+                    step, session: session, file: file, size: size, chunk: uploadChunk, progress: progress)
                 do {
                     CrashPoints.reach(.driveUploadBeforeSend)
                     let response = try await http.attempt(request)
@@ -117,10 +143,18 @@ extension DriveClient {
                     last = response
                     let error =
                         [200, 201, 308].contains(response.status) ? nil : DriveError.from(response, context: context)
+                    let range = response.headers["range"]
                     step = machine.next(
                         .answered(
-                            status: response.status, range: response.headers["range"], error: error,
-                            retryAfter: response.retryAfter))
+                            status: response.status, range: range, error: error, retryAfter: response.retryAfter))
+                    // What Drive holds now is what a later run resumes from.
+                    if response.status == 308, let journal, var kept = record,
+                        let confirmed = ResumableUpload.confirmedBytes(range, size: size), confirmed != kept.committed
+                    {
+                        kept.committed = confirmed
+                        try await journal.save(kept)
+                        record = kept
+                    }
                 } catch let error as DriveError where error.isRetryable {
                     step = machine.next(.dropped(error))
                 }
@@ -129,18 +163,43 @@ extension DriveClient {
                 step = machine.next(.waited)
             case .readExisting:
                 do {
-                    return try await existing(id, context: context)
+                    let existing = try await existing(id, context: context)
+                    try await journal?.forget(nil)
+                    return existing
                 } catch let gone as DriveError where gone.status == 404 {
                     step = machine.next(.existingGone(gone))
                 }
             case .finish:
                 guard let last else { throw DriveError(.unexpected, message: "\(context): no answer to finish with") }
-                await http.pacer.succeeded()
-                return try http.uploaded(last, context: context)
+                http.pacer.succeeded()
+                let uploaded = try http.uploaded(last, context: context)
+                try await journal?.forget(nil)
+                return uploaded
             case .fail(let error):
+                // Failed for good: no later run resumes this session.
+                try await journal?.forget(nil)
                 throw error.escalated
             }
         }
+    }
+
+    /// The PUT a `send` or `askStatus` step makes. A chunk is read from the file at its own
+    /// offset with its exact length, each time it is sent: a body never goes again as if
+    /// whole once part of it was read.
+    static func sessionPut(
+        _ step: ResumableUpload.Step, session: URL, file: URL, size: Int64, chunk: Int64,
+        progress: (@Sendable (Int64) -> Void)?
+    ) -> HTTPRequest {
+        guard case .send(let offset) = step, size > 0 else {
+            return HTTPRequest(
+                method: "PUT", url: session, headers: ["Content-Range": "bytes */\(size)", "Content-Length": "0"],
+                body: .data(Data()))
+        }
+        let end = min(size, offset + ResumableUpload.chunk(chunk))
+        return HTTPRequest(
+            method: "PUT", url: session,
+            headers: ["Content-Range": "bytes \(offset)-\(end - 1)/\(size)", "Content-Type": "audio/mpeg"],
+            body: .file(file, range: offset..<end), progress: progress)
     }
 
     private func startSession(id: DriveFileID, name: String, folder: DriveFileID, size: Int64, context: String)
@@ -161,5 +220,33 @@ extension DriveClient {
         let response = try await http.execute(request, context: context)
         CrashPoints.reach(.driveSessionAfterAnswer)
         return try ResumableUpload.sessionURL(response.headers["location"], drive: http.base, context: context)
+    }
+}
+
+/// Where an MP3 upload keeps its session between runs (the library, in a sync), and what it
+/// needs to know whether a kept one may be resumed.
+package struct UploadJournal: Sendable {
+    package var clipID: ClipID
+    /// The session an earlier run kept for this clip, if any.
+    package var kept: UploadSessionRecord?
+    /// The md5 of the file being uploaded.
+    package var md5: String
+    /// The time sessions are dated by.
+    package var now: @Sendable () -> Milliseconds
+    package var save: @Sendable (UploadSessionRecord) async throws -> Void
+    /// Forgets the session; with the reason a kept one was not resumed.
+    package var forget: @Sendable (ResumableUpload.Abandoned?) async throws -> Void
+
+    package init(
+        clipID: ClipID, kept: UploadSessionRecord?, md5: String, now: @escaping @Sendable () -> Milliseconds,
+        save: @escaping @Sendable (UploadSessionRecord) async throws -> Void,
+        forget: @escaping @Sendable (ResumableUpload.Abandoned?) async throws -> Void
+    ) {
+        self.clipID = clipID
+        self.kept = kept
+        self.md5 = md5
+        self.now = now
+        self.save = save
+        self.forget = forget
     }
 }

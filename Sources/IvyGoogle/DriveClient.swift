@@ -49,16 +49,19 @@ package final class DriveClient: Sendable {
     let ids: IDPool
     let folderCache: FolderCache
     let downloadWindow: Int64
+    /// The most of an MP3 one upload PUT carries (`ResumableUpload.defaultChunk`).
+    package let uploadChunk: Int64
 
     package init(
         drive: URL, authorized: AuthorizedTransport, concurrency: Int = 8, policy: RetryPolicy = RetryPolicy(),
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         now: @escaping @Sendable () -> Duration = Pacer.monotonic(),
-        downloadWindow: Int64 = DriveClient.defaultDownloadWindow,
+        downloadWindow: Int64 = DriveClient.defaultDownloadWindow, uploadChunk: Int64 = ResumableUpload.defaultChunk,
         unitsPerMinute: Int = QuotaBudget.perUserPerMinute, builtInClient: Bool = false, silence: Silence = Silence()
     ) {
         self.silence = silence
         self.downloadWindow = max(1, downloadWindow)
+        self.uploadChunk = ResumableUpload.chunk(uploadChunk)
         let http = DriveRequester(
             base: drive, authorized: authorized, concurrency: concurrency, policy: policy, sleep: sleep, now: now,
             unitsPerMinute: unitsPerMinute, builtInClient: builtInClient)

@@ -66,7 +66,7 @@ final class DriveRequester: Sendable {
         } catch {
             outcome = .failure(error)
         }
-        await limiter.release()
+        limiter.release()
         return try outcome.get()
     }
 
@@ -86,7 +86,7 @@ final class DriveRequester: Sendable {
             if let limit = Self.rateLimit(response) {
                 rateLimitedAnswers.withLock { $0 += 1 }
                 if limit.sharedQuota { sharedQuotaAnswers.withLock { $0 += 1 } }
-                await pacer.rateLimited(pace: pace)
+                pacer.rateLimited(pace: pace)
             }
             return response
         } catch let error as GoogleError {
@@ -120,7 +120,7 @@ final class DriveRequester: Sendable {
             do {
                 let response = try await attempt(request, download: file)
                 if accept.contains(response.status) {
-                    await pacer.succeeded()
+                    pacer.succeeded()
                     return .done(response)
                 }
                 failure = DriveError.from(response, context: context)

@@ -42,7 +42,7 @@ package struct GoogleEndpoints: Sendable, Equatable {
         guard text.hasPrefix("/") else {
             throw .badEndpoint(
                 "\(caFileVariable)=\(text) is not an absolute path; give the whole path of the PEM file "
-                    + "(`ivy-emulator --tls` prints it)")
+                    + "(`ivy-emulator` prints it in its export line)")
         }
         return text
     }

@@ -1,6 +1,7 @@
 import Foundation
 import IvyCore
 import IvySystem
+import Synchronization
 
 /// Spaces out request starts for the whole client. A rate-limit answer widens the gap for
 /// every request (not just the one that got it); each success narrows it a little, so a
@@ -8,7 +9,10 @@ import IvySystem
 ///
 /// Requests already under way when the gap widened were sent at the old pace: their rate
 /// limits say nothing new, so only a request started at the current pace widens it again.
-package actor Pacer {
+///
+/// A lock, not an actor: every request asks it, and an actor's hop onto a busy cooperative
+/// pool, twice a request, is time the next request in a window waits to start.
+package final class Pacer: Sendable {
     /// The gap right after the first rate limit: Drive sustains a few writes a second.
     static let floor: Duration = .milliseconds(250)
     static let ceiling: Duration = .seconds(4)
@@ -16,13 +20,17 @@ package actor Pacer {
     static let narrow = 0.997
     static let pause: Duration = .seconds(1)
 
+    private struct State {
+        var interval: Duration = .zero
+        var nextStart: Duration?
+        var generation = 0
+    }
+
     private let sleep: @Sendable (Duration) async throws -> Void
     /// The time, on a clock that only goes forward; the process's own unless a test gives
     /// one that moves with `sleep`, so pacing does not depend on how busy the machine is.
     private let now: @Sendable () -> Duration
-    private(set) var interval: Duration = .zero
-    private var nextStart: Duration?
-    private var generation = 0
+    private let state = Mutex(State())
 
     package init(
         sleep: @escaping @Sendable (Duration) async throws -> Void,
@@ -41,53 +49,80 @@ package actor Pacer {
     /// Waits for this request's turn; returns the pace it was sent at.
     @discardableResult
     package func wait() async throws -> Int {
-        let pace = generation
-        guard interval > .zero else { return pace }
-        let now = now()
-        let start = max(now, nextStart ?? now)
-        nextStart = start + interval
-        if start > now { try await sleep(start - now) }
+        let (pace, wait) = state.withLock { state -> (Int, Duration) in
+            guard state.interval > .zero else { return (state.generation, .zero) }
+            let now = now()
+            let start = max(now, state.nextStart ?? now)
+            state.nextStart = start + state.interval
+            return (state.generation, start - now)
+        }
+        if wait > .zero { try await sleep(wait) }
         return pace
     }
 
     package func rateLimited(pace: Int) {
-        guard pace == generation else { return }
-        generation += 1
-        interval = min(Self.ceiling, max(Self.floor, interval * Self.widen))
-        // Pause everyone briefly so the quota refills before the next request.
-        let now = now()
-        nextStart = max(nextStart ?? now, now + Self.pause)
+        state.withLock { state in
+            guard pace == state.generation else { return }
+            state.generation += 1
+            state.interval = min(Self.ceiling, max(Self.floor, state.interval * Self.widen))
+            // Pause everyone briefly so the quota refills before the next request.
+            let now = now()
+            state.nextStart = max(state.nextStart ?? now, now + Self.pause)
+        }
     }
 
     package func succeeded() {
-        guard interval > .zero else { return }
-        interval = interval * Self.narrow
-        if interval < .milliseconds(20) { interval = .zero }
+        state.withLock { state in
+            guard state.interval > .zero else { return }
+            state.interval = state.interval * Self.narrow
+            if state.interval < .milliseconds(20) { state.interval = .zero }
+        }
     }
 }
 
-/// At most `limit` requests in flight for the whole client.
-package actor RequestLimiter {
+/// At most `limit` requests in flight for the whole client: a slot let go goes straight to
+/// the longest waiter. A lock, not an actor, for the reason `Pacer` gives.
+package final class RequestLimiter: Sendable {
+    private struct State {
+        var inFlight = 0
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
     private let limit: Int
-    private var inFlight = 0
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+    private let state = Mutex(State())
 
     package init(limit: Int) { self.limit = max(1, limit) }
 
     package func acquire() async {
-        if inFlight < limit {
-            inFlight += 1
-            return
+        let acquired = state.withLock { state in
+            guard state.inFlight < limit else { return false }
+            state.inFlight += 1
+            return true
         }
-        await withCheckedContinuation { waiting.append($0) }
+        if acquired { return }
+        await withCheckedContinuation { continuation in
+            // A slot let go since the look above is taken at once.
+            let now = state.withLock { state in
+                if state.inFlight < limit {
+                    state.inFlight += 1
+                    return true
+                }
+                state.waiting.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 
     package func release() {
-        if waiting.isEmpty {
-            inFlight -= 1
-        } else {
-            waiting.removeFirst().resume()
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.waiting.isEmpty {
+                state.inFlight -= 1
+                return nil
+            }
+            return state.waiting.removeFirst()
         }
+        next?.resume()
     }
 }
 

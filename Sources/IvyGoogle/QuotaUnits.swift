@@ -1,5 +1,6 @@
 import Foundation
 import IvyCore
+import Synchronization
 
 /// What each Drive request costs in Google's quota units, the one table of them.
 ///
@@ -48,12 +49,17 @@ package enum QuotaUnits {
 /// unless a Workspace account has another), as a bucket that refills evenly: a request
 /// that would overdraw it waits until enough has come back, so a sync slows down before
 /// Google has to refuse it.
-package actor UnitBudget {
+package final class UnitBudget: Sendable {
+    private struct State {
+        var available: Double
+        var updated: Duration
+    }
+
     private let perMinute: Double
     private let sleep: @Sendable (Duration) async throws -> Void
     private let now: @Sendable () -> Duration
-    private var available: Double
-    private var updated: Duration
+    /// A lock, not an actor, for the reason `Pacer` gives.
+    private let state: Mutex<State>
 
     package init(
         perMinute: Int, sleep: @escaping @Sendable (Duration) async throws -> Void,
@@ -62,28 +68,30 @@ package actor UnitBudget {
         self.perMinute = Double(max(1, perMinute))
         self.sleep = sleep
         self.now = now
-        available = Double(max(1, perMinute))
-        updated = now()
+        state = Mutex(State(available: Double(max(1, perMinute)), updated: now()))
     }
 
     /// Takes `units` from the budget, waiting first when the last minute spent too many.
     package func spend(_ units: Int) async throws {
         let wanted = min(Double(units), perMinute)
-        refill()
-        while available < wanted {
-            let seconds = (wanted - available) / perMinute * 60
-            try await sleep(.milliseconds(Int64((seconds * 1000).rounded(.up))))
-            refill()
+        while true {
+            let short = state.withLock { state -> Double in
+                refill(&state)
+                guard state.available >= wanted else { return wanted - state.available }
+                state.available -= wanted
+                return 0
+            }
+            if short == 0 { return }
+            try await sleep(.milliseconds(Int64((short / perMinute * 60 * 1000).rounded(.up))))
         }
-        available -= wanted
     }
 
-    private func refill() {
+    private func refill(_ state: inout State) {
         let time = now()
-        let elapsed = time - updated
+        let elapsed = time - state.updated
         guard elapsed > .zero else { return }
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        available = min(perMinute, available + seconds * perMinute / 60)
-        updated = time
+        state.available = min(perMinute, state.available + seconds * perMinute / 60)
+        state.updated = time
     }
 }

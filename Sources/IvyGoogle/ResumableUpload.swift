@@ -1,5 +1,5 @@
 package import Foundation
-import IvyCore
+package import IvyCore
 
 /// The rules of a resumable MP3 upload, with no effects: told each answer Drive gave, it says
 /// what to do next. `DriveClient.uploadMP3` is the loop that does it: it sends the requests,
@@ -17,7 +17,7 @@ package struct ResumableUpload: Sendable, Equatable {
         /// Start a session (POST `uploadType=resumable`); with `newID`, under a fresh
         /// pre-generated id first.
         case startSession(newID: Bool)
-        /// Send the file from this byte to its end.
+        /// Send the file's next chunk, from this byte.
         case send(from: Int64)
         /// Ask the session how much of the file it holds (`Content-Range: bytes */size`).
         case askStatus
@@ -49,6 +49,51 @@ package struct ResumableUpload: Sendable, Equatable {
 
     package static let maximumSessions = 3
 
+    /// The most of the file one PUT carries: 8 MiB, rclone's default for Drive (backend/drive,
+    /// `chunk_size`, "Upload chunk size. Must a power of 2 >= 256k", default 8M) and Google's
+    /// Go client's. A sync killed mid-upload sends at most this much again (plus what Drive
+    /// had not kept of the chunk before it), and a 50 MB clip takes 7 PUTs. Google requires
+    /// every chunk but the last to be a multiple of 256 KiB (Drive's "Upload file data" guide,
+    /// developers.google.com/drive/api/guides/manage-uploads, "Upload in chunks": "Create
+    /// chunks in multiples of 256 KB (256 x 1024 bytes) in size, except for the final chunk
+    /// that completes the upload").
+    package static let defaultChunk: Int64 = 8 << 20
+    /// Google's unit of a chunk: 256 KiB.
+    package static let chunkUnit: Int64 = 256 << 10
+
+    /// A chunk size Google accepts: a whole number of 256 KiB units, at least one.
+    package static func chunk(_ bytes: Int64) -> Int64 {
+        max(chunkUnit, bytes / chunkUnit * chunkUnit)
+    }
+
+    /// How old a kept session may be and still be resumed: 6 days. Drive ends a session a week
+    /// after it began (the guide's "Resume an interrupted upload": a session URI "expires after
+    /// one week"); a day's margin leaves no upload resumed into a session about to end.
+    package static let keptSessionMaximumAge: Milliseconds = 6 * 86_400_000
+
+    /// Whether a session an earlier run kept may carry on this upload: the same bytes (md5
+    /// and size), less than 6 days old, and still on the sign-in's own server
+    /// (`sessionURL`: a library edited to send the file elsewhere sends it nowhere). The
+    /// session's URL, or why a new session is started.
+    package static func resumable(
+        _ kept: UploadSessionRecord, md5: String, size: Int64, now: Milliseconds, drive: URL, context: String
+    ) -> Result<URL, Abandoned> {
+        guard kept.md5 == md5, kept.size == size else { return .failure(.changed) }
+        guard now - kept.startedAt < keptSessionMaximumAge else { return .failure(.old) }
+        do {
+            return .success(try sessionURL(kept.uri, drive: drive, context: context))
+        } catch {
+            return .failure(.elsewhere)
+        }
+    }
+
+    /// Why a kept session was not resumed.
+    package enum Abandoned: String, Sendable, Equatable, Error {
+        case changed = "the clip's audio changed since the upload began"
+        case old = "the upload session is 6 days old or more"
+        case elsewhere = "the kept upload session is not on this sign-in's server"
+    }
+
     let size: Int64
     /// How many 308 answers in a row may leave the confirmed part where it was.
     let maximumStalls: Int
@@ -72,6 +117,15 @@ package struct ResumableUpload: Sendable, Equatable {
     package mutating func start() -> Step {
         sessions = 1
         return .startSession(newID: false)
+    }
+
+    /// The first step of an upload that goes on in a session an earlier run opened: ask it
+    /// what it holds, and send from there. What the earlier run recorded is not trusted: a
+    /// chunk it sent may not have been kept, so only Drive's answer says where to go on.
+    package mutating func resume() -> Step {
+        sessions = 1
+        offset = 0
+        return .askStatus
     }
 
     package mutating func next(_ answer: Answer) -> Step {

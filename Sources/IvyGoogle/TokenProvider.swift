@@ -1,6 +1,7 @@
 package import Foundation
 import IvyCore
 import IvySystem
+import Synchronization
 
 /// Hands out valid access tokens. Refreshes about a minute before expiry, and many
 /// concurrent callers share one refresh (single flight).
@@ -14,7 +15,12 @@ package actor TokenProvider {
     private let credentials: ClientCredentials
     private let effects: GoogleEffects
     private let policy: RetryPolicy
-    private var token: StoredToken
+    private var token: StoredToken {
+        didSet { usable.withLock { $0 = Self.usable(token) } }
+    }
+    /// The access token and when it expires, while signed in: read by `currentAccessToken`
+    /// without a hop onto this actor, which every Drive request would otherwise take.
+    private let usable: Mutex<(access: String, expiresAt: Milliseconds)?>
     private var refreshing: Task<String, any Error>?
     /// How many refresh requests this provider made: tests and the report count them.
     package private(set) var refreshCount = 0
@@ -36,6 +42,7 @@ package actor TokenProvider {
         credentials: ClientCredentials, effects: GoogleEffects, policy: RetryPolicy = RetryPolicy()
     ) {
         self.token = token
+        usable = Mutex(Self.usable(token))
         self.save = saving
         self.endpoints = endpoints
         self.credentials = credentials
@@ -44,6 +51,22 @@ package actor TokenProvider {
     }
 
     package var account: (email: String, permissionID: String) { (token.email, token.permissionID) }
+
+    private static func usable(_ token: StoredToken) -> (access: String, expiresAt: Milliseconds)? {
+        guard token.signedOutReason == nil, let access = token.accessToken, let expiresAt = token.expiresAt else {
+            return nil
+        }
+        return (access, expiresAt)
+    }
+
+    /// The access token if it is valid for at least the margin; nil when `accessToken()` must
+    /// be asked (to refresh, or to say why there is none).
+    package nonisolated func currentAccessToken() -> String? {
+        usable.withLock { usable in
+            guard let usable, effects.clock.now() < usable.expiresAt - Self.margin else { return nil }
+            return usable.access
+        }
+    }
 
     /// A token valid for at least the margin, refreshing first when needed.
     package func accessToken() async throws -> String {
@@ -154,7 +177,12 @@ package struct AuthorizedTransport: Sendable {
     private func perform(_ request: HTTPRequest, _ send: (HTTPRequest) async throws -> HTTPResponse) async throws
         -> HTTPResponse
     {
-        let token = try await tokens.accessToken()
+        let token: String
+        if let current = tokens.currentAccessToken() {
+            token = current
+        } else {
+            token = try await tokens.accessToken()
+        }
         let first = try await send(Self.authorized(request, token))
         guard first.status == 401 else { return first }
         let fresh = try await tokens.tokenRejected(token)

@@ -151,7 +151,7 @@ package final class WireClients: Sendable {
     /// The certificates in the PEM file at `path`: at least one, or an error naming the fix.
     static func certificates(_ path: String) throws -> [NIOSSLCertificate] {
         let fix =
-            "give IVY_CA_FILE the PEM file of the certificate authority (`ivy-emulator --tls` prints it) "
+            "give IVY_CA_FILE the PEM file of the certificate authority (`ivy-emulator` prints it in its export line) "
             + "and run `ivy login` again"
         let certificates: [NIOSSLCertificate]
         do {

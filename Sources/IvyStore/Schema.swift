@@ -75,6 +75,9 @@ enum Schema {
         migrator.registerMigration("history: dated by Google's clock, in the order of changes") { db in
             try db.execute(sql: googleClock)
         }
+        migrator.registerMigration("upload sessions: a killed MP3 upload resumes") { db in
+            try db.execute(sql: uploadSessions)
+        }
         return migrator
     }
 
@@ -575,6 +578,21 @@ enum Schema {
     /// The backup JSON files on Drive a sync read and could not use, as they were then (file
     /// id, `modified_time`, md5): beside a usable file of the same name they are left alone,
     /// not read again until they change (`UnreadableDriveFile`).
+    /// The Drive upload session of each clip whose MP3 is on its way (`UploadSessionRecord`):
+    /// one per queued clip, written when Drive opens the session and after each chunk's
+    /// answer, deleted when the upload completes or fails for good.
+    private static let uploadSessions = """
+        CREATE TABLE upload_sessions (
+            clip_id TEXT PRIMARY KEY NOT NULL,
+            uri TEXT NOT NULL,
+            file_id TEXT NOT NULL,
+            committed INTEGER NOT NULL CHECK (committed >= 0 AND committed <= size),
+            md5 TEXT NOT NULL,
+            size INTEGER NOT NULL CHECK (size >= 0),
+            started_at INTEGER NOT NULL
+        );
+        """
+
     private static let unreadableDriveFiles = """
         CREATE TABLE unreadable_drive_files (
             file_id TEXT PRIMARY KEY,

@@ -97,12 +97,14 @@ extension SyncEngine {
         if let keptMP3 {
             json = try await replaceJSON(key, data: data, folder: folder, replacing: jsons, context)
             mp3ID = keptMP3.id
+            // An upload that finished though its run was killed before recording it.
+            try await library.forgetUploadSession(clipID: clip.id)
         } else {
             var sent: UploadedFile?
             do {
                 mp3ID = try await drive.uploadMP3(
                     name: mp3Name, file: audio, folder: folder, replacing: files.filter { $0.name == mp3Name },
-                    progress: moved,
+                    progress: moved, journal: try await journal(clip.id, md5: md5, name: mp3Name),
                     beforeSending: {
                         sent = try await replaceJSON(key, data: data, folder: folder, replacing: jsons, context)
                     }
@@ -124,6 +126,25 @@ extension SyncEngine {
                 json: data, audioMD5: md5, syncedAt: clock.now()),
             context)
         return keptMP3 == nil ? size : 0
+    }
+
+    /// Where a clip's MP3 upload keeps its Drive session: the library, so that a sync killed
+    /// mid-upload resumes it (`DriveClient.uploadMP3`).
+    func journal(_ clipID: ClipID, md5: String, name: String) async throws -> UploadJournal {
+        let library = library
+        let logger = logger
+        let clock = clock
+        return UploadJournal(
+            clipID: clipID, kept: try await library.uploadSession(clipID: clipID), md5: md5, now: { clock.now() },
+            save: { try await library.saveUploadSession($0) },
+            forget: { reason in
+                if let reason {
+                    logger.info(
+                        "an interrupted upload starts again in a new session",
+                        metadata: ["file": "\(name)", "reason": "\(reason.rawValue)"])
+                }
+                try await library.forgetUploadSession(clipID: clipID)
+            })
     }
 
     /// Before an upload replaces MP3s it listed: each still has the md5 the listing gave, the

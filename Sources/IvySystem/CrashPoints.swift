@@ -45,6 +45,8 @@ package enum CrashPoint: String, CaseIterable, Sendable {
     case storeAudioReplaced = "store.commit.audio-replaced"
     case storeAudioRecovered = "store.commit.audio-recovered"
     case storePrune = "store.commit.prune"
+    case storeUploadSession = "store.commit.upload-session"
+    case storeUploadSessionForget = "store.commit.upload-session-forget"
     // Inside a transaction, after its last write and before its commit: the kill rolls it back.
     case restoreBeforeCommit = "restore.before-commit"
     case importBeforeCommit = "import.before-commit"
@@ -122,6 +124,8 @@ package enum CrashPoint: String, CaseIterable, Sendable {
         case .storeAudioReplaced: "a replacement of audio finished: its journal rows removed"
         case .storeAudioRecovered: "an opening finished or undid audio replacements a killed ivy left"
         case .storePrune: "a sync pruned history versions older than history_days"
+        case .storeUploadSession: "an MP3 upload kept its session: opened, or as Drive confirmed a chunk"
+        case .storeUploadSessionForget: "an MP3 upload forgot its session: done, failed for good, or not resumable"
         case .restoreBeforeCommit: "`ivy restore`, its MP3s in place, before its transaction commits"
         case .importBeforeCommit: "`ivy import`, its MP3s in place, before its transaction commits"
         case .importAfterCopy: "`ivy import` copied the archive's MP3s out, none yet in place"

@@ -35,13 +35,16 @@ FOLDER = "application/vnd.google-apps.folder"
 # The emulator's control API answers only requests with the secret it prints at start; the
 # fixture puts it on this session.
 CONTROL = requests.Session()
+# The emulator serves HTTPS (HTTP/2 or HTTP/1.1 by ALPN, as Google does) with a certificate
+# authority of its own, which its export line names as IVY_CA_FILE; the fixture sets this to it.
+CA_FILE = None
 
 
 class RecordingHttp(httplib2.Http):
     """httplib2 that keeps every request it sends, to look at what the client put on the wire."""
 
     def __init__(self):
-        super().__init__(timeout=30)
+        super().__init__(timeout=30, ca_certs=CA_FILE)
         # What googleapiclient.http.build_http does to its own: a resumable upload's 308 is
         # "Resume Incomplete", not a redirect (Drive sends it without a Location).
         self.redirect_codes = self.redirect_codes - {308}
@@ -65,11 +68,17 @@ def emulator():
     )
     try:
         url = process.stdout.readline().strip()
-        assert url.startswith("http://"), f"the emulator printed {url!r} instead of its URL"
+        assert url.startswith("https://"), f"the emulator printed {url!r} instead of its URL"
         export_line = process.stdout.readline()
         secret = re.search(r"\bIVY_EMULATOR_SECRET=(\S+)", export_line)
         assert secret, f"the emulator's export line {export_line!r} has no IVY_EMULATOR_SECRET"
         CONTROL.headers["X-Ivy-Emulator-Secret"] = secret.group(1)
+        authority = re.search(r"\bIVY_CA_FILE=(\S+)", export_line)
+        assert authority, f"the emulator's export line {export_line!r} has no IVY_CA_FILE"
+        global CA_FILE
+        CA_FILE = authority.group(1)
+        # requests (and google-auth's transport, which is requests) trust it through this variable.
+        os.environ["REQUESTS_CA_BUNDLE"] = CA_FILE
         yield url
     finally:
         process.terminate()

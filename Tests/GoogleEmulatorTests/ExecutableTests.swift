@@ -24,9 +24,9 @@ struct ExecutableTests {
 
     @Test(
         """
-        prints its loopback URL first, then the export line it writes to --env-file, with the control API's secret; \
-        takes --seed, keeps the Drive in --state, dates its answers --date-offset seconds off, and stops cleanly on \
-        SIGTERM
+        --plain-http: prints its loopback URL first, then the export line it writes to --env-file, with the control \
+        API's secret; takes --seed, keeps the Drive in --state, dates its answers --date-offset seconds off, and \
+        stops cleanly on SIGTERM
         """)
     func lifecycle() async throws {
         let directory = try TemporaryHome(prefix: "emulator")
@@ -38,7 +38,7 @@ struct ExecutableTests {
             Self.binary,
             [
                 "--port", "0", "--state", stateFile, "--seed", "18446744073709551615", "--env-file", envFile,
-                "--date-offset", "-600",
+                "--date-offset", "-600", "--plain-http",
             ])
         try await withChild(emulator) { process in
             let firstLines = try await process.waitUntil("print two lines") { progress in
@@ -88,13 +88,13 @@ struct ExecutableTests {
 
     @Test(
         """
-        --tls serves https and names its certificate authority as IVY_CA_FILE in the export line; approve \
+        by default it serves https and names its certificate authority as IVY_CA_FILE in the export line; approve \
         reaches it trusting that file and refuses it without; the file goes when the emulator stops
         """)
     func tls() async throws {
         let directory = try TemporaryHome(prefix: "emulator")
         defer { withExtendedLifetime(directory) {} }
-        try await withChild(ChildCommand(Self.binary, ["--tls"])) { process in
+        try await withChild(ChildCommand(Self.binary)) { process in
             let firstLines = try await process.waitUntil("print two lines") { progress in
                 progress.stdout.count(where: { $0 == "\n" }) >= 2 ? progress.stdout : nil
             }

@@ -52,6 +52,35 @@ struct UploadAndFaultTests {
         }
     }
 
+    @Test(
+        """
+        a status query before any byte is a 308 with no Range; a chunk that does not end the upload and is not \
+        whole 256 KiB units, or whose body is not its Content-Range's length, is refused and nothing is kept
+        """)
+    func chunkRules() async throws {
+        try await withEmulatorClient { google in
+            let token = try await google.signIn().access
+            let folder = try await google.createFolder("clips", token: token)
+            let audio = Data((0..<600_000).map { UInt8(truncatingIfNeeded: $0 &* 11) })
+            let total = audio.count
+            let odd = try await startSession(google, token: token, folder: folder, name: "clip_o.mp3", total: total)
+            let fresh = try await google.request(
+                "PUT", odd, token: token, headers: ["Content-Range": "bytes */\(total)"], body: Data())
+            #expect(fresh.status == 308 && fresh.header("Range") == nil)
+            let uneven = try await google.request(
+                "PUT", odd, token: token, headers: ["Content-Range": "bytes 0-99999/\(total)"],
+                body: audio.prefix(100_000))
+            #expect(uneven.status == 400, "\(uneven.status)")
+
+            let short = try await startSession(google, token: token, folder: folder, name: "clip_s.mp3", total: total)
+            let partial = try await google.request(
+                "PUT", short, token: token, headers: ["Content-Range": "bytes 0-262143/\(total)"],
+                body: audio.prefix(1000))
+            #expect(partial.status == 400, "\(partial.status)")
+            #expect(await google.state.dump().filter { $0.name.hasPrefix("clip_") }.isEmpty)
+        }
+    }
+
     @Test("an upload whose connection drops resumes from the confirmed offset without resending it")
     func resumeAfterDrop() async throws {
         try await withEmulatorClient { google in

@@ -14,11 +14,12 @@ import Testing
 /// issue's 50 and prints the tally).
 @Suite("Double Ctrl-C during a large upload, through the binary")
 struct DoubleInterruptCLITests {
-    /// How the emulator is reached. Plain HTTP/1.1 for now; when the emulator speaks TLS and
-    /// HTTP/2 (issue 49, item 4), add that route here so every round runs over both.
+    /// How the emulator is reached: plain HTTP/1.1, or TLS with HTTP/2 by ALPN as Google's.
     enum Wire: String, CaseIterable, CustomStringConvertible {
         case http1 = "HTTP/1.1"
+        case http2 = "TLS and HTTP/2"
         var description: String { rawValue }
+        var tls: Bool { self == .http2 }
     }
 
     static let audioBytes = 40_000_000
@@ -46,7 +47,7 @@ struct DoubleInterruptCLITests {
         "every round ends by ivy's own exit, the clip queued and its audio untouched; then it uploads whole",
         .timeLimit(.minutes(30)), arguments: Wire.allCases)
     func doubleInterrupt(wire: Wire) async throws {
-        try await withEmulator { emulator in
+        try await withEmulator(tls: wire.tls) { emulator in
             let laptop = try await SignInHarness.signedIn(emulator)
             let book = try await laptop.ivy.id("book", "add", "--title", "Long Book")
             // The book goes first, so each round's sync is the clip's alone.

@@ -5,10 +5,10 @@ import IvySystem
 import IvyTestSupport
 import Testing
 
-/// The `ivy-emulator` binary as the README's walkthrough uses it: started in the background,
-/// approving the sign-in of an `ivy login` binary.
-// ivy-emulator's commands against an in-process emulator over plain http (`ExecutableTests`
-// covers `--tls`, its export line's IVY_CA_FILE and approve over TLS).
+/// The `ivy-emulator` binary as the README's walkthrough uses it: started in the background
+/// (over HTTPS, its default), approving the sign-in of an `ivy login` binary.
+// approve's and deny's choices are tested against an in-process emulator over plain http: what
+// they pick is the point (`ExecutableTests` covers approve refusing an untrusted certificate).
 @Suite("ivy-emulator --background, approve and deny, through the binaries")
 struct EmulatorCommandTests {
     static let emulator = BuiltProgram.emulator.path
@@ -40,15 +40,16 @@ struct EmulatorCommandTests {
         let line = started.output.trimmingCharacters(in: .newlines)
         let exportLine =
             #/
-            export\ IVY_OAUTH_URL=(http://127\.0\.0\.1:\d+)\ IVY_DRIVE_URL=(\S+)
-            \ IVY_EMULATOR_SECRET=(\w+)\ IVY_EMULATOR_PID=(\d+)
+            export\ IVY_OAUTH_URL=(https://127\.0\.0\.1:\d+)\ IVY_DRIVE_URL=(\S+)
+            \ IVY_EMULATOR_SECRET=(\w+)\ IVY_CA_FILE=(\S+)\ IVY_EMULATOR_PID=(\d+)
             /#
         let match = try #require(line.wholeMatch(of: exportLine), "\(started.output)")
         let url = String(match.1)
         #expect(String(match.2) == url)
         let secret = String(match.3)
+        let caFile = String(match.4)
         #expect(started.output == line + "\n")
-        let pid = try #require(pid_t(match.4))
+        let pid = try #require(pid_t(match.5))
         #expect(started.pid == pid)
         // Detached: its own session, so a closed terminal's SIGHUP never reaches it.
         #expect(getsid(pid) == pid)
@@ -60,15 +61,16 @@ struct EmulatorCommandTests {
         let mode = try FileManager.default.attributesOfItem(atPath: envFile)[.posixPermissions] as? Int
         #expect(mode == 0o600)
         let evaluated = try await shell(
-            #"eval "$(cat "$0")"; printf '%s %s %s' "$IVY_DRIVE_URL" "$IVY_EMULATOR_PID" "$IVY_EMULATOR_SECRET""#,
+            #"eval "$(cat "$0")"; printf '%s %s %s %s' "$IVY_DRIVE_URL" "$IVY_EMULATOR_PID" "$IVY_EMULATOR_SECRET" "#
+                + #""$IVY_CA_FILE""#,
             envFile)
-        #expect(evaluated == "\(url) \(pid) \(secret)")
+        #expect(evaluated == "\(url) \(pid) \(secret) \(caFile)")
 
         // ivy waits a second between polls instead of five.
-        try await control(url, "/_emulator/config", secret: secret, ["poll_interval": 1])
+        try await control(url, "/_emulator/config", secret: secret, caFile: caFile, ["poll_interval": 1])
         var environment = [
             "IVY_HOME": directory.file("home"), "HOME": directory.path, "PATH": "/usr/bin:/bin",
-            "IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url, "NO_COLOR": "1",
+            "IVY_OAUTH_URL": url, "IVY_DRIVE_URL": url, "IVY_CA_FILE": caFile, "NO_COLOR": "1",
             "IVY_CLIENT_ID": GoogleEmulator.defaultClient.id, "IVY_CLIENT_SECRET": GoogleEmulator.defaultClient.secret,
         ]
         var stale: [String] = []
@@ -87,6 +89,7 @@ struct EmulatorCommandTests {
             try FileManager.default.createDirectory(atPath: approveHome, withIntermediateDirectories: false)
             environment = [
                 "HOME": approveHome, "PATH": "/usr/bin:/bin", "IVY_OAUTH_URL": url, "IVY_EMULATOR_SECRET": secret,
+                "IVY_CA_FILE": caFile,
             ]
             let approved = try await run(Self.emulator, ["approve", "--wait", Self.patient], environment: environment)
             #expect(approved.status == 0, "\(approved.stderr)")
@@ -101,7 +104,7 @@ struct EmulatorCommandTests {
             #expect(signedIn.stdout.hasSuffix("Signed in as alice@example.com\n"), "\(signedIn.stdout)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: approveHome) == [])
 
-            let pending = try await control(url, "/_emulator/pending", secret: secret)
+            let pending = try await control(url, "/_emulator/pending", secret: secret, caFile: caFile)
             #expect(pending["user_codes"] as? [String] == stale.sorted())
 
             try await started.stopAndWait(log: logFile)
@@ -110,6 +113,8 @@ struct EmulatorCommandTests {
             #expect(stateMode == 0o600)
             let log = try String(contentsOfFile: logFile, encoding: .utf8)
             #expect(log.hasPrefix(url + "\n" + line + "\n"), "\(log)")
+            // The authority's certificate goes with the emulator; --state keeps its key.
+            #expect(!FileManager.default.fileExists(atPath: caFile))
         }
     }
 
@@ -478,7 +483,7 @@ private func askForCode(_ url: String) async throws -> String {
 /// Calls the emulator's control API with its secret; answers its JSON object.
 @discardableResult
 private func control(
-    _ url: String, _ path: String, secret: String, _ body: [String: Any]? = nil
+    _ url: String, _ path: String, secret: String, caFile: String? = nil, _ body: [String: Any]? = nil
 ) async throws -> [String: Any] {
     var request = HTTPRequest(
         method: "GET", url: try #require(URL(string: url + path)),
@@ -488,6 +493,6 @@ private func control(
         request.body = .data(try JSONSerialization.data(withJSONObject: body))
         request.headers["Content-Type"] = "application/json"
     }
-    let data = try await HTTPClientTransport().send(request).body
+    let data = try await HTTPClientTransport(WireSettings(caFile: caFile)).send(request).body
     return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
 }

@@ -1,3 +1,4 @@
+import Foundation
 import IvyCore
 import Synchronization
 import Testing
@@ -77,7 +78,35 @@ struct GoogleTimeTests {
     @Test("an HTTP Date reads as its instant; anything else as none")
     func httpDate() {
         #expect(HTTPDateHeader.milliseconds("Tue, 03 Nov 2026 10:00:00 GMT") == 1_793_700_000_000)
-        #expect(HTTPDateHeader.milliseconds("2026-11-03T10:00:00Z") == nil)
+        #expect(HTTPDateHeader.milliseconds("Thu, 01 Jan 1970 00:00:00 GMT") == 0)
+        #expect(HTTPDateHeader.milliseconds("Tue, 29 Feb 2028 23:59:59 GMT") == 1_835_481_599_000)
+        #expect(HTTPDateHeader.milliseconds("Sat, 31 Dec 2016 23:59:60 GMT") == 1_483_228_800_000)
+        for text in [
+            "2026-11-03T10:00:00Z", "Tue, 03 Nov 2026 10:00:00 UTC", "Tue, 3 Nov 2026 10:00:00 GMT",
+            "Tue, 03 nov 2026 10:00:00 GMT", "Tuesday, 03-Nov-26 10:00:00 GMT", "Tue Nov  3 10:00:00 2026",
+            "Xyz, 03 Nov 2026 10:00:00 GMT", "Mon, 29 Feb 2027 10:00:00 GMT", "Mon, 31 Apr 2027 10:00:00 GMT",
+            "Mon, 00 Apr 2027 10:00:00 GMT", "Tue, 03 Nov 2026 24:00:00 GMT", "Tue, 03 Nov 2026 10:60:00 GMT",
+            "Tue, 03 Nov 2026 10:00:61 GMT", "Tue, 03 Nov 2026 10:00:00 GMT ", "Tue, 03 Nov 2026 1O:00:00 GMT",
+            "Tue, \u{0663}3 Nov 2026 10:00:00 GMT", "",
+        ] {
+            #expect(HTTPDateHeader.milliseconds(text) == nil, "\(text)")
+        }
+    }
+
+    @Test("an HTTP Date reads as Foundation's formatter reads it, over four centuries of days")
+    func httpDateAsFoundation() {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        var generator = SystemRandomNumberGenerator()
+        // A day a week from 1900 to 2300 (each weekday, month and leap year), at a random second of it.
+        for day in stride(from: Int64(-25_567), to: 120_000, by: 7) {
+            let instant = Date(
+                timeIntervalSince1970: TimeInterval(day * 86_400 + Int64.random(in: 0..<86_400, using: &generator)))
+            let text = formatter.string(from: instant)
+            #expect(HTTPDateHeader.milliseconds(text) == Int64(instant.timeIntervalSince1970) * 1000, "\(text)")
+        }
     }
 
     @Test("a time from another device is bounded by when Google received its file, plus a minute")

@@ -12,13 +12,13 @@ extension GoogleHarness {
     /// A Drive client for alice whose retries do not really wait (the waits are recorded).
     func drive(
         sleeper: Sleeper = Sleeper(), concurrency: Int = 8, realSleep: Bool = false,
-        now: @escaping @Sendable () -> Duration = Pacer.monotonic()
+        now: @escaping @Sendable () -> Duration = Pacer.monotonic(), uploadChunk: Int64 = ResumableUpload.defaultChunk
     ) async throws -> DriveClient {
         let provider = try await signedIn()
         let real: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
         return DriveClient(
             drive: emulator.baseURL, authorized: AuthorizedTransport(tokens: provider, transport: transport),
-            concurrency: concurrency, sleep: realSleep ? real : sleeper.sleep, now: now)
+            concurrency: concurrency, sleep: realSleep ? real : sleeper.sleep, now: now, uploadChunk: uploadChunk)
     }
 
     func names(in folder: String) async -> [String] {

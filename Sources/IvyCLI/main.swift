@@ -103,6 +103,15 @@ var context = Context(
         }
         CrashPoints.arm(point, count: count)
     }
+    if let name = environment["IVY_TEST_DEFECT"] {
+        guard let defect = PlantedDefect(rawValue: name) else {
+            write(
+                "Error: IVY_TEST_DEFECT=\(name) names no defect; the defects are "
+                    + PlantedDefect.allCases.map(\.rawValue).joined(separator: ", ") + "\n", to: STDERR_FILENO)
+            exit(2)
+        }
+        PlantedDefect.plant(defect)
+    }
     if let trace = environment["IVY_CRASH_TRACE"], !CrashPoints.trace(to: trace) {
         write(
             "Error: IVY_CRASH_TRACE=\(trace) cannot be opened to append; name a file in a writable directory\n",

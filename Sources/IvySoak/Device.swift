@@ -152,6 +152,15 @@ final class Device: Sendable {
         return device
     }
 
+    /// This device with `extra` added to its commands' environment (a crash point to arm, a
+    /// trace to write): the same home.
+    func with(_ extra: [String: String]) -> Device {
+        let device = Device(
+            name: name, home: home, binary: binary, environment: environment.merging(extra) { $1 })
+        device.setClock(ahead: clockOffset)
+        return device
+    }
+
     func audioPath(_ clipID: String) -> String { home + "/audio/\(clipID).mp3" }
 
     /// Runs `ivy arguments` to the end. `killWhen` is polled while it runs: once it says so,

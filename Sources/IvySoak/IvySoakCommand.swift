@@ -51,8 +51,38 @@ struct IvySoakCommand: AsyncParsableCommand {
     @Flag(help: "Keep the devices' homes (databases, ivy.log) for a look afterwards.") var keep = false
     @Flag(help: "Print every crash point IVY_CRASH_AT can name, with what it marks, and exit.")
     var listCrashPoints = false
+    @Flag(
+        help: """
+            Crash check: run short stories over two devices and the app, crash each at the crash points it \
+            passes, and check the end (by default each story of one operation, each point crashed once).
+            """)
+    var crashCheck = false
+    @Flag(help: "With --crash-check: every story of up to three operations, crashed at every point it passes.")
+    var all = false
+    @Option(
+        help: ArgumentHelp(
+            "With --crash-check: one story, operations joined by commas: "
+                + StoryOperation.allCases.map(\.rawValue).joined(separator: ", ") + ".", valueName: "OPS"))
+    var story: String?
+    @Option(
+        help: ArgumentHelp(
+            "With --crash-check --story: only the crash at the Nth reach of POINT, counted over the story.",
+            valueName: "POINT:N"))
+    var crashAt: String?
+    @Flag(help: "With --crash-check: do not shrink a failing story.") var noShrink = false
 
     func validate() throws {
+        if (all || story != nil || crashAt != nil || noShrink) && !crashCheck {
+            throw ValidationError("--all, --story, --crash-at and --no-shrink go with --crash-check")
+        }
+        if crashAt != nil && story == nil { throw ValidationError("--crash-at needs --story") }
+        if let story {
+            do { _ = try StoryOperation.story(story) } catch { throw ValidationError("\(error)") }
+        }
+        if let crashAt, CrashPoints.parse(crashAt) == nil {
+            throw ValidationError(
+                "--crash-at \(crashAt) names no crash point; `ivy-soak --list-crash-points` lists them (NAME:N)")
+        }
         guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1") }
         if let ivy, !FileManager.default.isExecutableFile(atPath: ivy) {
             throw ValidationError("\(ivy) is not an executable; give --ivy the path of a built ivy")
@@ -67,6 +97,10 @@ struct IvySoakCommand: AsyncParsableCommand {
         let binary = URL(fileURLWithPath: ivy ?? BuiltProgram.ivy.path)
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw SoakError("no ivy at \(binary.path); build it (`swift build -c release`) or pass --ivy PATH")
+        }
+        if crashCheck {
+            try await runCrashCheck(binary)
+            return
         }
         let root = FileManager.default.temporaryDirectory
             .appendingPathComponent("ivy-soak-\(seed)-\(UUID().uuidString)").path
@@ -142,5 +176,71 @@ final class Cleanup: Sendable {
             source.resume()
             return source
         }
+    }
+}
+
+extension IvySoakCommand {
+    /// `--crash-check`: the stories asked for, each crashed as asked; the summary line, each
+    /// violation with the command that replays it, and exit 1 when there is any.
+    func runCrashCheck(_ binary: URL) async throws {
+        let root = FileManager.default.temporaryDirectory
+            .appendingPathComponent("ivy-crashcheck-\(seed)-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let cleanup = Cleanup(root: keep ? nil : root)
+        let signals = cleanup.onSignals()
+        defer { withExtendedLifetime(signals) {} }
+        let options = CrashCheck.Options(
+            seed: seed, ivy: binary, verbose: verbose, keep: keep, shrink: !noShrink,
+            defect: ProcessInfo.processInfo.environment["IVY_TEST_DEFECT"])
+        let started = ContinuousClock.now
+        let emulator: GoogleEmulator
+        do {
+            emulator = try await GoogleEmulator.start(seed: seed, tls: !plainHTTP)
+        } catch {
+            cleanup.removeFiles()
+            throw error
+        }
+        let checker = CrashCheck(options: options, root: root, emulator: emulator)
+        var violations: [String] = []
+        var stories = 0
+        do {
+            try await checker.prepare()
+            if let story {
+                let operations = try StoryOperation.story(story)
+                let crash = crashAt.flatMap(CrashPoints.parse).map { PlannedCrash(point: $0.point, count: $0.count) }
+                stories = 1
+                violations = try await checker.check(operations, crashes: crash.map { [$0] })
+                for line in violations { print("violation: " + line) }
+            } else {
+                let chosen = all ? CrashCheck.allStories() : StoryOperation.allCases.map { [$0] }
+                for operations in chosen {
+                    stories += 1
+                    let before = checker.crashes
+                    let found = try await checker.check(operations, crashes: nil, firstOnly: !all)
+                    // A long run says how far it got, and each violation as soon as it is found.
+                    for line in found { print("violation: " + line) }
+                    let story = operations.map(\.rawValue).joined(separator: ",")
+                    print(
+                        "crashcheck: story \(stories)/\(chosen.count) '\(story)': "
+                            + "\(checker.crashes - before) crashes, \(found.count) violations, "
+                            + "\((ContinuousClock.now - started).components.seconds) s so far")
+                    fflush(nil)
+                    violations += found
+                }
+            }
+        } catch {
+            await emulator.stop()
+            cleanup.removeFiles()
+            if ChildRegistry.isStopping { throw ExitCode(130) }
+            throw error
+        }
+        await emulator.stop()
+        cleanup.removeFiles()
+        if keep { print("homes kept in \(root)") }
+        print("crashcheck: \((ContinuousClock.now - started).components.seconds) s")
+        print(
+            "crashcheck: \(checker.pointsHit.count) points, \(stories) stories, \(checker.crashes) crashes, "
+                + "violations=\(violations.count)")
+        if !violations.isEmpty { throw ExitCode.failure }
     }
 }

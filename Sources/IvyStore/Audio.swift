@@ -99,6 +99,45 @@ extension LibraryDatabase {
         TransferFiles.removeLeftovers(in: paths.audioDirectory, incomingBefore: hourAgo)
     }
 
+    /// Removes the MP3 of each clip whose row is gone and whose bytes the history keeps. A
+    /// deletion (`clip delete`, or a sync applying one) removes the MP3 only after its
+    /// transaction commits, the MP3 kept in the history first; a kill between the two left it
+    /// in the audio directory for good (`ivy-soak --crash-check --story delete --crash-at
+    /// store.commit.clip-delete:1`). Only under the sync lock, which `restore`, `trash restore`
+    /// and `import` hold while they put an MP3 back. A running `clip add` takes no lock, and its
+    /// new MP3 is in place a moment before its row commits: it is a file of its own, never the
+    /// history's (a hard link), so it is taken only when the history holds its bytes and it is
+    /// an hour old, the rule for `.incoming-` files. Returns how many went.
+    @discardableResult
+    package func removeDeletedClipsAudio() async -> Int {
+        let directory = paths.audioDirectory
+        let history = paths.historyDirectory
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let candidates = names.filter { !$0.hasPrefix(".") && $0.hasSuffix(".mp3") }
+        guard !candidates.isEmpty,
+            let held = try? await read({ db in Set(try String.fetchAll(db, sql: "SELECT id FROM clips")) })
+        else { return 0 }
+        let hourAgo = (clock.now() - 3_600_000) / 1000
+        return await
+            (try? BlockingExecutor.blocking {
+                var removed = 0
+                for name in candidates where !held.contains(String(name.dropLast(4))) {
+                    let path = directory + "/" + name
+                    var info = stat()
+                    guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+                        let md5 = try? LocalFile.md5(of: URL(fileURLWithPath: path))
+                    else { continue }
+                    var kept = stat()
+                    let keptPath = history + "/" + md5 + ".mp3"
+                    guard lstat(keptPath, &kept) == 0, HistoryAudio.trusted(keptPath, md5: md5) else { continue }
+                    let linked = kept.st_ino == info.st_ino && kept.st_dev == info.st_dev
+                    guard linked || Int64(info.st_ctim.tv_sec) <= hourAgo else { continue }
+                    if unlink(path) == 0 { removed += 1 }
+                }
+                return removed
+            }) ?? 0
+    }
+
     /// Whether the clip's audio is on disk.
     package func hasAudio(clipID: ClipID) -> Bool {
         FileManager.default.fileExists(atPath: audioPath(clipID: clipID))

@@ -270,7 +270,8 @@ package final class SyncEngine: Sendable {
     /// before any record of it leaves nothing to repair.
     private func gather(_ options: SyncOptions, fullListing forced: String? = nil) async throws -> Gathered {
         // Under the sync lock no other transfer is running: these are a killed run's.
-        if !options.dryRun { library.removeTransferLeftovers() }
+        if !options.dryRun, !PlantedDefect.keepTransferLeftovers.isPlanted { library.removeTransferLeftovers() }
+        if !options.dryRun { await library.removeDeletedClipsAudio() }
         progress?(SyncProgress(phase: "listing Drive"))
 
         let remembered = try await library.rememberedFolders()

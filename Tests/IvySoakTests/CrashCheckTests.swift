@@ -1,0 +1,76 @@
+import Foundation
+import IvySystem
+import IvyTestSupport
+import Testing
+
+@Suite("ivy-soak --crash-check, every crash point crashed in a short story")
+struct CrashCheckTests {
+    @Test(
+        "each one-operation story, crashed once at each crash point the stories pass, ends with nothing lost",
+        .timeLimit(.minutes(10)))
+    func everyPointOnce() async throws {
+        let (status, output) = try await run(["--crash-check"])
+        let summary = output.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(summary.hasSuffix(" crashes, violations=0"), "\(output)")
+        #expect(status == 0, "\(output)")
+        // `crashcheck: P points, 7 stories, C crashes, …`: every point the stories pass, each
+        // crashed at least once (a crash per point, none twice).
+        let figures = summary.dropFirst("crashcheck: ".count).split(separator: ", ").compactMap {
+            Int($0.split(separator: " ")[0])
+        }
+        #expect(figures.count == 3, "\(summary)")
+        if figures.count == 3 {
+            #expect(figures[1] == 7, "\(summary)")
+            #expect(figures[0] >= 30, "\(summary)")
+            #expect(figures[0] == figures[2], "\(summary)")
+        }
+    }
+
+    @Test(
+        "a planted defect (a killed download's staging file never swept) is reported, replayed and shrunk",
+        .timeLimit(.minutes(5)))
+    func plantedDefect() async throws {
+        let crash = ["--crash-at", "drive.download.after-rename:1"]
+        let (status, output) = try await run(
+            ["--crash-check", "--story", "edit-here,new-audio"] + crash,
+            environment: ["IVY_TEST_DEFECT": "keep-transfer-leftovers"])
+        #expect(status == 1, "\(output)")
+        #expect(output.contains("violation: orphan at home: b"), "\(output)")
+        #expect(
+            output.contains(
+                "replay: ivy-soak --crash-check --story 'edit-here,new-audio' "
+                    + "--crash-at drive.download.after-rename:1"),
+            "\(output)")
+        #expect(
+            output.contains(
+                "shortest: ivy-soak --crash-check --story 'new-audio' --crash-at drive.download.after-rename:1"),
+            "\(output)")
+        #expect(output.hasSuffix("1 crashes, violations=1\n"), "\(output)")
+
+        // Without the defect the same crash is harmless: the next sync sweeps the file.
+        let (cleanStatus, cleanOutput) = try await run(["--crash-check", "--story", "new-audio"] + crash)
+        #expect(cleanStatus == 0, "\(cleanOutput)")
+        #expect(cleanOutput.hasSuffix("1 points, 1 stories, 1 crashes, violations=0\n"), "\(cleanOutput)")
+    }
+
+    @Test("a story names known operations, and --crash-at a known point")
+    func usage() async throws {
+        let (status, output) = try await run(["--crash-check", "--story", "edit-here,fly"])
+        #expect(status == 64, "\(output)")
+        #expect(output.contains("no operation fly"), "\(output)")
+        let (pointStatus, pointOutput) = try await run([
+            "--crash-check", "--story", "delete", "--crash-at", "nowhere:1",
+        ])
+        #expect(pointStatus == 64, "\(pointOutput)")
+        let (aloneStatus, aloneOutput) = try await run(["--all"])
+        #expect(aloneStatus == 64, "\(aloneOutput)")
+    }
+
+    private func run(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> (Int32, String) {
+        let environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
+        var soak = ChildCommand(BuiltProgram.soak.path, arguments, environment: environment)
+        soak.errorToOutput = true
+        let result = try await runChild(soak, within: .seconds(590))
+        return (result.status, result.stdout)
+    }
+}

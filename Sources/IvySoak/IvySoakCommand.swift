@@ -102,36 +102,11 @@ struct IvySoakCommand: AsyncParsableCommand {
             try await runCrashCheck(binary)
             return
         }
-        let root = FileManager.default.temporaryDirectory
-            .appendingPathComponent("ivy-soak-\(seed)-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        let cleanup = Cleanup(root: keep ? nil : root)
-        let signals = cleanup.onSignals()
-        defer { withExtendedLifetime(signals) {} }
         let options = SoakOptions(seed: seed, rounds: rounds, ivy: binary, verbose: verbose, faults: faults, keep: keep)
-
-        let emulator: GoogleEmulator
-        do {
-            // The run's seed makes the emulator's ids, tokens and fault draws too.
-            emulator = try await GoogleEmulator.start(seed: seed, tls: !plainHTTP)
-        } catch {
-            cleanup.removeFiles()
-            throw error
+        let (root, soak, findings) = try await withRun(named: "ivy-soak") { root, emulator in
+            let soak = try await Soak(options: options, root: root, emulator: emulator)
+            return (root, soak, try await soak.run())
         }
-        let findings: Findings
-        let soak: Soak
-        do {
-            soak = try await Soak(options: options, root: root, emulator: emulator)
-            findings = try await soak.run()
-        } catch {
-            await emulator.stop()
-            cleanup.removeFiles()
-            if ChildRegistry.isStopping { throw ExitCode(130) }
-            throw error
-        }
-        await emulator.stop()
-        cleanup.removeFiles()
-
         for line in findings.all { print(line) }
         if keep { print("homes kept in \(root)") }
         print(
@@ -142,6 +117,41 @@ struct IvySoakCommand: AsyncParsableCommand {
                 + "invented=\(findings.invented.count), untouched_written=\(findings.untouchedWritten.count), "
                 + "pruned_past=\(findings.prunedPast.count)")
         if !findings.clean { throw ExitCode.failure }
+    }
+}
+
+extension IvySoakCommand {
+    /// Runs `body` with a scratch directory of its own (NAME-SEED-UUID in the temporary
+    /// directory) and an emulator of the run's seed, then stops the emulator and removes the
+    /// directory (unless --keep), whether `body` threw or not; SIGINT or SIGTERM stop it in
+    /// order, and exit 130.
+    func withRun<T>(named name: String, _ body: (_ root: String, _ emulator: GoogleEmulator) async throws -> T)
+        async throws -> T
+    {
+        let root = FileManager.default.temporaryDirectory
+            .appendingPathComponent("\(name)-\(seed)-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let cleanup = Cleanup(root: keep ? nil : root)
+        let signals = cleanup.onSignals()
+        defer { withExtendedLifetime(signals) {} }
+        let emulator: GoogleEmulator
+        do {
+            // The run's seed makes the emulator's ids, tokens and fault draws too.
+            emulator = try await GoogleEmulator.start(seed: seed, tls: !plainHTTP)
+        } catch {
+            cleanup.removeFiles()
+            throw error
+        }
+        let outcome: Result<T, any Error>
+        do {
+            outcome = .success(try await body(root, emulator))
+        } catch {
+            outcome = .failure(error)
+        }
+        await emulator.stop()
+        cleanup.removeFiles()
+        if case .failure = outcome, ChildRegistry.isStopping { throw ExitCode(130) }
+        return try outcome.get()
     }
 }
 
@@ -183,27 +193,14 @@ extension IvySoakCommand {
     /// `--crash-check`: the stories asked for, each crashed as asked; the summary line, each
     /// violation with the command that replays it, and exit 1 when there is any.
     func runCrashCheck(_ binary: URL) async throws {
-        let root = FileManager.default.temporaryDirectory
-            .appendingPathComponent("ivy-crashcheck-\(seed)-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        let cleanup = Cleanup(root: keep ? nil : root)
-        let signals = cleanup.onSignals()
-        defer { withExtendedLifetime(signals) {} }
         let options = CrashCheck.Options(
             seed: seed, ivy: binary, verbose: verbose, keep: keep, shrink: !noShrink,
             defect: ProcessInfo.processInfo.environment["IVY_TEST_DEFECT"])
         let started = ContinuousClock.now
-        let emulator: GoogleEmulator
-        do {
-            emulator = try await GoogleEmulator.start(seed: seed, tls: !plainHTTP)
-        } catch {
-            cleanup.removeFiles()
-            throw error
-        }
-        let checker = CrashCheck(options: options, root: root, emulator: emulator)
-        var violations: [String] = []
-        var stories = 0
-        do {
+        let (root, checker, stories, violations) = try await withRun(named: "ivy-crashcheck") { root, emulator in
+            let checker = CrashCheck(options: options, root: root, emulator: emulator)
+            var violations: [String] = []
+            var stories = 0
             try await checker.prepare()
             if let story {
                 let operations = try StoryOperation.story(story)
@@ -228,14 +225,8 @@ extension IvySoakCommand {
                     violations += found
                 }
             }
-        } catch {
-            await emulator.stop()
-            cleanup.removeFiles()
-            if ChildRegistry.isStopping { throw ExitCode(130) }
-            throw error
+            return (root, checker, stories, violations)
         }
-        await emulator.stop()
-        cleanup.removeFiles()
         if keep { print("homes kept in \(root)") }
         print("crashcheck: \((ContinuousClock.now - started).components.seconds) s")
         print(

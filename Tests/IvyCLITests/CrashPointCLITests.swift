@@ -272,17 +272,9 @@ struct CrashPointCLITests {
     static func clipInTrash(_ emulator: GoogleEmulator) async throws -> (
         a: SignInHarness, b: SignInHarness, clip: String
     ) {
-        let a = try await SignInHarness.signedIn(emulator)
-        let b = try await SignInHarness.signedIn(emulator)
-        try await a.addLibrary(books: 1, clips: 1)
-        #expect(try await a.ivy.run("sync").status == 0)
-        #expect(try await b.ivy.run("sync").status == 0)
-        let clip: String = try #require(try a.ivy.sql("SELECT id FROM clips").first?["id"])
-        #expect(try await a.ivy.run("clip", "delete", clip).status == 0)
-        #expect(try await a.ivy.run("sync").status == 0)
-        #expect(try await b.ivy.run("sync").status == 0)
-        #expect(try b.ivy.count("SELECT count(*) FROM trash") == 1)
-        return (a, b, clip)
+        let devices = try await TrashCommandTests.clipDeletedElsewhere(emulator)
+        #expect(try devices.b.ivy.count("SELECT count(*) FROM trash") == 1)
+        return devices
     }
 
     @Test(

@@ -7,8 +7,9 @@ import Testing
 @Suite("ivy trash")
 struct TrashCommandTests {
     /// Two devices of one account with one synced book and clip; the clip is then deleted on
-    /// `a`, and `b`'s sync deletes it there too (into `b`'s trash).
-    private func clipDeletedElsewhere(_ emulator: GoogleEmulator) async throws -> (
+    /// `a`, and `b`'s sync deletes it there too (into `b`'s trash). `CrashPointCLITests` starts
+    /// from it too.
+    static func clipDeletedElsewhere(_ emulator: GoogleEmulator) async throws -> (
         a: SignInHarness, b: SignInHarness, clip: String
     ) {
         let a = try await SignInHarness.signedIn(emulator)
@@ -29,7 +30,7 @@ struct TrashCommandTests {
     @Test("a clip deleted on another device is listed, restored with `ivy trash restore`, and reaches every device")
     func restoreReachesEveryDevice() async throws {
         try await withEmulator { emulator in
-            let (a, b, clip) = try await clipDeletedElsewhere(emulator)
+            let (a, b, clip) = try await Self.clipDeletedElsewhere(emulator)
             let listed = try #require(try await b.ivy.run("trash", "list", "--json").json() as? [[String: Any]])
             #expect(listed.count == 1)
             let entry = try #require(listed.first)
@@ -63,7 +64,7 @@ struct TrashCommandTests {
     @Test("trash restore takes the clip's id for its newest entry, and the history records it as a restore")
     func restoreByEntityID() async throws {
         try await withEmulator { emulator in
-            let (_, b, clip) = try await clipDeletedElsewhere(emulator)
+            let (_, b, clip) = try await Self.clipDeletedElsewhere(emulator)
             let restored = try await b.ivy.run("trash", "restore", clip)
             #expect(restored.status == 0, "\(restored.stderr)")
             #expect(restored.stdout.contains("Restored clip \(clip) from trash entry"))
@@ -78,7 +79,7 @@ struct TrashCommandTests {
     @Test("trash list shows the clip's id cut short, and trash restore takes that prefix")
     func restoreByPrefix() async throws {
         try await withEmulator { emulator in
-            let (_, b, clip) = try await clipDeletedElsewhere(emulator)
+            let (_, b, clip) = try await Self.clipDeletedElsewhere(emulator)
             let cut = String(clip.prefix(8))
             let table = try await b.ivy.run("trash", "list")
             #expect(table.stdout.contains("  clip  \(cut)  note 0  "), "\(table.stdout)")
@@ -93,7 +94,7 @@ struct TrashCommandTests {
     @Test("trash restore over a clip made again since refuses without --yes (exit 64); --yes keeps what it replaces")
     func restoreOverNewer() async throws {
         try await withEmulator { emulator in
-            let (_, b, clip) = try await clipDeletedElsewhere(emulator)
+            let (_, b, clip) = try await Self.clipDeletedElsewhere(emulator)
             let listed = try #require(try await b.ivy.run("trash", "list", "--json").json() as? [[String: Any]])
             let id = try #require(listed.first?["id"] as? Int)
             let book: String = try #require(b.ivy.sql("SELECT id FROM books").first?["id"])
@@ -147,7 +148,7 @@ struct TrashCommandTests {
     @Test("trash empty needs --yes without a terminal (exit 64); on a terminal it asks, and only yes empties")
     func emptyAsks() async throws {
         try await withEmulator { emulator in
-            let (_, b, _) = try await clipDeletedElsewhere(emulator)
+            let (_, b, _) = try await Self.clipDeletedElsewhere(emulator)
             let refused = try await b.ivy.run("trash", "empty")
             #expect(refused.status == 64 && refused.stderr.contains("pass --yes"))
             let declined = try await b.ivy.runOnTerminal(["trash", "empty"], typing: "n\n")

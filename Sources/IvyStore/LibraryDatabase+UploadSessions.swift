@@ -34,7 +34,10 @@ extension LibraryDatabase {
     }
 
     /// Forgets a clip's upload session: its upload completed, failed for good, or starts anew.
+    /// Most clip uploads kept none (a JSON-only change): a read then finds so, and no write
+    /// transaction is spent on nothing.
     package func forgetUploadSession(clipID: ClipID) async throws {
+        guard try await uploadSession(clipID: clipID) != nil else { return }
         try await write(.storeUploadSessionForget) { db in
             try db.execute(sql: "DELETE FROM upload_sessions WHERE clip_id = ?", arguments: [clipID.rawValue])
         }

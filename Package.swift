@@ -99,8 +99,11 @@ let package = Package(
         ),
         // The slot in the binary's read-only data that scripts/package writes a release's stamp into.
         .target(name: "IvyStamp"),
+        // glibc's malloc settings Swift's Glibc module leaves out (the cap on its arenas).
+        .target(name: "IvyMemory"),
         // The `ivy` executable: builds the context from the process and runs IvyCommands on it.
-        .executableTarget(name: "IvyCLI", dependencies: ["IvyCore", "IvyCommands", "IvyStamp", "IvySystem"]),
+        .executableTarget(
+            name: "IvyCLI", dependencies: ["IvyCore", "IvyCommands", "IvyMemory", "IvyStamp", "IvySystem"]),
         // A loopback fake of Google's OAuth device flow and Drive v3, for tests, benchmarks
         // and trying ivy without a Google account.
         .target(
@@ -247,7 +250,7 @@ let upcomingFeatures: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
-// IvyStamp is C: no Swift settings.
-for target in package.targets where target.name != "IvyStamp" {
+// IvyStamp and IvyMemory are C: no Swift settings.
+for target in package.targets where !["IvyStamp", "IvyMemory"].contains(target.name) {
     target.swiftSettings = (target.swiftSettings ?? []) + upcomingFeatures
 }

@@ -1,6 +1,7 @@
 import Foundation
 import IvyCommands
 import IvyCore
+import IvyMemory
 import IvyStamp
 import IvySystem
 import Synchronization
@@ -67,6 +68,13 @@ func buildStamp() -> BuildStamp {
     let count = slot.withUnsafeMutableBufferPointer { ivy_build_stamp($0.baseAddress, $0.count) }
     return BuildStamp(slot: Array(slot.prefix(count)))
 }
+
+// glibc gives every thread that allocates while another does an arena of its own, up to 8 a
+// core, and keeps what each arena freed for that arena: a watch polling over TLS (NIO's event
+// loop, ivy's own threads, Swift's pool) wandered by 3 MB between them over 600 polls where
+// one arena stayed within 0.4 MB (BENCHMARKS.md, issue 49). Two, unless the person running ivy
+// chose otherwise with glibc's own MALLOC_ARENA_MAX; set before ivy starts a thread.
+if getenv("MALLOC_ARENA_MAX") == nil { _ = ivy_cap_malloc_arenas(2) }
 
 let environment = ProcessInfo.processInfo.environment
 var context = Context(

@@ -108,8 +108,13 @@ extension LibraryDatabase {
     /// new MP3 is in place a moment before its row commits: it is a file of its own, never the
     /// history's (a hard link), so it is taken only when the history holds its bytes and it is
     /// an hour old, the rule for `.incoming-` files. Returns how many went.
+    ///
+    /// It lists the audio and every clip's id, so an open library looks at most once an hour
+    /// (a clock stepped back by an hour or more counts as an hour): a watch polling every few
+    /// seconds would otherwise pay for it at every poll, and an MP3 left so is only disk space.
     @discardableResult
     package func removeDeletedClipsAudio() async -> Int {
+        guard deletedAudioLookIsDue() else { return 0 }
         let directory = paths.audioDirectory
         let history = paths.historyDirectory
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []

@@ -17,6 +17,8 @@ package final class LibraryDatabase: Sendable {
     /// The range of Google's time last kept in the library (`InternalSetting.googleTime`): a
     /// write keeps it again when the clock has learned more.
     private let keptGoogleTime = Mutex<GoogleTimeRange?>(nil)
+    /// When `removeDeletedClipsAudio` last looked, by `clock`.
+    private let deletedAudioLookedAt = Mutex<Milliseconds?>(nil)
 
     /// How long a write waits for another process that holds the database lock.
     static let busyTimeout: TimeInterval = 10
@@ -401,6 +403,20 @@ enum Directories {
             try PrivateDirectory.check(path)
         } catch {
             throw StoreError.unsafeDirectory(error)
+        }
+    }
+}
+
+extension LibraryDatabase {
+    /// Whether `removeDeletedClipsAudio` looks now: the first time, then once an hour (a clock
+    /// stepped back by an hour or more counts as one), so a watch polling every few seconds
+    /// does not list the audio and every clip's id at every poll.
+    func deletedAudioLookIsDue() -> Bool {
+        let now = clock.now()
+        return deletedAudioLookedAt.withLock { last in
+            guard last.map({ abs(now - $0) >= 3_600_000 }) ?? true else { return false }
+            last = now
+            return true
         }
     }
 }

@@ -34,9 +34,7 @@ struct AudioStagingTests {
 
 @Suite("The MP3 of a clip deleted by a killed ivy")
 struct DeletedAudioSweepTests {
-    @Test(
-        "a deleted clip's MP3 a kill left after the commit goes; a live clip's, and a new one's before its commit, stay"
-    )
+    @Test("a deleted clip's MP3 a kill left goes (looked for once an hour); a live or uncommitted new clip's stays")
     func sweep() async throws {
         let home = try TemporaryHome()
         let clock = TestClock.ticking()
@@ -72,5 +70,15 @@ struct DeletedAudioSweepTests {
         #expect(await library.removeDeletedClipsAudio() == 1)
         #expect(!library.hasAudio(clipID: adding))
         #expect(library.hasAudio(clipID: live))
+
+        // An open library (a watch polling every few seconds) looks once an hour, not at every
+        // poll: another kill's leftover waits for the next look.
+        #expect(link(kept, library.audioPath(clipID: deleted)) == 0)
+        clock.advance(seconds: 3_000)
+        #expect(await library.removeDeletedClipsAudio() == 0)
+        #expect(library.hasAudio(clipID: deleted))
+        clock.advance(seconds: 600)
+        #expect(await library.removeDeletedClipsAudio() == 1)
+        #expect(!library.hasAudio(clipID: deleted))
     }
 }

@@ -228,6 +228,8 @@ extension IvySoakCommand {
             return (root, checker, stories, violations)
         }
         if keep { print("homes kept in \(root)") }
+        // Which points were crashed, for a test to hold against the list (`CrashCoverageTests`).
+        print("crashcheck: crashed at: " + checker.pointsHit.map(\.rawValue).sorted().joined(separator: " "))
         print("crashcheck: \((ContinuousClock.now - started).components.seconds) s")
         print(
             "crashcheck: \(checker.pointsHit.count) points, \(stories) stories, \(checker.crashes) crashes, "

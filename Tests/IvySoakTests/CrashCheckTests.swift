@@ -24,6 +24,33 @@ struct CrashCheckTests {
             #expect(figures[0] >= 30, "\(summary)")
             #expect(figures[0] == figures[2], "\(summary)")
         }
+        // Every crash point is crashed in CI: by these stories, or by a test of the built binary
+        // that kills it there and checks what a person would notice (Tests/IvyCLITests).
+        let prefix = "crashcheck: crashed at: "
+        let line = output.split(separator: "\n").first { $0.hasPrefix(prefix) } ?? ""
+        let crashedHere = Set(line.dropFirst(prefix.count).split(separator: " ").map(String.init))
+        #expect(!crashedHere.isEmpty, "\(output)")
+        let named = try Self.pointsNamedByBinaryTests()
+        let missed = CrashPoint.allCases.map(\.rawValue).filter { !crashedHere.contains($0) && !named.contains($0) }
+        #expect(missed.isEmpty, "crash points no test in CI crashes: \(missed)")
+    }
+
+    /// The crash points the built binary's tests name (a string literal that is a point's name,
+    /// or a name and a count): those the suite crashes. The sweep `scripts/crashcheck` runs is
+    /// not CI's, so its file is left out.
+    static func pointsNamedByBinaryTests() throws -> Set<String> {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("IvyCLITests")
+        let names = Set(CrashPoint.allCases.map(\.rawValue))
+        var named: Set<String> = []
+        for file in try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        where file.hasSuffix(".swift") && file != "CrashPointSweepTests.swift" {
+            let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+            for match in text.matches(of: try Regex(#""([a-z][a-z0-9.-]+)(?::[0-9]+)?""#)) {
+                if let name = match.output[1].substring.map(String.init), names.contains(name) { named.insert(name) }
+            }
+        }
+        return named
     }
 
     @Test(

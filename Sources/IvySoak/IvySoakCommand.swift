@@ -71,11 +71,22 @@ struct IvySoakCommand: AsyncParsableCommand {
     var crashAt: String?
     @Flag(help: "With --crash-check: do not shrink a failing story.") var noShrink = false
 
+    @Option(
+        help: ArgumentHelp(
+            "With --crash-check --all: start at the Nth story (as `story N/S` counts them), to go on with a long "
+                + "run or share it out.", valueName: "N"))
+    var from: Int?
+
     func validate() throws {
         if (all || story != nil || crashAt != nil || noShrink) && !crashCheck {
             throw ValidationError("--all, --story, --crash-at and --no-shrink go with --crash-check")
         }
         if crashAt != nil && story == nil { throw ValidationError("--crash-at needs --story") }
+        if let from {
+            guard all else { throw ValidationError("--from goes with --crash-check --all") }
+            let count = CrashCheck.allStories().count
+            guard (1...count).contains(from) else { throw ValidationError("--from takes 1 to \(count)") }
+        }
         if let story {
             do { _ = try StoryOperation.story(story) } catch { throw ValidationError("\(error)") }
         }
@@ -201,6 +212,8 @@ extension IvySoakCommand {
             let checker = CrashCheck(options: options, root: root, emulator: emulator)
             var violations: [String] = []
             var stories = 0
+            // Stories before --from's, counted in `story N/S` but not run.
+            var skipped = 0
             try await checker.prepare()
             if let story {
                 let operations = try StoryOperation.story(story)
@@ -210,7 +223,9 @@ extension IvySoakCommand {
                 for line in violations { print("violation: " + line) }
             } else {
                 let chosen = all ? CrashCheck.allStories() : StoryOperation.allCases.map { [$0] }
-                for operations in chosen {
+                skipped = (from ?? 1) - 1
+                stories = skipped
+                for operations in chosen.dropFirst(skipped) {
                     stories += 1
                     let before = checker.crashes
                     let found = try await checker.check(operations, crashes: nil, firstOnly: !all)
@@ -225,7 +240,7 @@ extension IvySoakCommand {
                     violations += found
                 }
             }
-            return (root, checker, stories, violations)
+            return (root, checker, stories - skipped, violations)
         }
         if keep { print("homes kept in \(root)") }
         // Which points were crashed, for a test to hold against the list (`CrashCoverageTests`).

@@ -91,6 +91,8 @@ struct CrashCheckTests {
         #expect(pointStatus == 64, "\(pointOutput)")
         let (aloneStatus, aloneOutput) = try await run(["--all"])
         #expect(aloneStatus == 64, "\(aloneOutput)")
+        let (fromStatus, fromOutput) = try await run(["--crash-check", "--all", "--from", "0"])
+        #expect(fromStatus == 64 && fromOutput.contains("--from takes 1 to 259"), "\(fromOutput)")
     }
 
     private func run(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> (Int32, String) {

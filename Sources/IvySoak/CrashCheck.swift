@@ -19,6 +19,10 @@ enum StoryOperation: String, CaseIterable, Sendable {
     case restore
     /// Device b puts back clip 4, which a sync of the fixture deleted there (`ivy trash restore`).
     case trashRestore = "trash-restore"
+    /// Device c, signed in but empty (a new laptop), loads the archive a exported at the
+    /// fixture (`ivy import`) and syncs: what it brings is no newer than Drive's, and must
+    /// neither undo another operation's write nor bring back what was deleted.
+    case importArchive = "import"
 
     /// `edit-here,delete` as a story.
     static func story(_ text: String) throws -> [StoryOperation] {
@@ -76,6 +80,8 @@ final class CrashCheck {
         var trashEntry = ""
         /// Each device's newest history version at the start.
         var newestVersion: [String: Double] = [:]
+        /// The archive a exported at the fixture's end, for `import`.
+        var archive = ""
         var drive = Data()
         var template: [Device] = []
     }
@@ -109,16 +115,19 @@ final class CrashCheck {
     // MARK: the fixture
 
     /// Two devices signed in; book 1 with clips 1 to 5, each with audio; book 2 titled "first",
-    /// then "second"; clip 4 deleted on a and the deletion synced to b (into its trash).
+    /// then "second"; clip 4 deleted on a and the deletion synced to b (into its trash); a's
+    /// export of that; a third device, c, signed in and never synced, which only the stories
+    /// that import use.
     func prepare() async throws {
         await state.setDeviceCode(interval: 0)
         let template = root + "/template"
         try FileManager.default.createDirectory(atPath: template, withIntermediateDirectories: true)
-        let devices = try ["a", "b"].map {
+        let devices = try ["a", "b", "c"].map {
             try Device(
                 name: $0, root: template, binary: options.ivy, emulator: emulator.baseURL, caFile: emulator.caFile)
         }
         let (a, b) = (devices[0], devices[1])
+        let syncing = [a, b]
         for device in devices {
             try await device.login(state, email: Self.email)
             // One request at a time: the Nth reach of a point is the same request in every run.
@@ -156,7 +165,9 @@ final class CrashCheck {
             throw SoakError("crash check: clip 4's deletion left no entry in b's trash")
         }
         fixture.trashEntry = String(Int64(entry))
-        guard try await converge(devices) else { throw SoakError("crash check: the fixture's syncs never settle") }
+        guard try await converge(syncing) else { throw SoakError("crash check: the fixture's syncs never settle") }
+        fixture.archive = root + "/fixture.zip"
+        try await must(a, ["export", fixture.archive])
         for device in devices {
             let versions = try await device.list(["history", "--json"])
             fixture.newestVersion[device.name] = versions.compactMap { $0["version"]?.number }.max() ?? 0
@@ -164,7 +175,7 @@ final class CrashCheck {
         fixture.drive = try await state.snapshot()
         fixture.template = devices
         log(
-            "fixture: books \(fixture.books), clips \(fixture.clips), trash entry \(fixture.trashEntry), "
+            "fixture: books \(fixture.books), clips \(fixture.clips), trash entry \(fixture.trashEntry), archive, "
                 + "newest versions \(fixture.newestVersion)")
     }
 
@@ -274,10 +285,11 @@ final class CrashCheck {
         case .newAudio: command = .ivy(0, ["clip", "update", fixture.clips[4], "--audio", audio])
         case .restore: command = .ivy(0, ["restore", "--version", fixture.firstVersion, "--yes"])
         case .trashRestore: command = .ivy(1, ["trash", "restore", fixture.trashEntry])
+        case .importArchive: command = .ivy(2, ["import", fixture.archive])
         }
-        // The device that acted syncs, then the other: both sides of each change are passed.
+        // The device that acted syncs, then another: both sides of each change are passed.
         let actor = if case .ivy(let device, _) = command { device } else { 0 }
-        return [command, .ivy(actor, ["sync", "--json"]), .ivy(1 - actor, ["sync", "--json"])]
+        return [command, .ivy(actor, ["sync", "--json"]), .ivy(actor == 0 ? 1 : 0, ["sync", "--json"])]
     }
 
     /// The story from the fixture, crashed as planned: returns the crashes its commands
@@ -290,7 +302,9 @@ final class CrashCheck {
         try await state.restore(from: fixture.drive)
         var environment: [String: String] = [:]
         if let defect = options.defect { environment["IVY_TEST_DEFECT"] = defect }
-        let devices = try fixture.template.map { try $0.copy(as: "\($0.name)-run\(runs)").with(environment) }
+        // c takes part only in a story that imports: the others run as two devices.
+        let templates = story.contains(.importArchive) ? fixture.template : Array(fixture.template.prefix(2))
+        let devices = try templates.map { try $0.copy(as: "\($0.name)-run\(runs)").with(environment) }
         defer {
             if !options.keep { for device in devices { try? FileManager.default.removeItem(atPath: device.home) } }
         }
@@ -376,7 +390,7 @@ final class CrashCheck {
         log("  app: replaced \(name)")
     }
 
-    /// Syncs a, then b, until a whole pass moves nothing.
+    /// Syncs each device in turn (a, b, and c when it takes part) until a whole pass moves nothing.
     private func converge(_ devices: [Device]) async throws -> Bool {
         for _ in 0..<Self.maximumPasses {
             var quiet = true
@@ -524,6 +538,11 @@ final class CrashCheck {
             case .restore:
                 held("book 2 titled first again", fixture.books[1]) { $0["entity"]?["title"]?.string == "first" }
             case .trashRestore: held("clip 4 put back", fixture.clips[3]) { $0["deleted"]?.bool == false }
+            case .importArchive:
+                // The import is the fixture's state again, kept in c's history as it loads it.
+                held("book 1 as the archive holds it", fixture.books[0]) {
+                    $0["entity"]?["title"]?.string == "Dune"
+                }
             }
         }
     }

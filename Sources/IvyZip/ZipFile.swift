@@ -53,13 +53,21 @@ package enum ZipFile {
     ) throws {
         BlockingCalls.check("writing the zip \(name(of: path))")
         let parent = directory(of: path)
-        var template = Array((parent + "/.ivy-archive-XXXXXX").utf8CString)
+        removeAbandonedStaging(in: parent)
+        var template = Array((parent + "/" + stagingPrefix + "XXXXXX").utf8CString)
         let made = template.withUnsafeMutableBufferPointer { buffer -> String? in
             guard let base = buffer.baseAddress, mkdtemp(base) != nil else { return nil }
             return String(cString: base)
         }
         guard let staging = made else { throw failure(parent) }
-        defer { try? FileManager.default.removeItem(atPath: staging) }
+        // Held while this export runs, so another export in the same directory leaves it be
+        // (`removeAbandonedStaging`); a kill lets go of it.
+        let lock = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if lock >= 0 { _ = flock(lock, LOCK_EX) }
+        defer {
+            try? FileManager.default.removeItem(atPath: staging)
+            if lock >= 0 { close(lock) }
+        }
         do {
             try write(entries, into: staging + "/archive.zip", date: date)
         } catch let error as Failure {
@@ -81,6 +89,23 @@ package enum ZipFile {
         }
         try flush(parent)
         CrashPoints.reach(.exportAfterPlace)
+    }
+
+    /// The hidden directory beside the archive that it is made in.
+    static let stagingPrefix = ".ivy-archive-"
+
+    /// Removes the directories of exports into `parent` that are no longer running (their
+    /// lock is free): a killed export left its whole archive there, a copy of every MP3 in a
+    /// directory the person chose, that nothing else would ever remove.
+    private static func removeAbandonedStaging(in parent: String) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? []
+        for name in names where name.hasPrefix(stagingPrefix) {
+            let path = parent + "/" + name
+            let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard descriptor >= 0 else { continue }
+            if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { try? FileManager.default.removeItem(atPath: path) }
+            close(descriptor)
+        }
     }
 
     /// Writes the zip at `file` and flushes it to disk.

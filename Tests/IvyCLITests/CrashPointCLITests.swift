@@ -66,7 +66,7 @@ struct CrashPointCLITests {
         arguments: [
             "drive.create.after-answer", "drive.create.before-send", "drive.create.after-answer:2",
             "drive.session.after-answer", "drive.upload.after-answer", "store.commit.synced",
-            "drive.folder.after-answer",
+            "drive.folder.before-send", "drive.folder.after-answer",
         ])
     func uploadCrashed(_ point: String) async throws {
         try await withEmulator { emulator in

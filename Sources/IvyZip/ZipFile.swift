@@ -96,11 +96,15 @@ package enum ZipFile {
 
     /// Removes the directories of exports into `parent` that are no longer running (their
     /// lock is free): a killed export left its whole archive there, a copy of every MP3 in a
-    /// directory the person chose, that nothing else would ever remove.
+    /// directory the person chose, that nothing else would ever remove. One changed in the last
+    /// minute is left alone: its export may not have taken its lock yet.
     private static func removeAbandonedStaging(in parent: String) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? []
+        let minuteAgo = Int64(time(nil)) - 60
         for name in names where name.hasPrefix(stagingPrefix) {
             let path = parent + "/" + name
+            var info = stat()
+            guard lstat(path, &info) == 0, Int64(info.st_mtim.tv_sec) <= minuteAgo else { continue }
             let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard descriptor >= 0 else { continue }
             if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { try? FileManager.default.removeItem(atPath: path) }

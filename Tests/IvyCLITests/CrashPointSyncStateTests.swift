@@ -49,7 +49,7 @@ struct CrashPointSyncStateTests {
     }
 
     @Test(
-        "a sync killed as it commits a cleared mirror, an absence, a withdrawn mark, a dropped item: the next converges",
+        "a sync killed as it commits a cleared mirror, absence, a withdrawn mark, a dropped item: the next converges",
         arguments: [
             "store.commit.mirror-clear", "store.commit.missing-on-drive", "store.commit.replace-withdrawn",
             "store.commit.queue-drop",

@@ -219,7 +219,13 @@ struct HistoryCommand: ContextCommand {
         var key: EntityKey?
         if let id { key = try await entityKey(id, in: library) }
         let found = try await library.conflicts(of: key, since: since, until: until)
+        try list(found, of: key, home: home)
+        // Marked seen once shown, not before: marking first, a run killed before the table left
+        // conflicts nobody saw counted as seen by `ivy status`.
         try? await home.library().markConflictsSeen(found.map(\.id))
+    }
+
+    private func list(_ found: [ConflictRecord], of key: EntityKey?, home: Home) throws {
         if json { return try home.output.json(found.map(ConflictItem.init)) }
         guard !found.isEmpty else {
             return home.output.line(key.map { "No conflicts of \($0) recorded." } ?? "No conflicts recorded.")

@@ -158,7 +158,7 @@ struct SyncCommand: ContextCommand {
                 output.error("Stopped: \(done) of \(report.planned) done; the rest is queued for the next sync")
             }
         }
-        if let cronNews { return try tellCron(cronNews, output: output) }
+        if let cronNews { return try await tellCron(cronNews, library: library, output: output) }
         if let held = report.deletionsHeld, !json { output.error("Held back: \(held)") }
         if !report.isComplete { throw ExitCode(IvyExit.partialFailure) }
     }
@@ -244,13 +244,16 @@ struct SyncCommand: ContextCommand {
     /// Cron hears once about a failure: a change newly held back (one line, exit 5), or the
     /// safety valve newly holding deletions. A failure that may pass by itself (an attempt
     /// short of the third) is logged only, and the same news is never repeated.
-    private func tellCron(_ news: CronNews, output: Output) throws {
+    private func tellCron(_ news: CronNews, library: LibraryDatabase, output: Output) async throws {
         if let hold = news.newHold { output.error("ivy sync: held back: \(hold)") }
-        guard let first = news.newlyHeld.first else { return }
-        let count = news.newlyHeld.count == 1 ? "1 change" : "\(news.newlyHeld.count) changes"
-        output.error(
-            "ivy sync: \(count) held back after failing \(QueueItem.maximumAttempts) times; first: \(first.key): "
-                + "\(first.lastError ?? "no error was recorded"); run `ivy retry-failed`")
-        throw ExitCode(IvyExit.partialFailure)
+        if let first = news.newlyHeld.first {
+            let count = news.newlyHeld.count == 1 ? "1 change" : "\(news.newlyHeld.count) changes"
+            output.error(
+                "ivy sync: \(count) held back after failing \(QueueItem.maximumAttempts) times; first: \(first.key): "
+                    + "\(first.lastError ?? "no error was recorded"); run `ivy retry-failed`")
+        }
+        // Marked told only now that cron was told: a run killed between the two tells it again.
+        try await library.markHeldReported(news.newlyHeld)
+        if !news.newlyHeld.isEmpty { throw ExitCode(IvyExit.partialFailure) }
     }
 }

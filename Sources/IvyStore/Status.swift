@@ -60,33 +60,45 @@ extension LibraryDatabase {
         try await queueItems().filter(\.hasFailed)
     }
 
-    /// Held changes that `sync --auto` has not told cron about yet, marked as told in the same
-    /// transaction. A change made since (a new queue row) or a retry (attempts reset) is news
-    /// again; an item told about stays quiet for as long as it stays the same.
-    package func takeUnreportedHeldItems() async throws -> [QueueItem] {
-        try await write(.storeHeldReported) { db in
-            let limit = QueueItem.maximumAttempts
-            try db.execute(
-                sql: """
-                    DELETE FROM sync_reported WHERE NOT EXISTS (
-                        SELECT 1 FROM sync_queue q WHERE q.entity_type = sync_reported.entity_type
-                        AND q.entity_id = sync_reported.entity_id AND q.queued_at = sync_reported.queued_at
-                        AND q.attempts >= ?)
-                    """, arguments: [limit])
-            let items = try QueueRow.fetchAll(
+    /// Held changes that `sync --auto` has not told cron about yet. A change made since (a new
+    /// queue row) or a retry (attempts reset, which `markHeldReported` forgets the mark of) is
+    /// news again; an item told about stays quiet for as long as it stays the same.
+    package func unreportedHeldItems() async throws -> [QueueItem] {
+        try await read { db in
+            try QueueRow.fetchAll(
                 db,
                 sql: """
                     SELECT * FROM sync_queue q WHERE attempts >= ? AND NOT EXISTS (
-                        SELECT 1 FROM sync_reported r WHERE r.entity_type = q.entity_type AND r.entity_id = q.entity_id)
+                        SELECT 1 FROM sync_reported r WHERE r.entity_type = q.entity_type
+                        AND r.entity_id = q.entity_id AND r.queued_at = q.queued_at)
                     ORDER BY queued_at, entity_type, entity_id
-                    """, arguments: [limit]
+                    """, arguments: [QueueItem.maximumAttempts]
             ).map(\.item)
+        }
+    }
+
+    /// Marks `items` told, once cron was told (marked first, a run killed in between left
+    /// cron never hearing of them), and forgets the marks of items no longer held as they
+    /// were. Writes nothing when nothing changes, as at almost every `sync --auto`.
+    package func markHeldReported(_ items: [QueueItem]) async throws {
+        let stale = """
+            FROM sync_reported WHERE NOT EXISTS (
+                SELECT 1 FROM sync_queue q WHERE q.entity_type = sync_reported.entity_type
+                AND q.entity_id = sync_reported.entity_id AND q.queued_at = sync_reported.queued_at
+                AND q.attempts >= ?)
+            """
+        let limit = QueueItem.maximumAttempts
+        let changed = try await read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) " + stale, arguments: [limit]) ?? 0
+        }
+        guard changed > 0 || !items.isEmpty else { return }
+        try await write(.storeHeldReported) { db in
+            try db.execute(sql: "DELETE " + stale, arguments: [limit])
             for item in items {
                 try db.execute(
-                    sql: "INSERT INTO sync_reported (entity_type, entity_id, queued_at) VALUES (?, ?, ?)",
+                    sql: "INSERT OR REPLACE INTO sync_reported (entity_type, entity_id, queued_at) VALUES (?, ?, ?)",
                     arguments: [item.key.kind.rawValue, item.key.id, item.queuedAt])
             }
-            return items
         }
     }
 }

@@ -30,7 +30,8 @@ package enum AutoGate: Sendable, Equatable {
 package struct CronNews: Sendable {
     /// The safety valve's hold, when it is new (or changed) since cron last heard.
     package let newHold: String?
-    /// Changes held back since cron last heard (each is heard once).
+    /// Changes held back since cron last heard (each is heard once): marked told by the
+    /// command once it told them (`LibraryDatabase.markHeldReported`).
     package let newlyHeld: [QueueItem]
 }
 
@@ -145,7 +146,7 @@ package struct CronPolicy: SyncMiddleware {
     /// or a held change is news once.
     private static func news(after report: SyncReport, library: LibraryDatabase) async throws -> CronNews {
         try await library.setInternalSetting(.autoReportedError, nil)
-        let newlyHeld = try await library.takeUnreportedHeldItems()
+        let newlyHeld = try await library.unreportedHeldItems()
         var newHold: String?
         if let hold = report.deletionsHeld {
             if try await library.internalSetting(.autoReportedHold) != hold {

@@ -245,7 +245,11 @@ struct SyncCommand: ContextCommand {
     /// safety valve newly holding deletions. A failure that may pass by itself (an attempt
     /// short of the third) is logged only, and the same news is never repeated.
     private func tellCron(_ news: CronNews, library: LibraryDatabase, output: Output) async throws {
-        if let hold = news.newHold { output.error("ivy sync: held back: \(hold)") }
+        if let hold = news.newHold {
+            output.error("ivy sync: held back: \(hold)")
+            // Marked told only now, as a held change is below.
+            try await library.setInternalSetting(.autoReportedHold, hold)
+        }
         if let first = news.newlyHeld.first {
             let count = news.newlyHeld.count == 1 ? "1 change" : "\(news.newlyHeld.count) changes"
             output.error(

@@ -28,7 +28,8 @@ package enum AutoGate: Sendable, Equatable {
 
 /// What cron has not heard yet after a finished `--auto` sync.
 package struct CronNews: Sendable {
-    /// The safety valve's hold, when it is new (or changed) since cron last heard.
+    /// The safety valve's hold, when it is new (or changed) since cron last heard: marked told
+    /// by the command once it told it.
     package let newHold: String?
     /// Changes held back since cron last heard (each is heard once): marked told by the
     /// command once it told them (`LibraryDatabase.markHeldReported`).
@@ -149,10 +150,8 @@ package struct CronPolicy: SyncMiddleware {
         let newlyHeld = try await library.unreportedHeldItems()
         var newHold: String?
         if let hold = report.deletionsHeld {
-            if try await library.internalSetting(.autoReportedHold) != hold {
-                try await library.setInternalSetting(.autoReportedHold, hold)
-                newHold = hold
-            }
+            // Marked told by the command once it told cron (`SyncCommand.tellCron`).
+            if try await library.internalSetting(.autoReportedHold) != hold { newHold = hold }
         } else {
             try await library.setInternalSetting(.autoReportedHold, nil)
         }

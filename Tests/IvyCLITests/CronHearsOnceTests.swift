@@ -63,6 +63,29 @@ struct CronHearsOnceTests {
         }
     }
 
+    @Test("--auto says deletions held back once, in the run that first holds them, then stays silent about them")
+    func cronHearsHoldOnce() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            #expect(try await device.ivy.run("config", "set", "auto_sync_cooldown", "0").status == 0)
+            try await device.addLibrary(books: 1, clips: 12)
+            #expect(try await device.ivy.run("sync").status == 0)
+            // Another program empties Drive of the clips: more than the safety valve lets go.
+            for file in await emulator.state.dump(email: "alice@example.com") where file.name.hasPrefix("clip_") {
+                try await emulator.state.trash(id: file.id)
+            }
+            var heard: [String] = []
+            for _ in 1...3 {
+                let run = try await device.ivy.runBinaryAsync("sync", "--auto")
+                heard.append(run.stdout + run.stderr)
+            }
+            #expect(heard[0].hasPrefix("ivy sync: held back: 12 of the 12 clips"), "\(heard[0])")
+            #expect(heard[0].split(separator: "\n").count == 1, "\(heard[0])")
+            #expect(heard.dropFirst().allSatisfy { $0.isEmpty }, "\(heard)")
+            #expect(try device.ivy.count("SELECT count(*) FROM clips") == 12, "nothing deleted here")
+        }
+    }
+
     @Test("--auto is silent about sign-in: a revoked refresh token and a damaged token.json; status explains both")
     func signInNeverReachesCron() async throws {
         try await withEmulator { emulator in

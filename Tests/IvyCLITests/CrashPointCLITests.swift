@@ -359,11 +359,7 @@ struct CrashPointCLITests {
     func restoreCrashed(_ point: String) async throws {
         try await withEmulator { emulator in
             let laptop = try await SignInHarness.signedIn(emulator)
-            let book = try await laptop.ivy.id("book", "add", "--title", "Dune")
-            let first = try laptop.ivy.mp3("first.mp3", size: 3000, header: Array("ID3\u{4}\0one".utf8))
-            let second = try laptop.ivy.mp3("second.mp3", size: 4000, header: Array("ID3\u{4}\0two".utf8))
-            let clip = try await laptop.ivy.id(
-                "clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", first, "--note", "one")
+            let (_, clip, first, second) = try await laptop.ivy.clipWithTwoTakes()
             #expect(try await laptop.ivy.run("sync").status == 0)
             let before = try HistoryCommandTests().moment(laptop.ivy)
             #expect(try await laptop.ivy.run("clip", "update", clip, "--audio", second, "--note", "two").status == 0)

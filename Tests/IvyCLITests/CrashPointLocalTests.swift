@@ -123,11 +123,7 @@ struct CrashPointLocalTests {
     @Test("history on a disk of its own, a retake killed once the old MP3 is copied: nothing changed, retaking works")
     func historyCopyCrashed() async throws {
         let ivy = try IvyHome()
-        let book = try await ivy.id("book", "add", "--title", "Dune")
-        let first = try ivy.mp3("first.mp3", size: 3000, header: Array("ID3\u{4}\0one".utf8))
-        let second = try ivy.mp3("second.mp3", size: 4000, header: Array("ID3\u{4}\0two".utf8))
-        let clip = try await ivy.id(
-            "clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", first, "--note", "one")
+        let (_, clip, first, second) = try await ivy.clipWithTwoTakes()
         let history = ivy.home + "/history"
         try await Self.crashed(
             ivy, on: Self.apart, over: history, at: "history.keep.after-copy",
@@ -189,11 +185,7 @@ struct CrashPointLocalTests {
     func recoveryCrashed(_ first: String, _ second: String) async throws {
         try await withEmulator { emulator in
             let laptop = try await SignInHarness.signedIn(emulator)
-            let book = try await laptop.ivy.id("book", "add", "--title", "Dune")
-            let one = try laptop.ivy.mp3("one.mp3", size: 3000, header: Array("ID3\u{4}\0one".utf8))
-            let two = try laptop.ivy.mp3("two.mp3", size: 4000, header: Array("ID3\u{4}\0two".utf8))
-            let clip = try await laptop.ivy.id(
-                "clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", one, "--note", "one")
+            let (_, clip, one, two) = try await laptop.ivy.clipWithTwoTakes()
             #expect(try await laptop.ivy.run("sync").status == 0)
             try await CrashPointCLITests.crashed(
                 laptop.ivy, at: first, "clip", "update", clip, "--audio", two, "--note", "two")

@@ -130,15 +130,7 @@ struct CrashPointSyncStateTests {
     @Test("history --conflicts killed as it marks them seen: they were shown first, and stay listed")
     func conflictsSeenCrashed() async throws {
         try await withEmulator { emulator in
-            let a = try await SignInHarness.signedIn(emulator)
-            let b = try await SignInHarness.signedIn(emulator)
-            let book = try await a.ivy.id("book", "add", "--title", "Dune")
-            #expect(try await a.ivy.run("sync").status == 0)
-            #expect(try await b.ivy.run("sync").status == 0)
-            #expect(try await a.ivy.run("book", "update", book, "--title", "Dune (phone)").status == 0)
-            #expect(try await a.ivy.run("sync").status == 0)
-            #expect(try await b.ivy.run("book", "update", book, "--title", "Dune (laptop)").status == 0)
-            #expect(try await b.ivy.run("sync").status == 0)
+            let (a, b, _) = try await HistoryCommandTests.titleConflict(emulator, there: "Dune (phone)")
             #expect(try await b.ivy.run("status").stdout.contains("conflicts         1 new"))
 
             let shown = try await Self.killed(b.ivy, at: "store.commit.conflicts-seen", "history", "--conflicts")

@@ -170,21 +170,29 @@ struct HistoryCommandTests {
         #expect(sources.prefix(2).map { $0["source"] as? String } == ["restore", "restore"])
     }
 
+    /// Book "Dune" on two devices, retitled `there` on a and synced, then "Dune (laptop)" on b
+    /// (the later write), whose sync merges the two: one conflict, recorded on b.
+    static func titleConflict(_ emulator: GoogleEmulator, there: String) async throws
+        -> (a: SignInHarness, b: SignInHarness, book: String)
+    {
+        let a = try await SignInHarness.signedIn(emulator)
+        let b = try await SignInHarness.signedIn(emulator)
+        let book = try await a.ivy.id("book", "add", "--title", "Dune")
+        #expect(try await a.ivy.run("sync").status == 0)
+        #expect(try await b.ivy.run("sync").status == 0)
+        #expect(try await a.ivy.run("book", "update", book, "--title", there).status == 0)
+        #expect(try await a.ivy.run("sync").status == 0)
+        #expect(try await b.ivy.run("book", "update", book, "--title", "Dune (laptop)").status == 0)
+        #expect(try await b.ivy.run("sync").status == 0)
+        return (a, b, book)
+    }
+
     @Test("a title changed on two devices: the merging device lists both titles and the rule, status counts it once")
     func conflictsYouCanSee() async throws {
         try await withEmulator { emulator in
-            let a = try await SignInHarness.signedIn(emulator)
-            let b = try await SignInHarness.signedIn(emulator)
-            let book = try await a.ivy.id("book", "add", "--title", "Dune")
-            #expect(try await a.ivy.run("sync").status == 0)
-            #expect(try await b.ivy.run("sync").status == 0)
             // Drive's title is long, and holds a C1 control: the table escapes it and cuts it.
             let phone = "Dune (phone)\u{9B}31m, the edition with a much longer subtitle"
-            #expect(try await a.ivy.run("book", "update", book, "--title", phone).status == 0)
-            #expect(try await a.ivy.run("sync").status == 0)
-            // Renamed on b after a: b's is the later write, and b's sync merges the two.
-            #expect(try await b.ivy.run("book", "update", book, "--title", "Dune (laptop)").status == 0)
-            #expect(try await b.ivy.run("sync").status == 0)
+            let (a, b, book) = try await Self.titleConflict(emulator, there: phone)
 
             let status = try #require(try await b.ivy.run("status", "--json").json() as? [String: Any])
             #expect(status["new_conflicts"] as? Int == 1, "\(status)")
@@ -251,11 +259,7 @@ struct HistoryCommandTests {
     @Test("a restore killed inside its transaction leaves the library whole; run again, it restores")
     func killedRestore() async throws {
         let ivy = try IvyHome()
-        let book = try await ivy.id("book", "add", "--title", "Dune")
-        let first = try ivy.mp3("first.mp3", size: 3000, header: Array("ID3\u{4}\0one".utf8))
-        let second = try ivy.mp3("second.mp3", size: 4000, header: Array("ID3\u{4}\0two".utf8))
-        let clip = try await ivy.id(
-            "clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", first, "--note", "one")
+        let (book, clip, first, second) = try await ivy.clipWithTwoTakes()
         let before = try moment(ivy)
         #expect(try await ivy.run("clip", "update", clip, "--audio", second, "--note", "two").status == 0)
         #expect(try await ivy.run("book", "update", book, "--position", "99").status == 0)

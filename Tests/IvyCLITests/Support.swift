@@ -138,6 +138,18 @@ final class IvyHome: @unchecked Sendable {
         try directory.mp3(name, size: size, header: header)
     }
 
+    /// Book "Dune" with one clip, its audio the first of two takes that differ in size and
+    /// header and its note "one": what a retake (`clip update --audio second --note two`),
+    /// its history and its restore are tried on.
+    func clipWithTwoTakes() async throws -> (book: String, clip: String, first: String, second: String) {
+        let book = try await id("book", "add", "--title", "Dune")
+        let first = try mp3("first.mp3", size: 3000, header: Array("ID3\u{4}\0one".utf8))
+        let second = try mp3("second.mp3", size: 4000, header: Array("ID3\u{4}\0two".utf8))
+        let clip = try await id(
+            "clip", "add", "--book", book, "--start", "1", "--duration", "2", "--audio", first, "--note", "one")
+        return (book, clip, first, second)
+    }
+
     /// Reads the library with plain SQL through a connection of its own.
     func sql(_ query: String) throws -> [Row] {
         try DatabaseQueue(path: home + "/library.db").read { db in try Row.fetchAll(db, sql: query) }

@@ -118,7 +118,14 @@ extension TrashCommand {
             let (kind, id) = IDPrefix.kindPrefixed(self.id)
             let entries = try await library.trashEntries().filter { kind == nil || $0.key.kind == kind }
             let number = kind == nil ? Int64(id) : nil
-            let named = IDPrefix.isWhole(id) ? [id] : Array(Set(entries.map(\.key.id).filter { $0.hasPrefix(id) }))
+            // Digits too few to start an id (`validate` refuses so short a prefix) are an entry's
+            // number only: `trash restore 1` run again once entry 1 is back (a second try, or a
+            // retry after a kill) must say it is gone, not put back the newest entry of whatever
+            // book or clip has an id that starts with 1, over a newer edit.
+            let prefix = number == nil || id.count >= IDPrefix.shortest
+            let named =
+                IDPrefix.isWhole(id)
+                ? [id] : prefix ? Array(Set(entries.map(\.key.id).filter { $0.hasPrefix(id) })) : []
             // Digits may be an entry's number and start an id (`0003`, `12345678`): which one was
             // meant is the person's to say.
             if let number, number >= 1, let numbered = entries.first(where: { $0.id == number }) {

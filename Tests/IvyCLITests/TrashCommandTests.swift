@@ -145,6 +145,29 @@ struct TrashCommandTests {
         #expect((try await ivy.run("trash", "list", "--json").json() as? [Any])?.isEmpty == true)
     }
 
+    /// Found by `ivy-soak --crash-check --story 'phone-replace,trash-restore' --crash-at
+    /// store.commit.trash-restore:1`: the restore killed once it committed, run again, put back
+    /// the clip whose id began with 1, over the phone's newer note.
+    @Test("trash restore N once entry N is gone says so, whatever id in the trash starts with N's digits")
+    func restoreGoneNumber() async throws {
+        let ivy = try IvyHome()
+        _ = try await ivy.id("book", "add", "--title", "Dune")
+        let id = "1aaaaaaa-0000-4000-8000-000000000001"
+        let json =
+            #"{"artist":null,"artwork":null,"created_at":1,"hidden":false,"id":"\#(id)","position":0,"#
+            + #""title":"Old","updated_at":2}"#
+        try ivy.execute(
+            "INSERT INTO trash (id, entity_type, entity_id, reason, trashed_at, json) VALUES (5, 'book', '\(id)', "
+                + "'deleted', 3, '\(json)')")
+        let result = try await ivy.run("trash", "restore", "1")
+        #expect(result.status == 1 && result.stderr.contains("no trash entry 1; `ivy trash list`"), "\(result.stderr)")
+        #expect(try ivy.count("SELECT count(*) FROM books WHERE id = '\(id)'") == 0, "nothing put back")
+        #expect(try ivy.count("SELECT count(*) FROM trash") == 1)
+        // Four characters are an id's start: that entry is put back.
+        #expect(try await ivy.run("trash", "restore", "1aaa").status == 0)
+        #expect(try ivy.count("SELECT count(*) FROM books WHERE id = '\(id)'") == 1)
+    }
+
     @Test("trash empty needs --yes without a terminal (exit 64); on a terminal it asks, and only yes empties")
     func emptyAsks() async throws {
         try await withEmulator { emulator in

@@ -453,12 +453,19 @@ final class CrashCheck {
                     "lost edit: book 1's title \(Self.editedTitle)",
                     holder.books[b1]?["title"]?.string == Self.editedTitle)
             }
+            // A note edited since the export and imported from it meets its older self in a
+            // merge with no base (the new device never synced): both are kept, with a conflict
+            // line between (`Merge.note`). The edit is there; a story without an import keeps
+            // it alone.
+            func noted(_ id: String, _ note: String) -> Bool {
+                guard let held = holder.clips[id]?["note"]?.string else { return false }
+                return story.contains(.importArchive) ? held.contains(note) : held == note
+            }
             if story.contains(.editThere) {
-                expect(
-                    "lost edit: clip 1's note \(Self.editedNote)", holder.clips[c1]?["note"]?.string == Self.editedNote)
+                expect("lost edit: clip 1's note \(Self.editedNote)", noted(c1, Self.editedNote))
             }
             if story.contains(.phoneReplace) {
-                expect("lost edit: the phone's note on clip 2", holder.clips[c2]?["note"]?.string == Self.phoneNote)
+                expect("lost edit: the phone's note on clip 2", noted(c2, Self.phoneNote))
             }
             if story.contains(.newAudio) {
                 expect("lost edit: clip 5's new audio", holder.audio[c5] == newAudio)

@@ -101,6 +101,7 @@ var context = Context(
         context.silenceBudget = wait
         context.doctorDeadline = wait
     }
+    if let ids = TestSettings.ids(environment) { context.ids = ids }
     // A misspelt crash point would make a crash test pass without crashing: refused.
     if let crash = environment["IVY_CRASH_AT"] {
         guard let (point, count) = CrashPoints.parse(crash) else {

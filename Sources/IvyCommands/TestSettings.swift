@@ -1,4 +1,5 @@
 import Foundation
+package import IvyCore
 
 /// Settings only the project's tests give ivy, through the environment (CONTRIBUTING.md lists
 /// them). The binary reads them in debug builds alone (`main.swift`, under `#if DEBUG`): a
@@ -12,5 +13,12 @@ package enum TestSettings {
             seconds <= 3600
         else { return nil }
         return .milliseconds(Int64((seconds * 1000).rounded()))
+    }
+
+    /// `IVY_TEST_IDS=SEED`: new books and clips get the ids `IDGenerator.seeded(SEED)` makes,
+    /// the same in every run (the crash checker's fixture, one seed a command); nil when unset.
+    package static func ids(_ environment: [String: String]) -> IDGenerator? {
+        guard let seed = environment["IVY_TEST_IDS"], !seed.isEmpty else { return nil }
+        return .seeded(seed)
     }
 }

@@ -97,6 +97,8 @@ final class CrashCheck {
     private let emulator: GoogleEmulator
     private var fixture = Fixture()
     private var runs = 0
+    /// The commands `must` has run, each given ids of its own.
+    private var fixtureCommands = 0
     private let newAudio: Data
     private let started = ContinuousClock.now
     private(set) var crashes = 0
@@ -586,7 +588,11 @@ final class CrashCheck {
 
     @discardableResult
     private func must(_ device: Device, _ arguments: [String]) async throws -> String {
-        let outcome = try await device.run(arguments, limit: .seconds(120))
+        // The fixture's ids from the seed, a stream a command (`IVY_TEST_IDS`): a replay meets
+        // the same ids, so a failure that hangs on one (an id that starts with 1) replays too.
+        fixtureCommands += 1
+        let seeded = device.with(["IVY_TEST_IDS": "crash-check-\(options.seed)-\(fixtureCommands)"])
+        let outcome = try await seeded.run(arguments, limit: .seconds(120))
         guard outcome.status == 0 else {
             throw SoakError(
                 "crash check: ivy \(arguments.prefix(3).joined(separator: " ")) on \(device.name): "

@@ -80,6 +80,21 @@ struct CrashCheckTests {
         #expect(cleanOutput.hasSuffix("1 points, 1 stories, 1 crashes, violations=0\n"), "\(cleanOutput)")
     }
 
+    @Test("the fixture is the same in every run: a replay meets the same books and clips (IVY_TEST_IDS)")
+    func sameFixture() async throws {
+        var fixtures: [String] = []
+        for _ in 0..<2 {
+            let (status, output) = try await run([
+                "--crash-check", "--verbose", "--story", "delete", "--crash-at", "store.commit.clip-delete:1",
+            ])
+            #expect(status == 0, "\(output)")
+            // Books and clips by id as the fixture made them (the line's rest is a dictionary's order).
+            let line = output.split(separator: "\n").first { $0.contains("fixture: books") }.map(String.init) ?? ""
+            fixtures.append(String(line.drop { $0 != "[" }.prefix { $0 != "t" }))
+        }
+        #expect(fixtures[0].count > 250 && fixtures[0] == fixtures[1], "\(fixtures)")
+    }
+
     @Test("a story names known operations, and --crash-at a known point")
     func usage() async throws {
         let (status, output) = try await run(["--crash-check", "--story", "edit-here,fly"])

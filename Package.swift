@@ -159,6 +159,7 @@ let package = Package(
                 "GoogleEmulator",
                 "IvyProcesses",
                 "IvyCLI",
+                "IvyCore",
                 "IvySystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // To forget a device's Google time, as a reboot does, and to read how sure it is.

@@ -34,28 +34,12 @@ package struct IDGenerator: Sendable {
 
     package func next<ID: TextIdentifier>() -> ID { ID(make()) }
 
-    /// The same ids for the same `seed`, one after another: UUID-shaped, from a SplitMix64
-    /// stream the seed's text starts (FNV-1a). For the crash checker's fixture, so that a replay
-    /// of a failure that hangs on an id (one that starts with a digit) meets the same ids.
+    /// The same ids for the same `seed`, one after another: the UUIDs a `SplitMix64` the
+    /// seed's text starts makes. For the crash checker's fixture, so that a replay of a failure
+    /// that hangs on an id (one that starts with a digit) meets the same ids.
     package static func seeded(_ seed: String) -> IDGenerator {
-        var state: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in seed.utf8 { state = (state ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-        let stream = Mutex(state)
-        return IDGenerator {
-            let bytes = stream.withLock { state -> [UInt8] in
-                var bytes: [UInt8] = []
-                for _ in 0..<2 {
-                    state &+= 0x9e37_79b9_7f4a_7c15
-                    var mixed = state
-                    mixed = (mixed ^ (mixed >> 30)) &* 0xbf58_476d_1ce4_e5b9
-                    mixed = (mixed ^ (mixed >> 27)) &* 0x94d0_49bb_1331_11eb
-                    mixed ^= mixed >> 31
-                    bytes += (0..<8).map { UInt8(truncatingIfNeeded: mixed >> (8 * $0)) }
-                }
-                return bytes
-            }
-            return UUIDText.text(bytes)
-        }
+        let stream = Mutex(SplitMix64(text: seed))
+        return IDGenerator { stream.withLock { $0.uuid() } }
     }
 }
 
@@ -63,12 +47,7 @@ package struct IDGenerator: Sendable {
 enum UUIDText {
     static func random() -> String {
         var generator = SystemRandomNumberGenerator()
-        return text((0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
-    }
-
-    /// 16 bytes as a version-4 UUID's text (the version and variant bits set).
-    static func text(_ random: [UInt8]) -> String {
-        var bytes = random
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         let hex = bytes.map { byte in

@@ -1,5 +1,6 @@
 import Foundation
 import GoogleEmulator
+import IvyCore
 import IvySystem
 
 /// One operation of a crash-check story. Each acts on an entity of its own, so a story's end

@@ -1,5 +1,6 @@
 import ArgumentParser
 import GoogleEmulator
+import IvyCore
 
 /// The kinds of trouble the soak makes Drive cause during a round's sync.
 enum FaultKind: String, CaseIterable, ExpressibleByArgument, Sendable {

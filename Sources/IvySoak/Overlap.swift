@@ -1,3 +1,5 @@
+import IvyCore
+
 /// How a round's syncs overlap: drawn from the round's own stream, so it never shifts what
 /// the edits, the app, the faults or the kill draw.
 struct Overlap: Sendable {

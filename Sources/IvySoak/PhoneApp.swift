@@ -1,5 +1,6 @@
 import Foundation
 import GoogleEmulator
+import IvyCore
 
 /// The fourth writer: the Ivy phone app, changing Drive as the app does. It reads a backup
 /// JSON, changes it, stamps its own `updated_at` (its own clock, a little skewed), and

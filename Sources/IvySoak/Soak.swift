@@ -1,5 +1,6 @@
 import Foundation
 import GoogleEmulator
+import IvyCore
 
 /// What a run is asked to do.
 struct SoakOptions: Sendable {

@@ -1,8 +1,9 @@
-/// SplitMix64 (Steele, Lea and Flood, 2014): small, fast, and the same numbers on every
-/// platform and Swift version. The soak draws its own integers from it instead of using
+import IvyCore
+
+/// The soak draws its own integers from SplitMix64 (IvyCore) instead of using
 /// `Int.random(in:using:)`, whose algorithm the standard library is free to change, so one
 /// seed keeps meaning one run.
-struct SplitMix64: RandomNumberGenerator {
+extension SplitMix64 {
     /// What a stream is for. Each round draws its device edits, the app's writes, the faults,
     /// the kill and the overlap (with the partner's edits) from separate streams: how many
     /// numbers one of them consumes (which depends on the library's state) never shifts what
@@ -14,10 +15,6 @@ struct SplitMix64: RandomNumberGenerator {
         case clock
     }
 
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
     /// The stream for one purpose of one round, a pure function of the run's seed.
     static func stream(seed: UInt64, round: Int, _ purpose: Purpose) -> SplitMix64 {
         var mixer = SplitMix64(seed: seed)
@@ -25,14 +22,6 @@ struct SplitMix64: RandomNumberGenerator {
         var derived = SplitMix64(seed: base ^ (UInt64(round) &* 0xD1B5_4A32_D192_ED03) ^ (purpose.rawValue << 56))
         _ = derived.next()
         return derived
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 
     /// A number in `0..<bound` (Lemire's multiply-high; the tiny bias does not matter here).
@@ -64,19 +53,6 @@ struct SplitMix64: RandomNumberGenerator {
             roll -= weight
         }
         return nil
-    }
-
-    /// A lowercase UUID (version 4 bits set), as the phone app would make for a new entity.
-    mutating func uuid() -> String {
-        let high = (next() & 0xFFFF_FFFF_FFFF_0FFF) | 0x4000
-        let low = (next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
-        func hex(_ value: UInt64, _ digits: Int) -> String {
-            let text = String(value, radix: 16)
-            return String(repeating: "0", count: max(0, digits - text.count)) + text
-        }
-        let h = hex(high, 16)
-        let l = hex(low, 16)
-        return "\(h.prefix(8))-\(h.dropFirst(8).prefix(4))-\(h.suffix(4))-\(l.prefix(4))-\(l.suffix(12))"
     }
 
     mutating func bytes(_ count: Int) -> [UInt8] {

@@ -146,13 +146,16 @@ package struct CronPolicy: SyncMiddleware {
     /// Settles what cron was told: a finished sync clears the last error said, and a hold
     /// or a held change is news once.
     private static func news(after report: SyncReport, library: LibraryDatabase) async throws -> CronNews {
-        try await library.setInternalSetting(.autoReportedError, nil)
+        // Cleared only when set: most runs of cron find nothing to clear, and write nothing.
+        if try await library.internalSetting(.autoReportedError) != nil {
+            try await library.setInternalSetting(.autoReportedError, nil)
+        }
         let newlyHeld = try await library.unreportedHeldItems()
         var newHold: String?
         if let hold = report.deletionsHeld {
             // Marked told by the command once it told cron (`SyncCommand.tellCron`).
             if try await library.internalSetting(.autoReportedHold) != hold { newHold = hold }
-        } else {
+        } else if try await library.internalSetting(.autoReportedHold) != nil {
             try await library.setInternalSetting(.autoReportedHold, nil)
         }
         return CronNews(newHold: newHold, newlyHeld: newlyHeld)

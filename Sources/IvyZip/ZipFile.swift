@@ -100,11 +100,13 @@ package enum ZipFile {
     /// minute is left alone: its export may not have taken its lock yet.
     private static func removeAbandonedStaging(in parent: String) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? []
-        let minuteAgo = Int64(time(nil)) - 60
+        let minuteAgo = Date(timeIntervalSinceNow: -60)
         for name in names where name.hasPrefix(stagingPrefix) {
             let path = parent + "/" + name
-            var info = stat()
-            guard lstat(path, &info) == 0, Int64(info.st_mtim.tv_sec) <= minuteAgo else { continue }
+            // FileManager, not lstat's st_mtim: a release build (whole-module) cannot see that
+            // field through Foundation (MemberImportVisibility).
+            let changed = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+            guard let changed, changed <= minuteAgo else { continue }
             let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard descriptor >= 0 else { continue }
             if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { try? FileManager.default.removeItem(atPath: path) }

@@ -127,9 +127,16 @@ struct SyncCommand: ContextCommand {
         let door = home.syncDoor(library, tokens: tokens, logger: logger)
         // Cron's policy inside the health pings: a skip it judges no news pings nothing.
         let layers: [any SyncMiddleware] = auto ? [HealthPings(), CronPolicy()] : [HealthPings()]
-        let outcome = try await stop.cancellable { [request] () async -> Result<SyncOutcome, any Error> in
+        let result = await stop.cancellable { [request] () async -> Result<SyncOutcome, any Error> in
             do { return .success(try await door.sync(request, through: layers)) } catch { return .failure(error) }
-        }.get()
+        }
+        if auto, case .failure(let error) = result, !(error is ExitCode), !(error is CancellationError) {
+            // Cron's policy let it through as news: said, and only then marked told.
+            let status = IvyCommand.status(for: error, context: context)
+            await CronPolicy.told(error, library: library)
+            throw ExitCode(status)
+        }
+        let outcome = try result.get()
         line?.clear()
         // A sign-in made at another server than Google's (ivy-emulator) names it when it is gone.
         let server = tokens.quietLoad().flatMap { try? home.endpoints(for: $0) }.flatMap { $0.isGoogle ? nil : $0 }
@@ -141,8 +148,8 @@ struct SyncCommand: ContextCommand {
             throw ExitCode(IvyExit.partialFailure)
         }
         guard
-            case (let report, let cronNews)? = try finished(
-                outcome, server: server, output: output, zone: home.displayZone)
+            case (let report, let cronNews)? = try await finished(
+                outcome, server: server, output: output, zone: home.displayZone, library: library)
         else {
             return
         }
@@ -189,8 +196,8 @@ struct SyncCommand: ContextCommand {
     /// The report of a sync that ran (with what cron has not heard, for --auto), or nil when
     /// --auto has nothing to say; a sync that could not run ends the command with its status.
     private func finished(
-        _ outcome: SyncOutcome, server: GoogleEndpoints?, output: Output, zone: LocalZone?
-    ) throws -> (SyncReport, CronNews?)? {
+        _ outcome: SyncOutcome, server: GoogleEndpoints?, output: Output, zone: LocalZone?, library: LibraryDatabase
+    ) async throws -> (SyncReport, CronNews?)? {
         switch outcome {
         case .finished(let report, let cronNews):
             return (report, cronNews)
@@ -210,6 +217,8 @@ struct SyncCommand: ContextCommand {
             guard auto else { throw Unreachable.explained(error, server: server) }
             guard cronHears else { return nil }
             output.errorText("ivy sync: \(Display.safe(error.localizedDescription))\n")
+            // Marked told only now that cron was told: a run killed between the two tells it again.
+            await CronPolicy.told(error, library: library)
             throw ExitCode.failure
         }
     }

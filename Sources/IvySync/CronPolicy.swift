@@ -134,13 +134,16 @@ package struct CronPolicy: SyncMiddleware {
         return true
     }
 
-    /// Whether cron has yet to hear `error`: not when the last run's was the same. Kept until
-    /// a sync finishes.
+    /// Whether cron has yet to hear `error`: not when the last run's was the same. Only
+    /// asked: the command marks it told (`told`) once it has printed it, so a run killed
+    /// between the two tells it again rather than never.
     private static func isNews(_ error: any Error, library: LibraryDatabase) async -> Bool {
-        let message = error.localizedDescription
-        if await (try? library.internalSetting(.autoReportedError)) == message { return false }
-        try? await library.setInternalSetting(.autoReportedError, message)
-        return true
+        await (try? library.internalSetting(.autoReportedError)) != error.localizedDescription
+    }
+
+    /// Marks `error` told to cron, after the command printed it; kept until a sync finishes.
+    package static func told(_ error: any Error, library: LibraryDatabase) async {
+        try? await library.setInternalSetting(.autoReportedError, error.localizedDescription)
     }
 
     /// Settles what cron was told: a finished sync clears the last error said, and a hold

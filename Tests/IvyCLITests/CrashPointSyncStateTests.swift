@@ -127,6 +127,27 @@ struct CrashPointSyncStateTests {
         }
     }
 
+    @Test("--auto that cannot start, killed as it marks the error told: cron heard it in that run, then never again")
+    func cronErrorToldCrashed() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            #expect(try await device.ivy.run("config", "set", "auto_sync_cooldown", "0").status == 0)
+            _ = try await device.ivy.id("book", "add", "--title", "Dune")
+            // No OAuth client: the sync cannot start, which cron hears once. The run's first setting
+            // committed is `last_error`, for status; the second marks what cron was told.
+            let noClient = ["IVY_CLIENT_ID": "", "IVY_CLIENT_SECRET": ""]
+            let killed = try await device.ivy.runBinaryAsync(
+                ["sync", "--auto"], environment: noClient.merging(["IVY_CRASH_AT": "store.commit.setting:2"]) { $1 })
+            #expect(killed.status == 128 + SIGKILL, "\(killed.status) \(killed.stderr)")
+            #expect(killed.stderr.hasPrefix("Error: ") || killed.stderr.hasPrefix("ivy sync: "), "\(killed.stderr)")
+            #expect(killed.stderr.contains("OAuth client"), "told before it was marked told: \(killed.stderr)")
+            for _ in 1...2 {
+                let quiet = try await device.ivy.runBinaryAsync(["sync", "--auto"], environment: noClient)
+                #expect(quiet.status == 0 && quiet.stdout.isEmpty && quiet.stderr.isEmpty, "\(quiet.stderr)")
+            }
+        }
+    }
+
     @Test("history --conflicts killed as it marks them seen: they were shown first, and stay listed")
     func conflictsSeenCrashed() async throws {
         try await withEmulator { emulator in

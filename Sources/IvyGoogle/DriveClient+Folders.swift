@@ -57,9 +57,13 @@ extension DriveClient {
     /// The folders as Drive lists them; with `create`, the missing ones are made and the
     /// folders listed again, so a twin another device made at the same moment is seen and the
     /// oldest of each is used by both.
-    func resolveFolders(remembered: DriveFolders?, create: Bool) async throws -> DriveFolders {
+    /// `beforeCreating` is awaited before the first folder is made (`listLibrary`'s `ready`).
+    func resolveFolders(
+        remembered: DriveFolders?, create: Bool, beforeCreating: @Sendable () async -> Void = {}
+    ) async throws -> DriveFolders {
         var (folders, alive) = try await lookUpFolders(known: remembered.map { $0.ivy + $0.books + $0.clips } ?? [])
         guard create, folders.ivy.isEmpty || folders.books.isEmpty || folders.clips.isEmpty else { return folders }
+        await beforeCreating()
         var made: [DriveFileID] = []
         let ivy: DriveFileID
         if let existing = folders.ivy.first {

@@ -72,18 +72,30 @@ extension DriveClient {
     /// to 1,000 books costs three requests, in one round trip.
     /// With `createFolders` false (a dry run) missing folders are not created: the listing
     /// covers what exists.
-    package func listLibrary(remembered: DriveFolders?, createFolders: Bool = true) async throws -> DriveListing {
-        async let early = listEach((remembered?.books ?? []) + (remembered?.clips ?? []))
+    ///
+    /// `ready` is awaited before any folder's files are listed and before any folder is made
+    /// (a sync waits there for Drive's change token, asked for beside the folder lookup: every
+    /// change to a file after the listing starts is then in the feed that follows the token).
+    package func listLibrary(
+        remembered: DriveFolders?, createFolders: Bool = true, ready: @escaping @Sendable () async -> Void = {}
+    ) async throws -> DriveListing {
+        async let early = { () async -> [DriveFileID: Result<FolderListing, any Error>] in
+            let folders = (remembered?.books ?? []) + (remembered?.clips ?? [])
+            guard !folders.isEmpty else { return [:] }
+            await ready()
+            return await listEach(folders)
+        }()
         let folders: DriveFolders
         if createFolders {
             // Looked up afresh, whatever an earlier call of this client found.
             await folderCache.forget()
             folders = try await folderCache.folders { [self] in
-                try await self.resolveFolders(remembered: remembered, create: true)
+                try await self.resolveFolders(remembered: remembered, create: true, beforeCreating: ready)
             }
         } else {
             folders = try await resolveFolders(remembered: remembered, create: false)
         }
+        await ready()
         var listings = await early
         let wanted = folders.books + folders.clips
         for (id, listing) in await listEach(wanted.filter { listings[$0] == nil }) { listings[id] = listing }

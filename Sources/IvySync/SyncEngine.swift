@@ -203,6 +203,7 @@ package final class SyncEngine: Sendable {
             // listing decides, before anything is deleted, restored or forgotten on the
             // mirror's word. A mirror that drifted from Drive is thus never acted on by what
             // it lacks; what it holds is checked by the transfers themselves.
+            try await gathered.mirrorWrite?.finished()
             gathered = try await gather(options, fullListing: "checking the mirror of Drive: \(doubt)")
             plan = self.plan(gathered, options)
         }
@@ -217,6 +218,22 @@ package final class SyncEngine: Sendable {
             try await finish(&report, started: started)
             return report
         }
+        let mirrorWrite = gathered.mirrorWrite
+        do {
+            let report = try await carryOut(plan, gathered, report, options, started: started)
+            return report
+        } catch {
+            // Not left writing once the sync lock is let go.
+            await mirrorWrite?.abandon()
+            throw error
+        }
+    }
+
+    /// The plan carried out, settled and recorded: `runToEnd` once the plan is made.
+    private func carryOut(
+        _ plan: SyncPlan, _ gathered: Gathered, _ planned: SyncReport, _ options: SyncOptions, started: Milliseconds
+    ) async throws -> SyncReport {
+        var report = planned
         // Only a listing taken at its word says what is missing on Drive, and what is not.
         if gathered.remote.isComplete, plan.listingDistrustedReason == nil {
             try await library.recordMissingOnDrive(
@@ -232,6 +249,7 @@ package final class SyncEngine: Sendable {
         report.leftForNextSync = plan.actions.count - outcomes.count
         report.planned = plan.actions.count
         try await settle(plan, context, into: &report, stopping: options.stopping, tally: tally)
+        try await gathered.mirrorWrite?.finished()
         report.orphanClips = try await library.orphanClipCount()
         await purgeTrash(keepingDays: trashDays)
         await pruneHistory()
@@ -249,6 +267,9 @@ package final class SyncEngine: Sendable {
         let fullListingReason: String?
         /// Whether the folder listed is the one this library last synced with.
         let folderIsRecorded: Bool
+        /// The mirror of a full listing, being written beside the sync's transfers: awaited
+        /// before Drive is listed again and before the sync records its end.
+        let mirrorWrite: MirrorWrite?
         let queue: [QueueItem]
         let snapshot: LocalSnapshot
         let manifest: [ManifestEntry]
@@ -290,19 +311,20 @@ package final class SyncEngine: Sendable {
             }
         }
         let listing: DriveListing
+        var mirrorWrite: MirrorWrite?
         if let followed, let remembered {
             listing = DriveListing(folders: remembered, files: followed)
         } else {
             let reason = fullListingReason ?? "no mirror of Drive's listing yet"
             fullListingReason = reason
             logger.info("listing Drive in full", metadata: ["reason": "\(reason)"])
-            listing = try await listInFull(remembered: remembered, dryRun: options.dryRun)
+            (listing, mirrorWrite) = try await listInFull(remembered: remembered, dryRun: options.dryRun)
         }
         let folderIsRecorded = remembered.map { $0.ivy.first == listing.folders.ivy.first } ?? true
         if listing.isComplete, !options.dryRun { try await library.forgetUnreadable(keeping: listing.files) }
         return try await Gathered(
             listing: listing, fullListingReason: fullListingReason, folderIsRecorded: folderIsRecorded,
-            queue: library.queueItems(),
+            mirrorWrite: mirrorWrite, queue: library.queueItems(),
             snapshot: LocalSnapshot(books: library.books(includeHidden: true), clips: library.clips()),
             manifest: library.manifestEntries(),
             // A twin read once and found unusable is left alone, not downloaded at every sync.
@@ -314,7 +336,7 @@ package final class SyncEngine: Sendable {
     /// How long the mirror goes without a full listing behind it. Drive's own listing can lag
     /// a change made just before the token a rebuild took, and Drive does not document every
     /// change it reports under drive.file; a daily full listing bounds how long any drift
-    /// can last, at 1 + pages requests a day.
+    /// can last, at 2 + pages requests a day (the token, the folders and their pages).
     package static let mirrorMaximumAge: Milliseconds = 24 * 3600 * 1000
 
     /// Why a plan made from the mirror must be checked against a full listing: it deletes,
@@ -341,25 +363,62 @@ package final class SyncEngine: Sendable {
     /// listing that stopped early (or one without a token) is no mirror: the old one is
     /// forgotten first (its folders may no longer be the ones remembered), so the next sync
     /// lists in full again.
-    private func listInFull(remembered: DriveFolders?, dryRun: Bool) async throws -> DriveListing {
+    ///
+    /// The token is asked for beside the folder lookup, and no folder's files are listed (and
+    /// no folder made) before Drive has answered it, so a change to a file made while the
+    /// listing runs is in the feed the next sync follows. A folder another device made between
+    /// the lookup and the token would be in neither: the mirror's write (`MirrorWrite`) looks
+    /// the folders up again first, beside the sync's transfers, and keeps the mirror only when
+    /// they are the ones listed.
+    private func listInFull(remembered: DriveFolders?, dryRun: Bool) async throws -> (DriveListing, MirrorWrite?) {
+        // A dry run saves no mirror, so it needs no token.
+        let tokenAnswer = Task<String?, any Error>(executorPreference: BlockingExecutor.shared) { [drive] in
+            dryRun ? nil : try await drive.startPageToken()
+        }
+        defer { tokenAnswer.cancel() }
+        let listing = try await withTaskCancellationHandler {
+            try await drive.listLibrary(remembered: remembered, createFolders: !dryRun) { _ = await tokenAnswer.result }
+        } onCancel: {
+            tokenAnswer.cancel()
+        }
+        guard !dryRun else { return (listing, nil) }
         var token: String?
         do {
-            // A dry run saves no mirror, so it needs no token.
-            token = dryRun ? nil : try await drive.startPageToken()
+            token = try await tokenAnswer.value
         } catch let error as DriveError {
             // Without a token the listing is still a listing; only the mirror waits.
             logger.warning("no change token: no mirror this time", metadata: ["error": "\(error.localizedDescription)"])
         }
-        let listing = try await drive.listLibrary(remembered: remembered, createFolders: !dryRun)
-        guard !dryRun else { return listing }
-        if listing.isComplete, let token {
-            try await library.replaceDriveMirror(
-                listing.mirrored, token: token, folders: listing.folders, listedAt: clock.now())
-        } else {
+        guard listing.isComplete, let token else {
             try await library.clearDriveMirror()
             try await library.rememberFolders(listing.folders)
+            return (listing, nil)
         }
-        return listing
+        let listedAt = clock.now()
+        let write = MirrorWrite { [library, drive, logger] in
+            let again: DriveFolders?
+            do {
+                again = try await drive.existingFolders(remembered: listing.folders)
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                logger.warning(
+                    "looking up ivy's folders again failed: no mirror this time",
+                    metadata: ["error": "\(error.localizedDescription)"])
+                again = nil
+            }
+            guard again == listing.folders else {
+                if again != nil {
+                    logger.info("ivy's folders on Drive changed while they were listed: no mirror this time")
+                }
+                try await library.clearDriveMirror()
+                try await library.rememberFolders(listing.folders)
+                return
+            }
+            try await library.replaceDriveMirror(
+                listing.mirrored, token: token, folders: listing.folders, listedAt: listedAt)
+        }
+        return (listing, write)
     }
 
     private func plan(_ gathered: Gathered, _ options: SyncOptions) -> SyncPlan {
@@ -618,5 +677,25 @@ extension SyncReport {
         case .skipped(let file, let reason): skipped.append(.init(entity: file, reason: reason))
         case .nothing: break
         }
+    }
+}
+
+/// The mirror of a full listing, written beside the sync's transfers rather than before them
+/// (it is not needed until the next sync): the first downloads start as soon as the plan is made.
+final class MirrorWrite: Sendable {
+    private let task: Task<Void, any Error>
+
+    init(_ work: @escaping @Sendable () async throws -> Void) {
+        task = Task(executorPreference: BlockingExecutor.shared, operation: work)
+    }
+
+    /// Waits for the write; its failure is the sync's.
+    func finished() async throws { try await task.value }
+
+    /// Stops it where it stands and waits: a mirror is kept only if its transaction committed,
+    /// and one not kept costs the next sync a full listing, nothing else.
+    func abandon() async {
+        task.cancel()
+        _ = await task.result
     }
 }

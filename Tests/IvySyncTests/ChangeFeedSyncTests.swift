@@ -259,6 +259,52 @@ struct ChangeFeedSyncTests {
         }
     }
 
+    @Test("a twin folder made between the folder lookup and the change token: no mirror, the next sync sees its files")
+    func twinBeforeToken() async throws {
+        try await withWorld { world in
+            let a = try await world.device("a")
+            let dune = try await a.addBook("Dune")
+            _ = try await a.sync()
+            let b = try await world.device("b")
+            // b's change token is held; its folder lookup, asked for beside it, is answered.
+            await world.state.addFault(
+                FaultRule(method: "GET", pathContains: "changes/startPageToken", times: 1, hold: true))
+            await world.state.clearRequests()
+            async let first = b.sync()
+            await world.state.waitForHeld(count: 1)
+            await world.state.waitForRequests(count: 1)
+            #expect(await world.requests().first?.query.contains("mimeType") == true, "the folder lookup")
+            // Another device's twin books folder, made before the token: neither the lookup nor
+            // the feed after the token holds it.
+            let ivy = try #require(try await a.library.rememberedFolders()?.ivy.first)
+            let twin = await world.state.putFile(
+                email: alice, name: "books", parents: [ivy.rawValue], content: Data(),
+                mimeType: "application/vnd.google-apps.folder")
+            await world.state.releaseHeld()
+            let report = try await first
+            #expect(report.downloaded.pair == [1, 0], "\(report.summary)")
+            // No folder's files were listed while the token was held (the log is in the order
+            // of the answers, and one sent then would have been answered first).
+            let log = await world.requests()
+            let token = try #require(log.firstIndex { $0.path.hasSuffix("changes/startPageToken") })
+            let listings = log.indices.filter { log[$0].query.contains("%20in%20parents") }
+            #expect(!listings.isEmpty && listings.allSatisfy { $0 > token }, "\(log)")
+            #expect(try await b.library.driveMirror() == nil, "a mirror without the twin would never see its files")
+
+            // A book put in the twin by another program: the next sync lists in full and sees it.
+            let id = UUID().uuidString.lowercased()
+            let content = String(decoding: try await world.file("book_\(dune.id).json").content, as: UTF8.self)
+                .replacingOccurrences(of: dune.id.rawValue, with: id)
+            await world.state.putFile(
+                email: alice, name: "book_\(id).json", parents: [twin.id], content: Data(content.utf8),
+                mimeType: "application/json")
+            let next = try await b.sync()
+            #expect(next.fullListing != nil && next.downloaded.pair == [1, 0], "\(next.summary)")
+            #expect(try await b.library.rememberedFolders()?.books.count == 2)
+            #expect(try await b.mirrorNames() == world.names())
+        }
+    }
+
     @Test("--full lists Drive in full and rebuilds the mirror even when the feed could be read")
     func full() async throws {
         try await withWorld { world in

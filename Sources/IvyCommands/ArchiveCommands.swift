@@ -21,6 +21,7 @@ struct ExportCommand: ContextCommand {
 
     @OptionGroup var global: GlobalOptions
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp("The library as it was then (a WHEN as `ivy restore --at` takes it).", valueName: "WHEN"))
     var at: String?
     @Flag(help: "Replace FILE if it exists.") var force = false

@@ -103,8 +103,11 @@ struct HistoryCommand: ContextCommand {
             "A book or clip id, or its first 4 or more characters (book:ID or clip:ID when a book and a clip share "
                 + "it): its versions, newest first. Without one: every change, newest first."))
     var id: String?
-    @Option(help: ArgumentHelp("Only versions recorded at or after WHEN.", valueName: "WHEN")) var since: String?
-    @Option(help: ArgumentHelp("Only versions recorded at or before WHEN.", valueName: "WHEN")) var until: String?
+    // Unconditional: `--since -2h` is a value, not an unknown option.
+    @Option(parsing: .unconditional, help: ArgumentHelp("Only versions recorded at or after WHEN.", valueName: "WHEN"))
+    var since: String?
+    @Option(parsing: .unconditional, help: ArgumentHelp("Only versions recorded at or before WHEN.", valueName: "WHEN"))
+    var until: String?
     @Flag(help: "List the conflicts merges settled (the value kept and the one not), not the versions.")
     var conflicts = false
     @Flag(help: "Print one JSON array.") var json = false
@@ -293,7 +296,8 @@ struct RestoreCommand: ContextCommand {
             """)
 
     @OptionGroup var global: GlobalOptions
-    @Option(help: ArgumentHelp("The moment to go back to.", valueName: "WHEN")) var at: String?
+    // Unconditional: `--at -2h` is a value, not an unknown option.
+    @Option(parsing: .unconditional, help: ArgumentHelp("The moment to go back to.", valueName: "WHEN")) var at: String?
     @Option(
         help: ArgumentHelp(
             "The version to put its book or clip back to (a number `ivy history ID` shows), instead of --at.",

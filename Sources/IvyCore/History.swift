@@ -93,7 +93,7 @@ package enum History {
     /// Parses a moment as `ivy history` and `ivy restore --at` take it: a time as ivy shows it
     /// (`YYYY-MM-DD HH:MM[:SS] +HH:MM`), an RFC 3339 time, a local `YYYY-MM-DD` (its midnight)
     /// or `YYYY-MM-DD HH:MM[:SS]` (also with a `T`), or a duration ago (`90s`, `90m`, `2h`,
-    /// `3d`, `2w`). A local time is read in `zone`: one the clocks skipped, or passed twice,
+    /// `3d`, `2w`, also written `-2h`). A local time is read in `zone`: one the clocks skipped, or passed twice,
     /// names no single moment and is refused. With `end`, a time given to the second stands for
     /// its last millisecond (or `now`, within it): ivy shows times to the second and records
     /// them to the millisecond, so a time copied from `ivy history` takes in the version it was
@@ -102,7 +102,9 @@ package enum History {
         throws(MomentError) -> Milliseconds
     {
         let trimmed = text.trimmingSpaces()
-        if let unit = trimmed.last, let count = Int64(trimmed.dropLast()), count >= 0, count < 1_000_000 {
+        // `-2h` is read as people mean it: two hours ago, as `2h` is.
+        let duration = trimmed.hasPrefix("-") ? trimmed.dropFirst() : Substring(trimmed)
+        if let unit = duration.last, let count = Int64(duration.dropLast()), count >= 0, count < 1_000_000 {
             let seconds: Int64? =
                 switch unit {
                 case "s": 1

@@ -116,6 +116,22 @@ struct PlainAnswersTests {
         #expect(help.stdout.contains("1w)"), "\(help.stdout)")
     }
 
+    @Test("a duration ago with a minus (-2h) is taken by --since, --until, restore --at and export --at")
+    func minusDurations() async throws {
+        let ivy = try IvyHome()
+        _ = try await ivy.id("book", "add", "--title", "Dune")
+        let since = try await ivy.runBinaryAsync("history", "--since", "-2h", "--until", "-0s", "--json")
+        #expect(since.status == 0, "\(since.stderr)")
+        #expect((try since.json() as? [Any])?.count == 1, "\(since.stdout)")
+        // Two hours ago the library was empty: the dry run would delete Dune.
+        let restore = try await ivy.runBinaryAsync("restore", "--at", "-2h", "--dry-run")
+        #expect(restore.status == 0 && restore.stdout.contains("Dune"), "\(restore.stdout)\(restore.stderr)")
+        let file = ivy.home + "/then.zip"
+        let export = try await ivy.runBinaryAsync("export", "--at", "-0s", file)
+        #expect(export.status == 0, "\(export.stderr)")
+        #expect(FileManager.default.fileExists(atPath: file))
+    }
+
     @Test("a sync that skips files on Drive says how many, in good grammar, and which with why")
     func skippedOnDrive() async throws {
         try await withEmulator { emulator in

@@ -15,11 +15,13 @@ struct ConfigCommand: ParsableCommand {
     )
 }
 
-/// Validates a key name, listing the known ones when it is not one of them.
+/// Validates a key name: one mistyped is named as the key it is closest to, and the known ones
+/// are listed.
 func settingKey(_ name: String) throws -> SettingKey {
     guard let key = SettingKey(rawValue: name) else {
-        throw ValidationError(
-            "unknown key '\(name)'; known keys: \(SettingKey.allCases.map(\.rawValue).joined(separator: ", "))")
+        let names = SettingKey.allCases.map(\.rawValue)
+        let guess = CommandNames.closest(to: name.lowercased(), among: names).map { "; did you mean '\($0)'?" } ?? "."
+        throw ValidationError("unknown key '\(name)'\(guess) The known keys: \(names.joined(separator: ", "))")
     }
     return key
 }

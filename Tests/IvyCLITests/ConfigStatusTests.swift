@@ -43,6 +43,8 @@ struct ConfigStatusTests {
         arguments: [
             (["config", "get", "colour"], "unknown key 'colour'"),
             (["config", "set", "colour", "red"], "known keys"),
+            (["config", "set", "trash_day", "5"], "unknown key 'trash_day'; did you mean 'trash_days'? The known"),
+            (["config", "get", "Sync_Timout"], "did you mean 'sync_timeout'?"),
             (["config", "set", "auto_sync_cooldown", "soon"], "whole number"),
             (["config", "set", "sync_enabled", "perhaps"], "true or false"),
             (["config", "set", "concurrency", "0"], "1 to 32"),

@@ -337,7 +337,8 @@ struct DoctorCommand: ContextCommand {
             let skew = abs(home.clock.wall() - date) / 1000
             if skew >= 120 {
                 add(
-                    .problem, "clock", "this clock is \(skew / 60) minutes off Google's (merges compare times)",
+                    // Rounded: Google's Date is to the second, so 10 minutes ahead reads as 599.x s.
+                    .problem, "clock", "this clock is \((skew + 30) / 60) minutes off Google's (merges compare times)",
                     "turn on time synchronisation (timedatectl set-ntp true)")
             } else {
                 add(.ok, "clock", "within \(skew) s of Google's", nil)

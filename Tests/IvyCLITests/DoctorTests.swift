@@ -246,12 +246,14 @@ struct DoctorTests {
         }
     }
 
-    @Test("a clock 10 minutes off Google's Date header is a problem whose fix is time synchronisation")
-    func clockOff() async throws {
+    @Test(
+        "a clock 10 minutes off Google's Date header, either way, is a problem whose fix is time synchronisation",
+        arguments: [-600.0, 600.0])
+    func clockOff(offset: Double) async throws {
         try await withEmulator { emulator in
             let device = try await SignInHarness.signedIn(emulator)
-            // Google's clock ten minutes behind this machine's, over live HTTP to the built ivy.
-            await emulator.state.setDateOffset(seconds: -600)
+            // Google's clock ten minutes behind or ahead of this machine's, over live HTTP to the built ivy.
+            await emulator.state.setDateOffset(seconds: offset)
             let doctor = try await device.ivy.runBinaryAsync("doctor")
             #expect(doctor.status == 1, "\(doctor.stdout)\(doctor.stderr)")
             #expect(

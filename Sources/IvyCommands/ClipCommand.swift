@@ -1,6 +1,8 @@
 import ArgumentParser
+import Foundation
 import IvyCore
 import IvyStore
+import IvySystem
 
 struct ClipCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -52,7 +54,7 @@ extension ClipCommand {
         func validate() throws {
             try IDPrefix.check(book, kind: .book)
             _ = try seconds(start, option: "--start")
-            _ = try seconds(duration, option: "--duration")
+            try playing(seconds(duration, option: "--duration"), duration)
         }
 
         func run(_ context: Context) async throws {
@@ -66,6 +68,9 @@ extension ClipCommand {
                 transcription: transcription.flatMap { $0.isEmpty ? nil : $0 },
                 audio: context.userPath(audio))
             home.output.line(clip.id.rawValue)
+            if let warning = implausible(clip.duration, audio: library.audioPath(clipID: clip.id), id: clip.id) {
+                home.output.error(warning)
+            }
         }
     }
 
@@ -165,7 +170,7 @@ extension ClipCommand {
         func validate() throws {
             try IDPrefix.check(id, kind: .clip)
             _ = try seconds(start, option: "--start")
-            _ = try seconds(duration, option: "--duration")
+            try playing(seconds(duration, option: "--duration"), duration)
             if note == nil, start == nil, duration == nil, transcription == nil, audio == nil {
                 throw ValidationError("nothing to change; give --note, --start, --duration, --transcription or --audio")
             }
@@ -179,6 +184,12 @@ extension ClipCommand {
                 note: clearable(note), transcription: clearable(transcription))
             let library = try await home.library()
             let id = try await IDPrefix.clip(id, in: library)
+            if changes.duration != nil || audio != nil, let clip = try await library.clip(id: id) {
+                let file = audio.map(context.userPath) ?? library.audioPath(clipID: id)
+                if let warning = implausible(changes.duration ?? clip.duration, audio: file, id: id) {
+                    home.output.error(warning)
+                }
+            }
             let result = try await library.updateClip(id: id, changes, audio: audio.map(context.userPath))
             home.output.line(result.changed ? "updated \(id)" : "unchanged \(id)")
         }
@@ -201,4 +212,23 @@ extension ClipCommand {
             home.output.line("deleted \(id)")
         }
     }
+}
+
+/// A clip plays for some time: `--duration 0` is refused (a clip from Drive may still have it).
+private func playing(_ seconds: Double?, _ text: String?) throws {
+    guard seconds == 0, let text else { return }
+    throw ValidationError(
+        "invalid --duration '\(text)': a clip lasts more than 0 seconds; give how long it plays, in seconds or H:MM:SS")
+}
+
+/// A warning when `duration` is longer than the MP3 at `audio` can play: MP3's lowest bitrate is
+/// 8 kbit/s (MPEG-2.5 layer III), so a file of n bytes plays at most n / 1,000 seconds. Nil
+/// when it may be right, or when the file cannot be read (the add or update then says why).
+private func implausible(_ duration: Double, audio: String, id: ClipID) -> String? {
+    guard let bytes = try? LocalFile.size(of: URL(fileURLWithPath: audio)) else { return nil }
+    let most = (Double(bytes) / 1000).rounded(.up)
+    guard duration > most + 1 else { return nil }
+    return "warning: a clip of \(TimeText.clock(duration)) is longer than an MP3 of \(AudioRules.grouped(bytes)) bytes "
+        + "can play (at most \(TimeText.clock(most)) at MP3's lowest bitrate, 8 kbit/s); if --duration is wrong, "
+        + "correct it with `ivy clip update \(id) --duration`"
 }

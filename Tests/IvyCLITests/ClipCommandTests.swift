@@ -44,6 +44,33 @@ struct ClipCommandTests {
         #expect(try await ivy.run("clip", "show", id).stdout.contains("audio          \(ivy.home)/audio/\(id).mp3"))
     }
 
+    @Test("a clip of 0 seconds is refused; one longer than its MP3 can play is added with a warning that says why")
+    func impossibleDurations() async throws {
+        let source = try ivy.mp3("short.mp3", size: 9000)
+        let zero = try await ivy.runBinaryAsync(
+            "clip", "add", "--book", book, "--start", "0", "--duration", "0", "--audio", source)
+        #expect(zero.status == 64, "\(zero.stderr)")
+        #expect(zero.stderr.hasPrefix("Error: invalid --duration '0': a clip lasts more than 0 seconds; "))
+        #expect(try ivy.count("SELECT count(*) FROM clips") == 0)
+
+        let long = try await ivy.runBinaryAsync(
+            "clip", "add", "--book", book, "--start", "0", "--duration", "30:00:00", "--audio", source)
+        #expect(long.status == 0, "\(long.stderr)")
+        let id = long.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(
+            long.stderr
+                == "warning: a clip of 30:00:00 is longer than an MP3 of 9,000 bytes can play (at most 0:00:09 at "
+                + "MP3's lowest bitrate, 8 kbit/s); if --duration is wrong, correct it with "
+                + "`ivy clip update \(id) --duration`\n")
+        let fixed = try await ivy.runBinaryAsync("clip", "update", id, "--duration", "9")
+        #expect(fixed.status == 0 && fixed.stderr.isEmpty, "\(fixed.stderr)")
+        let zeroAgain = try await ivy.runBinaryAsync("clip", "update", id, "--duration", "0:00")
+        #expect(zeroAgain.status == 64 && zeroAgain.stderr.contains("a clip lasts more than 0 seconds"))
+        let plausible = try await ivy.runBinaryAsync(
+            "clip", "add", "--book", book, "--start", "0", "--duration", "8.5", "--audio", source)
+        #expect(plausible.status == 0 && plausible.stderr.isEmpty, "\(plausible.stderr)")
+    }
+
     @Test("an MPEG frame without an ID3 tag is accepted as MP3")
     func frameSync() async throws {
         let source = try ivy.mp3("raw.mp3", size: 1000, header: [0xFF, 0xFB, 0x90, 0x64])

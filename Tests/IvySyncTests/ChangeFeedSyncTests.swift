@@ -230,6 +230,17 @@ struct ChangeFeedSyncTests {
         }
     }
 
+    /// Puts in `folder` a new book: `book`'s backup on Drive under a new id, as another device
+    /// would have made it.
+    private static func putCopy(of book: BookID, in folder: String, _ world: World) async throws {
+        let id = UUID().uuidString.lowercased()
+        let content = String(decoding: try await world.file("book_\(book).json").content, as: UTF8.self)
+            .replacingOccurrences(of: book.rawValue, with: id)
+        await world.state.putFile(
+            email: alice, name: "book_\(id).json", parents: [folder], content: Data(content.utf8),
+            mimeType: "application/json")
+    }
+
     @Test("a new books folder on Drive (a twin) makes that sync list in full, and the twin's files are seen")
     func twinFolder() async throws {
         try await withWorld { world in
@@ -241,13 +252,8 @@ struct ChangeFeedSyncTests {
             let twin = await world.state.putFile(
                 email: alice, name: "books", parents: [ivy.rawValue], content: Data(),
                 mimeType: "application/vnd.google-apps.folder")
-            // Another device's book in the twin: Dune's backup under a new id.
-            let id = UUID().uuidString.lowercased()
-            let content = String(decoding: try await world.file("book_\(dune.id).json").content, as: UTF8.self)
-                .replacingOccurrences(of: dune.id.rawValue, with: id)
-            await world.state.putFile(
-                email: alice, name: "book_\(id).json", parents: [twin.id], content: Data(content.utf8),
-                mimeType: "application/json")
+            // Another device's book in the twin.
+            try await Self.putCopy(of: dune.id, in: twin.id, world)
             let report = try await a.sync()
             #expect(report.fullListing?.contains("new books folder") == true, "\(report.fullListing ?? "-")")
             #expect(report.downloaded.pair == [1, 0], "\(report.summary)")
@@ -292,12 +298,7 @@ struct ChangeFeedSyncTests {
             #expect(try await b.library.driveMirror() == nil, "a mirror without the twin would never see its files")
 
             // A book put in the twin by another program: the next sync lists in full and sees it.
-            let id = UUID().uuidString.lowercased()
-            let content = String(decoding: try await world.file("book_\(dune.id).json").content, as: UTF8.self)
-                .replacingOccurrences(of: dune.id.rawValue, with: id)
-            await world.state.putFile(
-                email: alice, name: "book_\(id).json", parents: [twin.id], content: Data(content.utf8),
-                mimeType: "application/json")
+            try await Self.putCopy(of: dune.id, in: twin.id, world)
             let next = try await b.sync()
             #expect(next.fullListing != nil && next.downloaded.pair == [1, 0], "\(next.summary)")
             #expect(try await b.library.rememberedFolders()?.books.count == 2)

@@ -24,7 +24,7 @@ package struct IvyCommand: ParsableCommand {
             StatusCommand.self,
             QueueCommand.self, RetryFailedCommand.self, ResetManifestCommand.self, ConfigCommand.self,
             TrashCommand.self, DoctorCommand.self, HistoryCommand.self, RestoreCommand.self, ExportCommand.self,
-            ImportCommand.self,
+            ImportCommand.self, CompletionCommand.self,
         ]
     )
 

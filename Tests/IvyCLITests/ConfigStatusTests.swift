@@ -193,8 +193,23 @@ struct HelpTests {
         ["clip", "update"], ["clip", "delete"], ["config"], ["config", "list"], ["config", "get"], ["config", "set"],
         ["config", "unset"], ["status"], ["login"], ["logout"], ["sync"], ["queue"], ["retry-failed"],
         ["reset-manifest"], ["check"], ["doctor"], ["trash"], ["trash", "list"], ["trash", "restore"],
-        ["trash", "empty"], ["history"], ["restore"],
+        ["trash", "empty"], ["history"], ["restore"], ["completion"],
     ]
+
+    @Test("completion prints the script a release installs, for bash, zsh and fish; another shell is refused")
+    func completion() async throws {
+        let ivy = try IvyHome()
+        for shell in ["bash", "zsh", "fish"] {
+            let printed = try await ivy.runBinaryAsync("completion", shell)
+            let generated = try await ivy.runBinaryAsync("--generate-completion-script", shell)
+            #expect(printed.status == 0 && printed.stderr.isEmpty, "\(shell): \(printed.stderr)")
+            #expect(printed.stdout.hasSuffix("\n") && printed.stdout.contains("completion"), "\(shell)")
+            let trimmed = printed.stdout.hasSuffix("\n") ? String(printed.stdout.dropLast()) : printed.stdout
+            #expect(printed.stdout == generated.stdout || trimmed == generated.stdout, "\(shell)")
+        }
+        let tcsh = try await ivy.runBinaryAsync("completion", "tcsh")
+        #expect(tcsh.status == 64 && tcsh.stderr.hasPrefix("Error: no completion for 'tcsh'; give bash, zsh or fish\n"))
+    }
 
     @Test("every command has --help", arguments: commands)
     func help(command: [String]) async throws {

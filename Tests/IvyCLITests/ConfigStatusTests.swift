@@ -193,8 +193,29 @@ struct HelpTests {
         ["clip", "update"], ["clip", "delete"], ["config"], ["config", "list"], ["config", "get"], ["config", "set"],
         ["config", "unset"], ["status"], ["login"], ["logout"], ["sync"], ["queue"], ["retry-failed"],
         ["reset-manifest"], ["check"], ["doctor"], ["trash"], ["trash", "list"], ["trash", "restore"],
-        ["trash", "empty"], ["history"], ["restore"], ["completion"],
+        ["trash", "empty"], ["history"], ["restore"], ["export"], ["import"], ["completion"],
     ]
+
+    @Test("the README names exactly the commands whose --help offers --json")
+    func jsonCommands() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let paragraph = try #require(readme.components(separatedBy: "\n\n").first { $0.contains("takes `--json`") })
+        var named: Set<String> = []
+        for match in paragraph.matches(of: /`([a-z -]+)(\|[a-z|]+)?`/) {
+            let words = String(match.output.1).split(separator: " ").map(String.init)
+            let alternatives = match.output.2.map { $0.dropFirst().split(separator: "|").map(String.init) } ?? []
+            named.insert(words.joined(separator: " "))
+            for other in alternatives { named.insert((words.dropLast() + [other]).joined(separator: " ")) }
+        }
+        var offering: Set<String> = []
+        for command in Self.commands where !command.isEmpty {
+            let help = try await IvyHome().run(command + ["--help"]).stdout
+            if help.contains("\n  --json") { offering.insert(command.joined(separator: " ")) }
+        }
+        #expect(named.filter { !$0.hasPrefix("ivy ") && $0 != "--json" } == offering, "\(named) \(offering)")
+    }
 
     @Test("completion prints the script a release installs, for bash, zsh and fish; another shell is refused")
     func completion() async throws {

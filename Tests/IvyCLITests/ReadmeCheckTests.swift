@@ -116,14 +116,14 @@ struct ReadmeCheckTests {
     func docsPage() async throws {
         let name = "history.md"
         let text = try String(contentsOf: Self.root.appendingPathComponent("docs/" + name), encoding: .utf8)
-        let command = "    $ ivy book update 2b48 --position 0"
+        let command = "    $ ivy book update $book --position 0"
         let line = try Self.number(of: command, in: text)
         let broken = text.replacingOccurrences(
             of: command + "\n    updated 2b48dd91", with: command + "\n    rewound 2b48dd91")
         #expect(broken != text)
         let result = try await Self.check(broken, as: .docs(name))
         #expect(result.status == 1)
-        #expect(result.stderr.contains("\(result.file):\(line): `ivy book update 2b48"), "\(result.stderr)")
+        #expect(result.stderr.contains("\(result.file):\(line): `ivy book update $book"), "\(result.stderr)")
         #expect(result.stderr.contains("rewound 2b48dd91") && result.stderr.contains("updated "), "\(result.stderr)")
     }
 

@@ -478,10 +478,15 @@ struct RestoreCommand: ContextCommand {
                 ? " (its MP3 alone: its note and other fields stay as they are)"
                 : whole ? " (its fields as well as its MP3; --audio-only puts back the MP3 alone)" : ""
         if count == 0 {
+            // Only what was named and left (it did not exist then, or is unknown here then): said
+            // above, and not "as it was", which it was not.
+            let left = !ids.isEmpty && result.skipped.count == ids.count
             home.output.line(
-                failures == 0
-                    ? "Nothing to restore: it is as it was at \(when)\(audioOnly ? ", its MP3 the same" : "")."
-                    : "Nothing restored." + incomplete)
+                failures > 0
+                    ? "Nothing restored." + incomplete
+                    : left
+                        ? "Nothing restored: what was named is left as it is (said above)."
+                        : "Nothing to restore: it is as it was at \(when)\(audioOnly ? ", its MP3 the same" : "").")
         } else if dryRun {
             home.output.line("Would restore \(things) to \(was) at \(when)\(scope); nothing changed." + incomplete)
         } else {

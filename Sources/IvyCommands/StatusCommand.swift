@@ -41,6 +41,8 @@ struct StatusCommand: ContextCommand {
         let quotaUnits24h: Int
         let requests24h: Int
         let heldChanges: [Held]
+        /// Why the last sync held deletions back (the safety valve), or nil.
+        let deletionsHeld: String?
         /// Not printed in JSON: only says why there is no next auto sync.
         let syncEnabled: Bool
         /// Why the sign-in does not work, when it stopped.
@@ -87,7 +89,8 @@ struct StatusCommand: ContextCommand {
                 authenticated: authenticated, account: account,
                 accessTokenExpires: accessTokenExpires.map(Display.rfc3339), refreshTokenPresent: refreshToken,
                 signedOutReason: signedOutReason, signedOutSince: signedOutSince.map(Display.rfc3339),
-                heldChanges: heldChanges, pending: pending, failed: failed, lastSync: lastSync.map(Display.rfc3339),
+                heldChanges: heldChanges, deletionsHeld: deletionsHeld, pending: pending, failed: failed,
+                lastSync: lastSync.map(Display.rfc3339),
                 lastSuccess: lastSuccess.map(Display.rfc3339), lastError: lastError, manifestEntries: manifestEntries,
                 nextAutoSync: nextAutoSync.map(Display.rfc3339), orphanClips: orphanClips,
                 historyVersions: history.versions, historySince: history.since.map(Display.rfc3339),
@@ -114,6 +117,7 @@ struct StatusCommand: ContextCommand {
         @Null var signedOutReason: String?
         @Null var signedOutSince: String?
         let heldChanges: [Report.Held]
+        @Null var deletionsHeld: String?
         let pending: Int
         let failed: Int
         @Null var lastSync: String?
@@ -191,7 +195,8 @@ struct StatusCommand: ContextCommand {
             orphanClips: try await library.orphanClipCount(),
             history: try await library.historySummary(), clockSure: clock.sure,
             newConflicts: try await library.unseenConflicts(),
-            quotaUnits24h: spent.units, requests24h: spent.requests, heldChanges: held, syncEnabled: enabled,
+            quotaUnits24h: spent.units, requests24h: spent.requests, heldChanges: held,
+            deletionsHeld: local.deletionsHeld, syncEnabled: enabled,
             signInProblem: SignInText.problem(signIn, zone: zone),
             syncRunning: running.running, syncProcess: running.pid, library: paths.database,
             tokenFile: paths.tokenFile, logFile: paths.logFile,
@@ -279,6 +284,7 @@ struct StatusCommand: ContextCommand {
         for change in report.heldChanges {
             fields.append(("held back", "\(change.entity): \(change.reason); run `ivy retry-failed`"))
         }
+        if let deletions = report.deletionsHeld { fields.append(("deletions held", deletions)) }
         return fields
     }
 }

@@ -11,6 +11,8 @@ package struct LocalStatus: Sendable, Equatable {
     package var lastError: String?
     /// When the last sync that left everything on Drive finished.
     package var lastSuccess: Milliseconds? = nil
+    /// Why the last sync held deletions back (the safety valve); nil when it held none.
+    package var deletionsHeld: String? = nil
 }
 
 extension LibraryDatabase {
@@ -31,16 +33,18 @@ extension LibraryDatabase {
                 ?? 0
             let manifest = try Int.fetchOne(db, sql: "SELECT count(*) FROM sync_manifest") ?? 0
             let values = try Row.fetchAll(
-                db, sql: "SELECT key, value FROM settings WHERE key IN (?, ?, ?)",
+                db, sql: "SELECT key, value FROM settings WHERE key IN (?, ?, ?, ?)",
                 arguments: [
                     SettingKey.lastSyncTime.rawValue, SettingKey.lastError.rawValue, SettingKey.lastSuccess.rawValue,
+                    InternalSetting.deletionsHeld.rawValue,
                 ]
             ).reduce(into: [String: String]()) { values, row in values[row["key"]] = row["value"] }
             return LocalStatus(
                 pending: pending, failed: failed, manifestEntries: manifest,
                 lastSyncTime: values[SettingKey.lastSyncTime.rawValue].flatMap { Milliseconds($0) },
                 lastError: values[SettingKey.lastError.rawValue],
-                lastSuccess: values[SettingKey.lastSuccess.rawValue].flatMap { Milliseconds($0) })
+                lastSuccess: values[SettingKey.lastSuccess.rawValue].flatMap { Milliseconds($0) },
+                deletionsHeld: values[InternalSetting.deletionsHeld.rawValue])
         }
     }
 }

@@ -86,6 +86,28 @@ struct CronHearsOnceTests {
         }
     }
 
+    @Test("deletions the safety valve holds back are in status, text and --json, until a sync lets them go")
+    func heldDeletionsInStatus() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            try await device.addLibrary(books: 1, clips: 12)
+            #expect(try await device.ivy.run("sync").status == 0)
+            for file in await emulator.state.dump(email: "alice@example.com") where file.name.hasPrefix("clip_") {
+                try await emulator.state.trash(id: file.id)
+            }
+            _ = try await device.ivy.runBinaryAsync("sync")
+            let status = try await device.ivy.runBinaryAsync("status")
+            #expect(status.stdout.contains("\ndeletions held    12 of the 12 clips"), "\(status.stdout)")
+            let json = try #require(try await device.ivy.run("status", "--json").json() as? [String: Any])
+            #expect((json["deletions_held"] as? String)?.hasPrefix("12 of the 12 clips") == true, "\(json)")
+
+            #expect(try await device.ivy.runBinaryAsync("sync", "--allow-deletes").status == 0)
+            #expect(!(try await device.ivy.runBinaryAsync("status")).stdout.contains("deletions held"))
+            let after = try #require(try await device.ivy.run("status", "--json").json() as? [String: Any])
+            #expect(after["deletions_held"] is NSNull, "\(after)")
+        }
+    }
+
     @Test("--auto is silent about sign-in: a revoked refresh token and a damaged token.json; status explains both")
     func signInNeverReachesCron() async throws {
         try await withEmulator { emulator in

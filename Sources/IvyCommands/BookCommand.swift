@@ -213,10 +213,11 @@ extension BookCommand {
 
     struct Delete: ContextCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Delete a book: hide it and forget its local file.",
+            abstract: "Delete a book: archive it and forget its local file.",
             discussion:
-                "Books are never removed from the database or from Drive, so every device learns of the deletion; "
-                + "its clips stay."
+                "Deleting is archiving (the book is hidden from lists on every device) and forgetting the book's "
+                + "local file (its uri); `ivy book unarchive` brings it back. Books are never removed from the "
+                + "database or from Drive, so every device learns of the deletion; its clips stay."
         )
 
         @OptionGroup var global: GlobalOptions
@@ -226,14 +227,19 @@ extension BookCommand {
 
         func run(_ context: Context) async throws {
             let changes = BookChanges(hidden: true, uri: .some(nil))
-            try await change(book: id, changes, home: try global.home(context), done: "deleted")
+            try await change(book: id, changes, home: try global.home(context), done: "deleted") { id in
+                ": archived on every device and its local file forgotten; `ivy book unarchive \(id)` brings it back"
+            }
         }
     }
 }
 
-private func change(book id: String, _ changes: BookChanges, home: Home, done: String) async throws {
+/// Applies `changes` and says `done ID` (with `more`'s words after it), or `unchanged ID`.
+private func change(
+    book id: String, _ changes: BookChanges, home: Home, done: String, more: (BookID) -> String = { _ in "" }
+) async throws {
     let library = try await home.library()
     let id = try await IDPrefix.book(id, in: library)
     let result = try await library.updateBook(id: id, changes)
-    home.output.line(result.changed ? "\(done) \(id)" : "unchanged \(id)")
+    home.output.line(result.changed ? "\(done) \(id)\(more(id))" : "unchanged \(id)")
 }

@@ -61,7 +61,12 @@ struct BookCommandTests {
         let deleted = try await ivy.id("book", "add", "--title", "Deleted")
         try ivy.execute("UPDATE books SET uri = '/m/x.m4b'")
         #expect(try await ivy.run("book", "archive", archived).status == 0)
-        #expect(try await ivy.run("book", "delete", deleted).status == 0)
+        let delete = try await ivy.run("book", "delete", deleted)
+        #expect(delete.status == 0)
+        #expect(
+            delete.stdout
+                == "deleted \(deleted): archived on every device and its local file forgotten; "
+                + "`ivy book unarchive \(deleted)` brings it back\n", "\(delete.stdout)")
         #expect(try await ivy.run("book", "list").stdout.contains("Kept"))
         #expect(!(try await ivy.run("book", "list").stdout.contains("Archived")))
         let all = try await ivy.run("book", "list", "--all").stdout

@@ -203,7 +203,6 @@ package final class SyncEngine: Sendable {
             // listing decides, before anything is deleted, restored or forgotten on the
             // mirror's word. A mirror that drifted from Drive is thus never acted on by what
             // it lacks; what it holds is checked by the transfers themselves.
-            try await gathered.mirrorWrite?.finished()
             gathered = try await gather(options, fullListing: "checking the mirror of Drive: \(doubt)")
             plan = self.plan(gathered, options)
         }
@@ -218,10 +217,10 @@ package final class SyncEngine: Sendable {
             try await finish(&report, started: started)
             return report
         }
-        let mirrorWrite = gathered.mirrorWrite
+        // Started only now, so no step before the transfers can fail and leave it writing.
+        let mirrorWrite = gathered.saveMirror.map(MirrorWrite.init)
         do {
-            let report = try await carryOut(plan, gathered, report, options, started: started)
-            return report
+            return try await carryOut(plan, gathered, report, options, started: started, mirrorWrite: mirrorWrite)
         } catch {
             // Not left writing once the sync lock is let go.
             await mirrorWrite?.abandon()
@@ -231,7 +230,8 @@ package final class SyncEngine: Sendable {
 
     /// The plan carried out, settled and recorded: `runToEnd` once the plan is made.
     private func carryOut(
-        _ plan: SyncPlan, _ gathered: Gathered, _ planned: SyncReport, _ options: SyncOptions, started: Milliseconds
+        _ plan: SyncPlan, _ gathered: Gathered, _ planned: SyncReport, _ options: SyncOptions, started: Milliseconds,
+        mirrorWrite: MirrorWrite?
     ) async throws -> SyncReport {
         var report = planned
         // Only a listing taken at its word says what is missing on Drive, and what is not.
@@ -249,7 +249,7 @@ package final class SyncEngine: Sendable {
         report.leftForNextSync = plan.actions.count - outcomes.count
         report.planned = plan.actions.count
         try await settle(plan, context, into: &report, stopping: options.stopping, tally: tally)
-        try await gathered.mirrorWrite?.finished()
+        try await mirrorWrite?.finished()
         report.orphanClips = try await library.orphanClipCount()
         await purgeTrash(keepingDays: trashDays)
         await pruneHistory()
@@ -267,9 +267,9 @@ package final class SyncEngine: Sendable {
         let fullListingReason: String?
         /// Whether the folder listed is the one this library last synced with.
         let folderIsRecorded: Bool
-        /// The mirror of a full listing, being written beside the sync's transfers: awaited
-        /// before Drive is listed again and before the sync records its end.
-        let mirrorWrite: MirrorWrite?
+        /// The mirror of a full listing, to be written beside the sync's transfers
+        /// (`MirrorWrite`); nil when the listing came from the mirror, or in a dry run.
+        let saveMirror: (@Sendable () async throws -> Void)?
         let queue: [QueueItem]
         let snapshot: LocalSnapshot
         let manifest: [ManifestEntry]
@@ -311,20 +311,20 @@ package final class SyncEngine: Sendable {
             }
         }
         let listing: DriveListing
-        var mirrorWrite: MirrorWrite?
+        var saveMirror: (@Sendable () async throws -> Void)?
         if let followed, let remembered {
             listing = DriveListing(folders: remembered, files: followed)
         } else {
             let reason = fullListingReason ?? "no mirror of Drive's listing yet"
             fullListingReason = reason
             logger.info("listing Drive in full", metadata: ["reason": "\(reason)"])
-            (listing, mirrorWrite) = try await listInFull(remembered: remembered, dryRun: options.dryRun)
+            (listing, saveMirror) = try await listInFull(remembered: remembered, dryRun: options.dryRun)
         }
         let folderIsRecorded = remembered.map { $0.ivy.first == listing.folders.ivy.first } ?? true
         if listing.isComplete, !options.dryRun { try await library.forgetUnreadable(keeping: listing.files) }
         return try await Gathered(
             listing: listing, fullListingReason: fullListingReason, folderIsRecorded: folderIsRecorded,
-            mirrorWrite: mirrorWrite, queue: library.queueItems(),
+            saveMirror: saveMirror, queue: library.queueItems(),
             snapshot: LocalSnapshot(books: library.books(includeHidden: true), clips: library.clips()),
             manifest: library.manifestEntries(),
             // A twin read once and found unusable is left alone, not downloaded at every sync.
@@ -369,8 +369,10 @@ package final class SyncEngine: Sendable {
     /// listing runs is in the feed the next sync follows. A folder another device made between
     /// the lookup and the token would be in neither: the mirror's write (`MirrorWrite`) looks
     /// the folders up again first, beside the sync's transfers, and keeps the mirror only when
-    /// they are the ones listed.
-    private func listInFull(remembered: DriveFolders?, dryRun: Bool) async throws -> (DriveListing, MirrorWrite?) {
+    /// they are the ones listed. Returns the listing and that write, not yet started.
+    private func listInFull(
+        remembered: DriveFolders?, dryRun: Bool
+    ) async throws -> (DriveListing, (@Sendable () async throws -> Void)?) {
         // A dry run saves no mirror, so it needs no token.
         let tokenAnswer = Task<String?, any Error>(executorPreference: BlockingExecutor.shared) { [drive] in
             dryRun ? nil : try await drive.startPageToken()
@@ -389,13 +391,17 @@ package final class SyncEngine: Sendable {
             // Without a token the listing is still a listing; only the mirror waits.
             logger.warning("no change token: no mirror this time", metadata: ["error": "\(error.localizedDescription)"])
         }
-        guard listing.isComplete, let token else {
+        // No mirror: the old one is forgotten, and the folders listed remembered.
+        let noMirror = { @Sendable [library] in
             try await library.clearDriveMirror()
             try await library.rememberFolders(listing.folders)
+        }
+        guard listing.isComplete, let token else {
+            try await noMirror()
             return (listing, nil)
         }
         let listedAt = clock.now()
-        let write = MirrorWrite { [library, drive, logger] in
+        let write = { @Sendable [library, drive, logger] in
             let again: DriveFolders?
             do {
                 again = try await drive.existingFolders(remembered: listing.folders)
@@ -411,8 +417,7 @@ package final class SyncEngine: Sendable {
                 if again != nil {
                     logger.info("ivy's folders on Drive changed while they were listed: no mirror this time")
                 }
-                try await library.clearDriveMirror()
-                try await library.rememberFolders(listing.folders)
+                try await noMirror()
                 return
             }
             try await library.replaceDriveMirror(

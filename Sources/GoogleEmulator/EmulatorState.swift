@@ -214,6 +214,10 @@ package actor EmulatorState {
     /// Filler bytes endless answers have sent (or are sending) since the last `misreport`, or
     /// the last fault rule with `endless`: how a test sees that a client stopped reading.
     package private(set) var endlessBytesSent = 0
+    /// Endless answers whose writing stopped, nearly always because the client hung up: one a
+    /// client merely stopped reading stays blocked on the connection and is never counted.
+    package private(set) var endlessAnswersEnded = 0
+    private var endlessWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     /// Bytes of file content (`alt=media` answers) handed to the connection, and how many
     /// such answers were sent to the end: how a test sees how far the server got ahead of a
     /// client that reads slowly.
@@ -573,6 +577,19 @@ package actor EmulatorState {
     }
 
     func countEndless(_ bytes: Int) { endlessBytesSent += bytes }
+
+    func endlessAnswerEnded() {
+        endlessAnswersEnded += 1
+        let ready = endlessWaiters.filter { $0.count <= endlessAnswersEnded }
+        endlessWaiters.removeAll { $0.count <= endlessAnswersEnded }
+        for waiter in ready { waiter.continuation.resume() }
+    }
+
+    /// Returns once `count` endless answers have stopped being written.
+    package func waitForEndlessAnswersEnded(count: Int) async {
+        if endlessAnswersEnded >= count { return }
+        await withCheckedContinuation { endlessWaiters.append((count, $0)) }
+    }
 
     func countMedia(_ bytes: Int) { mediaBytesSent += bytes }
 

@@ -184,6 +184,9 @@ package struct EmulatorPipeline: Sendable {
     /// client that has read some bytes always finds them counted.
     package func countEndless(_ bytes: Int) async { await state.countEndless(bytes) }
 
+    /// Marks an endless download's writing as stopped: the client stopped taking it.
+    package func endlessAnswerEnded() async { await state.endlessAnswerEnded() }
+
     /// OAuth's endpoints answer errors in their own flat shape; the rest is Drive's envelope.
     static let oauthPaths: Set<String> = ["/device/code", "/token", "/revoke"]
 

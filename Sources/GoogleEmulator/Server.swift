@@ -250,15 +250,22 @@ struct EmulatorResponder: Sendable {
                     let filler = ByteBuffer(
                         repeating: EmulatorPipeline.endlessFiller, count: EmulatorPipeline.endlessChunk)
                     var sent = 0
-                    while sent < EmulatorPipeline.endlessLimit {
-                        try Task.checkCancellation()
-                        // Counted before it goes out: a client that has read some bytes always
-                        // finds them counted, even while this write still waits on the socket.
-                        await state.countEndless(filler.readableBytes)
-                        try await writer.write(filler)
-                        sent += filler.readableBytes
+                    do {
+                        while sent < EmulatorPipeline.endlessLimit {
+                            try Task.checkCancellation()
+                            // Counted before it goes out: a client that has read some bytes
+                            // always finds them counted, even while this write still waits.
+                            await state.countEndless(filler.readableBytes)
+                            try await writer.write(filler)
+                            sent += filler.readableBytes
+                        }
+                        try await writer.finish(nil)
+                    } catch {
+                        // The client hung up (or reset the stream): the write failed.
+                        await state.endlessAnswerEnded()
+                        throw error
                     }
-                    try await writer.finish(nil)
+                    await state.endlessAnswerEnded()
                 })
         }
         if reply.stalls, !reply.body.isEmpty {

@@ -146,6 +146,7 @@ package final class EmulatorTransport: HTTPTransport {
                     reading = transfer.receive(filler, status: reply.status)
                     sent += filler.count
                 }
+                await pipeline.endlessAnswerEnded()
             }
             var error: TransportError?
             if let dropAfter = answer.dropAfter {

@@ -185,6 +185,8 @@ package final class SyncEngine: Sendable {
     /// record the outcome. A dry run stops after the plan.
     private func runToEnd(_ options: SyncOptions) async throws -> SyncReport {
         let started = clock.now()
+        // Timed by the monotonic clock: Google's time moves as each answer narrows it.
+        let began = ContinuousClock.now
         var gathered = try await gather(options)
         var plan = self.plan(gathered, options)
         let allowedDeletions =
@@ -214,13 +216,14 @@ package final class SyncEngine: Sendable {
         }
         if options.dryRun {
             report.preview(plan)
-            try await finish(&report, started: started)
+            try await finish(&report, began: began)
             return report
         }
         // Started only now, so no step before the transfers can fail and leave it writing.
         let mirrorWrite = gathered.saveMirror.map(MirrorWrite.init)
         do {
-            return try await carryOut(plan, gathered, report, options, started: started, mirrorWrite: mirrorWrite)
+            return try await carryOut(
+                plan, gathered, report, options, started: started, began: began, mirrorWrite: mirrorWrite)
         } catch {
             // Not left writing once the sync lock is let go.
             await mirrorWrite?.abandon()
@@ -231,7 +234,7 @@ package final class SyncEngine: Sendable {
     /// The plan carried out, settled and recorded: `runToEnd` once the plan is made.
     private func carryOut(
         _ plan: SyncPlan, _ gathered: Gathered, _ planned: SyncReport, _ options: SyncOptions, started: Milliseconds,
-        mirrorWrite: MirrorWrite?
+        began: ContinuousClock.Instant, mirrorWrite: MirrorWrite?
     ) async throws -> SyncReport {
         var report = planned
         // Only a listing taken at its word says what is missing on Drive, and what is not.
@@ -253,7 +256,7 @@ package final class SyncEngine: Sendable {
         report.orphanClips = try await library.orphanClipCount()
         await purgeTrash(keepingDays: trashDays)
         await pruneHistory()
-        try await finish(&report, started: started)
+        try await finish(&report, began: began)
         try await record(report, knownSkips: options.knownSkips)
         return report
     }
@@ -551,12 +554,13 @@ package final class SyncEngine: Sendable {
 
     /// What the report says of every sync, a dry run's included: the changes still held
     /// back, the requests made and the time taken.
-    private func finish(_ report: inout SyncReport, started: Milliseconds) async throws {
+    private func finish(_ report: inout SyncReport, began: ContinuousClock.Instant) async throws {
         report.heldChanges = try await heldChanges()
         report.requests = drive.requestCount
         report.quotaUnits = drive.quotaUnits
         report.sharedQuotaWaits = drive.sharedQuotaCount
-        report.durationMS = clock.now() - started
+        let (seconds, attoseconds) = (ContinuousClock.now - began).components
+        report.durationMS = seconds * 1000 + attoseconds / 1_000_000_000_000_000
         do {
             try await library.recordQuotaSpent(at: clock.now(), units: report.quotaUnits, requests: report.requests)
         } catch {

@@ -63,6 +63,24 @@ struct SyncCommandTests {
         }
     }
 
+    @Test("a sync's time is the monotonic clock's: Google's time learned afresh mid-sync, an hour on, is not in it")
+    func durationByMonotonicClock() async throws {
+        try await withEmulator { emulator in
+            let laptop = try await SignInHarness.signedIn(emulator)
+            try await laptop.addLibrary(books: 2, clips: 1)
+            // The sign-in measured Google's clock; now its answers are dated an hour later, which
+            // fits nothing measured, so the sync's first answer starts the measure afresh.
+            await emulator.state.setDateOffset(seconds: 3600)
+            await emulator.state.setLatency(milliseconds: 20)
+            let synced = try await laptop.ivy.runBinaryAsync("sync", "--json")
+            #expect(synced.status == 0, "\(synced.stderr)")
+            let report = try #require(try synced.json() as? [String: Any])
+            let duration = try #require(report["duration_ms"] as? Int)
+            let requests = try #require(report["requests"] as? Int)
+            #expect(duration >= 20 && duration < 600_000, "\(duration) ms for \(requests) requests")
+        }
+    }
+
     @Test("--dry-run prints the plan with reasons and changes nothing, here or on Drive")
     func dryRun() async throws {
         try await withEmulator { emulator in

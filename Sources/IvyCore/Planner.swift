@@ -249,8 +249,12 @@ package enum SyncPlanner {
         } else {
             return
         }
+        // Said once: a listing taken as incomplete is part of this statement, not a second one.
+        let incomplete = short != nil && reason != short ? ", and the Drive listing is taken as incomplete" : ""
+        let lacking = short == nil ? "" : " and nothing the listing lacks was uploaded again"
         plan.deletionsHeldReason =
-            "\(reason); nothing was deleted locally. Check Drive, then run `ivy sync --allow-deletes` to delete them"
+            "\(reason)\(incomplete); nothing was deleted locally\(lacking). Check Drive, then run "
+            + "`ivy sync --allow-deletes` to \(short == nil ? "delete them" : "go by the listing")"
         plan.actions.removeAll { $0.action == .deleteLocal }
         plan.held += deletions.map { HeldAction(key: $0.key, action: .deleteLocal, reason: reason) }
     }

@@ -652,7 +652,7 @@ extension SyncReport {
             skipped.append(
                 .init(entity: "Drive listing", reason: "stopped early: \(reason); nothing was deleted locally"))
         }
-        if let reason = plan.listingDistrustedReason {
+        if let reason = plan.listingDistrustedReason, plan.deletionsHeldReason == nil {
             skipped.append(.init(entity: "Drive listing", reason: reason))
         }
     }

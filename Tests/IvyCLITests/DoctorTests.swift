@@ -325,7 +325,7 @@ struct DoctorTests {
             #expect(
                 deletions["detail"] as? String
                     == "the last sync deleted nothing here: 12 of the 12 clips this library synced would be "
-                    + "deleted here",
+                    + "deleted here, and the Drive listing is taken as incomplete",
                 "\(deletions)")
             #expect((deletions["fix"] as? String)?.contains("`ivy sync --allow-deletes`") == true)
 

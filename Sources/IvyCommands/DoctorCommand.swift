@@ -43,7 +43,7 @@ struct DoctorCommand: ContextCommand {
         guard Self.checkHome(home, note) else {
             // Every other command refuses this home, and the sign-in check would write in it.
             add(
-                .warning, "other checks", "not run: ivy uses no home others could tamper with",
+                .warning, "other checks", "not run: ivy uses no home it refuses",
                 fix: "fix the home, then run `ivy doctor` again")
             try report(findings, home)
             throw ExitCode.failure

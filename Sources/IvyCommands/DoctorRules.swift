@@ -82,6 +82,13 @@ package enum DoctorRules {
                         + "`chmod 700 \(path)`"
                     : "chmod 700 \(path)")
         }
+        if unsafe.closed {
+            return DoctorFinding(
+                level: .problem, check: "home",
+                detail: "\(path) does not let you in (mode \(bits), owner uid \(unsafe.owner)), and \(reaches) is "
+                    + "inside it: ivy cannot reach it",
+                fix: "use a home of your own with --home or IVY_HOME")
+        }
         let foreign = unsafe.owner != unsafe.user && unsafe.owner != 0
         let why = foreign ? "belongs to another user (uid \(unsafe.owner))" : "can be written by others"
         return DoctorFinding(

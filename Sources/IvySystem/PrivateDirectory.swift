@@ -69,12 +69,20 @@ package enum PrivateDirectory {
         var ancestor = (path as NSString).deletingLastPathComponent
         while !ancestor.isEmpty {
             var info = stat()
-            if stat(ancestor, &info) == 0,
-                let problem = UnsafeDirectoryError.ancestor(
+            if stat(ancestor, &info) == 0 {
+                if let problem = UnsafeDirectoryError.ancestor(
                     path: ancestor, of: path, mode: UInt32(info.st_mode), owner: UInt32(info.st_uid),
                     group: UInt32(info.st_gid), user: UInt32(geteuid()), userGroup: UInt32(getegid()))
-            {
-                return problem
+                {
+                    return problem
+                }
+                // A directory that does not let the user in: everything below it is out of
+                // reach, which is the true reason (not "cannot create" what may well exist).
+                if access(ancestor, X_OK) != 0 {
+                    return UnsafeDirectoryError(
+                        path: ancestor, mode: UInt32(info.st_mode) & 0o7777, owner: UInt32(info.st_uid),
+                        user: UInt32(geteuid()), reaches: path, closed: true)
+                }
             }
             if ancestor == "/" { break }
             ancestor = (ancestor as NSString).deletingLastPathComponent
@@ -121,6 +129,8 @@ package struct UnsafeDirectoryError: LocalizedError, Equatable, Sendable, Custom
     package let user: UInt32
     /// The directory ivy keeps files in, when `path` is a directory above it that makes it unsafe.
     package var reaches: String?
+    /// True when `path`, a directory above `reaches`, does not let the user in at all.
+    package var closed = false
 
     /// The refusal for `path`, a directory above `directory`, when another user could rename
     /// `directory` out of it: nil when it is the user's or root's, and no one else may write to
@@ -144,6 +154,11 @@ package struct UnsafeDirectoryError: LocalizedError, Equatable, Sendable, Custom
     }
 
     package var description: String {
+        if let reaches, closed {
+            return "ivy cannot reach \(reaches): it is inside \(path), which does not let you in (mode "
+                + "\(String(mode, radix: 8)), owner uid \(owner), you are uid \(user)); use a home of your own with "
+                + "--home or IVY_HOME"
+        }
         if let reaches {
             let foreign = owner != user && owner != 0
             let who = foreign ? "it belongs to another user (uid \(owner))" : "others can write to it"

@@ -373,7 +373,7 @@ struct DoctorTests {
         #expect(open.lines.dropFirst().first?.hasPrefix("ok      disk: ") == true, "\(open.stdout)")
         #expect(
             open.lines.dropFirst(2) == [
-                "warning other checks: not run: ivy uses no home others could tamper with; "
+                "warning other checks: not run: ivy uses no home it refuses; "
                     + "fix: fix the home, then run `ivy doctor` again"
             ], "\(open.stdout)")
         chmod(ivy.home, 0o700)

@@ -131,6 +131,33 @@ struct PrivateFileTests {
         #expect(try contents(of: ivy.home) == before)
     }
 
+    @Test(
+        "a home inside a directory that does not let the user in is refused with that reason, not 'cannot create'",
+        .enabled(if: OpeningTests.readOnlyRunner != nil, "needs setpriv to drop root"))
+    func unreachableHome() async throws {
+        let runner = try #require(OpeningTests.readOnlyRunner)
+        let closed = ivy.path + "/closed"
+        try FileManager.default.createDirectory(atPath: closed + "/home", withIntermediateDirectories: true)
+        // As root, permission bits do not bind: ivy runs as nobody, whom ivy.path may shut out
+        // before `closed` does; either is the directory named.
+        chmod(closed, 0o000)
+        defer { chmod(closed, 0o700) }
+        for arguments in [["book", "list"], ["book", "add", "--title", "Emma"], ["status"], ["sync", "--auto"]] {
+            let result = try await ivy.runBinaryAsync(
+                arguments, environment: ["IVY_HOME": closed + "/home"], through: runner)
+            #expect(result.status == 1, "\(arguments)")
+            #expect(
+                result.stderr.contains("ivy cannot reach \(closed)/home: it is inside ")
+                    && result.stderr.contains(
+                        ", which does not let you in (mode ")
+                    && result.stderr.hasSuffix(
+                        "use a home of your own with --home or IVY_HOME\n"),
+                "\(arguments): \(result.stderr)")
+        }
+        chmod(closed, 0o700)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: closed + "/home").isEmpty)
+    }
+
     @Test("the XDG directories ivy uses are held to the same rule")
     func unsafeXDG() async throws {
         ivy.environment["IVY_HOME"] = nil

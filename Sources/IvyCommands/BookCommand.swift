@@ -68,10 +68,10 @@ extension BookCommand {
 
     struct List: ContextCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List books (archived and deleted ones only with --all).")
+            abstract: "List books (archived ones, deleted ones among them, only with --all).")
 
         @OptionGroup var global: GlobalOptions
-        @Flag(help: "Include archived and deleted books.") var all = false
+        @Flag(help: "Include archived books (book delete archives too).") var all = false
         @Option(help: ArgumentHelp("Only books whose title or artist contains TEXT, in any case.", valueName: "TEXT"))
         var search: String?
         @Flag(help: "Show whole ids (the table cuts them to the width that keeps them apart).") var fullIds = false
@@ -195,10 +195,10 @@ extension BookCommand {
 
     struct Unarchive: ContextCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Bring an archived or deleted book back into lists.",
+            abstract: "Bring an archived book (a deleted one too) back into lists.",
             discussion:
                 "If another device changes the same book before this change reaches it, the merge keeps the book "
-                + "hidden: hidden wins."
+                + "archived: archived wins."
         )
 
         @OptionGroup var global: GlobalOptions

@@ -250,11 +250,16 @@ struct HistoryCommand: ContextCommand {
     }
 
     /// `deleted`, or the fields changed with their new values (`position=120 title="Dune"`),
-    /// after `created` for a first version.
+    /// after `created` for a first version. A book's `hidden` is said as everywhere else a
+    /// person reads it: `archived=yes`.
     static func change(_ version: HistoryVersion) -> String {
         guard let object = version.object else { return version.deleted ? "deleted" : "unreadable" }
         let shown = version.changed.filter { $0 != "created_at" && $0 != "id" }.map { field in
-            field == "audio" ? "new audio" : "\(field)=\(value(object[field] ?? .null))"
+            switch field {
+            case "audio": "new audio"
+            case "hidden" where version.key.kind == .book: "archived=\(object[field] == .bool(true) ? "yes" : "no")"
+            default: "\(field)=\(value(object[field] ?? .null))"
+            }
         }
         let created = version.changed.contains("id") ? ["created"] : []
         let text = (created + shown).joined(separator: " ")
@@ -278,7 +283,7 @@ struct RestoreCommand: ContextCommand {
             replaces, so the next sync carries it to every device. WHEN is a point in the order of changes: \
             everything written up to the last version recorded at or before it existed then, even when a clock \
             that ran ahead dated it later (the restore warns when a version is dated after now). A whole-library \
-            restore also deletes the books (hidden, as book delete does, their uri kept) and clips made after \
+            restore also deletes the books (archived, as book delete does, their uri kept) and clips made after \
             WHEN, on evidence only: made here after that point, or brought from Drive with a created_at after \
             WHEN that Google's clock bounds. What this device knew nothing of at WHEN (it joined later, or was \
             offline), and what only an unchecked clock dates after it, is left as it is, and --dry-run says \

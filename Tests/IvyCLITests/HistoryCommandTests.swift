@@ -127,6 +127,18 @@ struct HistoryCommandTests {
         }
     }
 
+    @Test("history says a book is archived as book show and book list do: archived=yes, never hidden=true")
+    func archivedIsOneWord() async throws {
+        let ivy = try IvyHome()
+        let book = try await ivy.id("book", "add", "--title", "Dune")
+        #expect(try await ivy.runBinaryAsync("book", "archive", book).status == 0)
+        let history = try await ivy.runBinaryAsync("history", book)
+        #expect(history.lines.dropFirst().first?.hasSuffix("here*   archived=yes") == true, "\(history.stdout)")
+        #expect(history.stdout.contains("created artist=null artwork=null archived=no position=0"), "\(history.stdout)")
+        #expect(!history.stdout.contains("hidden"), "\(history.stdout)")
+        #expect(try await ivy.runBinaryAsync("book", "show", book).stdout.contains("\narchived  yes\n"))
+    }
+
     @Test("a change written by sqlite3 appears in `ivy history`, and a restore is undone by restoring before it")
     func sqliteChangeAndUndo() async throws {
         let ivy = try IvyHome()

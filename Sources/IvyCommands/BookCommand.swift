@@ -10,8 +10,8 @@ struct BookCommand: ParsableCommand {
     )
 }
 
-/// The JSON form of a book in `--json` output (`JSONOutput`): seconds for times of play, ms
-/// for timestamps.
+/// The JSON form of a book in `--json` output (`JSONOutput`): seconds for times of play, RFC
+/// 3339 for timestamps as everywhere in `--json`, and the stored milliseconds under `_ms`.
 struct BookJSON: Encodable {
     let id: BookID
     let title: String
@@ -20,8 +20,10 @@ struct BookJSON: Encodable {
     let position: Double
     let hidden: Bool
     @Null var uri: String?
-    let createdAt: Milliseconds
-    let updatedAt: Milliseconds
+    let createdAt: String
+    let updatedAt: String
+    let createdAtMS: Milliseconds
+    let updatedAtMS: Milliseconds
 
     init(book: Book) {
         id = book.id
@@ -31,8 +33,10 @@ struct BookJSON: Encodable {
         position = book.position
         hidden = book.hidden
         uri = book.uri
-        createdAt = book.createdAt
-        updatedAt = book.updatedAt
+        createdAt = Display.rfc3339(book.createdAt)
+        updatedAt = Display.rfc3339(book.updatedAt)
+        createdAtMS = book.createdAt
+        updatedAtMS = book.updatedAt
     }
 }
 

@@ -12,7 +12,7 @@ struct ClipCommand: ParsableCommand {
     )
 }
 
-/// The JSON form of a clip in `--json` output (`JSONOutput`).
+/// The JSON form of a clip in `--json` output (`JSONOutput`), its timestamps as a book's.
 struct ClipJSON: Encodable {
     let id: ClipID
     let bookID: BookID
@@ -20,8 +20,10 @@ struct ClipJSON: Encodable {
     let duration: Double
     @Null var note: String?
     @Null var transcription: String?
-    let createdAt: Milliseconds
-    let updatedAt: Milliseconds
+    let createdAt: String
+    let updatedAt: String
+    let createdAtMS: Milliseconds
+    let updatedAtMS: Milliseconds
 
     init(clip: Clip) {
         id = clip.id
@@ -30,8 +32,10 @@ struct ClipJSON: Encodable {
         duration = clip.duration
         note = clip.note
         transcription = clip.transcription
-        createdAt = clip.createdAt
-        updatedAt = clip.updatedAt
+        createdAt = Display.rfc3339(clip.createdAt)
+        updatedAt = Display.rfc3339(clip.updatedAt)
+        createdAtMS = clip.createdAt
+        updatedAtMS = clip.updatedAt
     }
 }
 

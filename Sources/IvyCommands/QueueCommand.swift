@@ -24,7 +24,8 @@ struct QueueCommand: ContextCommand {
         let attempts: Int
         let failed: Bool
         @Null var lastError: String?
-        let queuedAt: Milliseconds
+        let queuedAt: String
+        let queuedAtMS: Milliseconds
     }
 
     func run(_ context: Context) async throws {
@@ -35,7 +36,8 @@ struct QueueCommand: ContextCommand {
                 items.map {
                     Item(
                         entityType: $0.key.kind.rawValue, entityID: $0.key.id, operation: $0.operation.rawValue,
-                        attempts: $0.attempts, failed: $0.hasFailed, lastError: $0.lastError, queuedAt: $0.queuedAt)
+                        attempts: $0.attempts, failed: $0.hasFailed, lastError: $0.lastError,
+                        queuedAt: Display.rfc3339($0.queuedAt), queuedAtMS: $0.queuedAt)
                 })
         }
         guard !items.isEmpty else { return home.output.line("The queue is empty: everything has reached Drive.") }

@@ -36,7 +36,8 @@ extension TrashCommand {
             @Null var note: String?
             let reason: String
             let why: String
-            let trashedAt: Milliseconds
+            let trashedAt: String
+            let trashedAtMS: Milliseconds
             let hasAudio: Bool
             @Null var backup: JSONValue?
 
@@ -49,7 +50,8 @@ extension TrashCommand {
                 note = described.note
                 reason = entry.reason.rawValue
                 why = entry.reason.description
-                trashedAt = entry.trashedAt
+                trashedAt = Display.rfc3339(entry.trashedAt)
+                trashedAtMS = entry.trashedAt
                 hasAudio = entry.audioFile != nil
                 backup = try? JSONDecoder().decode(JSONValue.self, from: entry.json)
             }

@@ -31,11 +31,13 @@ struct BookCommandTests {
         #expect(
             Set(object.keys) == [
                 "id", "title", "artist", "artwork", "position", "hidden", "uri", "created_at", "updated_at",
+                "created_at_ms", "updated_at_ms",
             ])
         #expect(object["position"] as? Double == 2700.5)
         #expect(object["hidden"] as? Bool == false)
         #expect(object["artist"] is NSNull)
-        #expect((object["created_at"] as? Int ?? 0) > 1_600_000_000_000)
+        #expect((object["created_at_ms"] as? Int ?? 0) > 1_600_000_000_000)
+        #expect((object["created_at"] as? String)?.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/) != nil)
         let array = try #require(try await ivy.run("book", "list", "--json").json() as? [[String: Any]])
         #expect(array.count == 1 && array[0]["id"] as? String == id)
         let empty = try IvyHome()

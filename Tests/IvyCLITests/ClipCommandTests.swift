@@ -35,6 +35,7 @@ struct ClipCommandTests {
         #expect(
             Set(object.keys) == [
                 "id", "book_id", "start", "duration", "note", "transcription", "created_at", "updated_at",
+                "created_at_ms", "updated_at_ms",
             ])
         #expect(object["start"] as? Double == 2700)
         #expect(object["duration"] as? Double == 30.5)

@@ -234,7 +234,8 @@ extension ISO8601DateFormatter {
     @Test(
         """
         every --json document has every key in snake case and every key present: an absent value \
-        is null, in book and clip show, queue, status, doctor and a sync's report alike
+        is null, and a time is RFC 3339 (its milliseconds under _ms), in book and clip show, queue, status, \
+        doctor and a sync's report alike
         """)
     func oneConvention() async throws {
         try await withEmulator { emulator in
@@ -242,7 +243,8 @@ extension ISO8601DateFormatter {
             let book = try await device.ivy.id("book", "add", "--title", "Dune")
             let shown = try #require(try await device.ivy.run("book", "show", book, "--json").json() as? [String: Any])
             #expect(shown["artist"] is NSNull && shown["artwork"] is NSNull && shown["uri"] is NSNull, "\(shown)")
-            #expect(shown["created_at"] is Int && shown["updated_at"] is Int, "\(shown)")
+            #expect(shown["created_at"] is String && shown["updated_at_ms"] is Int, "\(shown)")
+            let queued = try await device.ivy.run("queue", "--json").json()
 
             let synced = try await device.ivy.run("sync", "--json")
             #expect(synced.status == 0, "\(synced.stderr)")
@@ -250,16 +252,48 @@ extension ISO8601DateFormatter {
             #expect(report["deletions_held"] is NSNull && report.keys.contains("full_listing"), "\(report)")
             #expect(report["duration_ms"] is Int, "\(report)")
 
-            var documents: [Any] = [report, shown]
-            for command in [["status"], ["queue"], ["doctor"], ["clip", "list"], ["config", "list"]] {
+            var documents: [Any] = [report, shown, queued]
+            for command in [
+                ["status"], ["queue"], ["doctor"], ["book", "list"], ["clip", "list"], ["config", "list"],
+            ] {
                 documents.append(try await device.ivy.run(command + ["--json"]).json())
             }
-            let status = try #require(documents[2] as? [String: Any])
+            let status = try #require(documents[3] as? [String: Any])
             #expect(status["quota_units_24h"] is Int && status["requests_24h"] is Int, "\(status)")
             #expect(status["refresh_token_present"] as? Bool == true, "\(status)")
             let keys = documents.flatMap(Self.keys)
             #expect(!keys.isEmpty)
             #expect(keys.allSatisfy { $0.allSatisfy { $0.isLowercase || $0.isNumber || $0 == "_" } }, "\(keys)")
+            // A number as large as a time in milliseconds (after 2001) only under a key ending _ms.
+            let epochs = documents.flatMap { Self.numbers($0, key: "") }.filter { $0.value >= 1_000_000_000_000 }
+            #expect(!epochs.isEmpty && epochs.allSatisfy { $0.key.hasSuffix("_ms") }, "\(epochs)")
+            let times = documents.flatMap { Self.strings($0, key: "") }.filter {
+                $0.key.hasSuffix("_at") || ["last_sync", "last_success", "next_auto_sync"].contains($0.key)
+            }
+            #expect(times.count >= 5, "\(times)")
+            #expect(
+                times.allSatisfy { $0.value.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/) != nil }, "\(times)")
+        }
+    }
+
+    /// Every number of a document with its key, nested ones too.
+    private static func numbers(_ value: Any, key: String) -> [(key: String, value: Double)] {
+        switch value {
+        case let object as [String: Any]: object.flatMap { numbers($0.value, key: $0.key) }
+        case let array as [Any]: array.flatMap { numbers($0, key: key) }
+        case is Bool: []
+        case let number as NSNumber: [(key, number.doubleValue)]
+        default: []
+        }
+    }
+
+    /// Every string of a document with its key, nested ones too.
+    private static func strings(_ value: Any, key: String) -> [(key: String, value: String)] {
+        switch value {
+        case let object as [String: Any]: object.flatMap { strings($0.value, key: $0.key) }
+        case let array as [Any]: array.flatMap { strings($0, key: key) }
+        case let string as String: [(key, string)]
+        default: []
         }
     }
 

@@ -38,7 +38,7 @@ struct TrashCommandTests {
             #expect(entry["reason"] as? String == "deleted" && entry["why"] as? String == "deleted by sync")
             #expect(entry["note"] as? String == "note 0" && entry["has_audio"] as? Bool == true)
             #expect((entry["backup"] as? [String: Any])?["id"] as? String == clip)
-            #expect(entry["trashed_at"] is Int)
+            #expect(entry["trashed_at"] is String && entry["trashed_at_ms"] is Int, "\(entry)")
             let id = try #require(entry["id"] as? Int)
 
             let table = try await b.ivy.run("trash", "list")

@@ -14,15 +14,25 @@ extension Device {
     func state(queue: Bool = true) async throws -> DeviceState {
         var state = DeviceState()
         for object in try await list(["book", "list", "--all", "--json"]) {
-            if let id = object["id"]?.string { state.books[id] = object }
+            if let id = object["id"]?.string { state.books[id] = Self.stored(object) }
         }
         for object in try await list(["clip", "list", "--json"]) {
             guard let id = object["id"]?.string else { continue }
-            state.clips[id] = object
+            state.clips[id] = Self.stored(object)
             state.audio[id] = FileManager.default.contents(atPath: audioPath(id))
         }
         if queue { state.queue = try await list(["queue", "--json"]) }
         return state
+    }
+
+    /// A book or clip as `--json` shows it, its times as the files hold them (the stored
+    /// milliseconds, which `--json` gives under `_ms` beside RFC 3339): what Drive's are compared with.
+    static func stored(_ object: JSON) -> JSON {
+        guard case .object(var fields) = object else { return object }
+        for key in ["created_at", "updated_at"] {
+            if let milliseconds = fields.removeValue(forKey: key + "_ms") { fields[key] = milliseconds }
+        }
+        return .object(fields)
     }
 
     func list(_ arguments: [String]) async throws -> [JSON] {

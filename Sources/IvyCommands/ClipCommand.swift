@@ -7,8 +7,9 @@ import IvySystem
 struct ClipCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "clip",
-        abstract: "Add, list, show, change and delete clips (bookmarks with a note and an MP3).",
-        subcommands: [Add.self, List.self, Show.self, Update.self, Delete.self]
+        abstract:
+            "Add, list, show, change and delete clips (bookmarks with a note and an MP3), and copy one's MP3 out.",
+        subcommands: [Add.self, List.self, Show.self, Update.self, Delete.self, Audio.self]
     )
 }
 
@@ -214,6 +215,92 @@ extension ClipCommand {
             let id = try await IDPrefix.clip(id, in: library)
             try await library.deleteClip(id: id)
             home.output.line("deleted \(id)")
+        }
+    }
+}
+
+extension ClipCommand {
+    struct Audio: ContextCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write a clip's MP3 to FILE, or to standard output.",
+            discussion: """
+                FILE may be a directory: the MP3 is written in it as ID.mp3. It is written beside FILE under a \
+                hidden name and put in place whole (mode 0600), so FILE is whole or as it was; an existing FILE is \
+                replaced only with --force. Without FILE (or with -) the MP3 goes to standard output, which must not \
+                be a terminal. A clip whose MP3 is not here yet (a sync brings it) is an error, exit 1.
+                """)
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The clip's id, or its first 4 or more characters.") var id: String
+        @Argument(help: ArgumentHelp("Where to write the MP3 (a file or a directory).", valueName: "FILE"))
+        var file: String?
+        @Flag(help: "Replace FILE if it exists.") var force = false
+
+        func validate() throws { try IDPrefix.check(id, kind: .clip) }
+
+        func run(_ context: Context) async throws {
+            let home = try global.home(context)
+            let library = try await home.library(readOnly: true)
+            let id = try await IDPrefix.clip(id, in: library)
+            guard try await library.clip(id: id) != nil else { throw StoreError.clipNotFound(id: id) }
+            let source = library.audioPath(clipID: id)
+            guard FileManager.default.fileExists(atPath: source) else {
+                home.output.error(
+                    "Error: clip \(id) has no MP3 here yet: run `ivy sync` to bring it from Drive, then try again")
+                throw ExitCode.failure
+            }
+            guard let file, file != "-" else {
+                guard !context.terminal.output else {
+                    throw ValidationError(
+                        "standard output is a terminal: give a FILE (`ivy clip audio \(id.rawValue.prefix(8)) clip.mp3`), "
+                            + "or send it to a program or a file (`> clip.mp3`)")
+                }
+                try await BlockingExecutor.blocking { try Self.send(source) }
+                return
+            }
+            var target = (context.userPath(file) as NSString).standardizingPath
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: target, isDirectory: &isDirectory), isDirectory.boolValue {
+                target = (target as NSString).appendingPathComponent(id.rawValue + ".mp3")
+            }
+            let exists = FileManager.default.fileExists(atPath: target, isDirectory: &isDirectory)
+            if exists, isDirectory.boolValue {
+                throw ValidationError("\(target) is a directory; give the name of the MP3 to write")
+            }
+            if exists, !force { throw ValidationError("\(target) exists; give another FILE, or --force to replace it") }
+            let bytes: Int64
+            do {
+                bytes = try await BlockingExecutor.blocking { [force] in
+                    try CopyOut.copy(source, to: target, replacing: force)
+                }
+            } catch CopyOut.Failure.exists {
+                throw ValidationError("\(target) exists; give another FILE, or --force to replace it")
+            } catch CopyOut.Failure.cannotWrite(let path, let reason) {
+                home.output.error(
+                    "Error: cannot write \(path): \(reason); give a FILE in a directory that exists and that you can "
+                        + "write to")
+                throw ExitCode.failure
+            } catch CopyOut.Failure.cannotRead(let path, let reason) {
+                home.output.error("Error: cannot read the clip's MP3 \(path): \(reason)")
+                throw ExitCode.failure
+            }
+            home.output.line("wrote \(target) (\(ExportCommand.size(bytes)))")
+        }
+
+        /// The MP3 to standard output, a megabyte at a time.
+        private static func send(_ source: String) throws {
+            guard let input = FileHandle(forReadingAtPath: source) else {
+                throw StoreError.audioUnreadable(path: source, reason: String(cString: strerror(errno)))
+            }
+            defer { try? input.close() }
+            while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
+                if let code = PrivateFile.writeAll(chunk, to: STDOUT_FILENO) {
+                    // A reader that went away (`| head -c 100`) is no failure of ivy's.
+                    if code == EPIPE { return }
+                    throw StorageError(path: "standard output", errno: code)
+                        ?? StoreError.audioUnreadable(path: "standard output", reason: String(cString: strerror(code)))
+                }
+            }
         }
     }
 }

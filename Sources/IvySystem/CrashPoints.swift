@@ -70,6 +70,8 @@ package enum CrashPoint: String, CaseIterable, Sendable {
     case tokenWriteAfterRename = "token.write.after-rename"
     case exportAfterTemp = "export.after-temp"
     case exportAfterPlace = "export.after-place"
+    case copyOutAfterTemp = "audio.copy-out.after-temp"
+    case copyOutAfterPlace = "audio.copy-out.after-place"
     case logRotateAfterRename = "log.rotate.after-rename"
     // Requests that change Drive: before each is sent, and after its answer arrived but
     // before anything of it is recorded.
@@ -147,6 +149,8 @@ package enum CrashPoint: String, CaseIterable, Sendable {
         case .tokenWriteAfterRename: "the token file was renamed into place"
         case .exportAfterTemp: "`ivy export` wrote the archive to its temporary directory"
         case .exportAfterPlace: "`ivy export` put the archive in place"
+        case .copyOutAfterTemp: "`ivy clip audio` wrote and flushed its copy beside FILE, not yet in place"
+        case .copyOutAfterPlace: "`ivy clip audio` put its copy in place as FILE"
         case .logRotateAfterRename: "the log was renamed to .1 to start a new one"
         case .driveCreateBeforeSend: "a JSON file's create (multipart upload) is about to be sent"
         case .driveCreateAfterAnswer: "Drive answered a JSON file's create; nothing recorded yet"

@@ -132,7 +132,7 @@ struct CrashPointsTests {
         let listing = CrashPoints.listing
         #expect(listing.count == CrashPoint.allCases.count)
         #expect(listing == listing.sorted())
-        #expect(listing.first?.hasPrefix("audio.journal.after-aside ") == true)
+        #expect(listing.first?.hasPrefix("audio.copy-out.after-place ") == true)
     }
 
     @Test("IVY_CRASH_AT is NAME or NAME:N with N from 1; anything else names no point")

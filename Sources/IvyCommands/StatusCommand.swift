@@ -40,6 +40,11 @@ struct StatusCommand: ContextCommand {
         /// Google quota units (and requests) this device's syncs spent in the last 24 hours.
         let quotaUnits24h: Int
         let requests24h: Int
+        /// The same since Google's quota day began (midnight Pacific time).
+        let quotaUnitsToday: Int
+        let requestsToday: Int
+        /// How big the library is.
+        let figures: LibraryFigures
         let heldChanges: [Held]
         /// Why the last sync held deletions back (the safety valve), or nil.
         let deletionsHeld: String?
@@ -96,7 +101,10 @@ struct StatusCommand: ContextCommand {
                 historyVersions: history.versions, historySince: history.since.map(Display.rfc3339),
                 historyBytes: history.bytes, clock: clockSure ? "google" : "device",
                 newConflicts: newConflicts, quotaUnits24h: quotaUnits24h, requests24h: requests24h,
-                syncRunning: syncRunning, syncProcess: syncProcess, library: library, tokenFile: tokenFile,
+                quotaUnitsToday: quotaUnitsToday, requestsToday: requestsToday, books: figures.books,
+                booksArchived: figures.archivedBooks, clips: figures.clips, audioFiles: figures.audioFiles,
+                audioBytes: figures.audioBytes, syncRunning: syncRunning, syncProcess: syncProcess, library: library,
+                tokenFile: tokenFile,
                 logFile: logFile, oauthURL: used?.oauth.absoluteString, driveURL: used?.drive.absoluteString,
                 endpointProblem: problem, clientSource: client.source.rawValue, clientProblem: client.problem,
                 healthURL: healthURL,
@@ -134,6 +142,13 @@ struct StatusCommand: ContextCommand {
         let newConflicts: Int
         let quotaUnits24h: Int
         let requests24h: Int
+        let quotaUnitsToday: Int
+        let requestsToday: Int
+        let books: Int
+        let booksArchived: Int
+        let clips: Int
+        let audioFiles: Int
+        let audioBytes: Int64
         let syncRunning: Bool
         @Null var syncProcess: Int32?
         let library: String
@@ -175,6 +190,7 @@ struct StatusCommand: ContextCommand {
         let (stoppedReason, stoppedSince): (String?, Milliseconds?) =
             if case .stopped(let reason, let since) = signIn { (reason, since) } else { (nil, nil) }
         let spent = try await library.quotaSpent(since: now - 86_400_000)
+        let today = try await library.quotaSpent(since: GoogleDay.start(containing: now))
         let held = try await library.heldItems().map {
             Report.Held(entity: "\($0.key)", reason: $0.lastError ?? "no error was recorded")
         }
@@ -195,7 +211,8 @@ struct StatusCommand: ContextCommand {
             orphanClips: try await library.orphanClipCount(),
             history: try await library.historySummary(), clockSure: clock.sure,
             newConflicts: try await library.unseenConflicts(),
-            quotaUnits24h: spent.units, requests24h: spent.requests, heldChanges: held,
+            quotaUnits24h: spent.units, requests24h: spent.requests, quotaUnitsToday: today.units,
+            requestsToday: today.requests, figures: try await library.figures(), heldChanges: held,
             deletionsHeld: local.deletionsHeld, syncEnabled: enabled,
             signInProblem: SignInText.problem(signIn, zone: zone),
             syncRunning: running.running, syncProcess: running.pid, library: paths.database,
@@ -256,6 +273,13 @@ struct StatusCommand: ContextCommand {
                 report.nextAutoSync.map(time)
                     ?? (report.syncEnabled ? "when signed in" : "never (sync_enabled is false)")
             ),
+            ("books", Self.books(report.figures)),
+            ("clips", String(report.figures.clips)),
+            (
+                "audio",
+                "\(AudioRules.grouped(report.figures.audioBytes)) bytes in \(report.figures.audioFiles) "
+                    + "MP3\(report.figures.audioFiles == 1 ? "" : "s")"
+            ),
             ("orphan clips", String(report.orphanClips)),
             ("history", Self.history(report.history, zone: report.zone)),
             (
@@ -271,7 +295,9 @@ struct StatusCommand: ContextCommand {
             (
                 "google quota",
                 "\(AudioRules.grouped(Int64(report.quotaUnits24h))) units in \(report.requests24h) "
-                    + "request\(report.requests24h == 1 ? "" : "s") in the last 24 hours"
+                    + "request\(report.requests24h == 1 ? "" : "s") in the last 24 hours; "
+                    + "\(AudioRules.grouped(Int64(report.quotaUnitsToday))) today (Google's day, from midnight "
+                    + "Pacific time)"
             ),
             (
                 "sync running",
@@ -290,6 +316,11 @@ struct StatusCommand: ContextCommand {
 }
 
 extension StatusCommand {
+    /// `3 (1 archived)`.
+    static func books(_ figures: LibraryFigures) -> String {
+        figures.archivedBooks == 0 ? String(figures.books) : "\(figures.books) (\(figures.archivedBooks) archived)"
+    }
+
     /// `12 versions since 2026-01-01 10:00:00 +01:00, 4,096 bytes`, or `none kept`.
     static func history(_ summary: HistorySummary, zone: LocalZone?) -> String {
         guard summary.versions > 0, let since = summary.since else { return "none kept" }

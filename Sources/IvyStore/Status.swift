@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 package import IvyCore
 import IvySystem
@@ -104,5 +105,40 @@ extension LibraryDatabase {
                     arguments: [item.key.kind.rawValue, item.key.id, item.queuedAt])
             }
         }
+    }
+}
+
+/// How big the library is, for `ivy status`: what is in it and what its audio takes.
+package struct LibraryFigures: Sendable, Equatable {
+    /// Every book, the archived ones among them.
+    package var books = 0
+    package var archivedBooks = 0
+    package var clips = 0
+    /// The MP3s in the audio directory and their bytes.
+    package var audioFiles = 0
+    package var audioBytes: Int64 = 0
+}
+
+extension LibraryDatabase {
+    package func figures() async throws -> LibraryFigures {
+        var figures = try await read { db -> LibraryFigures in
+            var figures = LibraryFigures()
+            guard try db.tableExists("books") else { return figures }
+            figures.books = try Int.fetchOne(db, sql: "SELECT count(*) FROM books") ?? 0
+            figures.archivedBooks = try Int.fetchOne(db, sql: "SELECT count(*) FROM books WHERE hidden") ?? 0
+            figures.clips = try Int.fetchOne(db, sql: "SELECT count(*) FROM clips") ?? 0
+            return figures
+        }
+        let directory = paths.audioDirectory
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where file.hasSuffix(".mp3")
+        {
+            guard !file.hasPrefix(".") else { continue }
+            var info = stat()
+            if lstat(directory + "/" + file, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+                figures.audioFiles += 1
+                figures.audioBytes += Int64(info.st_size)
+            }
+        }
+        return figures
     }
 }

@@ -90,6 +90,30 @@ struct ConfigStatusTests {
         #expect(human.contains("last error        Drive is full"))
     }
 
+    @Test("status gives the library's figures: books (archived ones), clips, and the audio's MP3s and bytes")
+    func figures() async throws {
+        let book = try await ivy.id("book", "add", "--title", "Dune")
+        let archived = try await ivy.id("book", "add", "--title", "Emma")
+        #expect(try await ivy.run("book", "archive", archived).status == 0)
+        for (index, size) in [1000, 2500].enumerated() {
+            _ = try await ivy.id(
+                "clip", "add", "--book", book, "--start", String(index), "--duration", "1", "--audio",
+                try ivy.mp3("c\(index).mp3", size: size))
+        }
+        let object = try #require(try await ivy.runBinaryAsync("status", "--json").json() as? [String: Any])
+        #expect(object["books"] as? Int == 2 && object["books_archived"] as? Int == 1, "\(object)")
+        #expect(object["clips"] as? Int == 2 && object["audio_files"] as? Int == 2, "\(object)")
+        #expect(object["audio_bytes"] as? Int == 3500, "\(object)")
+        #expect(object["quota_units_today"] as? Int == 0 && object["requests_today"] as? Int == 0, "\(object)")
+        let human = try await ivy.runBinaryAsync("status").stdout
+        #expect(human.contains("\nbooks             2 (1 archived)\nclips             2\n"), "\(human)")
+        #expect(human.contains("\naudio             3,500 bytes in 2 MP3s\n"), "\(human)")
+        #expect(
+            human.contains(
+                "\ngoogle quota      0 units in 0 requests in the last 24 hours; 0 today (Google's day, from midnight "
+                    + "Pacific time)\n"), "\(human)")
+    }
+
     @Test("status says where the library, the sign-in and the log are, and whether a sync runs now")
     func whereAndWhether() async throws {
         _ = try await ivy.id("book", "add", "--title", "Dune")

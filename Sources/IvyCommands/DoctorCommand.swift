@@ -158,12 +158,18 @@ struct DoctorCommand: ContextCommand {
         _ home: Home, library: LibraryDatabase?, credentials: ClientCredentials?, _ note: (Finding) -> Void
     ) async {
         let found = Shared<[Finding]>([])
+        // Said after the sign-in's findings, whichever answer comes first.
+        let scopeFound = Shared<[Finding]>([])
         let deadline = home.context.doctorDeadline
         let answered = await withTaskGroup(of: Bool.self) { group in
             group.addTask {
+                async let scope: Void = checkScope(home, credentials: credentials) { level, check, detail, fix in
+                    scopeFound.update { $0.append(Finding(level: level, check: check, detail: detail, fix: fix)) }
+                }
                 await checkSignIn(home, library: library, credentials: credentials) { level, check, detail, fix in
                     found.update { $0.append(Finding(level: level, check: check, detail: detail, fix: fix)) }
                 }
+                await scope
                 return true
             }
             group.addTask {
@@ -174,13 +180,55 @@ struct DoctorCommand: ContextCommand {
             group.cancelAll()
             return first
         }
-        for finding in found.value { note(finding) }
+        for finding in found.value + scopeFound.value { note(finding) }
         guard !answered else { return }
         let server = otherServer(home).map { "the server this sign-in was made at, \($0)," } ?? "Google"
         note(
             Finding(
                 level: .problem, check: "network", detail: "\(server) did not answer within \(seconds(deadline)) s",
                 fix: "check the network, then run `ivy doctor` again"))
+    }
+
+    /// Whether Google's device sign-in takes the scope ivy asks for with this client: one device
+    /// code asked for and never used (it lapses), no Drive quota spent. Google allows the device
+    /// flow a short list of scopes; were drive.file taken off it, or the client deleted, `ivy
+    /// login` could not work, and this says so before anyone needs it.
+    private static func checkScope(
+        _ home: Home, credentials: ClientCredentials?,
+        _ add: @Sendable (Finding.Level, String, String, String?) -> Void
+    ) async {
+        guard let credentials else { return }
+        let endpoints: GoogleEndpoints
+        do {
+            let tokens = home.tokenStore(warn: { _ in })
+            if case .signedIn(let token) = tokens.signIn() {
+                endpoints = try home.endpoints(for: token)
+            } else {
+                endpoints = try home.endpoints()
+            }
+        } catch {
+            return  // The sign-in check names what is wrong with the servers.
+        }
+        let flow = DeviceFlow(endpoints: endpoints, credentials: credentials, effects: home.google)
+        do {
+            _ = try await flow.start()
+            add(.ok, "sign-in scope", "Google's device sign-in takes \(DeviceFlow.scope) from this client", nil)
+        } catch GoogleError.invalidClient {
+            add(
+                .problem, "sign-in scope", "Google does not know the OAuth client \(credentials.id) (invalid_client)",
+                "check the client id and secret (`ivy config get client_id`), or use a release's built-in client")
+        } catch GoogleError.http(_, let reason, let message) where reason == "invalid_scope" {
+            add(
+                .problem, "sign-in scope",
+                "Google's device sign-in refuses the scope ivy asks for, \(DeviceFlow.scope): \(message)",
+                "`ivy login` cannot work until it is allowed again; a newer ivy may ask for another")
+        } catch GoogleError.codeRateLimited {
+            add(
+                .warning, "sign-in scope", "not checked: Google limits how often this client asks for sign-in codes",
+                "run `ivy doctor` again in a minute")
+        } catch {
+            add(.warning, "sign-in scope", "not checked: \(described(error, home))", "run `ivy doctor` again")
+        }
     }
 
     /// A deadline in seconds, for people: `25`, `1.5`.

@@ -268,6 +268,31 @@ struct DoctorTests {
         }
     }
 
+    @Test("doctor asks Google's device sign-in whether it takes ivy's scope, and names a refusal as a problem")
+    func signInScope() async throws {
+        try await withEmulator { emulator in
+            let device = try await SignInHarness.signedIn(emulator)
+            let scope = "https://www.googleapis.com/auth/drive.file"
+            let fine = try await device.ivy.runBinaryAsync("doctor")
+            #expect(
+                fine.stdout.contains(
+                    "ok      sign-in scope: Google's device sign-in takes \(scope) from this client\n"),
+                "\(fine.stdout)")
+            #expect(
+                await emulator.state.requests.filter { $0.path == "/device/code" }.count == 2,
+                "one for the login, one for doctor: a code asked for and never used")
+
+            await emulator.state.addFault(FaultRule(pathContains: "/device/code", status: 400, reason: "invalid_scope"))
+            let refused = try await device.ivy.runBinaryAsync("doctor")
+            #expect(refused.status == 1)
+            #expect(
+                refused.stdout.contains(
+                    "problem sign-in scope: Google's device sign-in refuses the scope ivy asks for, \(scope): "
+                        + "Injected fault.; fix: `ivy login` cannot work until it is allowed again; a newer ivy may "
+                        + "ask for another\n"), "\(refused.stdout)")
+        }
+    }
+
     @Test("twin Ivy folders on Drive are a problem that names them, oldest first, with how to merge them")
     func folderTwins() async throws {
         try await withEmulator { emulator in

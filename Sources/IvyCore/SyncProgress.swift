@@ -8,17 +8,36 @@ package struct SyncProgress: Sendable, Equatable {
     package var total: Int
     package var bytesDone: Int64
     package var bytesTotal: Int64
+    /// Operations started and not finished, and the MP3 bytes they still expect to move: what
+    /// a first Ctrl-C waits for.
+    package var inFlight: Int
+    package var inFlightBytesLeft: Int64
 
-    package init(phase: String, done: Int = 0, total: Int = 0, bytesDone: Int64 = 0, bytesTotal: Int64 = 0) {
+    package init(
+        phase: String, done: Int = 0, total: Int = 0, bytesDone: Int64 = 0, bytesTotal: Int64 = 0,
+        inFlight: Int = 0, inFlightBytesLeft: Int64 = 0
+    ) {
         self.phase = phase
         self.done = done
         self.total = total
         self.bytesDone = bytesDone
         self.bytesTotal = bytesTotal
+        self.inFlight = inFlight
+        self.inFlightBytesLeft = inFlightBytesLeft
     }
 
     /// The last operation finished: the line that must be drawn, however soon after the one before.
     package var isLast: Bool { total > 0 && done >= total }
+
+    /// What a first Ctrl-C waits for, said while it waits: `stopping: waiting for the 3
+    /// operations in flight (12.3 MiB to move); interrupt again to stop at once`.
+    package var stoppingText: String {
+        let again = "; interrupt again to stop at once"
+        guard inFlight > 0 else { return "stopping: the operations in flight finish first" + again }
+        let bytes = inFlightBytesLeft > 0 ? " (\(ProgressReading.size(inFlightBytesLeft)) to move)" : ""
+        let operations = inFlight == 1 ? "the operation" : "the \(inFlight) operations"
+        return "stopping: waiting for \(operations) in flight\(bytes), none started after them" + again
+    }
 }
 
 /// Decides when the progress line is redrawn and with what rate, from the times it is given:

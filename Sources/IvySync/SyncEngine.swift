@@ -469,6 +469,7 @@ package final class SyncEngine: Sendable {
             var pending = actions.enumerated()[...]
             func launch() {
                 guard !Task.isCancelled, !stopping(), let (index, action) = pending.popFirst() else { return }
+                tally?.started(index)
                 group.addTask { [self] in
                     let moved = tally.map { tally in { @Sendable bytes in tally.moved(bytes, by: index) } }
                     let outcome = try await self.perform(action, context, moved: moved)

@@ -18,6 +18,8 @@ final class TransferTally: Sendable {
         var bytesTotal: Int64 = 0
         /// By action index: bytes expected, and bytes moved so far; removed once it finishes.
         var running: [Int: (expected: Int64, moved: Int64)] = [:]
+        /// The actions started, by index; one that finished is no longer `running`.
+        var started: Set<Int> = []
     }
 
     private let total: Int
@@ -51,6 +53,14 @@ final class TransferTally: Sendable {
         }
     }
 
+    /// Action `index` started.
+    func started(_ index: Int) {
+        state.withLock { state in
+            state.started.insert(index)
+            tell(state)
+        }
+    }
+
     /// Action `index` finished (nil: one of the settling steps after them), having moved `bytes`.
     func finished(_ index: Int?, bytes: Int64) {
         state.withLock { state in
@@ -68,9 +78,11 @@ final class TransferTally: Sendable {
     }
 
     private func tell(_ state: State) {
+        let flying = state.started.compactMap { state.running[$0] }
         progress(
             SyncProgress(
                 phase: "syncing", done: state.done, total: total, bytesDone: state.bytesDone,
-                bytesTotal: state.bytesTotal))
+                bytesTotal: state.bytesTotal, inFlight: flying.count,
+                inFlightBytesLeft: flying.reduce(0) { $0 + max(0, $1.expected - $1.moved) }))
     }
 }

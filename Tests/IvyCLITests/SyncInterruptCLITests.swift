@@ -92,6 +92,16 @@ struct SyncInterruptCLITests {
             await emulator.state.releaseHeld()
 
             #expect(exit == .exited(5), "\(stderr)")
+            // The first SIGINT's line names what it waits for: the operations already started
+            // (the one whose MP3 is held, and those queued behind it for the one connection).
+            let waiting = try #require(
+                stderr.firstMatch(
+                    of:
+                        #/
+                        stopping:\ waiting\ for\ the\ (\d+)\ operations\ in\ flight\ \(([0-9.]+\ KiB)\ to\ move\),
+                        \ none\ started\ after\ them;\ interrupt\ again\ to\ stop\ at\ once
+                        /#), "\(stderr.debugDescription)")
+            #expect((Int(waiting.1) ?? 0) >= 2, "\(waiting.0)")
             // The terminal turns "\n" into "\r\n".
             #expect(
                 stderr.hasSuffix(

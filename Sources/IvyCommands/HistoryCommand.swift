@@ -485,7 +485,9 @@ struct RestoreCommand: ContextCommand {
         if count == 0 {
             // Only what was named and left (it did not exist then, or is unknown here then): said
             // above, and not "as it was", which it was not.
-            let left = !ids.isEmpty && result.skipped.count == ids.count
+            // (`--version` names one entity: a deletion's, left as it is, is such a one.)
+            let left =
+                version != nil ? !result.skipped.isEmpty : !ids.isEmpty && result.skipped.count == ids.count
             home.output.line(
                 failures > 0
                     ? "Nothing restored." + incomplete

@@ -398,6 +398,41 @@ struct DoctorCommand: ContextCommand {
         }
     }
 
+    /// A small restore drill (`ivy check --history` with 3 versions, the kept MP3s of those
+    /// alone): the lock is tried, never waited for, and while a sync runs the drill is left out.
+    private static func checkHistory(
+        _ home: Home, _ library: LibraryDatabase, _ add: (Finding.Level, String, String, String?) -> Void
+    ) async throws {
+        guard case .acquired(let lock)? = try? SyncLock.acquire(path: home.paths.lockFile) else {
+            return add(.warning, "history", "not drilled: a sync is running", "run `ivy doctor` again when it is done")
+        }
+        var random = SystemRandomNumberGenerator()
+        let report: HistoryDrillReport
+        do {
+            report = try await withSyncLock(lock) {
+                try await library.historyDrill(sample: 3, allKept: false, using: &random)
+            }
+        } catch {
+            // Where it could not run (a read-only home has no room for the scratch copy).
+            return add(
+                .warning, "history", "not drilled: \(error.localizedDescription)",
+                "run `ivy check --history` where the library can be written")
+        }
+        if report.versions == 0 {
+            add(.ok, "history", "no versions kept yet", nil)
+        } else if let first = report.problems.first {
+            add(
+                .problem, "history",
+                "\(report.problems.count) of the versions drilled did not restore as recorded; first: \(first)",
+                "run `ivy check --history` for the whole drill")
+        } else {
+            add(
+                .ok, "history",
+                "\(report.restored) version\(report.restored == 1 ? "" : "s") restored into a scratch copy as recorded",
+                nil)
+        }
+    }
+
     /// The bytes of the files under `path` (the library's MP3s), 0 when it cannot be read.
     private static func bytes(under path: String) -> Int64 {
         guard let files = FileManager.default.enumerator(atPath: path) else { return 0 }
@@ -420,6 +455,7 @@ struct DoctorCommand: ContextCommand {
         } else {
             add(.ok, "held changes", "none", nil)
         }
+        try await checkHistory(home, library, add)
         if let held = try await library.internalSetting(.deletionsHeld) {
             // The planner's reason ends with what to do, which is the fix here.
             let reason = held.components(separatedBy: "; nothing was deleted").first ?? held

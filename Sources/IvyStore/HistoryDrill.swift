@@ -26,8 +26,11 @@ extension LibraryDatabase {
     /// apps too, `updated_at` aside: a restore is a change made now) and by its MP3's md5.
     /// Nothing in the library changes; the scratch copy is removed at the end (one a kill left
     /// is removed by the next drill).
+    ///
+    /// `allKept` false (`ivy doctor`'s small drill) checks only the kept MP3s of the versions it
+    /// restores, which the comparison does: the whole history's may be gigabytes.
     package func historyDrill(
-        sample: Int, using random: inout some RandomNumberGenerator
+        sample: Int, allKept: Bool = true, using random: inout some RandomNumberGenerator
     ) async throws -> HistoryDrillReport {
         var report = HistoryDrillReport()
         let versions = try await history()
@@ -39,7 +42,7 @@ extension LibraryDatabase {
             }
             if let md5 = version.audioMD5 { kept.insert(md5) }
         }
-        for md5 in kept.sorted() {
+        for md5 in kept.sorted() where allKept {
             report.keptMP3s += 1
             let path = historyAudioPath(md5: md5)
             guard FileManager.default.fileExists(atPath: path) else {

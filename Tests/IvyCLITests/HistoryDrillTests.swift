@@ -72,6 +72,31 @@ struct HistoryDrillTests {
         #expect(row.stdout.contains(": its JSON does not read as a backup\n"), "\(row.stdout)")
     }
 
+    @Test("doctor runs a small drill: ok when the versions restore, a problem naming the version when one does not")
+    func doctorDrills() async throws {
+        let (_, clip, _, second) = try await ivy.clipWithTwoTakes()
+        #expect(try await ivy.run("clip", "update", clip, "--audio", second).status == 0)
+        let fine = try await ivy.runBinaryAsync("doctor")
+        #expect(
+            fine.stdout.contains("\nok      history: 3 versions restored into a scratch copy as recorded\n"),
+            "\(fine.stdout)")
+        // The first take, kept by the history when the second replaced it, changed since.
+        let kept = try #require(
+            try ivy.sql("SELECT audio_md5 FROM history WHERE audio_md5 IS NOT NULL").first?["audio_md5"] as String?)
+        let path = ivy.home + "/history/\(kept).mp3"
+        var bytes = try #require(FileManager.default.contents(atPath: path))
+        bytes[bytes.count - 1] ^= 0xFF
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let damaged = try await ivy.runBinaryAsync("doctor")
+        #expect(damaged.status == 1)
+        #expect(
+            damaged.stdout.contains(
+                "\nproblem history: 1 of the versions drilled did not restore as recorded; first: version 2 of clip \(clip): its MP3 restores with md5 "
+            ),
+            "\(damaged.stdout)")
+        #expect(damaged.stdout.contains("; fix: run `ivy check --history` for the whole drill\n"), "\(damaged.stdout)")
+    }
+
     @Test("--versions is for --history, from 0 to 10000; --history takes no --archive or --read-data")
     func refusals() async throws {
         for arguments in [

@@ -121,7 +121,8 @@ struct CheckCommand: ContextCommand {
                     problems: report.problems))
         } else {
             home.output.line(
-                "History drill: \(report.restored) version\(report.restored == 1 ? "" : "s") restored into a scratch copy "
+                "History drill: \(report.restored) version\(report.restored == 1 ? "" : "s") restored "
+                    + "into a scratch copy "
                     + "and compared; \(report.versions) version\(report.versions == 1 ? "" : "s") and "
                     + "\(report.keptMP3s) kept MP3\(report.keptMP3s == 1 ? "" : "s") read: "
                     + (ok

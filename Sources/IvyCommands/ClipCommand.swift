@@ -252,7 +252,8 @@ extension ClipCommand {
             guard let file, file != "-" else {
                 guard !context.terminal.output else {
                     throw ValidationError(
-                        "standard output is a terminal: give a FILE (`ivy clip audio \(id.rawValue.prefix(8)) clip.mp3`), "
+                        "standard output is a terminal: give a FILE "
+                            + "(`ivy clip audio \(id.rawValue.prefix(8)) clip.mp3`), "
                             + "or send it to a program or a file (`> clip.mp3`)")
                 }
                 try await BlockingExecutor.blocking { try Self.send(source) }

@@ -165,7 +165,8 @@ extension LibraryDatabase {
         for field in Set(expected.keys).union(actual.keys).subtracting(["updated_at"]).sorted()
         where expected[field] != actual[field] {
             problems.append(
-                "\(name): \(field) restores as \(Self.shown(actual[field])), the history has \(Self.shown(expected[field]))"
+                "\(name): \(field) restores as \(Self.shown(actual[field])), "
+                    + "the history has \(Self.shown(expected[field]))"
             )
         }
         if case .clip(let id) = version.key {

@@ -91,7 +91,8 @@ struct HistoryDrillTests {
         #expect(damaged.status == 1)
         #expect(
             damaged.stdout.contains(
-                "\nproblem history: 1 of the versions drilled did not restore as recorded; first: version 2 of clip \(clip): its MP3 restores with md5 "
+                "\nproblem history: 1 of the versions drilled did not restore as recorded; first: version 2 of clip "
+                    + "\(clip): its MP3 restores with md5 "
             ),
             "\(damaged.stdout)")
         #expect(damaged.stdout.contains("; fix: run `ivy check --history` for the whole drill\n"), "\(damaged.stdout)")

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-package import IvyCore
+import IvyCore
 import IvySystem
 
 /// What `ivy check --history` found: versions restored into a scratch copy of the library and

@@ -1,4 +1,4 @@
-package import Foundation
+import Foundation
 
 /// A file of ivy's copied out to a path a person named (`ivy clip audio ID FILE`): written
 /// under a hidden name beside it, flushed, then put in place whole, so the path holds the whole

@@ -61,8 +61,11 @@ package struct WireCounts: Sendable, Codable, Equatable {
     package var refusedHandshakes = 0
     /// Connections reset by a fault rule's `resetConnection`.
     package var resets = 0
+    /// Connections closed, by either side.
+    package var closed = 0
 
     enum CodingKeys: String, CodingKey {
+        case closed
         case connections
         case goAways = "goaways"
         case refusedHandshakes = "refused_handshakes"
@@ -175,7 +178,12 @@ package final class WireFaults: Sendable {
         }
         for continuation in ready { continuation.resume() }
         channel.closeFuture.whenComplete { [self] _ in
-            _ = book.withLock { $0.open.removeValue(forKey: ObjectIdentifier(channel)) }
+            let ready = book.withLock { book in
+                book.open.removeValue(forKey: ObjectIdentifier(channel))
+                book.counts.closed += 1
+                return book.ready()
+            }
+            for continuation in ready { continuation.resume() }
         }
         if let age { scheduleAge(channel, opened: now, age: age) }
         return opened

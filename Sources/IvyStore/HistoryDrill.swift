@@ -119,6 +119,9 @@ extension LibraryDatabase {
             let copy = try DatabaseQueue(path: scratchPaths.database)
             try pool.backup(to: copy)
             try copy.close()
+            // Nothing of the library's own is written: a kill leaves the copy, which the next
+            // drill removes once it is an hour old.
+            CrashPoints.reach(.drillAfterCopy)
         }
         return try await LibraryDatabase(paths: scratchPaths, clock: clock)
     }

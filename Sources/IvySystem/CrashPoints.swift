@@ -72,6 +72,7 @@ package enum CrashPoint: String, CaseIterable, Sendable {
     case exportAfterPlace = "export.after-place"
     case copyOutAfterTemp = "audio.copy-out.after-temp"
     case copyOutAfterPlace = "audio.copy-out.after-place"
+    case drillAfterCopy = "history.drill.after-copy"
     case logRotateAfterRename = "log.rotate.after-rename"
     // Requests that change Drive: before each is sent, and after its answer arrived but
     // before anything of it is recorded.
@@ -151,6 +152,7 @@ package enum CrashPoint: String, CaseIterable, Sendable {
         case .exportAfterPlace: "`ivy export` put the archive in place"
         case .copyOutAfterTemp: "`ivy clip audio` wrote and flushed its copy beside FILE, not yet in place"
         case .copyOutAfterPlace: "`ivy clip audio` put its copy in place as FILE"
+        case .drillAfterCopy: "a restore drill made its scratch copy beside the library, before restoring into it"
         case .logRotateAfterRename: "the log was renamed to .1 to start a new one"
         case .driveCreateBeforeSend: "a JSON file's create (multipart upload) is about to be sent"
         case .driveCreateAfterAnswer: "Drive answered a JSON file's create; nothing recorded yet"

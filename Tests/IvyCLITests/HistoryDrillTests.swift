@@ -98,6 +98,25 @@ struct HistoryDrillTests {
         #expect(damaged.stdout.contains("; fix: run `ivy check --history` for the whole drill\n"), "\(damaged.stdout)")
     }
 
+    @Test("a drill killed once its scratch copy is made changes nothing; a later drill removes the copy")
+    func killedDrill() async throws {
+        _ = try await library()
+        let before = try state
+        try await CrashPointCLITests.crashed(ivy, at: "history.drill.after-copy", "check", "--history")
+        let left = try FileManager.default.contentsOfDirectory(atPath: ivy.home).filter {
+            $0.hasPrefix(".check-history-")
+        }
+        #expect(left.count == 1, "the scratch copy a kill leaves")
+        #expect(try state.filter { !$0.hasPrefix(".check-history-") } == before.filter { !$0.hasPrefix(".") })
+        // An hour later (one younger may be a running drill's).
+        for name in left {
+            var past = [timeval(tv_sec: time(nil) - 7200, tv_usec: 0), timeval(tv_sec: time(nil) - 7200, tv_usec: 0)]
+            #expect(utimes(ivy.home + "/" + name, &past) == 0)
+        }
+        #expect(try await ivy.runBinaryAsync("check", "--history").status == 0)
+        #expect(try state == before, "the copy removed, the library as it was")
+    }
+
     @Test("--versions is for --history, from 0 to 10000; --history takes no --archive or --read-data")
     func refusals() async throws {
         for arguments in [

@@ -216,8 +216,8 @@ package actor EmulatorState {
     package private(set) var endlessBytesSent = 0
     /// Endless answers whose writing stopped, nearly always because the client hung up: one a
     /// client merely stopped reading stays blocked on the connection and is never counted.
-    package private(set) var endlessAnswersEnded = 0
-    private var endlessWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    package var endlessAnswersEnded: Int { endlessEnded.value }
+    private var endlessEnded = CountWaiters()
     /// Bytes of file content (`alt=media` answers) handed to the connection, and how many
     /// such answers were sent to the end: how a test sees how far the server got ahead of a
     /// client that reads slowly.
@@ -241,8 +241,8 @@ package actor EmulatorState {
     var signInEvents = 0
     /// How many times the control API listed pending sign-ins: how a test starts a login just
     /// after `ivy-emulator approve` took its first look.
-    package private(set) var pendingListings = 0
-    private var listingWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    package var pendingListings: Int { listings.value }
+    private var listings = CountWaiters()
     var refreshTokens: [String: RefreshGrant] = [:]
     var accessTokens: [String: AccessGrant] = [:]
     var files: [String: DriveFile] = [:]
@@ -405,17 +405,12 @@ package actor EmulatorState {
     package func clearRequests() { requests = [] }
 
     /// Counts a listing of pending sign-ins by the control API and wakes who waits for it.
-    func countPendingListing() {
-        pendingListings += 1
-        let ready = listingWaiters.filter { $0.count <= pendingListings }
-        listingWaiters.removeAll { $0.count <= pendingListings }
-        for waiter in ready { waiter.continuation.resume() }
-    }
+    func countPendingListing() { listings.add() }
 
     /// Returns once the control API has listed pending sign-ins `count` times in all.
     package func waitForPendingListings(count: Int) async {
-        if pendingListings >= count { return }
-        await withCheckedContinuation { listingWaiters.append((count, $0)) }
+        if listings.value >= count { return }
+        await withCheckedContinuation { listings.wait(for: count, $0) }
     }
 
     package func addAccount(_ account: EmulatedAccount) {
@@ -578,17 +573,12 @@ package actor EmulatorState {
 
     func countEndless(_ bytes: Int) { endlessBytesSent += bytes }
 
-    func endlessAnswerEnded() {
-        endlessAnswersEnded += 1
-        let ready = endlessWaiters.filter { $0.count <= endlessAnswersEnded }
-        endlessWaiters.removeAll { $0.count <= endlessAnswersEnded }
-        for waiter in ready { waiter.continuation.resume() }
-    }
+    func endlessAnswerEnded() { endlessEnded.add() }
 
     /// Returns once `count` endless answers have stopped being written.
     package func waitForEndlessAnswersEnded(count: Int) async {
-        if endlessAnswersEnded >= count { return }
-        await withCheckedContinuation { endlessWaiters.append((count, $0)) }
+        if endlessEnded.value >= count { return }
+        await withCheckedContinuation { endlessEnded.wait(for: count, $0) }
     }
 
     func countMedia(_ bytes: Int) { mediaBytesSent += bytes }
@@ -799,4 +789,23 @@ package struct PendingSignIn: Sendable, Equatable {
 package struct HealthPing: Sendable, Equatable {
     package var path: String
     package var body: String
+}
+
+/// A count the state keeps, and the tests waiting for it to reach a number: each is resumed
+/// once it has.
+struct CountWaiters {
+    private(set) var value = 0
+    private var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+    mutating func add() {
+        value += 1
+        let due = value
+        let ready = waiters.filter { $0.count <= due }
+        waiters.removeAll { $0.count <= due }
+        for waiter in ready { waiter.continuation.resume() }
+    }
+
+    mutating func wait(for count: Int, _ continuation: CheckedContinuation<Void, Never>) {
+        waiters.append((count, continuation))
+    }
 }

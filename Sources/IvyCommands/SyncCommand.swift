@@ -167,6 +167,9 @@ struct SyncCommand: ContextCommand {
         }
         if let cronNews { return try await tellCron(cronNews, library: library, output: output) }
         if let held = report.deletionsHeld, !json { output.error("Held back: \(held)") }
+        if let drill = report.historyDrill, !json {
+            output.error("History drill: \(drill); `ivy check --history` runs the whole drill")
+        }
         if !report.isComplete { throw ExitCode(IvyExit.partialFailure) }
     }
 

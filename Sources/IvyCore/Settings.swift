@@ -7,6 +7,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
     case logFormat = "log_format"
     case trashDays = "trash_days"
     case historyDays = "history_days"
+    case historyCheckDays = "history_check_days"
     case replaceGrace = "replace_grace"
     case quotaUnitsPerMinute = "quota_units_per_minute"
     case watchMaxInterval = "watch_max_interval"
@@ -44,6 +45,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .logFormat: LogFormat.text.rawValue
         case .trashDays: "30"
         case .historyDays: String(History.defaultDays)
+        case .historyCheckDays: "7"
         case .replaceGrace: "60"
         case .quotaUnitsPerMinute: String(QuotaBudget.perUserPerMinute)
         case .watchMaxInterval: String(WatchSchedule.defaultMaxInterval)
@@ -62,6 +64,9 @@ package enum SettingKey: String, Sendable, CaseIterable {
         case .historyDays:
             "days the history keeps old versions of books and clips (0 to 3650; 0 turns history off, and the next "
                 + "sync removes it)"
+        case .historyCheckDays:
+            "days between the restore drills a sync runs at its end (0 to 3650; 0 runs none: `ivy check --history` "
+                + "runs one by hand)"
         case .replaceGrace:
             "seconds a synced file must stay missing on Drive before a sync puts it back (0 to 3600): another device "
                 + "may be between the delete and the create of a replace"
@@ -115,7 +120,7 @@ package enum SettingKey: String, Sendable, CaseIterable {
                 return .failure(SettingError(key: self, value: value, expected: "text or json"))
             }
             return .success(format.rawValue)
-        case .trashDays, .historyDays:
+        case .trashDays, .historyDays, .historyCheckDays:
             guard let days = Int(trimmed), (0...Self.maximumTrashDays).contains(days) else {
                 return .failure(
                     SettingError(

@@ -23,6 +23,8 @@ package enum InternalSetting: String, Sendable, CaseIterable {
     case mirrorListedAt = "mirror_listed_at"
     /// When the history was last pruned (milliseconds): at most once an hour.
     case historyPrunedAt = "history_pruned_at"
+    /// When a sync last ran the restore drill (milliseconds): every `history_check_days`.
+    case historyCheckedAt = "history_checked_at"
     /// How the last health-check ping went (`HealthPingRecord`, as JSON).
     case lastHealthPing = "last_health_ping"
     /// What is known of Google's clock against this boot's clock (`GoogleTimeRange.text`), so

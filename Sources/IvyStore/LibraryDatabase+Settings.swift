@@ -85,10 +85,16 @@ extension LibraryDatabase {
 
     /// What a sync that ran to its end leaves for `status` and `doctor`, in one transaction, so
     /// a kill between them never pairs one sync's time with another's error or held deletions.
-    package func recordSyncOutcome(at time: Milliseconds, succeeded: Bool, lastError: String?, deletionsHeld: String?)
-        async throws
-    {
+    /// `historyCheckedAt`: when the sync ran its restore drill, or started the count to the
+    /// first (nil leaves the record as it is).
+    package func recordSyncOutcome(
+        at time: Milliseconds, succeeded: Bool, lastError: String?, deletionsHeld: String?,
+        historyCheckedAt: Milliseconds? = nil
+    ) async throws {
         try await write(.storeSyncOutcome) { db in
+            if let historyCheckedAt {
+                try Self.store(InternalSetting.historyCheckedAt.rawValue, String(historyCheckedAt), db)
+            }
             try Self.store(SettingKey.lastSyncTime.rawValue, String(time), db)
             if succeeded { try Self.store(SettingKey.lastSuccess.rawValue, String(time), db) }
             try Self.store(SettingKey.lastError.rawValue, lastError, db)

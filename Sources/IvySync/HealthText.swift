@@ -33,6 +33,9 @@ enum HealthText {
         if report.deletionsHeld != nil {
             line += "; local deletions held back by the safety valve; `ivy doctor` says why"
         }
+        if report.historyDrill != nil {
+            line += "; the restore drill found versions that do not come back as recorded; run `ivy check --history`"
+        }
         return line
     }
 

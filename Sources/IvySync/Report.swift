@@ -42,6 +42,11 @@ package struct SyncReport: Sendable, Encodable {
     /// last error: nothing here reaches Drive until `ivy retry-failed`.
     package var heldChanges: [Problem] = []
     @Null package var deletionsHeld: String?
+    /// What the restore drill this sync ran found (`history_check_days`); nil when it ran none,
+    /// or every version it restored came back as recorded.
+    @Null package var historyDrill: String?
+    /// When this sync ran the restore drill, or started the count to the first; not in `--json`.
+    package var historyCheckedAt: Milliseconds?
     package var orphanClips = 0
     package var bytesUploaded: Int64 = 0
     package var bytesDownloaded: Int64 = 0
@@ -72,7 +77,7 @@ package struct SyncReport: Sendable, Encodable {
     /// doubt the listing confirmed.
     enum CodingKeys: CodingKey {
         case dryRun, uploaded, downloaded, merged, deletedRemote, deletedLocal, staleDuplicatesDeleted
-        case conflicts, failures, skipped, held, heldChanges, deletionsHeld, orphanClips
+        case conflicts, failures, skipped, held, heldChanges, deletionsHeld, historyDrill, orphanClips
         case bytesUploaded, bytesDownloaded, requests, quotaUnits, sharedQuotaWaits, leftForNextSync
         case fullListing, durationMS, plan
     }
@@ -84,7 +89,7 @@ package struct SyncReport: Sendable, Encodable {
 
     /// A success, for `last_success` and health checks: a sync that ran to the end with nothing
     /// failed or held (changes or deletions), and not a dry run.
-    package var isSuccess: Bool { !dryRun && isComplete && deletionsHeld == nil }
+    package var isSuccess: Bool { !dryRun && isComplete && deletionsHeld == nil && historyDrill == nil }
 
     /// Said once when Drive answered that the quota everyone using the OAuth client shares
     /// was spent (however many requests it refused): whose limit it was, and the way round it,

@@ -256,6 +256,7 @@ package final class SyncEngine: Sendable {
         report.orphanClips = try await library.orphanClipCount()
         await purgeTrash(keepingDays: trashDays)
         await pruneHistory()
+        if !options.stopping() { await drillHistoryIfDue(&report) }
         try await finish(&report, began: began)
         try await record(report, knownSkips: options.knownSkips)
         return report
@@ -553,6 +554,39 @@ package final class SyncEngine: Sendable {
         }
     }
 
+    /// The restore drill a sync runs every `history_check_days` (`ivy check --history`'s, small:
+    /// 10 versions and every version of one entity, the kept MP3s of those alone), after its
+    /// transfers and the prune; the first is due that many days after the library's first sync
+    /// (a new history has little to drill). What it finds fails the sync's health ping and is
+    /// said. When it ran, or when the count starts, `report.historyCheckedAt` says so, and the
+    /// sync's own record keeps it: the drill writes nothing to the library of its own.
+    private func drillHistoryIfDue(_ report: inout SyncReport) async {
+        do {
+            let days = try await library.number(.historyCheckDays)
+            guard days > 0 else { return }
+            let now = clock.now()
+            guard let last = try await library.internalSetting(.historyCheckedAt).flatMap(Milliseconds.init) else {
+                report.historyCheckedAt = now
+                return
+            }
+            if now >= last, now - last < Milliseconds(days) * 86_400_000 { return }
+            var random = SystemRandomNumberGenerator()
+            let drill = try await library.historyDrill(sample: 10, allKept: false, using: &random)
+            report.historyCheckedAt = now
+            logger.info(
+                "drilled the history",
+                metadata: ["restored": "\(drill.restored)", "problems": "\(drill.problems.count)"])
+            if let first = drill.problems.first {
+                logger.error("the history drill found a version that does not restore", metadata: ["first": "\(first)"])
+                report.historyDrill =
+                    "\(drill.problems.count) problem\(drill.problems.count == 1 ? "" : "s") in the \(drill.restored) "
+                    + "version\(drill.restored == 1 ? "" : "s") restored into a scratch copy; first: \(first)"
+            }
+        } catch {
+            logger.warning("the history drill could not run", metadata: ["error": "\(error.localizedDescription)"])
+        }
+    }
+
     /// What the report says of every sync, a dry run's included: the changes still held
     /// back, the requests made and the time taken.
     private func finish(_ report: inout SyncReport, began: ContinuousClock.Instant) async throws {
@@ -577,7 +611,8 @@ package final class SyncEngine: Sendable {
     private func record(_ report: SyncReport, knownSkips: Set<SyncReport.Problem>) async throws {
         try await library.recordSyncOutcome(
             at: clock.now(), succeeded: report.isSuccess,
-            lastError: report.failures.first.map { "\($0.entity): \($0.reason)" }, deletionsHeld: report.deletionsHeld)
+            lastError: report.failures.first.map { "\($0.entity): \($0.reason)" }, deletionsHeld: report.deletionsHeld,
+            historyCheckedAt: report.historyCheckedAt)
         for failure in report.failures {
             logger.error("sync failure", metadata: ["entity": "\(failure.entity)", "reason": "\(failure.reason)"])
         }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import GoogleEmulator
 import IvyTestSupport
 import Testing
@@ -21,6 +22,50 @@ struct HealthCheckTests {
 
     private static func pings(_ emulator: GoogleEmulator) async -> [HealthPing] {
         await emulator.state.healthPings
+    }
+
+    @Test(
+        """
+        a sync drills the history every history_check_days, the first sync starting the count; a drill that finds \
+        a version that does not restore says so, is no success and pings /fail
+        """)
+    func syncDrillsHistory() async throws {
+        try await withEmulator(tls: false) { emulator in
+            let device = try await Self.pinging(emulator)
+            let (_, clip, _, second) = try await device.ivy.clipWithTwoTakes()
+            #expect(try await device.ivy.run("clip", "update", clip, "--audio", second).status == 0)
+            let first = try await device.ivy.runBinaryAsync("sync", "--json")
+            #expect(first.status == 0, "\(first.stderr)")
+            #expect((try first.json() as? [String: Any])?["history_drill"] is NSNull)
+            let started = try device.ivy.sql("SELECT value FROM settings WHERE key = 'history_checked_at'")
+            #expect(started.count == 1, "the first sync starts the count, drilling nothing")
+            let success = try await device.ivy.runBinaryAsync("status", "--json").json() as? [String: Any]
+
+            // Eight days on, as the record has it, and the first take the history kept changed since.
+            let week = Int64(Date().timeIntervalSince1970 * 1000) - 8 * 86_400_000
+            try device.ivy.execute("UPDATE settings SET value = '\(week)' WHERE key = 'history_checked_at'")
+            let kept = try #require(
+                try device.ivy.sql("SELECT audio_md5 FROM history WHERE audio_md5 IS NOT NULL").first?["audio_md5"]
+                    as String?)
+            let path = device.ivy.home + "/history/\(kept).mp3"
+            var bytes = try #require(FileManager.default.contents(atPath: path))
+            bytes[bytes.count - 1] ^= 0xFF
+            try bytes.write(to: URL(fileURLWithPath: path))
+            let drilled = try await device.ivy.runBinaryAsync("sync")
+            #expect(drilled.status == 0, "everything is on Drive: \(drilled.stderr)")
+            #expect(
+                drilled.stderr.hasPrefix(
+                    "History drill: 1 problem in the 3 versions restored into a scratch copy; first: "),
+                "\(drilled.stderr)")
+            #expect(drilled.stderr.hasSuffix("; `ivy check --history` runs the whole drill\n"), "\(drilled.stderr)")
+            let pinged = await Self.pings(emulator).last
+            #expect(pinged?.path == "/health/check/fail", "\(String(describing: pinged))")
+            #expect(pinged?.body.contains("the restore drill found versions that do not come back as recorded") == true)
+            let after = try await device.ivy.runBinaryAsync("status", "--json").json() as? [String: Any]
+            #expect(after?["last_success"] as? String == success?["last_success"] as? String, "no success")
+            let checked = try device.ivy.sql("SELECT value FROM settings WHERE key = 'history_checked_at'")
+            #expect(checked.first?["value"] as String? != String(week), "the drill is recorded: the next is a week on")
+        }
     }
 
     @Test("a clean sync pings /start, then success with the summary; status shows the last success")
